@@ -1,0 +1,54 @@
+# IronVise — build and test entry points. `make test` is what CI runs.
+GO        ?= go
+PKG       := github.com/ironvise/ironvise
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS   := -s -w -X $(PKG)/internal/cli.version=$(VERSION) -X $(PKG)/internal/cli.commit=$(COMMIT)
+BIN       := bin
+
+.PHONY: all build demo test lint vet fmt-check unit cross bench fuzz clean
+
+all: build
+
+## build: the ironvise binary (pure Go, no cgo) into ./bin
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ironvise ./cmd/ironvise
+
+## demo: build and run the main job
+demo: build
+	./scripts/demo.sh
+
+## test: formatting, vet (linux, darwin, windows), staticcheck, race-enabled tests
+test: fmt-check vet lint unit
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+	GOOS=darwin $(GO) vet ./...
+	GOOS=windows $(GO) vet ./...
+
+lint:
+	$(GO) tool staticcheck ./...
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+## cross: prove the main binary cross-compiles without cgo
+cross:
+	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/ironvise
+	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./cmd/ironvise
+
+## bench: the performance targets of the spec
+bench:
+	GOMAXPROCS=1 $(GO) test -run '^$$' -bench . -benchmem ./internal/...
+
+## fuzz: run every fuzz target for FUZZTIME (default 2m)
+FUZZTIME ?= 2m
+fuzz:
+	./scripts/fuzz.sh $(FUZZTIME)
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,20 @@
+// Command ironvise is the IronVise security layer between an AI agent and the
+// machine it acts on. All behaviour lives in internal/cli; main only wires
+// the process to it and owns the exit code.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/ironvise/ironvise/internal/cli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}

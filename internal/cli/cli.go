@@ -1,0 +1,170 @@
+// Package cli holds the ironvise commands and is the composition root that
+// wires the packages together.
+//
+// # Design
+//
+// [Run] takes the arguments and the three standard streams and returns the
+// exit code, so every command is testable in-process; only cmd/ironvise calls
+// os.Exit. Each command lives in its own file and returns an error; an
+// [exitError] carries a specific exit code (cli.md: 0 success, 1 denial or
+// failed verification, 2 usage or configuration error, pass-through for
+// exec).
+//
+// # Limitations
+//
+// Commands that need the environment read it through config, which Run loads
+// lazily per command so that `ironvise --help` works with a broken
+// environment.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ironvise/ironvise/internal/config"
+)
+
+// Build metadata, set with -ldflags "-X ...cli.version=... -X ...cli.commit=...".
+var (
+	version = "0.1.0-dev"
+	commit  = "unknown"
+)
+
+// Exit codes shared by several commands (cli.md).
+const (
+	ExitOK     = 0
+	ExitDenied = 1 // a denial, a failed verification, a high finding
+	ExitUsage  = 2 // usage or configuration error
+)
+
+// exitError makes a command exit with a specific code. A nil err means exit
+// silently (the command already printed what it had to say).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// exitCode returns an error that makes Run exit with code, printing err
+// (when non-nil) on stderr.
+func exitCode(code int, err error) error { return &exitError{code: code, err: err} }
+
+// app is the state shared by the commands of one Run.
+type app struct {
+	ctx    context.Context
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	// lookup reads the environment; tests replace it.
+	lookup config.Lookup
+	cfg    *config.Config
+}
+
+// config loads and validates the environment once per run.
+func (a *app) config() (*config.Config, error) {
+	if a.cfg != nil {
+		return a.cfg, nil
+	}
+	cfg, err := config.Load(a.lookup)
+	if err != nil {
+		return nil, exitCode(ExitUsage, fmt.Errorf("configuration error:\n%w", err))
+	}
+	a.cfg = cfg
+	return cfg, nil
+}
+
+// Run executes the ironvise command line args (args[0] is the program name)
+// and returns the process exit code.
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	look, err := config.OSLookup(".env")
+	if err != nil {
+		fmt.Fprintf(stderr, "ironvise: %v\n", err)
+		return ExitUsage
+	}
+	return run(ctx, args, stdin, stdout, stderr, look)
+}
+
+// run is Run with the environment injected.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, look config.Lookup) int {
+	a := &app{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, lookup: look}
+	root := a.rootCommand()
+	if len(args) > 0 {
+		args = args[1:]
+	}
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintf(stderr, "ironvise: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	// Anything cobra itself rejects (unknown flag, missing argument) is a
+	// usage error.
+	fmt.Fprintf(stderr, "ironvise: %v\n", err)
+	if isUsageError(err) {
+		fmt.Fprintln(stderr, "Run 'ironvise --help' for usage.")
+	}
+	return ExitUsage
+}
+
+func isUsageError(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "unknown command") || strings.Contains(s, "unknown flag") ||
+		strings.Contains(s, "flag needs an argument") || strings.Contains(s, "arg(s)")
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "ironvise",
+		Short: "An emergency brake and a flight recorder for AI agents",
+		Long: `IronVise sits between an autonomous AI agent and the machine it acts on.
+Every action the agent proposes passes four checks (schema, policy, tripwire,
+guard LLM), runs — if allowed — inside a sandbox tier that fails closed, and is
+recorded in a signed, hash-chained ledger that an auditor can verify offline.`,
+		Example: `  # Check one intent without running anything
+  echo '{"action":"run_command","params":{"command":"ls -la"},"justification":"list files"}' | ironvise check
+
+  # Show the version and the sandbox tiers this build supports
+  ironvise version`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(
+		a.versionCommand(),
+	)
+	return root
+}
+
+// isTerminal reports whether w is a character device (a TTY), for colour
+// and progress output.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"runtime"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) versionCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version, commit, Go version and the sandbox tiers of this build",
+		Example: `  ironvise version
+  ironvise version --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			info := struct {
+				Version   string   `json:"version"`
+				Commit    string   `json:"commit"`
+				GoVersion string   `json:"go_version"`
+				Platform  string   `json:"platform"`
+				Tiers     []string `json:"tiers"`
+			}{version, commit, runtime.Version(), runtime.GOOS + "/" + runtime.GOARCH, buildTiers()}
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(info)
+			}
+			fmt.Fprintf(a.stdout, "ironvise %s (commit %s, %s, %s)\nsandbox tiers: %v\n",
+				info.Version, info.Commit, info.GoVersion, info.Platform, info.Tiers)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print machine-readable JSON")
+	return cmd
+}
+
+// buildTiers lists the tiers compiled into this binary for this OS.
+func buildTiers() []string {
+	native := "native-" + runtime.GOOS
+	return []string{native, "docker", "podman", "firecracker"}
+}

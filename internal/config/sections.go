@@ -1,0 +1,174 @@
+package config
+
+import (
+	"math"
+	"strings"
+)
+
+// Scanner configures the output scanner (checks.md §10).
+type Scanner struct {
+	// Sensitivity is low, medium or high.
+	Sensitivity string
+}
+
+func loadScanner(r *reader) Scanner {
+	return Scanner{Sensitivity: r.enum("SCANNER_SENSITIVITY", "medium", "low", "medium", "high")}
+}
+
+// Agent holds the agent-loop limits (cli.md, checks.md §2, agent.md §1).
+type Agent struct {
+	// MaxSteps is AGENT_MAX_STEPS; MaxStepsSet says whether the variable
+	// was present, because the effective limit differs when it is not
+	// (checks.md §2).
+	MaxSteps                  int
+	MaxStepsSet               bool
+	SnapshotInterval          int
+	LLMErrorLimit             int
+	GuardDenialLimit          int
+	JustificationFailureLimit int
+	CheckDenialLimit          int
+	// TokenBudget is 0 for unlimited.
+	TokenBudget int
+	// KeyRotationSteps is 0 when rotation is off.
+	KeyRotationSteps int
+	// AllowedDomains seeds tripwire.json allowed_domains (checks.md §6.4);
+	// AllowedDomainsSet says whether the variable was given.
+	AllowedDomains    []string
+	AllowedDomainsSet bool
+}
+
+// DefaultMaxSteps applies when neither the operator nor the policy sets a
+// step limit.
+const DefaultMaxSteps = 20
+
+func loadAgent(r *reader) Agent {
+	var a Agent
+	a.MaxSteps, a.MaxStepsSet = r.intRange("AGENT_MAX_STEPS", DefaultMaxSteps, 1, 100000)
+	a.SnapshotInterval, _ = r.intRange("AGENT_SNAPSHOT_INTERVAL", 50, 1, 1000000)
+	a.LLMErrorLimit, _ = r.intRange("AGENT_LLM_ERROR_LIMIT", 5, 1, 1000000)
+	a.GuardDenialLimit, _ = r.intRange("AGENT_GUARD_DENIAL_LIMIT", 3, 1, 1000000)
+	a.JustificationFailureLimit, _ = r.intRange("AGENT_JUSTIFICATION_FAILURE_LIMIT", 3, 1, 1000000)
+	a.CheckDenialLimit, _ = r.intRange("AGENT_CHECK_DENIAL_LIMIT", 5, 1, 1000000)
+	a.TokenBudget, _ = r.intRange("AGENT_TOKEN_BUDGET_MAX", 0, 1, math.MaxInt32)
+	a.KeyRotationSteps, _ = r.intRange("AGENT_KEY_ROTATION_STEPS", 0, 0, 1000000)
+	if s, ok := r.look("AGENT_ALLOWED_DOMAINS"); ok {
+		a.AllowedDomainsSet = true
+		for _, d := range strings.Split(s, ",") {
+			if d = strings.TrimSpace(d); d != "" {
+				a.AllowedDomains = append(a.AllowedDomains, d)
+			}
+		}
+	}
+	return a
+}
+
+// Guard configures check 4 (checks.md §7).
+type Guard struct {
+	// Required is false only for GUARD_REQUIRED=false/0/no.
+	Required bool
+	Backend  string
+	Model    string
+	// TimeoutSecs is the per-request timeout.
+	TimeoutSecs int
+	// MockReply is GUARD_MOCK_REPLY; MockReplySet says whether it was set.
+	MockReply    string
+	MockReplySet bool
+}
+
+func loadGuard(r *reader) Guard {
+	g := Guard{Required: true}
+	if v, ok := r.look("GUARD_REQUIRED"); ok {
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "false", "0", "no":
+			g.Required = false
+		}
+	}
+	g.Backend = r.enum("GUARD_LLM_BACKEND", "", llmBackends...)
+	g.Model = r.str("GUARD_LLM_MODEL", "")
+	g.TimeoutSecs, _ = r.intRange("GUARD_TIMEOUT_SECS", 30, 1, 3600)
+	g.MockReply, g.MockReplySet = r.look("GUARD_MOCK_REPLY")
+	return g
+}
+
+// Validate applies the startup rule of checks.md §7 for commands that run
+// the guard (audit, serve): when the guard is required, its backend and
+// model must be named — except that a mock primary backend with no guard
+// backend makes the guard a mock too. It returns the effective guard.
+func (g Guard) Validate(primaryBackend string) (Guard, error) {
+	if !g.Required {
+		return g, nil
+	}
+	if g.Backend == "" && primaryBackend == "mock" {
+		g.Backend = "mock"
+		if g.Model == "" {
+			g.Model = "mock-v1"
+		}
+		return g, nil
+	}
+	if g.Backend == "" {
+		return g, &Error{Var: "GUARD_LLM_BACKEND", Problem: "required while GUARD_REQUIRED is true", Accepted: strings.Join(llmBackends, ", ") + "; or set GUARD_REQUIRED=false, or pass --no-guard --no-guard-confirmed"}
+	}
+	if g.Model == "" && g.Backend != "mock" {
+		return g, &Error{Var: "GUARD_LLM_MODEL", Problem: "required while GUARD_REQUIRED is true", Accepted: "a model name of the guard backend, ideally a different model from the primary"}
+	}
+	return g, nil
+}
+
+var llmBackends = []string{"ollama", "openai", "anthropic", "mock"}
+
+// Secret is a string that never prints: its String and GoString methods and
+// its text encoding redact it, so an API key cannot reach a log by accident.
+type Secret struct{ v string }
+
+// NewSecret wraps a secret value.
+func NewSecret(v string) Secret { return Secret{v} }
+
+// Reveal returns the secret for the one place that must send it.
+func (s Secret) Reveal() string { return s.v }
+
+// Set reports whether the secret is non-empty.
+func (s Secret) Set() bool { return s.v != "" }
+
+// String implements fmt.Stringer with a redacted value.
+func (s Secret) String() string {
+	if s.v == "" {
+		return ""
+	}
+	return "[redacted]"
+}
+
+// GoString implements fmt.GoStringer with a redacted value.
+func (s Secret) GoString() string { return s.String() }
+
+// MarshalText implements encoding.TextMarshaler with a redacted value.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// LLM configures the primary model backend (agent.md §2).
+type LLM struct {
+	Backend         string
+	OllamaBaseURL   string
+	OllamaModel     string
+	OpenAIKey       Secret
+	OpenAIBaseURL   string
+	OpenAIModel     string
+	AnthropicKey    Secret
+	AnthropicURL    string
+	AnthropicModel  string
+	MockScript      string
+	MockScriptIsSet bool
+}
+
+func loadLLM(r *reader) LLM {
+	l := LLM{Backend: r.enum("LLM_BACKEND", "ollama", llmBackends...)}
+	l.OllamaBaseURL = r.str("OLLAMA_BASE_URL", "http://localhost:11434")
+	l.OllamaModel = r.str("OLLAMA_MODEL", "mistral")
+	l.OpenAIKey = NewSecret(r.str("OPENAI_API_KEY", ""))
+	l.OpenAIBaseURL = r.str("OPENAI_BASE_URL", "https://api.openai.com/v1")
+	l.OpenAIModel = r.str("OPENAI_MODEL", "")
+	l.AnthropicKey = NewSecret(r.str("ANTHROPIC_API_KEY", ""))
+	l.AnthropicURL = r.str("ANTHROPIC_BASE_URL", "https://api.anthropic.com")
+	l.AnthropicModel = r.str("ANTHROPIC_MODEL", "")
+	l.MockScript = r.str("MOCK_LLM_SCRIPT", "")
+	l.MockScriptIsSet = l.MockScript != ""
+	return l
+}

@@ -1,0 +1,404 @@
+package intent
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/ironvise/ironvise/internal/verdict"
+)
+
+// Error is a schema denial: the reason code and "<json path>: <problem>".
+type Error struct {
+	Code    verdict.Code
+	Path    string
+	Problem string
+}
+
+// Error implements error.
+func (e *Error) Error() string { return e.Path + ": " + e.Problem }
+
+// Observations gives the schema check read access to the current session's
+// observation events, for findings evidence (checks.md §3 step 9). It is an
+// interface so that this package never imports the ledger.
+type Observations interface {
+	// Observation returns the stored content of the event with sequence
+	// seq when that event is an observation of the current session, and
+	// ok = false otherwise.
+	Observation(seq int64) (content string, ok bool, err error)
+}
+
+// Options tunes the schema check.
+type Options struct {
+	// MinJustification is the minimum justification length in code points
+	// after trimming, for every action except complete
+	// (tripwire.json min_justification_length). Negative means the default.
+	MinJustification int
+	// Observations resolves findings evidence. Nil means the session has
+	// no observations, so any cited sequence is unverified.
+	Observations Observations
+	// ShapeOnly stops after the justification (checks.md §3 steps 2–7), as
+	// the output scanner's strict-schema pass requires.
+	ShapeOnly bool
+}
+
+var topKeys = []string{"action", "params", "justification", "reasoning"}
+
+var paramKeys = map[Action][]string{
+	RunCommand: {"command"},
+	ReadFile:   {"path"},
+	HTTPGet:    {"url"},
+	Complete:   {"findings"},
+}
+
+var findingKeys = []string{"severity", "title", "evidence", "recommendation", "evidence_sequence", "evidence_quotes"}
+
+// Parse runs the schema check on the raw model text and returns the intent,
+// or an *Error naming the first failure in the order of checks.md §3.
+func Parse(raw string, opt Options) (*Intent, error) {
+	in, err := parse(raw, opt)
+	if err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+func parse(raw string, opt Options) (*Intent, *Error) {
+	// (1) size — before any decoding work, so a huge reply costs nothing.
+	if len(raw) > MaxRawBytes {
+		return nil, &Error{verdict.SchemaTooLarge, "$", fmt.Sprintf("response is %d bytes (max %d)", len(raw), MaxRawBytes)}
+	}
+	// encoding/json silently replaces invalid UTF-8 with U+FFFD, which would
+	// let two different byte strings parse to the same intent.
+	if !utf8.ValidString(raw) {
+		return nil, &Error{verdict.SchemaInvalidString, "$", "invalid UTF-8"}
+	}
+	if p := loneSurrogate(raw); p >= 0 {
+		return nil, &Error{verdict.SchemaInvalidString, "$", fmt.Sprintf("invalid UTF-8: unpaired surrogate escape at byte %d", p)}
+	}
+	// (2) syntax and framing.
+	root, err := decodeTree(StripFence(raw))
+	if err != nil {
+		return nil, err
+	}
+	// (3) top-level keys.
+	for _, k := range root.keys {
+		if !slices.Contains(topKeys, k) {
+			return nil, unknownKey("$", k, topKeys, "")
+		}
+	}
+	actionNode := root.get("action")
+	if actionNode == nil {
+		return nil, &Error{verdict.SchemaMissingKey, "$.action", "required"}
+	}
+	// (4) types.
+	in := &Intent{}
+	action, e := stringField(actionNode, "$.action", 0, 0)
+	if e != nil {
+		return nil, e
+	}
+	params := root.get("params")
+	if params != nil && params.kind != kObject {
+		return nil, typeError("$.params", "object", params)
+	}
+	if n := root.get("justification"); n != nil {
+		if in.Justification, e = stringField(n, "$.justification", MaxJustificationRunes, 0); e != nil {
+			return nil, e
+		}
+	}
+	if n := root.get("reasoning"); n != nil {
+		if in.Reasoning, e = stringField(n, "$.reasoning", 0, MaxReasoningBytes); e != nil {
+			return nil, e
+		}
+	}
+	// (5) action.
+	in.Action = Action(action)
+	if !in.Action.Known() {
+		return nil, &Error{verdict.SchemaUnknownAction, "$.action", fmt.Sprintf("unknown action %q (allowed: %s)", action, joinActions())}
+	}
+	// (6) params.
+	if params == nil {
+		params = &node{kind: kObject}
+	}
+	if e := parseParams(in, params); e != nil {
+		return nil, e
+	}
+	// (7) justification.
+	if in.Action != Complete {
+		minLen := opt.MinJustification
+		if minLen < 0 {
+			minLen = DefaultMinJustify
+		}
+		if got := utf8.RuneCountInString(strings.TrimSpace(in.Justification)); got < minLen {
+			return nil, &Error{verdict.SchemaJustificationShort, "$.justification", fmt.Sprintf("must be at least %d characters after trimming (got %d)", minLen, got)}
+		}
+	}
+	if opt.ShapeOnly || in.Action != Complete {
+		return in, nil
+	}
+	// (8) findings structure.
+	if f := params.get("findings"); f != nil {
+		if in.Findings, e = parseFindings(f); e != nil {
+			return nil, e
+		}
+	}
+	// (9) findings evidence.
+	if e := verifyEvidence(in.Findings, opt.Observations); e != nil {
+		return nil, e
+	}
+	return in, nil
+}
+
+func parseParams(in *Intent, params *node) *Error {
+	allowed := paramKeys[in.Action]
+	for _, k := range params.keys {
+		if !slices.Contains(allowed, k) {
+			return unknownKey("$.params", k, allowed, " for "+string(in.Action))
+		}
+	}
+	var e *Error
+	switch in.Action {
+	case RunCommand:
+		in.Command, e = requiredString(params, "command", MaxCommandBytes)
+	case ReadFile:
+		in.Path, e = requiredString(params, "path", MaxPathBytes)
+	case HTTPGet:
+		in.URL, e = requiredString(params, "url", MaxURLBytes)
+		if e == nil {
+			for _, r := range in.URL {
+				if unicode.IsSpace(r) || unicode.IsControl(r) {
+					return &Error{verdict.SchemaInvalidString, "$.params.url", fmt.Sprintf("contains whitespace or a control character (%U)", r)}
+				}
+			}
+		}
+	case Complete:
+		if f := params.get("findings"); f != nil && f.kind != kArray {
+			return typeError("$.params.findings", "array", f)
+		}
+	}
+	return e
+}
+
+// requiredString reads a required, non-empty string param limited in bytes.
+func requiredString(params *node, key string, maxBytes int) (string, *Error) {
+	path := "$.params." + key
+	n := params.get(key)
+	if n == nil {
+		return "", &Error{verdict.SchemaMissingKey, path, "required"}
+	}
+	s, e := stringField(n, path, 0, maxBytes)
+	if e != nil {
+		return "", e
+	}
+	if s == "" {
+		return "", &Error{verdict.SchemaInvalidString, path, "must not be empty"}
+	}
+	return s, nil
+}
+
+// stringField checks that n is a string without NUL and within the limits
+// (maxRunes in code points, maxBytes in bytes; 0 = unlimited).
+func stringField(n *node, path string, maxRunes, maxBytes int) (string, *Error) {
+	if n.kind != kString {
+		return "", typeError(path, "string", n)
+	}
+	s := n.str
+	if strings.IndexByte(s, 0) >= 0 {
+		return "", &Error{verdict.SchemaInvalidString, path, "contains NUL"}
+	}
+	if maxBytes > 0 && len(s) > maxBytes {
+		return "", &Error{verdict.SchemaInvalidString, path, fmt.Sprintf("too long (%d > %d bytes)", len(s), maxBytes)}
+	}
+	if maxRunes > 0 {
+		if c := utf8.RuneCountInString(s); c > maxRunes {
+			return "", &Error{verdict.SchemaInvalidString, path, fmt.Sprintf("too long (%d > %d characters)", c, maxRunes)}
+		}
+	}
+	return s, nil
+}
+
+func parseFindings(arr *node) ([]Finding, *Error) {
+	if len(arr.elems) > MaxFindings {
+		return nil, &Error{verdict.SchemaFindingInvalid, "$.params.findings", fmt.Sprintf("too many findings (%d > %d)", len(arr.elems), MaxFindings)}
+	}
+	out := make([]Finding, 0, len(arr.elems))
+	for i, fn := range arr.elems {
+		path := "$.params.findings[" + strconv.Itoa(i) + "]"
+		f, e := parseFinding(fn, path)
+		if e != nil {
+			return nil, e
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+func parseFinding(n *node, path string) (Finding, *Error) {
+	var f Finding
+	if n.kind != kObject {
+		return f, typeError(path, "object", n)
+	}
+	for _, k := range n.keys {
+		if !slices.Contains(findingKeys, k) {
+			return f, unknownKey(path, k, findingKeys, "")
+		}
+	}
+	for _, k := range []string{"severity", "title", "evidence", "recommendation"} {
+		if n.get(k) == nil {
+			return f, &Error{verdict.SchemaMissingKey, path + "." + k, "required"}
+		}
+	}
+	sev, e := stringField(n.get("severity"), path+".severity", 0, 0)
+	if e != nil {
+		return f, e
+	}
+	f.Severity = Severity(sev)
+	switch f.Severity {
+	case Low, Medium, High, Critical:
+	default:
+		return f, &Error{verdict.SchemaFindingInvalid, path + ".severity", fmt.Sprintf("unknown severity %q (allowed: low, medium, high, critical)", sev)}
+	}
+	if f.Title, e = stringField(n.get("title"), path+".title", MaxTitleRunes, 0); e != nil {
+		return f, e
+	}
+	if strings.TrimSpace(f.Title) == "" {
+		return f, &Error{verdict.SchemaInvalidString, path + ".title", "must not be empty"}
+	}
+	if f.Evidence, e = stringField(n.get("evidence"), path+".evidence", MaxEvidenceRunes, 0); e != nil {
+		return f, e
+	}
+	if f.Recommendation, e = stringField(n.get("recommendation"), path+".recommendation", MaxRecommendationRunes, 0); e != nil {
+		return f, e
+	}
+	f.EvidenceSequence = []int64{}
+	if sn := n.get("evidence_sequence"); sn != nil {
+		if f.EvidenceSequence, e = sequenceList(sn, path+".evidence_sequence"); e != nil {
+			return f, e
+		}
+	}
+	f.EvidenceQuotes = []string{}
+	if qn := n.get("evidence_quotes"); qn != nil {
+		if qn.kind != kArray {
+			return f, typeError(path+".evidence_quotes", "array", qn)
+		}
+		if len(qn.elems) > MaxEvidenceRefs {
+			return f, &Error{verdict.SchemaFindingInvalid, path + ".evidence_quotes", fmt.Sprintf("too many quotes (%d > %d)", len(qn.elems), MaxEvidenceRefs)}
+		}
+		for i, q := range qn.elems {
+			s, e := stringField(q, path+".evidence_quotes["+strconv.Itoa(i)+"]", MaxQuoteRunes, 0)
+			if e != nil {
+				return f, e
+			}
+			f.EvidenceQuotes = append(f.EvidenceQuotes, s)
+		}
+	}
+	if f.Severity.NeedsEvidence() && len(f.EvidenceSequence) == 0 {
+		return f, &Error{verdict.SchemaFindingInvalid, path, "high/critical finding needs evidence_sequence"}
+	}
+	if len(f.EvidenceQuotes) > len(f.EvidenceSequence) {
+		return f, &Error{verdict.SchemaFindingInvalid, path, "more quotes than sequences"}
+	}
+	return f, nil
+}
+
+func sequenceList(n *node, path string) ([]int64, *Error) {
+	if n.kind != kArray {
+		return nil, typeError(path, "array", n)
+	}
+	if len(n.elems) > MaxEvidenceRefs {
+		return nil, &Error{verdict.SchemaFindingInvalid, path, fmt.Sprintf("too many sequences (%d > %d)", len(n.elems), MaxEvidenceRefs)}
+	}
+	out := make([]int64, 0, len(n.elems))
+	for i, el := range n.elems {
+		p := path + "[" + strconv.Itoa(i) + "]"
+		if el.kind != kNumber {
+			return nil, typeError(p, "integer", el)
+		}
+		// Only plain integer literals: 1.0 or 1e0 are a different number
+		// form that a lenient reader would accept and round.
+		v, err := strconv.ParseInt(string(el.num), 10, 64)
+		if err != nil {
+			return nil, &Error{verdict.SchemaType, p, "expected integer, got number " + string(el.num)}
+		}
+		if v < 1 {
+			return nil, &Error{verdict.SchemaFindingInvalid, p, fmt.Sprintf("sequence must be at least 1 (got %d)", v)}
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func verifyEvidence(fs []Finding, obs Observations) *Error {
+	for i, f := range fs {
+		for j, seq := range f.EvidenceSequence {
+			path := fmt.Sprintf("$.params.findings[%d].evidence_sequence[%d]", i, j)
+			content, ok := "", false
+			if obs != nil {
+				var err error
+				content, ok, err = obs.Observation(seq)
+				if err != nil {
+					return &Error{verdict.SchemaFindingUnverified, path, fmt.Sprintf("sequence %d could not be read: %v", seq, err)}
+				}
+			}
+			if !ok {
+				return &Error{verdict.SchemaFindingUnverified, path, fmt.Sprintf("sequence %d is not an observation of this session", seq)}
+			}
+			if j < len(f.EvidenceQuotes) && f.EvidenceQuotes[j] != "" && !strings.Contains(content, f.EvidenceQuotes[j]) {
+				return &Error{verdict.SchemaFindingUnverified, fmt.Sprintf("$.params.findings[%d].evidence_quotes[%d]", i, j), fmt.Sprintf("quote not found in observation %d", seq)}
+			}
+		}
+	}
+	return nil
+}
+
+func typeError(path, want string, got *node) *Error {
+	return &Error{verdict.SchemaType, path, fmt.Sprintf("expected %s, got %s", want, got.kind)}
+}
+
+func unknownKey(path, key string, allowed []string, suffix string) *Error {
+	return &Error{verdict.SchemaUnknownKey, path, fmt.Sprintf("unknown key %q%s (allowed: %s)", key, suffix, strings.Join(allowed, ", "))}
+}
+
+func joinActions() string {
+	s := make([]string, len(Actions))
+	for i, a := range Actions {
+		s[i] = string(a)
+	}
+	return strings.Join(s, ", ")
+}
+
+// loneSurrogate returns the byte offset of a \uD800–\uDFFF escape that is
+// not part of a high+low pair, or -1. encoding/json maps such escapes to
+// U+FFFD silently; IronVise rejects them as invalid strings instead.
+func loneSurrogate(s string) int {
+	for i := 0; i+5 < len(s); i++ {
+		if s[i] != '\\' {
+			continue
+		}
+		if s[i+1] != 'u' {
+			i++ // skip the escaped character, e.g. "\\"
+			continue
+		}
+		v, err := strconv.ParseUint(s[i+2:i+6], 16, 16)
+		if err != nil {
+			continue
+		}
+		switch {
+		case v >= 0xD800 && v <= 0xDBFF:
+			if i+11 < len(s) && s[i+6] == '\\' && s[i+7] == 'u' {
+				if w, err := strconv.ParseUint(s[i+8:i+12], 16, 16); err == nil && w >= 0xDC00 && w <= 0xDFFF {
+					i += 11
+					continue
+				}
+			}
+			return i
+		case v >= 0xDC00 && v <= 0xDFFF:
+			return i
+		}
+		i += 5
+	}
+	return -1
+}

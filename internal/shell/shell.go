@@ -1,0 +1,285 @@
+// Package shell is the static analysis of a POSIX sh script that the policy
+// and tripwire checks share (checks.md §6.1 steps 1–5 and the facts steps
+// 8–11 need).
+//
+// # What it computes
+//
+// [Analyze] parses the script with mvdan.cc/sh in POSIX mode and reduces it
+// to the list of simple commands that can run — including commands inside
+// functions, loops, command substitutions, here-documents and the commands a
+// wrapper runs (`env sudo`, `find -exec`, `sh -c '…'`, `busybox rm`) — each
+// with its program, its argument words, its prefix assignments, its
+// redirections and its pipeline position. Words are reduced to a static
+// value (POSIX quote removal) when they have one, so `"su""do"`, `s\udo`
+// and `'sudo'` all name the program sudo.
+//
+// Nothing here matches raw substrings of the script: rules downstream see
+// programs and whole argument words, so `grep sudo notes.txt` names the
+// program grep, never sudo.
+//
+// # Usage
+//
+//	a := shell.Analyze("timeout 5 sudo ls", shell.Options{})
+//	for _, c := range a.Commands { fmt.Println(c.Program, c.Derived) } // timeout false, sudo true
+//
+// # Limitations
+//
+// The analysis is static. Anything computed at run time — a program name
+// from a variable, arguments that xargs reads from stdin — is marked
+// dynamic or left to the sandbox, never guessed. Bash-only syntax is a parse
+// error because /bin/sh would not run it the same way.
+package shell
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Limits of checks.md §6.1.
+const (
+	MaxCommands   = 256 // simple commands per script, derived ones included
+	MaxDepth      = 16  // nesting of compound commands and substitutions
+	MaxScriptNest = 3   // sh -c '…' analysed recursively this deep
+)
+
+// Word is one shell word reduced for checking.
+type Word struct {
+	// Static reports whether the word has one value whatever the
+	// environment: only literals and quotes, no expansion, no glob, no ~.
+	Static bool
+	// Value is the static value after quote removal ("" when not static).
+	Value string
+	// Match is the text rules match against: the static value, or for a
+	// non-static word its source text with the quote characters removed.
+	Match string
+
+	word *syntax.Word
+}
+
+// RedirKind classifies a redirection for the path checks.
+type RedirKind int
+
+// Redirection kinds (checks.md §4.3, §6.1.11).
+const (
+	RedirNone  RedirKind = iota // fd duplication or close: no file target
+	RedirRead                   // <
+	RedirWrite                  // > >> >| <> and a file >&
+	RedirHere                   // << <<-: a here-document, no file target
+)
+
+// Redirect is one redirection with its target word.
+type Redirect struct {
+	Op     string
+	Kind   RedirKind
+	Target Word // zero for RedirNone and RedirHere
+	// TmpDir reports a target of the form $TMPDIR/static-rest (or
+	// ${TMPDIR}) with no ".." component: the sandbox's per-command scratch
+	// directory (checks.md §6.1.11). Rest is the part after $TMPDIR.
+	TmpDir bool
+	Rest   string
+	Offset int // byte offset in the analysed script, for source order
+}
+
+// Assign is a variable assignment that a command performs or passes on.
+type Assign struct {
+	Name  string
+	Value Word
+	// Form says how: "prefix" (NAME=v cmd), "bare" (NAME=v), "export",
+	// "readonly", "env", "for" or "read".
+	Form string
+}
+
+// Command is one simple command that the script can run.
+type Command struct {
+	// Program is path.Base of the first word's static value ("" when the
+	// first word is not static).
+	Program string
+	// Name is the first word's static value before path.Base, for messages.
+	Name string
+	// ProgramWord is the first word itself.
+	ProgramWord Word
+	// Args are the words after the program.
+	Args []Word
+	// Dynamic reports a program that cannot be determined statically, with
+	// the construct that made it so in DynamicReason.
+	Dynamic       bool
+	DynamicReason string
+	// Derived reports a command found through a wrapper (env, timeout,
+	// find -exec, sh -c, …); Wrapper names that wrapper's program.
+	Derived bool
+	Wrapper string
+	// ScriptFile reports a shell interpreter running a script-file operand.
+	ScriptFile bool
+	// InlineCode reports an interpreter given code with an inline-code flag
+	// (-c, -e, …); StdinProgram reports one that reads its program from
+	// stdin (checks.md §6.1.10).
+	InlineCode   bool
+	StdinProgram bool
+	// AssignOnly reports a command of bare assignments (X=1) with no
+	// program.
+	AssignOnly bool
+	// Assigns are prefix and bare assignments, and NAME=value arguments of
+	// export, readonly and env.
+	Assigns []Assign
+	// Redirs are the redirections attached to this command.
+	Redirs []Redirect
+	// PipePos is the pipeline stage (0 = first, or not piped).
+	PipePos int
+	// StdinRedirected reports a <, << or <<- on the command or an enclosing
+	// compound command.
+	StdinRedirected bool
+	// Offset is the byte offset of the command in the top-level script.
+	Offset int
+
+}
+
+// ArgMatches returns the match texts of the arguments.
+func (c *Command) ArgMatches() []string {
+	out := make([]string, len(c.Args))
+	for i, a := range c.Args {
+		out[i] = a.Match
+	}
+	return out
+}
+
+// Analysis is the result of analysing one script.
+type Analysis struct {
+	// Source is the script.
+	Source string
+	// ParseError is set when the script is not POSIX sh (cmd_unparseable).
+	ParseError error
+	// TooComplex is set when a limit is exceeded (cmd_too_complex).
+	TooComplex string
+	// Commands lists every simple command in source order, derived
+	// commands right after their wrapper.
+	Commands []Command
+	// Redirects lists every redirection in source order, including those
+	// on compound commands.
+	Redirects []Redirect
+	// ChangesDir reports a cd, pushd or popd anywhere in the script: relative
+	// redirection targets then cannot be resolved statically.
+	ChangesDir bool
+	// LoopVars are the variables of for loops, which the loop assigns.
+	LoopVars []Assign
+	// AssignsTmpDir reports any assignment to TMPDIR, which voids the
+	// $TMPDIR redirection exception.
+	AssignsTmpDir bool
+	// RecursiveFunction names a function whose body calls itself.
+	RecursiveFunction string
+	// DownloadExec names the construct when downloaded content is executed
+	// (a downloader inside a command substitution passed to eval, ., source
+	// or sh -c).
+	DownloadExec string
+}
+
+// Options selects platform behaviour.
+type Options struct {
+	// FoldCase compares program names ASCII case-insensitively (darwin and
+	// windows file systems).
+	FoldCase bool
+}
+
+// Analyze parses and analyses a script. It never fails: problems are
+// reported in ParseError and TooComplex.
+func Analyze(src string, opt Options) *Analysis {
+	a := &Analysis{Source: src}
+	w := &walker{a: a, opt: opt}
+	w.script(src, 0, 0, 0, false, -1, "")
+	if a.ParseError != nil || a.TooComplex != "" {
+		a.Commands, a.Redirects = nil, nil
+	}
+	return a
+}
+
+// ParseError is a parse failure with the parser's message.
+type ParseError struct{ msg string }
+
+func (e *ParseError) Error() string { return e.msg }
+
+// parse parses POSIX sh.
+func parse(src string) (*syntax.File, error) {
+	p := syntax.NewParser(syntax.Variant(syntax.LangPOSIX))
+	f, err := p.Parse(strings.NewReader(src), "")
+	if err != nil {
+		return nil, &ParseError{msg: err.Error()}
+	}
+	return f, nil
+}
+
+// base returns the program name of a static first word.
+func base(v string, fold bool) string {
+	b := path.Base(v)
+	if fold {
+		b = strings.ToLower(b)
+	}
+	return b
+}
+
+// MatchGlob reports whether name matches a basename glob with path.Match
+// syntax plus {a,b} alternatives. Malformed globs never match; callers
+// validate globs at load time with ValidGlob.
+func MatchGlob(glob, name string, fold bool) bool {
+	if fold {
+		glob, name = strings.ToLower(glob), strings.ToLower(name)
+	}
+	for _, g := range ExpandBraces(glob) {
+		if ok, err := path.Match(g, name); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ValidGlob checks a basename glob.
+func ValidGlob(glob string) error {
+	if glob == "" {
+		return fmt.Errorf("empty glob")
+	}
+	for _, g := range ExpandBraces(glob) {
+		if _, err := path.Match(g, ""); err != nil {
+			return fmt.Errorf("bad glob %q: %w", glob, err)
+		}
+	}
+	return nil
+}
+
+// ExpandBraces expands {a,b} alternatives (no nesting) into plain globs.
+func ExpandBraces(g string) []string {
+	i := strings.IndexByte(g, '{')
+	if i < 0 {
+		return []string{g}
+	}
+	j := strings.IndexByte(g[i:], '}')
+	if j < 0 {
+		return []string{g}
+	}
+	j += i
+	var out []string
+	for _, alt := range strings.Split(g[i+1:j], ",") {
+		for _, rest := range ExpandBraces(g[j+1:]) {
+			out = append(out, g[:i]+alt+rest)
+		}
+	}
+	return out
+}
+
+// sortCommands puts commands in source order while keeping each derived
+// command right after its wrapper: derived commands share their wrapper's
+// offset and are appended in order, and sort.SliceStable keeps that.
+func sortCommands(cs []Command) {
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].Offset < cs[j].Offset })
+}
+
+func sortRedirects(rs []Redirect) {
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Offset < rs[j].Offset })
+}
+
+// isAny reports whether name matches any glob of the list.
+func isAny(list []string, name string, fold bool) bool {
+	return slices.ContainsFunc(list, func(g string) bool { return MatchGlob(g, name, fold) })
+}
