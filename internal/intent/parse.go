@@ -8,6 +8,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/ironvise/ironvise/internal/strictjson"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
@@ -85,12 +86,12 @@ func parse(raw string, opt Options) (*Intent, *Error) {
 		return nil, err
 	}
 	// (3) top-level keys.
-	for _, k := range root.keys {
+	for _, k := range root.Keys {
 		if !slices.Contains(topKeys, k) {
 			return nil, unknownKey("$", k, topKeys, "")
 		}
 	}
-	actionNode := root.get("action")
+	actionNode := root.Get("action")
 	if actionNode == nil {
 		return nil, &Error{verdict.SchemaMissingKey, "$.action", "required"}
 	}
@@ -100,16 +101,16 @@ func parse(raw string, opt Options) (*Intent, *Error) {
 	if e != nil {
 		return nil, e
 	}
-	params := root.get("params")
-	if params != nil && params.kind != kObject {
+	params := root.Get("params")
+	if params != nil && params.Kind != strictjson.Object {
 		return nil, typeError("$.params", "object", params)
 	}
-	if n := root.get("justification"); n != nil {
+	if n := root.Get("justification"); n != nil {
 		if in.Justification, e = stringField(n, "$.justification", MaxJustificationRunes, 0); e != nil {
 			return nil, e
 		}
 	}
-	if n := root.get("reasoning"); n != nil {
+	if n := root.Get("reasoning"); n != nil {
 		if in.Reasoning, e = stringField(n, "$.reasoning", 0, MaxReasoningBytes); e != nil {
 			return nil, e
 		}
@@ -121,7 +122,7 @@ func parse(raw string, opt Options) (*Intent, *Error) {
 	}
 	// (6) params.
 	if params == nil {
-		params = &node{kind: kObject}
+		params = &strictjson.Node{Kind: strictjson.Object}
 	}
 	if e := parseParams(in, params); e != nil {
 		return nil, e
@@ -140,7 +141,7 @@ func parse(raw string, opt Options) (*Intent, *Error) {
 		return in, nil
 	}
 	// (8) findings structure.
-	if f := params.get("findings"); f != nil {
+	if f := params.Get("findings"); f != nil {
 		if in.Findings, e = parseFindings(f); e != nil {
 			return nil, e
 		}
@@ -152,9 +153,9 @@ func parse(raw string, opt Options) (*Intent, *Error) {
 	return in, nil
 }
 
-func parseParams(in *Intent, params *node) *Error {
+func parseParams(in *Intent, params *strictjson.Node) *Error {
 	allowed := paramKeys[in.Action]
-	for _, k := range params.keys {
+	for _, k := range params.Keys {
 		if !slices.Contains(allowed, k) {
 			return unknownKey("$.params", k, allowed, " for "+string(in.Action))
 		}
@@ -175,7 +176,7 @@ func parseParams(in *Intent, params *node) *Error {
 			}
 		}
 	case Complete:
-		if f := params.get("findings"); f != nil && f.kind != kArray {
+		if f := params.Get("findings"); f != nil && f.Kind != strictjson.Array {
 			return typeError("$.params.findings", "array", f)
 		}
 	}
@@ -183,9 +184,9 @@ func parseParams(in *Intent, params *node) *Error {
 }
 
 // requiredString reads a required, non-empty string param limited in bytes.
-func requiredString(params *node, key string, maxBytes int) (string, *Error) {
+func requiredString(params *strictjson.Node, key string, maxBytes int) (string, *Error) {
 	path := "$.params." + key
-	n := params.get(key)
+	n := params.Get(key)
 	if n == nil {
 		return "", &Error{verdict.SchemaMissingKey, path, "required"}
 	}
@@ -201,11 +202,11 @@ func requiredString(params *node, key string, maxBytes int) (string, *Error) {
 
 // stringField checks that n is a string without NUL and within the limits
 // (maxRunes in code points, maxBytes in bytes; 0 = unlimited).
-func stringField(n *node, path string, maxRunes, maxBytes int) (string, *Error) {
-	if n.kind != kString {
+func stringField(n *strictjson.Node, path string, maxRunes, maxBytes int) (string, *Error) {
+	if n.Kind != strictjson.String {
 		return "", typeError(path, "string", n)
 	}
-	s := n.str
+	s := n.Str
 	if strings.IndexByte(s, 0) >= 0 {
 		return "", &Error{verdict.SchemaInvalidString, path, "contains NUL"}
 	}
@@ -220,12 +221,12 @@ func stringField(n *node, path string, maxRunes, maxBytes int) (string, *Error) 
 	return s, nil
 }
 
-func parseFindings(arr *node) ([]Finding, *Error) {
-	if len(arr.elems) > MaxFindings {
-		return nil, &Error{verdict.SchemaFindingInvalid, "$.params.findings", fmt.Sprintf("too many findings (%d > %d)", len(arr.elems), MaxFindings)}
+func parseFindings(arr *strictjson.Node) ([]Finding, *Error) {
+	if len(arr.Elems) > MaxFindings {
+		return nil, &Error{verdict.SchemaFindingInvalid, "$.params.findings", fmt.Sprintf("too many findings (%d > %d)", len(arr.Elems), MaxFindings)}
 	}
-	out := make([]Finding, 0, len(arr.elems))
-	for i, fn := range arr.elems {
+	out := make([]Finding, 0, len(arr.Elems))
+	for i, fn := range arr.Elems {
 		path := "$.params.findings[" + strconv.Itoa(i) + "]"
 		f, e := parseFinding(fn, path)
 		if e != nil {
@@ -236,22 +237,22 @@ func parseFindings(arr *node) ([]Finding, *Error) {
 	return out, nil
 }
 
-func parseFinding(n *node, path string) (Finding, *Error) {
+func parseFinding(n *strictjson.Node, path string) (Finding, *Error) {
 	var f Finding
-	if n.kind != kObject {
+	if n.Kind != strictjson.Object {
 		return f, typeError(path, "object", n)
 	}
-	for _, k := range n.keys {
+	for _, k := range n.Keys {
 		if !slices.Contains(findingKeys, k) {
 			return f, unknownKey(path, k, findingKeys, "")
 		}
 	}
 	for _, k := range []string{"severity", "title", "evidence", "recommendation"} {
-		if n.get(k) == nil {
+		if n.Get(k) == nil {
 			return f, &Error{verdict.SchemaMissingKey, path + "." + k, "required"}
 		}
 	}
-	sev, e := stringField(n.get("severity"), path+".severity", 0, 0)
+	sev, e := stringField(n.Get("severity"), path+".severity", 0, 0)
 	if e != nil {
 		return f, e
 	}
@@ -261,33 +262,33 @@ func parseFinding(n *node, path string) (Finding, *Error) {
 	default:
 		return f, &Error{verdict.SchemaFindingInvalid, path + ".severity", fmt.Sprintf("unknown severity %q (allowed: low, medium, high, critical)", sev)}
 	}
-	if f.Title, e = stringField(n.get("title"), path+".title", MaxTitleRunes, 0); e != nil {
+	if f.Title, e = stringField(n.Get("title"), path+".title", MaxTitleRunes, 0); e != nil {
 		return f, e
 	}
 	if strings.TrimSpace(f.Title) == "" {
 		return f, &Error{verdict.SchemaInvalidString, path + ".title", "must not be empty"}
 	}
-	if f.Evidence, e = stringField(n.get("evidence"), path+".evidence", MaxEvidenceRunes, 0); e != nil {
+	if f.Evidence, e = stringField(n.Get("evidence"), path+".evidence", MaxEvidenceRunes, 0); e != nil {
 		return f, e
 	}
-	if f.Recommendation, e = stringField(n.get("recommendation"), path+".recommendation", MaxRecommendationRunes, 0); e != nil {
+	if f.Recommendation, e = stringField(n.Get("recommendation"), path+".recommendation", MaxRecommendationRunes, 0); e != nil {
 		return f, e
 	}
 	f.EvidenceSequence = []int64{}
-	if sn := n.get("evidence_sequence"); sn != nil {
+	if sn := n.Get("evidence_sequence"); sn != nil {
 		if f.EvidenceSequence, e = sequenceList(sn, path+".evidence_sequence"); e != nil {
 			return f, e
 		}
 	}
 	f.EvidenceQuotes = []string{}
-	if qn := n.get("evidence_quotes"); qn != nil {
-		if qn.kind != kArray {
+	if qn := n.Get("evidence_quotes"); qn != nil {
+		if qn.Kind != strictjson.Array {
 			return f, typeError(path+".evidence_quotes", "array", qn)
 		}
-		if len(qn.elems) > MaxEvidenceRefs {
-			return f, &Error{verdict.SchemaFindingInvalid, path + ".evidence_quotes", fmt.Sprintf("too many quotes (%d > %d)", len(qn.elems), MaxEvidenceRefs)}
+		if len(qn.Elems) > MaxEvidenceRefs {
+			return f, &Error{verdict.SchemaFindingInvalid, path + ".evidence_quotes", fmt.Sprintf("too many quotes (%d > %d)", len(qn.Elems), MaxEvidenceRefs)}
 		}
-		for i, q := range qn.elems {
+		for i, q := range qn.Elems {
 			s, e := stringField(q, path+".evidence_quotes["+strconv.Itoa(i)+"]", MaxQuoteRunes, 0)
 			if e != nil {
 				return f, e
@@ -304,24 +305,24 @@ func parseFinding(n *node, path string) (Finding, *Error) {
 	return f, nil
 }
 
-func sequenceList(n *node, path string) ([]int64, *Error) {
-	if n.kind != kArray {
+func sequenceList(n *strictjson.Node, path string) ([]int64, *Error) {
+	if n.Kind != strictjson.Array {
 		return nil, typeError(path, "array", n)
 	}
-	if len(n.elems) > MaxEvidenceRefs {
-		return nil, &Error{verdict.SchemaFindingInvalid, path, fmt.Sprintf("too many sequences (%d > %d)", len(n.elems), MaxEvidenceRefs)}
+	if len(n.Elems) > MaxEvidenceRefs {
+		return nil, &Error{verdict.SchemaFindingInvalid, path, fmt.Sprintf("too many sequences (%d > %d)", len(n.Elems), MaxEvidenceRefs)}
 	}
-	out := make([]int64, 0, len(n.elems))
-	for i, el := range n.elems {
+	out := make([]int64, 0, len(n.Elems))
+	for i, el := range n.Elems {
 		p := path + "[" + strconv.Itoa(i) + "]"
-		if el.kind != kNumber {
+		if el.Kind != strictjson.Number {
 			return nil, typeError(p, "integer", el)
 		}
 		// Only plain integer literals: 1.0 or 1e0 are a different number
 		// form that a lenient reader would accept and round.
-		v, err := strconv.ParseInt(string(el.num), 10, 64)
+		v, err := strconv.ParseInt(string(el.Num), 10, 64)
 		if err != nil {
-			return nil, &Error{verdict.SchemaType, p, "expected integer, got number " + string(el.num)}
+			return nil, &Error{verdict.SchemaType, p, "expected integer, got number " + string(el.Num)}
 		}
 		if v < 1 {
 			return nil, &Error{verdict.SchemaFindingInvalid, p, fmt.Sprintf("sequence must be at least 1 (got %d)", v)}
@@ -354,8 +355,8 @@ func verifyEvidence(fs []Finding, obs Observations) *Error {
 	return nil
 }
 
-func typeError(path, want string, got *node) *Error {
-	return &Error{verdict.SchemaType, path, fmt.Sprintf("expected %s, got %s", want, got.kind)}
+func typeError(path, want string, got *strictjson.Node) *Error {
+	return &Error{verdict.SchemaType, path, fmt.Sprintf("expected %s, got %s", want, got.Kind)}
 }
 
 func unknownKey(path, key string, allowed []string, suffix string) *Error {

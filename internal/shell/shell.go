@@ -135,7 +135,6 @@ type Command struct {
 	StdinRedirected bool
 	// Offset is the byte offset of the command in the top-level script.
 	Offset int
-
 }
 
 // ArgMatches returns the match texts of the arguments.
@@ -169,6 +168,8 @@ type Analysis struct {
 	// AssignsTmpDir reports any assignment to TMPDIR, which voids the
 	// $TMPDIR redirection exception.
 	AssignsTmpDir bool
+	// Functions lists the functions the script defines.
+	Functions []string
 	// RecursiveFunction names a function whose body calls itself.
 	RecursiveFunction string
 	// DownloadExec names the construct when downloaded content is executed

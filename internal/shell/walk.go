@@ -140,6 +140,7 @@ func (w *walker) stmt(s *syntax.Stmt, c ctx) {
 			w.unsupported(cmd)
 			return
 		}
+		w.a.Functions = append(w.a.Functions, cmd.Name.Value)
 		w.funcs = append(w.funcs, cmd.Name.Value)
 		w.stmt(cmd.Body, c.deeper())
 		w.funcs = w.funcs[:len(w.funcs)-1]

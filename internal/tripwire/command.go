@@ -1,0 +1,193 @@
+package tripwire
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/ironvise/ironvise/internal/shell"
+	"github.com/ironvise/ironvise/internal/verdict"
+)
+
+// Flags the tripwire attaches to an allow (checks.md §8).
+const (
+	FlagDynamicProgram = "dynamic_program"
+	FlagScriptFile     = "script_file"
+)
+
+// alwaysPermittedTarget reports the redirection targets that are not files
+// of the host: the null device and the process's own standard streams.
+func alwaysPermittedTarget(v string) bool {
+	switch v {
+	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin":
+		return true
+	}
+	if n, ok := strings.CutPrefix(v, "/dev/fd/"); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+		return true
+	}
+	return false
+}
+
+// redirectViews computes the path views of a script's file redirections.
+func (t *Tripwire) redirectViews(a *shell.Analysis) []PathView {
+	var out []PathView
+	for _, r := range a.Redirects {
+		kind := KindRedirectRead
+		switch r.Kind {
+		case shell.RedirRead:
+		case shell.RedirWrite:
+			kind = KindRedirectWrite
+		default:
+			continue
+		}
+		switch {
+		case r.TmpDir && !a.AssignsTmpDir:
+			out = append(out, PathView{Kind: kind, Raw: r.Target.Match, Scratch: true})
+		case !r.Target.Static:
+			out = append(out, PathView{Kind: kind, Raw: r.Target.Match, Dynamic: true})
+		case alwaysPermittedTarget(r.Target.Value):
+		case a.ChangesDir && !filepath.IsAbs(r.Target.Value):
+			// After a cd the shell resolves a relative target against a
+			// directory this check cannot know.
+			out = append(out, PathView{Kind: kind, Raw: r.Target.Value, Dynamic: true})
+		default:
+			out = append(out, t.pathView(kind, r.Target.Value))
+		}
+	}
+	return out
+}
+
+// checkCommand applies checks.md §6.1 in its order: parse, complexity,
+// script-level rules, per-command rules in source order, redirections.
+func (t *Tripwire) checkCommand(v *View) verdict.Verdict {
+	a := v.Command
+	deny := func(code verdict.Code, format string, args ...any) verdict.Verdict {
+		return verdict.Denial(verdict.CheckTripwire, code, fmt.Sprintf(format, args...))
+	}
+	if a.ParseError != nil {
+		return deny(verdict.CmdUnparseable, "not a POSIX sh script: %v", a.ParseError)
+	}
+	if a.TooComplex != "" {
+		return deny(verdict.CmdTooComplex, "%s", a.TooComplex)
+	}
+	for _, c := range a.Commands {
+		// curl … | sh, sh <<EOF: the program the interpreter runs is data
+		// that no check has seen.
+		if c.StdinProgram && (c.PipePos > 0 || c.StdinRedirected) {
+			return deny(verdict.CmdInterpreterStdin, "%q would run code read from stdin", c.Program)
+		}
+	}
+	if a.DownloadExec != "" {
+		return deny(verdict.CmdDownloadExec, "downloaded content executed via %s", a.DownloadExec)
+	}
+	if a.RecursiveFunction != "" {
+		return deny(verdict.CmdRecursiveFunction, "function %s calls itself", a.RecursiveFunction)
+	}
+	for _, lv := range a.LoopVars {
+		if slices.Contains(EnvOverrideNames, lv.Name) {
+			return deny(verdict.CmdEnvOverride, "assignment to %s is not allowed", lv.Name).WithRule("for")
+		}
+	}
+	var flags []string
+	for i := range a.Commands {
+		c := &a.Commands[i]
+		if vd, denied := t.checkOne(a, c); denied {
+			return vd
+		}
+		if c.Dynamic {
+			flags = append(flags, FlagDynamicProgram)
+		}
+		if c.ScriptFile {
+			flags = append(flags, FlagScriptFile)
+		}
+	}
+	for _, pv := range v.Paths {
+		if pv.Dynamic {
+			return deny(verdict.RedirectDynamic, "redirection target %s cannot be determined statically", quote(pv.Raw))
+		}
+		if p := t.checkPath(pv); p != nil {
+			return verdict.Denial(verdict.CheckTripwire, p.Code, p.Message)
+		}
+	}
+	return verdict.Pass(verdict.CheckTripwire).WithFlags(flags...)
+}
+
+// checkOne applies step 4 to one simple command: banned program, env
+// override, banned args, allowlist, dynamic.
+func (t *Tripwire) checkOne(a *shell.Analysis, c *shell.Command) (verdict.Verdict, bool) {
+	deny := func(code verdict.Code, format string, args ...any) (verdict.Verdict, bool) {
+		return verdict.Denial(verdict.CheckTripwire, code, fmt.Sprintf(format, args...)), true
+	}
+	fold := t.foldCase
+	if !c.Dynamic && c.Program != "" {
+		for _, g := range t.cfg.BannedPrograms {
+			if shell.MatchGlob(g, c.Program, fold) {
+				return deny(verdict.CmdBannedProgram, "program %q is banned", c.Program)
+			}
+		}
+	}
+	for _, as := range c.Assigns {
+		// PATH, LD_PRELOAD, IFS and friends change which binary runs or
+		// what code it loads, behind every other rule's back.
+		if slices.Contains(EnvOverrideNames, as.Name) {
+			return deny(verdict.CmdEnvOverride, "assignment to %s is not allowed", as.Name)
+		}
+	}
+	if c.AssignOnly {
+		return verdict.Verdict{}, false
+	}
+	if !c.Dynamic {
+		for _, r := range t.cfg.BannedArgRules {
+			if shell.MatchGlob(r.Program, c.Program, fold) && argRuleFires(r, c.Args) {
+				vd, d := deny(verdict.CmdBannedArgs, "rule %s matched for %q", r.ID, c.Program)
+				return vd.WithRule(r.ID), d
+			}
+		}
+	}
+	allowlistOn := t.cfg.ExecutableAllowlist != nil
+	if allowlistOn && !c.Dynamic && !t.allowlisted(a, c.Program) {
+		return deny(verdict.CmdNotAllowlisted, "program %q is not in the executable allowlist", c.Program)
+	}
+	if c.Dynamic && (!t.cfg.AllowDynamicPrograms || allowlistOn) {
+		// A program name computed at run time ($(printf rm) -rf /, eval)
+		// is the classic way around static rules; with an allowlist it
+		// could be anything outside it.
+		return deny(verdict.CmdDynamicProgram, "program cannot be determined statically: %s", c.DynamicReason)
+	}
+	return verdict.Verdict{}, false
+}
+
+func (t *Tripwire) allowlisted(a *shell.Analysis, prog string) bool {
+	if slices.Contains(AlwaysPermitted, prog) || slices.Contains(a.Functions, prog) {
+		return true
+	}
+	for _, g := range t.cfg.ExecutableAllowlist {
+		if shell.MatchGlob(g, prog, t.foldCase) {
+			return true
+		}
+	}
+	return false
+}
+
+// argRuleFires: each require regex must fully match at least one argument
+// that the except regex does not fully match (checks.md §6.1.9). Arguments
+// are whole words, so `grep address` never looks like `dd`.
+func argRuleFires(r ArgRule, args []shell.Word) bool {
+	for _, re := range r.Require {
+		hit := false
+		for _, a := range args {
+			if r.Except != nil && r.Except.MatchString(a.Match) {
+				continue
+			}
+			if re.MatchString(a.Match) {
+				hit = true
+				break
+			}
+		}
+		if !hit {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,534 @@
+package tripwire
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/ironvise/ironvise/internal/shell"
+	"github.com/ironvise/ironvise/internal/strictjson"
+)
+
+// Config is tripwire.json (checks.md §6.4), validated. Build one with
+// LoadConfig or DefaultConfig; the zero value is not usable.
+type Config struct {
+	AllowedRoots         []string
+	WritableRoots        []string
+	AllowedDomains       []string
+	AllowedIPRanges      []netip.Prefix
+	RequireHTTPS         bool
+	MaxRedirects         int
+	MinJustification     int
+	ExecutableAllowlist  []string // nil = off
+	AllowDynamicPrograms bool
+	BannedPrograms       []string
+	BannedArgRules       []ArgRule
+	// SHA256 is the hex SHA-256 of the file bytes, or of the canonical JSON
+	// of the defaults when no file exists; recorded at session start.
+	SHA256 string
+}
+
+// ArgRule is a banned-argument rule (checks.md §6.1.9).
+type ArgRule struct {
+	ID      string
+	Program string
+	Require []*regexp.Regexp
+	Except  *regexp.Regexp
+
+	requireSrc []string
+	exceptSrc  string
+}
+
+// Default lists of checks.md §6.1.6, §6.1.7 and §6.1.9.
+var (
+	// DefaultAllowlist is the executable allowlist selected by "default".
+	DefaultAllowlist = []string{"ls", "cat", "head", "tail", "wc", "grep", "find", "stat", "file", "diff", "cmp", "md5sum", "sha1sum", "sha256sum",
+		"sha512sum", "sort", "uniq", "cut", "tr", "ps", "date", "id", "hostname", "uname", "df", "du", "which", "whoami", "basename",
+		"dirname", "realpath", "readlink", "ss", "netstat", "lsof", "curl"}
+	// AlwaysPermitted are builtins that an active allowlist never blocks.
+	AlwaysPermitted = []string{"cd", ":", "true", "false", "test", "[", "echo", "printf", "pwd", "read", "set", "shift", "unset", "export",
+		"readonly", "local", "return", "exit", "break", "continue", "wait", "umask", "getopts", "type", "ulimit"}
+	// DefaultBannedPrograms deny cmd_banned_program.
+	DefaultBannedPrograms = []string{"sudo", "su", "doas", "pkexec", "runuser", "shutdown", "reboot", "halt", "poweroff", "telinit", "kexec", "mkfs*",
+		"mke2fs", "mkswap", "fdisk", "sfdisk", "parted", "wipefs", "insmod", "rmmod", "modprobe", "mount", "umount", "chroot",
+		"nsenter", "unshare", "passwd", "chpasswd", "useradd", "userdel", "usermod", "visudo"}
+	// EnvOverrideNames may not be assigned (cmd_env_override).
+	EnvOverrideNames = []string{"PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH", "IFS", "ENV", "BASH_ENV", "PS4", "PROMPT_COMMAND"}
+)
+
+type argRuleSrc struct {
+	ID      string   `json:"id"`
+	Program string   `json:"program"`
+	Require []string `json:"require"`
+	Except  string   `json:"except,omitempty"`
+}
+
+var defaultArgRules = []argRuleSrc{
+	{ID: "rm_recursive_root", Program: "rm", Require: []string{`-[A-Za-z]*[rR][A-Za-z]*|--recursive`, `-[A-Za-z]*f[A-Za-z]*|--force`, `/+\.?|/+\*|~/?\*?|\$\{?HOME\}?/?\*?`}},
+	{ID: "rm_no_preserve_root", Program: "rm", Require: []string{`--no-preserve-root`}},
+	{ID: "dd_device_write", Program: "dd", Require: []string{`of=/dev/.+`}, Except: `of=/dev/(null|zero|stdout|stderr|fd/[0-9]+)`},
+	{ID: "chmod_world_writable", Program: "chmod", Require: []string{`0*[0-7]?[0-7]{2}[2367]|([ugo]*o[ugo]*|a)[+=][rwxXst]*w[rwxXst]*`}},
+	{ID: "nc_exec", Program: "{nc,ncat,netcat,nc.*}", Require: []string{`-[A-Za-z]*[ec][A-Za-z]*|--exec(=.*)?|--sh-exec(=.*)?|--lua-exec(=.*)?`}},
+	{ID: "socat_exec", Program: "socat", Require: []string{`(?i).*(exec|system):.*`}},
+	{ID: "systemctl_power", Program: "systemctl", Require: []string{`reboot|poweroff|halt|kexec|suspend|hibernate|rescue|emergency|isolate`}},
+	{ID: "init_runlevel", Program: "init", Require: []string{`[0-6sS]`}},
+	{ID: "kill_all", Program: "kill", Require: []string{`-1`, `-([02-9]|1[0-9]+|[0-9]{2,})|-[A-Z]+|-SIG[A-Z]+|-s|--`}},
+	{ID: "find_delete", Program: "find", Require: []string{`-delete`}},
+	{ID: "curl_write_or_upload", Program: "curl", Require: []string{`-[A-Za-z]*[oOTFdK][A-Za-z]*|--(output|remote-name|upload-file|form|data|data-binary|data-raw|data-urlencode|json|config|connect-to|resolve|unix-socket|abstract-unix-socket|proxy|socks4|socks5)(=.*)?`}},
+}
+
+// Limits on tripwire.json values.
+const (
+	MaxConfigBytes    = 1 << 20
+	maxConfigDepth    = 16
+	maxMinJustify     = 1000
+	maxMaxRedirects   = 10
+	defaultRedirects  = 5
+	defaultMinJustify = 5
+)
+
+// ConfigError lists every problem of a tripwire.json, one per line as
+// "tripwire.json: <json path>: <problem>".
+type ConfigError struct{ Problems []string }
+
+// Error implements error.
+func (e *ConfigError) Error() string { return strings.Join(e.Problems, "\n") }
+
+// LoadOptions are the inputs of LoadConfig besides the file.
+type LoadOptions struct {
+	// Workspace is the session workspace, absolute and symlink-resolved:
+	// the default allowed root.
+	Workspace string
+	// EnvDomains is AGENT_ALLOWED_DOMAINS when set (EnvDomainsSet).
+	EnvDomains    []string
+	EnvDomainsSet bool
+	// Warn receives non-fatal notes (the variable ignored when the file
+	// sets allowed_domains).
+	Warn func(msg string)
+}
+
+// DefaultConfig returns the configuration used when no tripwire.json
+// exists.
+func DefaultConfig(opt LoadOptions) (*Config, error) {
+	return LoadConfigBytes(nil, opt)
+}
+
+// LoadConfig reads dataDir/tripwire.json; a missing file means the
+// defaults. An empty or malformed file is an error, never a fallback.
+func LoadConfig(path string, opt LoadOptions) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return LoadConfigBytes(nil, opt)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tripwire.json: read %s: %w", path, err)
+	}
+	if len(b) == 0 {
+		return nil, &ConfigError{[]string{"tripwire.json: $: file is empty (delete it to use the defaults)"}}
+	}
+	return LoadConfigBytes(b, opt)
+}
+
+// LoadConfigBytes validates tripwire.json content; nil data means the
+// defaults.
+func LoadConfigBytes(data []byte, opt LoadOptions) (*Config, error) {
+	l := &loader{opt: opt}
+	var root *strictjson.Node
+	if data != nil {
+		if len(data) > MaxConfigBytes {
+			return nil, &ConfigError{[]string{fmt.Sprintf("tripwire.json: $: file is %d bytes (max %d)", len(data), MaxConfigBytes)}}
+		}
+		var err error
+		root, err = strictjson.Decode(data, maxConfigDepth)
+		if err != nil {
+			return nil, &ConfigError{[]string{"tripwire.json: " + err.Error()}}
+		}
+		if root.Kind != strictjson.Object {
+			return nil, &ConfigError{[]string{"tripwire.json: $: expected object, got " + root.Kind.String()}}
+		}
+	} else {
+		root = &strictjson.Node{Kind: strictjson.Object}
+	}
+	c := l.build(root)
+	if len(l.problems) > 0 {
+		return nil, &ConfigError{l.problems}
+	}
+	if data != nil {
+		sum := sha256.Sum256(data)
+		c.SHA256 = hex.EncodeToString(sum[:])
+	} else {
+		c.SHA256 = defaultsHash(c)
+	}
+	return c, nil
+}
+
+// defaultsHash hashes the canonical JSON of the effective defaults
+// (checks.md §6.4). Keys are sorted by encoding a map, output has no
+// insignificant whitespace and HTML escaping is off, which is RFC 8785 for
+// these values (plain strings, booleans, small integers).
+func defaultsHash(c *Config) string {
+	rules := make([]argRuleSrc, len(c.BannedArgRules))
+	for i, r := range c.BannedArgRules {
+		rules[i] = argRuleSrc{ID: r.ID, Program: r.Program, Require: r.requireSrc, Except: r.exceptSrc}
+	}
+	ranges := make([]string, len(c.AllowedIPRanges))
+	for i, p := range c.AllowedIPRanges {
+		ranges[i] = p.String()
+	}
+	m := map[string]any{
+		"version": 1, "allowed_roots": nonNil(c.AllowedRoots), "writable_roots": nonNil(c.WritableRoots),
+		"allowed_domains": nonNil(c.AllowedDomains), "allowed_ip_ranges": ranges, "require_https": c.RequireHTTPS,
+		"max_redirects": c.MaxRedirects, "min_justification_length": c.MinJustification,
+		"executable_allowlist": c.ExecutableAllowlist, "allow_dynamic_programs": c.AllowDynamicPrograms,
+		"banned_programs": nonNil(c.BannedPrograms), "extra_banned_programs": []string{},
+		"banned_arg_rules": rules, "extra_banned_arg_rules": []argRuleSrc{},
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(m) // plain values: cannot fail
+	sum := sha256.Sum256(bytes.TrimRight(buf.Bytes(), "\n"))
+	return hex.EncodeToString(sum[:])
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// loader collects every problem of one file.
+type loader struct {
+	opt      LoadOptions
+	problems []string
+}
+
+func (l *loader) fail(path, format string, args ...any) {
+	l.problems = append(l.problems, "tripwire.json: "+path+": "+fmt.Sprintf(format, args...))
+}
+
+var configKeys = []string{"version", "allowed_roots", "writable_roots", "allowed_domains", "allowed_ip_ranges", "require_https",
+	"max_redirects", "min_justification_length", "executable_allowlist", "allow_dynamic_programs", "banned_programs",
+	"extra_banned_programs", "banned_arg_rules", "extra_banned_arg_rules"}
+
+func (l *loader) build(root *strictjson.Node) *Config {
+	c := &Config{RequireHTTPS: true, MaxRedirects: defaultRedirects, MinJustification: defaultMinJustify}
+	for _, k := range root.Keys {
+		if !slices.Contains(configKeys, k) {
+			l.fail(strictjson.Child("$", k), "unknown key (allowed: %s)", strings.Join(configKeys, ", "))
+		}
+	}
+	if n := root.Get("version"); n != nil {
+		if n.Kind != strictjson.Number || string(n.Num) != "1" {
+			l.fail("$.version", "must be 1")
+		}
+	}
+	c.AllowedRoots = l.roots(root, "allowed_roots", []string{l.opt.Workspace})
+	c.WritableRoots = l.roots(root, "writable_roots", nil)
+	c.AllowedDomains = l.domains(root)
+	c.AllowedIPRanges = l.cidrs(root, "allowed_ip_ranges")
+	c.RequireHTTPS = l.boolean(root, "require_https", true)
+	c.AllowDynamicPrograms = l.boolean(root, "allow_dynamic_programs", false)
+	c.MaxRedirects = l.intRange(root, "max_redirects", defaultRedirects, 0, maxMaxRedirects)
+	c.MinJustification = l.intRange(root, "min_justification_length", defaultMinJustify, 0, maxMinJustify)
+	c.ExecutableAllowlist = l.allowlist(root)
+	c.BannedPrograms = l.globs(root, "banned_programs", DefaultBannedPrograms)
+	c.BannedPrograms = append(c.BannedPrograms, l.globs(root, "extra_banned_programs", nil)...)
+	c.BannedArgRules = l.argRules(root, "banned_arg_rules", defaultArgRules)
+	c.BannedArgRules = append(c.BannedArgRules, l.argRules(root, "extra_banned_arg_rules", nil)...)
+	return c
+}
+
+func (l *loader) stringList(root *strictjson.Node, key string) ([]string, bool) {
+	n := root.Get(key)
+	if n == nil {
+		return nil, false
+	}
+	path := "$." + key
+	if n.Kind != strictjson.Array {
+		l.fail(path, "expected array of strings, got %s", n.Kind)
+		return nil, true
+	}
+	out := make([]string, 0, len(n.Elems))
+	for i, e := range n.Elems {
+		if e.Kind != strictjson.String {
+			l.fail(strictjson.Index(path, i), "expected string, got %s", e.Kind)
+			continue
+		}
+		out = append(out, e.Str)
+	}
+	return out, true
+}
+
+func (l *loader) boolean(root *strictjson.Node, key string, def bool) bool {
+	n := root.Get(key)
+	if n == nil {
+		return def
+	}
+	if n.Kind != strictjson.Bool {
+		l.fail("$."+key, "expected boolean, got %s", n.Kind)
+		return def
+	}
+	return n.Str == "true"
+}
+
+func (l *loader) intRange(root *strictjson.Node, key string, def, lo, hi int) int {
+	n := root.Get(key)
+	if n == nil {
+		return def
+	}
+	var v int
+	if n.Kind != strictjson.Number {
+		l.fail("$."+key, "expected integer, got %s", n.Kind)
+		return def
+	}
+	if _, err := fmt.Sscanf(string(n.Num), "%d", &v); err != nil || fmt.Sprint(v) != string(n.Num) || v < lo || v > hi {
+		l.fail("$."+key, "must be an integer from %d to %d (got %s)", lo, hi, n.Num)
+		return def
+	}
+	return v
+}
+
+// roots validates absolute, existing directories and resolves them once,
+// at load (checks.md §6.2 step 5).
+func (l *loader) roots(root *strictjson.Node, key string, def []string) []string {
+	list, set := l.stringList(root, key)
+	if !set {
+		list = def
+	}
+	out := make([]string, 0, len(list))
+	for i, r := range list {
+		path := strictjson.Index("$."+key, i)
+		if r == "" {
+			if !set {
+				continue // no workspace given: no default root
+			}
+			l.fail(path, "empty root")
+			continue
+		}
+		if !filepath.IsAbs(r) {
+			l.fail(path, "%q is not an absolute path", r)
+			continue
+		}
+		res, err := filepath.EvalSymlinks(r)
+		if err != nil {
+			l.fail(path, "%q does not exist or cannot be resolved: %v", r, err)
+			continue
+		}
+		out = append(out, filepath.Clean(res))
+	}
+	return out
+}
+
+func (l *loader) domains(root *strictjson.Node) []string {
+	list, set := l.stringList(root, "allowed_domains")
+	where := func(i int) string { return strictjson.Index("$.allowed_domains", i) }
+	if l.opt.EnvDomainsSet {
+		if set {
+			if l.opt.Warn != nil {
+				l.opt.Warn("AGENT_ALLOWED_DOMAINS is ignored: tripwire.json sets allowed_domains")
+			}
+		} else {
+			list = l.opt.EnvDomains
+			where = func(int) string { return "AGENT_ALLOWED_DOMAINS" }
+		}
+	}
+	out := make([]string, 0, len(list))
+	for i, d := range list {
+		norm, err := normalizeDomain(d)
+		if err != nil {
+			if where(i) == "AGENT_ALLOWED_DOMAINS" {
+				l.problems = append(l.problems, fmt.Sprintf("AGENT_ALLOWED_DOMAINS=%q: %v (accepted: comma-separated host names such as example.com)", d, err))
+				continue
+			}
+			l.fail(where(i), "%v", err)
+			continue
+		}
+		out = append(out, norm)
+	}
+	return out
+}
+
+// normalizeDomain validates an allowlist entry: a bare host name, no
+// scheme, port, path, wildcard or leading dot; lowercased and IDNA-encoded
+// like the hosts it is compared with.
+func normalizeDomain(d string) (string, error) {
+	switch {
+	case d == "":
+		return "", errors.New("empty domain")
+	case strings.Contains(d, "://"):
+		return "", fmt.Errorf("%q has a scheme", d)
+	case strings.ContainsAny(d, "/?#"):
+		return "", fmt.Errorf("%q has a path", d)
+	case strings.Contains(d, "*"):
+		return "", fmt.Errorf("%q has a wildcard (a domain already allows its subdomains)", d)
+	case strings.HasPrefix(d, "."):
+		return "", fmt.Errorf("%q has a leading dot", d)
+	case strings.Contains(d, ":"):
+		return "", fmt.Errorf("%q has a port", d)
+	case strings.ContainsAny(d, " \t@"):
+		return "", fmt.Errorf("%q is not a host name", d)
+	}
+	h, err := normalizeHost(d)
+	if err != nil {
+		return "", fmt.Errorf("%q: %v", d, err)
+	}
+	return h, nil
+}
+
+func (l *loader) cidrs(root *strictjson.Node, key string) []netip.Prefix {
+	list, _ := l.stringList(root, key)
+	out := make([]netip.Prefix, 0, len(list))
+	for i, s := range list {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			l.fail(strictjson.Index("$."+key, i), "bad CIDR %q: %v", s, err)
+			continue
+		}
+		out = append(out, p.Masked())
+	}
+	return out
+}
+
+func (l *loader) allowlist(root *strictjson.Node) []string {
+	n := root.Get("executable_allowlist")
+	if n == nil || n.Kind == strictjson.Null {
+		return nil
+	}
+	if n.Kind == strictjson.String {
+		if n.Str != "default" {
+			l.fail("$.executable_allowlist", `expected null, "default" or an array of globs, got %q`, n.Str)
+			return nil
+		}
+		return append([]string(nil), DefaultAllowlist...)
+	}
+	if n.Kind != strictjson.Array {
+		l.fail("$.executable_allowlist", `expected null, "default" or an array of globs, got %s`, n.Kind)
+		return nil
+	}
+	out := l.globs(root, "executable_allowlist", nil)
+	if out == nil {
+		out = []string{} // an empty allowlist is active and allows only builtins
+	}
+	return out
+}
+
+func (l *loader) globs(root *strictjson.Node, key string, def []string) []string {
+	list, set := l.stringList(root, key)
+	if !set {
+		return append([]string(nil), def...)
+	}
+	for i, g := range list {
+		if err := shell.ValidGlob(g); err != nil {
+			l.fail(strictjson.Index("$."+key, i), "%v", err)
+		}
+	}
+	return list
+}
+
+func (l *loader) argRules(root *strictjson.Node, key string, def []argRuleSrc) []ArgRule {
+	n := root.Get(key)
+	var srcs []argRuleSrc
+	path := "$." + key
+	if n == nil {
+		srcs = def
+	} else if n.Kind != strictjson.Array {
+		l.fail(path, "expected array of rules, got %s", n.Kind)
+		return nil
+	} else {
+		for i, e := range n.Elems {
+			if r, ok := l.argRuleSrc(e, strictjson.Index(path, i)); ok {
+				srcs = append(srcs, r)
+			}
+		}
+	}
+	out := make([]ArgRule, 0, len(srcs))
+	for i, s := range srcs {
+		p := strictjson.Index(path, i)
+		r := ArgRule{ID: s.ID, Program: s.Program, requireSrc: s.Require, exceptSrc: s.Except}
+		ok := true
+		if err := shell.ValidGlob(s.Program); err != nil {
+			l.fail(p+".program", "%v", err)
+			ok = false
+		}
+		for j, re := range s.Require {
+			c, err := regexp.Compile(`^(?:` + re + `)$`)
+			if err != nil {
+				l.fail(strictjson.Index(p+".require", j), "bad regex %q: %v", re, err)
+				ok = false
+				continue
+			}
+			r.Require = append(r.Require, c)
+		}
+		if s.Except != "" {
+			c, err := regexp.Compile(`^(?:` + s.Except + `)$`)
+			if err != nil {
+				l.fail(p+".except", "bad regex %q: %v", s.Except, err)
+				ok = false
+			}
+			r.Except = c
+		}
+		if ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (l *loader) argRuleSrc(n *strictjson.Node, path string) (argRuleSrc, bool) {
+	var r argRuleSrc
+	if n.Kind != strictjson.Object {
+		l.fail(path, "expected object, got %s", n.Kind)
+		return r, false
+	}
+	ok := true
+	for _, k := range n.Keys {
+		switch k {
+		case "id", "program", "require", "except":
+		default:
+			l.fail(strictjson.Child(path, k), "unknown key (allowed: id, program, require, except)")
+			ok = false
+		}
+	}
+	str := func(k string, required bool) string {
+		v := n.Get(k)
+		if v == nil {
+			if required {
+				l.fail(path+"."+k, "required")
+				ok = false
+			}
+			return ""
+		}
+		if v.Kind != strictjson.String || (required && v.Str == "") {
+			l.fail(path+"."+k, "expected non-empty string, got %s", v.Kind)
+			ok = false
+			return ""
+		}
+		return v.Str
+	}
+	r.ID, r.Program, r.Except = str("id", true), str("program", true), str("except", false)
+	req := n.Get("require")
+	if req == nil || req.Kind != strictjson.Array || len(req.Elems) == 0 {
+		l.fail(path+".require", "expected a non-empty array of regexes")
+		return r, false
+	}
+	for i, e := range req.Elems {
+		if e.Kind != strictjson.String {
+			l.fail(strictjson.Index(path+".require", i), "expected string, got %s", e.Kind)
+			ok = false
+			continue
+		}
+		r.Require = append(r.Require, e.Str)
+	}
+	return r, ok
+}

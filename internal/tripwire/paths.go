@@ -1,0 +1,258 @@
+package tripwire
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/ironvise/ironvise/internal/verdict"
+)
+
+// FS is the file-system view path resolution reads. Production uses the
+// OS; tests may substitute a fixture for states the OS cannot produce
+// safely (say so where they do).
+type FS interface {
+	Lstat(name string) (fs.FileInfo, error)
+	Readlink(name string) (string, error)
+}
+
+// OSFS is the operating system's file system.
+type OSFS struct{}
+
+// Lstat implements FS.
+func (OSFS) Lstat(name string) (fs.FileInfo, error) { return os.Lstat(name) }
+
+// Readlink implements FS.
+func (OSFS) Readlink(name string) (string, error) { return os.Readlink(name) }
+
+// PathKind says how a path is used (checks.md §4.3).
+type PathKind string
+
+// Path uses.
+const (
+	KindReadFile      PathKind = "read_file"
+	KindRedirectRead  PathKind = "redirect_read"
+	KindRedirectWrite PathKind = "redirect_write"
+)
+
+// Problem is a reason a path or URL cannot pass, as a code and a message.
+type Problem struct {
+	Code    verdict.Code
+	Message string
+}
+
+// PathView is one path of an intent, lexically and physically resolved
+// (checks.md §6.2 steps 1–4).
+type PathView struct {
+	Kind PathKind
+	// Raw is the path as written (for redirections, the static target).
+	Raw string
+	// Lexical is the path joined to the workspace and cleaned.
+	Lexical string
+	// Resolved has every existing symlink resolved, component by
+	// component; the non-existing rest is appended literally.
+	Resolved string
+	// Problem is set when steps 1–4 already fail.
+	Problem *Problem
+	// Scratch marks a $TMPDIR target: the sandbox's scratch directory,
+	// permitted for reads and writes (checks.md §6.1.11).
+	Scratch bool
+	// Dynamic marks a target that cannot be determined statically.
+	Dynamic bool
+}
+
+// maxSymlinks bounds symlink expansion, like the kernel's ELOOP limit.
+const maxSymlinks = 40
+
+// errMagicLink reports a symlink under /proc: such "magic links" (for
+// example /proc/self/root, /proc/<pid>/cwd, /proc/self/fd/N) resolve to
+// objects of the reading process, not to stable paths, so a path through
+// one cannot be checked against the roots.
+var errMagicLink = errors.New("path runs through a /proc magic link")
+
+// pathView computes steps 1–4 of checks.md §6.2 for one path.
+func (t *Tripwire) pathView(kind PathKind, raw string) PathView {
+	v := PathView{Kind: kind, Raw: raw}
+	if p := t.invalidPath(raw); p != "" {
+		v.Problem = &Problem{verdict.PathInvalid, fmt.Sprintf("%s: %s", quote(raw), p)}
+		return v
+	}
+	for _, c := range t.splitRaw(raw) {
+		if c == ".." {
+			v.Problem = &Problem{verdict.PathTraversal, fmt.Sprintf("%s: \"..\" components are not allowed", quote(raw))}
+			return v
+		}
+	}
+	p := raw
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(t.workspace, p)
+	}
+	v.Lexical = filepath.Clean(p)
+	res, err := t.resolve(v.Lexical)
+	if err != nil {
+		v.Problem = &Problem{verdict.PathUnresolvable, fmt.Sprintf("%s: cannot resolve: %v", quote(raw), err)}
+		return v
+	}
+	v.Resolved = res
+	return v
+}
+
+// invalidPath returns why raw is invalid (step 1), or "".
+func (t *Tripwire) invalidPath(raw string) string {
+	switch {
+	case raw == "":
+		return "empty path"
+	case strings.IndexByte(raw, 0) >= 0:
+		return "contains NUL"
+	case strings.HasPrefix(raw, "~"):
+		// ~ is never expanded: the executor would open a file literally
+		// named "~", while a reader of the log would think "home".
+		return "a leading ~ is not expanded; use an absolute path"
+	case t.windows && (strings.HasPrefix(raw, `\\`) || strings.HasPrefix(raw, "//")):
+		return "UNC and device paths are not allowed"
+	}
+	rest := raw
+	if t.windows && len(raw) >= 2 && raw[1] == ':' && isASCIILetter(raw[0]) {
+		rest = raw[2:]
+	}
+	// A colon after the drive prefix names an NTFS alternate data stream
+	// (file.txt:hidden), which would read data the path does not show.
+	if strings.Contains(rest, ":") {
+		return `":" is not allowed (alternate data streams)`
+	}
+	return ""
+}
+
+func (t *Tripwire) splitRaw(raw string) []string {
+	if t.windows {
+		return strings.FieldsFunc(raw, func(r rune) bool { return r == '/' || r == '\\' })
+	}
+	return strings.Split(raw, "/")
+}
+
+// resolve expands symlinks component by component. Existing components
+// are followed through Lstat/Readlink (so a dangling symlink still names
+// its target); at the first component that does not exist, the rest is
+// appended literally. Errors other than not-exist (a loop, a permission
+// error, a magic link) fail.
+func (t *Tripwire) resolve(abs string) (string, error) {
+	vol := filepath.VolumeName(abs)
+	todo := splitPath(abs[len(vol):])
+	cur := vol + string(filepath.Separator)
+	links := 0
+	for len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			// cur has no symlinks left in it, so its lexical parent is its
+			// physical parent.
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		fi, err := t.fs.Lstat(next)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return filepath.Join(append([]string{next}, todo...)...), nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if links++; links > maxSymlinks {
+			return "", fmt.Errorf("too many levels of symbolic links at %s", next)
+		}
+		if !t.windows && (next == "/proc" || strings.HasPrefix(next, "/proc/")) {
+			return "", fmt.Errorf("%s: %w", next, errMagicLink)
+		}
+		target, err := t.fs.Readlink(next)
+		if err != nil {
+			return "", err
+		}
+		if filepath.IsAbs(target) {
+			tv := filepath.VolumeName(target)
+			cur = tv + string(filepath.Separator)
+			target = target[len(tv):]
+		}
+		todo = append(splitPath(target), todo...)
+	}
+	return cur, nil
+}
+
+func splitPath(p string) []string {
+	return strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == filepath.Separator })
+}
+
+// within reports whether p is root or below it, comparing whole components
+// (so /tmp/ws2/x is not under /tmp/ws).
+func (t *Tripwire) within(p, root string) bool {
+	if t.foldCase {
+		p, root = strings.ToLower(p), strings.ToLower(root)
+	}
+	if p == root {
+		return true
+	}
+	if !strings.HasSuffix(root, string(filepath.Separator)) {
+		root += string(filepath.Separator)
+	}
+	return strings.HasPrefix(p, root)
+}
+
+func (t *Tripwire) underAny(p string, roots []string) bool {
+	for _, r := range roots {
+		if t.within(p, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkPath applies step 5 to a computed view.
+func (t *Tripwire) checkPath(v PathView) *Problem {
+	if v.Problem != nil {
+		return v.Problem
+	}
+	if v.Scratch {
+		return nil
+	}
+	if v.Kind == KindRedirectWrite {
+		if !t.underAny(v.Resolved, t.cfg.WritableRoots) {
+			return &Problem{verdict.RedirectWriteDenied, fmt.Sprintf("write to %s is outside writable_roots", v.Resolved)}
+		}
+		return nil
+	}
+	if !t.underAny(v.Resolved, t.cfg.AllowedRoots) && !t.underAny(v.Resolved, t.cfg.WritableRoots) {
+		return &Problem{verdict.PathOutsideRoots, fmt.Sprintf("%s is outside the allowed roots", v.Resolved)}
+	}
+	return nil
+}
+
+// CheckPathAtOpen repeats steps 1–5 for read_file just before the executor
+// opens the file (checks.md §6.2 step 6), and returns the resolved path to
+// open with O_NOFOLLOW. A change on disk between the check and the open
+// (a swapped symlink) is caught here.
+func (t *Tripwire) CheckPathAtOpen(raw string) (string, verdict.Verdict) {
+	v := t.pathView(KindReadFile, raw)
+	if p := t.checkPath(v); p != nil {
+		return "", verdict.Denial(verdict.CheckTripwire, p.Code, p.Message)
+	}
+	return v.Resolved, verdict.Pass(verdict.CheckTripwire)
+}
+
+func isASCIILetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+func quote(s string) string {
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return fmt.Sprintf("%q", s)
+}

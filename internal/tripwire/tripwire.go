@@ -1,0 +1,134 @@
+// Package tripwire is check 3 of the pipeline: the structural rules on
+// commands, paths and URLs (checks.md §6), configured by tripwire.json.
+//
+// # What it guarantees
+//
+// Commands are parsed as POSIX sh (package shell) and checked per program
+// and per argument word, never by raw substring: `sudo` is caught as
+// `"su""do"`, `s\udo`, `/usr/bin/sudo`, inside `$(…)`, a function, `sh -c`,
+// `env`, `timeout`, `find -exec` or `busybox`, while `grep sudo notes.txt`
+// passes. A program computed at run time is denied by default. Paths are
+// resolved component by component against roots resolved once at load, so
+// a symlink cannot lead a read or a redirection out of the workspace. URLs
+// must be https to an allowed domain (label-boundary match), without
+// userinfo or IP literals, and must resolve to public addresses only.
+//
+// # Usage
+//
+//	cfg, _ := tripwire.LoadConfig(filepath.Join(dataDir, "tripwire.json"), tripwire.LoadOptions{Workspace: ws})
+//	tw := tripwire.New(cfg, tripwire.Options{Workspace: ws})
+//	view := tw.View(ctx, in)   // shared with the policy check
+//	v := tw.Check(view)        // verdict.Verdict, check "tripwire"
+//
+// # Limitations
+//
+// The analysis is static: it cannot see what a script reads at run time
+// (arguments xargs takes from stdin, files a program opens). The sandbox
+// is the layer that confines those.
+package tripwire
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"runtime"
+
+	"github.com/ironvise/ironvise/internal/intent"
+	"github.com/ironvise/ironvise/internal/shell"
+	"github.com/ironvise/ironvise/internal/verdict"
+)
+
+// Options are the inputs of a Tripwire besides its Config.
+type Options struct {
+	// Workspace is the session workspace, absolute and symlink-resolved.
+	Workspace string
+	// FS and Resolver default to the OS and net.DefaultResolver.
+	FS       FS
+	Resolver Resolver
+	// GOOS selects platform rules (case folding, drive letters, "\"); it
+	// defaults to runtime.GOOS and exists so that the darwin and windows
+	// rules are tested on Linux.
+	GOOS string
+}
+
+// Tripwire evaluates intents against one Config. It is safe for
+// concurrent use.
+type Tripwire struct {
+	cfg       *Config
+	workspace string
+	fs        FS
+	resolver  Resolver
+	foldCase  bool
+	windows   bool
+	shellOpt  shell.Options
+}
+
+// New returns a Tripwire for cfg.
+func New(cfg *Config, opt Options) *Tripwire {
+	t := &Tripwire{cfg: cfg, workspace: filepath.Clean(opt.Workspace), fs: opt.FS, resolver: opt.Resolver}
+	if t.fs == nil {
+		t.fs = OSFS{}
+	}
+	if t.resolver == nil {
+		t.resolver = net.DefaultResolver
+	}
+	goos := opt.GOOS
+	if goos == "" {
+		goos = runtime.GOOS
+	}
+	t.foldCase = goos == "darwin" || goos == "windows"
+	t.windows = goos == "windows"
+	t.shellOpt = shell.Options{FoldCase: t.foldCase}
+	return t
+}
+
+// Config returns the configuration the tripwire enforces.
+func (t *Tripwire) Config() *Config { return t.cfg }
+
+// View is the intent view computed once after the schema check and shared
+// by the policy and tripwire checks (checks.md §2).
+type View struct {
+	Intent *intent.Intent
+	// Command is the analysis of a run_command script.
+	Command *shell.Analysis
+	// Paths holds the read_file path, or the redirection targets of a
+	// run_command in source order (targets without a file are omitted).
+	Paths []PathView
+	// URL is the http_get URL.
+	URL *URLView
+}
+
+// View computes the intent view. It never fails: problems are recorded in
+// the view and reported by Check.
+func (t *Tripwire) View(ctx context.Context, in *intent.Intent) *View {
+	v := &View{Intent: in}
+	switch in.Action {
+	case intent.RunCommand:
+		v.Command = shell.Analyze(in.Command, t.shellOpt)
+		v.Paths = t.redirectViews(v.Command)
+	case intent.ReadFile:
+		v.Paths = []PathView{t.pathView(KindReadFile, in.Path)}
+	case intent.HTTPGet:
+		v.URL = t.urlView(ctx, in.URL)
+	}
+	return v
+}
+
+// Check runs the tripwire on a view and returns its verdict: the first
+// failure in the order of checks.md §6.1, or allow (with the flags
+// dynamic_program and script_file when they apply).
+func (t *Tripwire) Check(v *View) verdict.Verdict {
+	switch v.Intent.Action {
+	case intent.RunCommand:
+		return t.checkCommand(v)
+	case intent.ReadFile:
+		if p := t.checkPath(v.Paths[0]); p != nil {
+			return verdict.Denial(verdict.CheckTripwire, p.Code, p.Message)
+		}
+	case intent.HTTPGet:
+		if p := v.URL.Problem; p != nil {
+			return verdict.Denial(verdict.CheckTripwire, p.Code, p.Message)
+		}
+	}
+	return verdict.Pass(verdict.CheckTripwire)
+}
