@@ -68,6 +68,11 @@ func (t *Tripwire) checkCommand(v *View) verdict.Verdict {
 	if a.ParseError != nil {
 		return deny(verdict.CmdUnparseable, "not a POSIX sh script: %v", a.ParseError)
 	}
+	// Zero-width and bidi control characters make the script a reviewer
+	// reads differ from the one the shell runs ("Trojan Source").
+	if r, i, found := invisibleRune(a.Source); found {
+		return deny(verdict.CmdUnparseable, "not a POSIX sh script: invisible or bidi control character %U at byte %d", r, i)
+	}
 	if a.TooComplex != "" {
 		return deny(verdict.CmdTooComplex, "%s", a.TooComplex)
 	}
@@ -190,4 +195,16 @@ func argRuleFires(r ArgRule, args []shell.Word) bool {
 		}
 	}
 	return true
+}
+
+// invisibleRune finds the first zero-width or bidi control character.
+func invisibleRune(s string) (rune, int, bool) {
+	for i, r := range s {
+		switch {
+		case r >= 0x200B && r <= 0x200F, r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069,
+			r == 0x2060, r == 0xFEFF, r == 0x00AD, r == 0x180E:
+			return r, i, true
+		}
+	}
+	return 0, 0, false
 }
