@@ -154,6 +154,7 @@ recorded in a signed, hash-chained ledger that an auditor can verify offline.`,
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(
 		a.versionCommand(),
+		a.checkCommand(),
 	)
 	return root
 }

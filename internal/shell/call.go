@@ -88,7 +88,7 @@ func (w *walker) emit(cmd Command, c ctx) {
 	cmd.Name = pw.Value
 	cmd.Program = base(pw.Value, w.opt.FoldCase)
 	prog, fold := cmd.Program, w.opt.FoldCase
-	if isAny(DynamicBuiltins, prog, fold) {
+	if DynamicBuiltins.Match(prog, fold) {
 		cmd.Dynamic, cmd.DynamicReason = true, prog
 		w.noteDownloadExec(cmd.Args, prog)
 	}

@@ -8,28 +8,28 @@ import "strings"
 var (
 	// ShellInterpreters run sh-like scripts; a static -c script is
 	// analysed recursively.
-	ShellInterpreters = []string{"sh", "ash", "bash", "dash", "ksh", "mksh", "zsh", "fish", "csh", "tcsh"}
+	ShellInterpreters = MustGlobs("sh", "ash", "bash", "dash", "ksh", "mksh", "zsh", "fish", "csh", "tcsh")
 	// OtherInterpreters run code in another language.
-	OtherInterpreters = []string{"python*", "perl*", "ruby*", "node", "nodejs", "php*", "lua*", "tclsh", "pwsh", "osascript"}
+	OtherInterpreters = MustGlobs("python*", "perl*", "ruby*", "node", "nodejs", "php*", "lua*", "tclsh", "pwsh", "osascript")
 	// Downloaders fetch remote content.
-	Downloaders = []string{"curl", "wget", "fetch", "ftp", "tftp", "nc", "ncat", "netcat", "socat"}
+	Downloaders = MustGlobs("curl", "wget", "fetch", "ftp", "tftp", "nc", "ncat", "netcat", "socat")
 	// DynamicBuiltins compute the command they run at run time.
-	DynamicBuiltins = []string{"eval", ".", "source", "trap", "alias"}
+	DynamicBuiltins = MustGlobs("eval", ".", "source", "trap", "alias")
 )
 
 // inlineFlags maps an interpreter family glob to its inline-code flags.
 var inlineFlags = []struct {
-	glob  string
+	glob  Glob
 	flags []string
 }{
-	{"{sh,ash,bash,dash,ksh,mksh,zsh,fish,csh,tcsh}", []string{"-c"}},
-	{"python*", []string{"-c"}},
-	{"perl*", []string{"-e", "-E"}},
-	{"ruby*", []string{"-e"}},
-	{"{node,nodejs}", []string{"-e", "-p", "--eval", "--print"}},
-	{"php*", []string{"-r"}},
-	{"lua*", []string{"-e"}},
-	{"pwsh", []string{"-c", "-Command"}},
+	{MustGlobs("{sh,ash,bash,dash,ksh,mksh,zsh,fish,csh,tcsh}")[0], []string{"-c"}},
+	{MustGlobs("python*")[0], []string{"-c"}},
+	{MustGlobs("perl*")[0], []string{"-e", "-E"}},
+	{MustGlobs("ruby*")[0], []string{"-e"}},
+	{MustGlobs("{node,nodejs}")[0], []string{"-e", "-p", "--eval", "--print"}},
+	{MustGlobs("php*")[0], []string{"-r"}},
+	{MustGlobs("lua*")[0], []string{"-e"}},
+	{MustGlobs("pwsh")[0], []string{"-c", "-Command"}},
 }
 
 // interpOptArgs lists interpreter options that take the next word as their
@@ -75,15 +75,15 @@ var xargsOptArgs = []string{"-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--a
 var envOptArgs = []string{"-u", "-C", "--unset", "--chdir"}
 
 // IsShell reports whether program is a shell interpreter.
-func IsShell(program string, fold bool) bool { return isAny(ShellInterpreters, program, fold) }
+func IsShell(program string, fold bool) bool { return ShellInterpreters.Match(program, fold) }
 
 // IsInterpreter reports whether program is any interpreter, shells included.
 func IsInterpreter(program string, fold bool) bool {
-	return IsShell(program, fold) || isAny(OtherInterpreters, program, fold)
+	return IsShell(program, fold) || OtherInterpreters.Match(program, fold)
 }
 
 // IsDownloader reports whether program fetches remote content.
-func IsDownloader(program string, fold bool) bool { return isAny(Downloaders, program, fold) }
+func IsDownloader(program string, fold bool) bool { return Downloaders.Match(program, fold) }
 
 // family returns the key of interpOptArgs for an interpreter.
 func family(program string, fold bool) string {
@@ -118,7 +118,7 @@ func family(program string, fold bool) string {
 func isInlineFlag(program, word string, fold bool) bool {
 	shell := IsShell(program, fold)
 	for _, f := range inlineFlags {
-		if !MatchGlob(f.glob, program, fold) {
+		if !f.glob.Match(program, fold) {
 			continue
 		}
 		for _, fl := range f.flags {

@@ -33,7 +33,6 @@ package shell
 import (
 	"fmt"
 	"path"
-	"slices"
 	"sort"
 	"strings"
 
@@ -278,9 +277,4 @@ func sortCommands(cs []Command) {
 
 func sortRedirects(rs []Redirect) {
 	sort.SliceStable(rs, func(i, j int) bool { return rs[i].Offset < rs[j].Offset })
-}
-
-// isAny reports whether name matches any glob of the list.
-func isAny(list []string, name string, fold bool) bool {
-	return slices.ContainsFunc(list, func(g string) bool { return MatchGlob(g, name, fold) })
 }

@@ -126,10 +126,8 @@ func (t *Tripwire) checkOne(a *shell.Analysis, c *shell.Command) (verdict.Verdic
 	}
 	fold := t.foldCase
 	if !c.Dynamic && c.Program != "" {
-		for _, g := range t.cfg.BannedPrograms {
-			if shell.MatchGlob(g, c.Program, fold) {
-				return deny(verdict.CmdBannedProgram, "program %q is banned", c.Program)
-			}
+		if t.cfg.banned.Match(c.Program, fold) {
+			return deny(verdict.CmdBannedProgram, "program %q is banned", c.Program)
 		}
 	}
 	for _, as := range c.Assigns {
@@ -144,7 +142,7 @@ func (t *Tripwire) checkOne(a *shell.Analysis, c *shell.Command) (verdict.Verdic
 	}
 	if !c.Dynamic {
 		for _, r := range t.cfg.BannedArgRules {
-			if shell.MatchGlob(r.Program, c.Program, fold) && argRuleFires(r, c.Args) {
+			if r.prog.Match(c.Program, fold) && argRuleFires(r, c.Args) {
 				vd, d := deny(verdict.CmdBannedArgs, "rule %s matched for %q", r.ID, c.Program)
 				return vd.WithRule(r.ID), d
 			}
@@ -167,12 +165,7 @@ func (t *Tripwire) allowlisted(a *shell.Analysis, prog string) bool {
 	if slices.Contains(AlwaysPermitted, prog) || slices.Contains(a.Functions, prog) {
 		return true
 	}
-	for _, g := range t.cfg.ExecutableAllowlist {
-		if shell.MatchGlob(g, prog, t.foldCase) {
-			return true
-		}
-	}
-	return false
+	return t.cfg.allowlist.Match(prog, t.foldCase)
 }
 
 // argRuleFires: each require regex must fully match at least one argument

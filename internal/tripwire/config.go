@@ -35,6 +35,10 @@ type Config struct {
 	// SHA256 is the hex SHA-256 of the file bytes, or of the canonical JSON
 	// of the defaults when no file exists; recorded at session start.
 	SHA256 string
+
+	// Compiled at load so that no glob is expanded per step.
+	banned    shell.GlobSet
+	allowlist shell.GlobSet
 }
 
 // ArgRule is a banned-argument rule (checks.md §6.1.9).
@@ -44,6 +48,7 @@ type ArgRule struct {
 	Require []*regexp.Regexp
 	Except  *regexp.Regexp
 
+	prog       shell.Glob
 	requireSrc []string
 	exceptSrc  string
 }
@@ -246,6 +251,12 @@ func (l *loader) build(root *strictjson.Node) *Config {
 	c.BannedPrograms = append(c.BannedPrograms, l.globs(root, "extra_banned_programs", nil)...)
 	c.BannedArgRules = l.argRules(root, "banned_arg_rules", defaultArgRules)
 	c.BannedArgRules = append(c.BannedArgRules, l.argRules(root, "extra_banned_arg_rules", nil)...)
+	// The lists were validated entry by entry above; a failure here would
+	// only repeat those problems.
+	c.banned, _ = shell.CompileGlobs(c.BannedPrograms)
+	if c.ExecutableAllowlist != nil {
+		c.allowlist, _ = shell.CompileGlobs(c.ExecutableAllowlist)
+	}
 	return c
 }
 
@@ -457,10 +468,12 @@ func (l *loader) argRules(root *strictjson.Node, key string, def []argRuleSrc) [
 		p := strictjson.Index(path, i)
 		r := ArgRule{ID: s.ID, Program: s.Program, requireSrc: s.Require, exceptSrc: s.Except}
 		ok := true
-		if err := shell.ValidGlob(s.Program); err != nil {
+		g, err := shell.CompileGlob(s.Program)
+		if err != nil {
 			l.fail(p+".program", "%v", err)
 			ok = false
 		}
+		r.prog = g
 		for j, re := range s.Require {
 			c, err := regexp.Compile(`^(?:` + re + `)$`)
 			if err != nil {

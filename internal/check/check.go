@@ -1,0 +1,364 @@
+// Package check runs the check pipeline on one proposed intent: schema →
+// policy → tripwire → approval → guard (checks.md §2), and returns every
+// verdict in order with the one that decided.
+//
+// # Contract
+//
+// The first denial stops evaluation; checks not reached record nothing.
+// A check that fails internally denies (fail closed): a panic inside a
+// check becomes a deny with code check_internal_error, never an allow.
+// The pipeline executes nothing: committing and running the action are the
+// caller's job, after an allowed Result.
+//
+// # Usage
+//
+//	p := &check.Pipeline{Tripwire: tw, Policy: pol, Guard: nil, GuardDisabled: "no guard configured"}
+//	res := p.Run(ctx, check.Input{Raw: modelText, Step: 3})
+//	if !res.Allowed() { fmt.Println(res.Decisive.Code, res.Decisive.Message) }
+//
+// # Limitations
+//
+// The guard and the approval channel are interfaces filled by the agent
+// loop and the server; with none, the guard records skip and approval
+// resolves at once as a timeout decided by no_approver.
+package check
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ironvise/ironvise/internal/intent"
+	"github.com/ironvise/ironvise/internal/tripwire"
+	"github.com/ironvise/ironvise/internal/verdict"
+)
+
+// Policy is check 2 as the pipeline uses it. A nil Policy in the Pipeline
+// means no policy is loaded: the check still runs and records allow.
+type Policy interface {
+	// Evaluate returns allow, deny or require_approval for a view.
+	Evaluate(v *tripwire.View) verdict.Verdict
+	// TriggeredGates collects the approval gates for a view the tripwire
+	// allowed, given the policy's verdict (checks.md §5). ok is false when
+	// no gate is triggered.
+	TriggeredGates(v *tripwire.View, policyVerdict verdict.Verdict) (req GateRequest, ok bool)
+}
+
+// GateRequest is the single approval request covering every triggered gate.
+type GateRequest struct {
+	Gates          []string
+	Reasons        []string
+	TimeoutSeconds int
+	// OnTimeout is "allow" only when every triggered gate says allow.
+	OnTimeout string
+}
+
+// Guard is check 4, the second LLM that reviews intents that passed the
+// deterministic checks. Implementations must deny on any error.
+type Guard interface {
+	Review(ctx context.Context, req GuardRequest) verdict.Verdict
+}
+
+// GuardRequest is what the guard sees: never observations.
+type GuardRequest struct {
+	SessionID string
+	Step      int
+	Goal      string
+	Intent    *intent.Intent
+	// Flags are the deterministic flags of this step and of earlier steps
+	// of the session (checks.md §8).
+	Flags []string
+}
+
+// Approver decides an approval request (checks.md §5 channels). It must
+// return within the request's timeout; a nil Approver means no approver.
+type Approver interface {
+	Decide(ctx context.Context, req ApprovalRequest) ApprovalDecision
+}
+
+// ApprovalRequest is one approval request as recorded in approval_required.
+type ApprovalRequest struct {
+	Step                int      `json:"step"`
+	GateID              string   `json:"gate_id"`
+	Gates               []string `json:"gates"`
+	Reasons             []string `json:"reasons"`
+	ActionName          string   `json:"action_name"`
+	ActionParamsSummary string   `json:"action_params_summary"`
+	TimeoutSeconds      int      `json:"timeout_seconds"`
+	OnTimeout           string   `json:"on_timeout"`
+}
+
+// ApprovalDecision is the outcome recorded in approval_decision.
+type ApprovalDecision struct {
+	Step     int    `json:"step"`
+	GateID   string `json:"gate_id"`
+	Approved bool   `json:"approved"`
+	// DecidedBy is operator:cli, operator:api:<label>, timeout or
+	// no_approver.
+	DecidedBy string  `json:"decided_by"`
+	Reason    *string `json:"reason"`
+	// TimedOut marks a decision reached by the timeout (or no approver).
+	TimedOut bool `json:"-"`
+}
+
+// Decided-by values of checks.md §11.
+const (
+	DecidedByTimeout    = "timeout"
+	DecidedByNoApprover = "no_approver"
+	DecidedByCLI        = "operator:cli"
+)
+
+// Pipeline holds the checks of one session. Fields are read-only once Run
+// is called; a Pipeline is safe for concurrent use if its parts are.
+type Pipeline struct {
+	Tripwire *tripwire.Tripwire
+	Policy   Policy
+	// Guard is nil when the guard is disabled; GuardDisabled is then the
+	// message of the skip verdict (GUARD_REQUIRED is false, --no-guard, or
+	// no guard configured).
+	Guard         Guard
+	GuardDisabled string
+	Approver      Approver
+	// Observations resolves findings evidence for complete.
+	Observations intent.Observations
+	// Now defaults to time.Now; tests pin it.
+	Now func() time.Time
+}
+
+// Input is one step's proposal.
+type Input struct {
+	SessionID string
+	Step      int
+	Goal      string
+	// Raw is the model's reply text, checked by the schema check.
+	Raw string
+	// SessionFlags are flags of earlier steps, forwarded to the guard.
+	SessionFlags []string
+}
+
+// Timed is a verdict with how long its check took.
+type Timed struct {
+	verdict.Verdict
+	DurationMicros int64 `json:"duration_us"`
+}
+
+// Result is the outcome of one Run.
+type Result struct {
+	// Intent is nil when the schema check denied.
+	Intent *intent.Intent
+	// View is the shared intent view (nil when the schema check denied).
+	View *tripwire.View
+	// Verdicts lists the verdict of every check that ran, in order.
+	Verdicts []Timed
+	// Decisive is the first denial, or the last verdict when all allowed.
+	Decisive verdict.Verdict
+	// Approval is set when approval ran.
+	Approval *ApprovalRequest
+	Decision *ApprovalDecision
+	// Flags are the flags raised by this step.
+	Flags []string
+}
+
+// Allowed reports whether every check allowed (or skipped).
+func (r *Result) Allowed() bool { return !r.Decisive.Denied() }
+
+// DeniedBy returns the check that denied, or "".
+func (r *Result) DeniedBy() verdict.Check {
+	if r.Allowed() {
+		return ""
+	}
+	return r.Decisive.Check
+}
+
+// Run checks one proposal.
+func (p *Pipeline) Run(ctx context.Context, in Input) *Result {
+	res := &Result{}
+	now := p.now
+	minJustify := intent.DefaultMinJustify
+	if p.Tripwire != nil {
+		minJustify = p.Tripwire.Config().MinJustification
+	}
+
+	// [1] schema
+	var parsed *intent.Intent
+	if !p.step(res, verdict.CheckSchema, func() verdict.Verdict {
+		in, err := intent.Parse(in.Raw, intent.Options{MinJustification: minJustify, Observations: p.Observations})
+		if err != nil {
+			var e *intent.Error
+			if errors.As(err, &e) {
+				return verdict.Denial(verdict.CheckSchema, e.Code, e.Error())
+			}
+			return verdict.Denial(verdict.CheckSchema, verdict.SchemaNotJSON, err.Error())
+		}
+		parsed = in
+		return verdict.Pass(verdict.CheckSchema)
+	}) {
+		return res
+	}
+	res.Intent = parsed
+	if p.Tripwire == nil {
+		// Without a tripwire nothing can be checked: fail closed.
+		p.record(res, verdict.Denial(verdict.CheckTripwire, verdict.CheckInternalError, "no tripwire configured"), 0)
+		return res
+	}
+	start := now()
+	res.View = p.Tripwire.View(ctx, parsed)
+	viewCost := now().Sub(start)
+
+	// [2] policy
+	var policyVerdict verdict.Verdict
+	if !p.step(res, verdict.CheckPolicy, func() verdict.Verdict {
+		if p.Policy == nil {
+			v := verdict.Pass(verdict.CheckPolicy)
+			v.Message = "no policy loaded"
+			policyVerdict = v
+			return v
+		}
+		policyVerdict = p.Policy.Evaluate(res.View)
+		return policyVerdict
+	}) {
+		return res
+	}
+
+	// [3] tripwire (the view was computed once; its cost is charged here)
+	if !p.stepExtra(res, verdict.CheckTripwire, viewCost, func() verdict.Verdict {
+		v := p.Tripwire.Check(res.View)
+		res.Flags = append(res.Flags, v.Flags...)
+		return v
+	}) {
+		return res
+	}
+
+	// [3a] approval
+	if p.Policy != nil {
+		if gr, ok := p.Policy.TriggeredGates(res.View, policyVerdict); ok {
+			if !p.step(res, verdict.CheckApproval, func() verdict.Verdict {
+				return p.approve(ctx, res, in.Step, gr)
+			}) {
+				return res
+			}
+		}
+	}
+
+	// [4] guard
+	p.step(res, verdict.CheckGuard, func() verdict.Verdict {
+		if p.Guard == nil {
+			msg := p.GuardDisabled
+			if msg == "" {
+				msg = "no guard configured"
+			}
+			return verdict.New(verdict.CheckGuard, verdict.Skip, verdict.GuardDisabled, msg)
+		}
+		flags := append(append([]string(nil), in.SessionFlags...), res.Flags...)
+		return p.Guard.Review(ctx, GuardRequest{SessionID: in.SessionID, Step: in.Step, Goal: in.Goal, Intent: parsed, Flags: flags})
+	})
+	return res
+}
+
+func (p *Pipeline) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+// step runs one check, records its verdict and reports whether the
+// pipeline continues.
+func (p *Pipeline) step(res *Result, c verdict.Check, f func() verdict.Verdict) bool {
+	return p.stepExtra(res, c, 0, f)
+}
+
+func (p *Pipeline) stepExtra(res *Result, c verdict.Check, extra time.Duration, f func() verdict.Verdict) bool {
+	start := p.now()
+	v := safely(c, f)
+	p.record(res, v, p.now().Sub(start)+extra)
+	return !v.Denied()
+}
+
+func (p *Pipeline) record(res *Result, v verdict.Verdict, d time.Duration) {
+	if v.Phase == "" {
+		v.Phase = verdict.PhasePre
+	}
+	res.Verdicts = append(res.Verdicts, Timed{Verdict: v, DurationMicros: d.Microseconds()})
+	res.Decisive = v
+}
+
+// safely turns a panic inside a check into a deny: a bug in a check must
+// never let an intent through.
+func safely(c verdict.Check, f func() verdict.Verdict) (v verdict.Verdict) {
+	defer func() {
+		if r := recover(); r != nil {
+			v = verdict.Denial(c, verdict.CheckInternalError, fmt.Sprintf("internal error in the %s check: %v", c, r))
+		}
+	}()
+	v = f()
+	if v.Check == "" {
+		v.Check = c
+	}
+	return v
+}
+
+// approve opens one approval request for the triggered gates and waits for
+// its decision.
+func (p *Pipeline) approve(ctx context.Context, res *Result, step int, gr GateRequest) verdict.Verdict {
+	req := ApprovalRequest{
+		Step: step, GateID: uuid.NewString(), Gates: gr.Gates, Reasons: gr.Reasons,
+		ActionName: string(res.Intent.Action), ActionParamsSummary: summarize(res.Intent),
+		TimeoutSeconds: gr.TimeoutSeconds, OnTimeout: gr.OnTimeout,
+	}
+	if req.Reasons == nil {
+		req.Reasons = []string{}
+	}
+	res.Approval = &req
+	var d ApprovalDecision
+	if p.Approver == nil {
+		// No approver: the request resolves at once as a timeout.
+		d = ApprovalDecision{Approved: gr.OnTimeout == "allow", DecidedBy: DecidedByNoApprover, TimedOut: true}
+	} else {
+		d = p.Approver.Decide(ctx, req)
+	}
+	d.Step, d.GateID = step, req.GateID
+	if d.Reason == nil {
+		r := d.DecidedBy
+		d.Reason = &r
+	}
+	res.Decision = &d
+	outcome := "rejected"
+	code := verdict.ApprovalRejected
+	switch {
+	case d.Approved:
+		outcome, code = "granted", verdict.ApprovalGranted
+	case d.TimedOut:
+		outcome, code = "timed out", verdict.ApprovalTimeout
+	}
+	dec := verdict.Deny
+	if d.Approved {
+		dec = verdict.Allow
+	}
+	v := verdict.New(verdict.CheckApproval, dec, code, fmt.Sprintf("request %s %s by %s", req.GateID, outcome, d.DecidedBy))
+	v.Gates = gr.Gates
+	return v
+}
+
+// MaxParamsSummary caps action_params_summary (checks.md §11: ≤ 1 KiB).
+const MaxParamsSummary = 1024
+
+func summarize(in *intent.Intent) string {
+	s := in.Target()
+	if in.Action == intent.Complete {
+		s = fmt.Sprintf("%d findings", len(in.Findings))
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) > MaxParamsSummary {
+		cut := MaxParamsSummary
+		for cut > 0 && s[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		s = s[:cut]
+	}
+	return s
+}
