@@ -1,0 +1,409 @@
+package ledger
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Defaults of ledger.md §5 and §6.
+const (
+	DefaultCheckpointEvents   = 1000
+	DefaultCheckpointInterval = 60 * time.Second
+	DefaultLeaseDuration      = 30 * time.Second
+	DefaultLeaseRenewInterval = 10 * time.Second
+	// maxBatch bounds one group commit.
+	maxBatch = 512
+)
+
+// Secret is a string that never prints: ECTO_KEY_PASSPHRASE travels in
+// one, so an Options value can be logged without leaking it.
+type Secret string
+
+// String implements fmt.Stringer with a redacted value.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return "[redacted]"
+}
+
+// GoString implements fmt.GoStringer with a redacted value.
+func (s Secret) GoString() string { return s.String() }
+
+// Options configure a Ledger. The zero value of each field selects the
+// documented default.
+type Options struct {
+	// DataDir holds keys/issuer.ed25519 (created on first run). Required
+	// unless IssuerKey is set.
+	DataDir string
+	// IssuerKey, when set, is used instead of the data-dir key (tests,
+	// embedding).
+	IssuerKey *SigningKey
+	// Passphrase is ECTO_KEY_PASSPHRASE: when set, session private keys are
+	// encrypted under a KEK derived from it instead of from the issuer key,
+	// so any process with the passphrase can continue a session.
+	Passphrase Secret
+	// CheckpointEvents writes a checkpoint after this many events (1000).
+	CheckpointEvents int
+	// CheckpointInterval writes a checkpoint this often when events were
+	// added (60 s); negative disables the timer.
+	CheckpointInterval time.Duration
+	// OwnerID identifies this process in session leases (default: host,
+	// pid and a random suffix).
+	OwnerID string
+	// LeaseDuration (30 s) and LeaseRenewInterval (10 s) of ledger.md §6.
+	LeaseDuration      time.Duration
+	LeaseRenewInterval time.Duration
+	// Logger receives operational messages; nil discards them.
+	Logger *slog.Logger
+	// Clock returns the current time (tests move it); nil is time.Now.
+	Clock func() time.Time
+	// Rand is the randomness for keys and nonces; nil is crypto/rand.
+	Rand io.Reader
+}
+
+// Ledger is the evidence store: sessions, signed hash chains, the Merkle
+// log and its checkpoints over a [Backend]. It is safe for concurrent use.
+// The caller must call Close.
+type Ledger struct {
+	b          Backend
+	log        *slog.Logger
+	clock      func() time.Time
+	rand       io.Reader
+	issuer     *SigningKey
+	issuerPub  ed25519.PublicKey
+	instanceID string
+	origin     string
+	// keks holds the available key-encryption keys by kind; writeKEK
+	// encrypts new session keys.
+	keks     map[string]*kek
+	writeKEK *kek
+	owner    string
+
+	cpEvents   int64
+	cpInterval time.Duration
+	lease      time.Duration
+	renewEvery time.Duration
+
+	// bg is the context of the background goroutines and of the commit
+	// transactions; stop cancels it after the committer has drained.
+	bg   context.Context
+	stop context.CancelFunc
+
+	// mu guards closed; submit holds it for reading while sending, so
+	// Close (which takes it for writing) cannot close reqs under a sender.
+	mu     sync.RWMutex
+	closed bool
+	reqs   chan *request
+	done   chan struct{} // closed by Close to stop the tickers
+	wg     sync.WaitGroup
+
+	// Committer state: touched only by the committer goroutine (and by
+	// New before it starts), so it needs no lock.
+	keys     map[uuid.UUID]*chainKey
+	goals    map[uuid.UUID]string
+	frontier map[int64]Hash
+	lastCP   int64 // tree size of the newest checkpoint known
+	lastCPAt time.Time
+}
+
+// chainKey is the signing key in force for a chain, as this process knows
+// it.
+type chainKey struct {
+	key       *SigningKey
+	keyID     string
+	validFrom uint64
+	rotations int
+	// seenSeq is the chain tip when this was last confirmed; a head beyond
+	// it means another process appended (maybe rotated), so the key is
+	// reloaded.
+	seenSeq uint64
+}
+
+// New opens a Ledger on b: it loads or creates the issuer key, on an empty
+// ledger writes the instance genesis and the first checkpoint, checks the
+// passphrase, and starts the committer, the lease renewer and the
+// checkpoint timer. It does not recover crashed sessions or verify the
+// ledger; call Recover and VerifyStartup for that.
+func New(ctx context.Context, b Backend, opts Options) (*Ledger, error) {
+	l := &Ledger{
+		b:          b,
+		log:        opts.Logger,
+		clock:      opts.Clock,
+		rand:       opts.Rand,
+		owner:      opts.OwnerID,
+		cpEvents:   int64(opts.CheckpointEvents),
+		cpInterval: opts.CheckpointInterval,
+		lease:      opts.LeaseDuration,
+		renewEvery: opts.LeaseRenewInterval,
+		reqs:       make(chan *request, 4*maxBatch),
+		done:       make(chan struct{}),
+		keys:       map[uuid.UUID]*chainKey{},
+		goals:      map[uuid.UUID]string{},
+		frontier:   map[int64]Hash{},
+		keks:       map[string]*kek{},
+	}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	if l.clock == nil {
+		l.clock = time.Now
+	}
+	if l.rand == nil {
+		l.rand = rand.Reader
+	}
+	if l.cpEvents <= 0 {
+		l.cpEvents = DefaultCheckpointEvents
+	}
+	if l.cpInterval == 0 {
+		l.cpInterval = DefaultCheckpointInterval
+	}
+	if l.lease <= 0 {
+		l.lease = DefaultLeaseDuration
+	}
+	if l.renewEvery <= 0 {
+		l.renewEvery = DefaultLeaseRenewInterval
+	}
+	if l.owner == "" {
+		host, _ := os.Hostname()
+		l.owner = host + "/" + strconv.Itoa(os.Getpid()) + "/" + uuid.NewString()[:8]
+	}
+	l.issuer = opts.IssuerKey
+	if l.issuer == nil {
+		k, created, err := LoadOrCreateIssuerKey(opts.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		if created {
+			l.log.Info("created issuer key", "path", IssuerKeyPath(opts.DataDir), "key_id", k.KeyID())
+		}
+		l.issuer = k
+	}
+	l.issuerPub = l.issuer.Public()
+	l.instanceID = KeyID(l.issuerPub)
+	l.origin = OriginPrefix + l.instanceID
+	ik, err := newKEK(kekIssuer, l.issuer.seed(), l.instanceID)
+	if err != nil {
+		return nil, err
+	}
+	l.keks[kekIssuer] = ik
+	l.writeKEK = ik
+	if opts.Passphrase != "" {
+		pk, err := newKEK(kekPassphrase, []byte(opts.Passphrase), l.instanceID)
+		if err != nil {
+			return nil, err
+		}
+		l.keks[kekPassphrase] = pk
+		l.writeKEK = pk
+	}
+	l.bg, l.stop = context.WithCancel(context.WithoutCancel(ctx))
+	if err := l.initialize(ctx); err != nil {
+		l.stop()
+		return nil, err
+	}
+	l.wg.Add(1)
+	go l.commitLoop()
+	l.wg.Add(1)
+	go l.leaseLoop()
+	if l.cpInterval > 0 {
+		l.wg.Add(1)
+		go l.checkpointLoop()
+	}
+	return l, nil
+}
+
+// Meta keys.
+const (
+	metaIssuerKey      = "issuer_public_key"
+	metaKEKPassphrase  = "kek_check_passphrase"
+	metaCreatedMicros  = "created_at_micros"
+	metaHashVersion    = "event_hash_version"
+	kekCheckAAD        = "ironvise/kek-check"
+	instanceGenesisMsg = "genesis"
+)
+
+// initialize binds the ledger to this issuer key and writes the instance
+// genesis and first checkpoint of an empty ledger.
+func (l *Ledger) initialize(ctx context.Context) error {
+	return l.b.Update(ctx, func(tx WriteTx) error {
+		pub, ok, err := tx.Meta(ctx, metaIssuerKey)
+		if err != nil {
+			return err
+		}
+		if ok {
+			if !ed25519.PublicKey(pub).Equal(l.issuerPub) {
+				// One ledger, one issuer: checkpoints and issuer-signed
+				// events must verify with the key auditors pinned.
+				return fmt.Errorf("%w: the ledger was created by issuer key %s, this data dir holds %s; copy keys/issuer.ed25519 from the instance that created the ledger (instances sharing a database share one issuer key)",
+					ErrIssuerMismatch, KeyID(pub), l.instanceID)
+			}
+			if v, ok, err := tx.Meta(ctx, metaHashVersion); err != nil {
+				return err
+			} else if ok && string(v) != HashVersion {
+				return fmt.Errorf("%w: ledger uses event hash %s, this build writes %s", ErrSchema, v, HashVersion)
+			}
+		} else {
+			if err := tx.InsertMeta(ctx, metaIssuerKey, l.issuerPub); err != nil {
+				return err
+			}
+			if err := tx.InsertMeta(ctx, metaHashVersion, []byte(HashVersion)); err != nil {
+				return err
+			}
+			if err := tx.InsertMeta(ctx, metaCreatedMicros, []byte(strconv.FormatInt(l.nowMicros(), 10))); err != nil {
+				return err
+			}
+		}
+		if pk := l.keks[kekPassphrase]; pk != nil {
+			chk, ok, err := tx.Meta(ctx, metaKEKPassphrase)
+			if err != nil {
+				return err
+			}
+			if ok {
+				if _, err := pk.open(chk, []byte(kekCheckAAD)); err != nil {
+					return fmt.Errorf("%w: ECTO_KEY_PASSPHRASE does not open the session keys of this ledger; set the passphrase it was created with", ErrPassphrase)
+				}
+			} else {
+				sealed, err := pk.seal(kekCheckPlaintext, []byte(kekCheckAAD))
+				if err != nil {
+					return err
+				}
+				if err := tx.InsertMeta(ctx, metaKEKPassphrase, sealed); err != nil {
+					return err
+				}
+			}
+		}
+		b, err := l.newBatch(ctx, tx, nil)
+		if err != nil {
+			return err
+		}
+		if h := b.heads[InstanceSessionID]; h == nil {
+			if err := b.createInstanceSession(); err != nil {
+				return err
+			}
+			if err := b.writeCheckpoint(); err != nil {
+				return err
+			}
+		}
+		if err := tx.Apply(ctx, &b.ch); err != nil {
+			return err
+		}
+		l.afterCommit(b)
+		cp, err := tx.LatestCheckpoint(ctx)
+		if err == nil {
+			l.lastCP = cp.TreeSize
+		} else if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		l.lastCPAt = l.clock()
+		return nil
+	})
+}
+
+// Close writes a last checkpoint when events were added since the newest
+// one, stops the background goroutines and closes the backend. ctx bounds
+// the final checkpoint.
+func (l *Ledger) Close(ctx context.Context) error {
+	l.mu.RLock()
+	closed := l.closed
+	l.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	_, cpErr := l.Checkpoint(ctx)
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.closed = true
+	close(l.reqs)
+	close(l.done)
+	l.mu.Unlock()
+	l.wg.Wait()
+	l.stop()
+	err := l.b.Close()
+	if cpErr != nil && !errors.Is(cpErr, ErrClosed) {
+		return errors.Join(fmt.Errorf("ledger: final checkpoint: %w", cpErr), err)
+	}
+	return err
+}
+
+// Backend returns the storage the ledger runs on.
+func (l *Ledger) Backend() Backend { return l.b }
+
+// InstanceID returns the instance id: the key id of the issuer key.
+func (l *Ledger) InstanceID() string { return l.instanceID }
+
+// Origin returns the checkpoint origin, "ironvise/<instance id>".
+func (l *Ledger) Origin() string { return l.origin }
+
+// IssuerPublicKey returns the issuer public key that signs checkpoints and
+// issuer-signed events.
+func (l *Ledger) IssuerPublicKey() ed25519.PublicKey { return l.issuerPub }
+
+// Issuer returns the issuer signing key, for the evidence package to sign
+// certificates and credentials. Treat it as a secret.
+func (l *Ledger) Issuer() *SigningKey { return l.issuer }
+
+// CheckpointVerifierKey returns the note verifier key of this instance's
+// checkpoints.
+func (l *Ledger) CheckpointVerifierKey() string {
+	v, err := CheckpointVerifierKey(l.origin, l.issuerPub)
+	if err != nil {
+		// The origin is built from hex digits and a fixed prefix, so it
+		// is always a valid note key name.
+		panic(bug(err))
+	}
+	return v
+}
+
+// OwnerID returns this process's lease owner id.
+func (l *Ledger) OwnerID() string { return l.owner }
+
+func (l *Ledger) nowMicros() int64 { return l.clock().UnixMicro() }
+
+// leaseLoop renews the leases of the sessions this process owns.
+func (l *Ledger) leaseLoop() {
+	defer l.wg.Done()
+	t := time.NewTicker(l.renewEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-t.C:
+			until := l.clock().Add(l.lease).UnixMicro()
+			if err := l.b.RenewLeases(l.bg, l.owner, until); err != nil {
+				l.log.Warn("ledger: renew session leases failed; other instances may recover these sessions once the lease lapses", "owner", l.owner, "err", err)
+			}
+		}
+	}
+}
+
+// checkpointLoop writes a checkpoint every interval when events were added.
+func (l *Ledger) checkpointLoop() {
+	defer l.wg.Done()
+	t := time.NewTicker(l.cpInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-t.C:
+			if _, err := l.Checkpoint(l.bg); err != nil && !errors.Is(err, ErrClosed) {
+				l.log.Warn("ledger: periodic checkpoint failed", "err", err)
+			}
+		}
+	}
+}

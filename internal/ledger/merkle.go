@@ -1,0 +1,130 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// The instance-wide log is an RFC 6962 Merkle tree (leaf = H(0x00 ‖ data),
+// node = H(0x01 ‖ left ‖ right)) whose leaf data is the 32-byte event
+// hash. golang.org/x/mod/sumdb/tlog does the tree arithmetic; the ledger
+// stores the hashes it asks for (tlog's "stored hashes": every complete
+// subtree root, about two per leaf) in the log_hashes table, so proofs and
+// tree heads need O(log n) reads and no rebuild.
+
+// LeafHash returns the RFC 6962 leaf hash of an event hash.
+func LeafHash(eventHash Hash) Hash { return Hash(tlog.RecordHash(eventHash[:])) }
+
+// frontierIndexes returns the stored-hash indexes of the complete subtrees
+// that make up a tree of size leaves: exactly what tlog reads to append leaf
+// size and to compute the root of size.
+func frontierIndexes(size int64) []int64 {
+	var out []int64
+	var start int64
+	for level := 62; level >= 0; level-- {
+		if size&(int64(1)<<level) != 0 {
+			out = append(out, tlog.StoredHashIndex(level, start>>level))
+			start += int64(1) << level
+		}
+	}
+	return out
+}
+
+// txHashReader adapts a ReadTx to tlog.HashReader, looking first in staged
+// (hashes computed in the current batch, not yet written) and a memo.
+type txHashReader struct {
+	ctx    context.Context
+	tx     ReadTx
+	staged map[int64]Hash
+	memo   map[int64]Hash
+}
+
+// ReadHashes implements tlog.HashReader.
+func (r *txHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
+	out := make([]tlog.Hash, len(indexes))
+	var missing []int64
+	var at []int
+	for i, ix := range indexes {
+		if h, ok := r.staged[ix]; ok {
+			out[i] = tlog.Hash(h)
+		} else if h, ok := r.memo[ix]; ok {
+			out[i] = tlog.Hash(h)
+		} else {
+			missing = append(missing, ix)
+			at = append(at, i)
+		}
+	}
+	if len(missing) > 0 {
+		if r.tx == nil {
+			return nil, fmt.Errorf("ledger: log hash %d not in memory", missing[0])
+		}
+		hs, err := r.tx.ReadHashes(r.ctx, missing)
+		if err != nil {
+			return nil, fmt.Errorf("ledger: read log hashes: %w", err)
+		}
+		if len(hs) != len(missing) {
+			return nil, bug(fmt.Errorf("read %d log hashes, got %d", len(missing), len(hs)))
+		}
+		for j, h := range hs {
+			out[at[j]] = tlog.Hash(h)
+			if r.memo != nil {
+				r.memo[missing[j]] = h
+			}
+		}
+	}
+	return out, nil
+}
+
+// prefetch loads the stored hashes written while leaves lo..hi-1 were
+// appended (one range read), so that proving many leaves of one session
+// does not cost one query per proof.
+func (r *txHashReader) prefetch(lo, hi int64) error {
+	if hi <= lo {
+		return nil
+	}
+	rows, err := r.tx.HashRange(r.ctx, tlog.StoredHashIndex(0, lo), tlog.StoredHashCount(hi))
+	if err != nil {
+		return fmt.Errorf("ledger: read log hashes: %w", err)
+	}
+	for _, h := range rows {
+		r.memo[h.Index] = h.Hash
+	}
+	return nil
+}
+
+func toHashes(in []tlog.Hash) []Hash {
+	out := make([]Hash, len(in))
+	for i, h := range in {
+		out[i] = Hash(h)
+	}
+	return out
+}
+
+func toTlog(in []Hash) []tlog.Hash {
+	out := make([]tlog.Hash, len(in))
+	for i, h := range in {
+		out[i] = tlog.Hash(h)
+	}
+	return out
+}
+
+// VerifyInclusion checks an inclusion proof: that the leaf of eventHash at
+// index is in the tree of size with the given root. It needs no database,
+// so offline verifiers use it too.
+func VerifyInclusion(path []Hash, size int64, root Hash, index int64, eventHash Hash) error {
+	if err := tlog.CheckRecord(tlog.RecordProof(toTlog(path)), size, tlog.Hash(root), index, tlog.RecordHash(eventHash[:])); err != nil {
+		return fmt.Errorf("ledger: inclusion of leaf %d in tree %d: %w", index, size, err)
+	}
+	return nil
+}
+
+// VerifyConsistency checks that the tree of oldSize with oldRoot is a
+// prefix of the tree of newSize with newRoot.
+func VerifyConsistency(path []Hash, oldSize int64, oldRoot Hash, newSize int64, newRoot Hash) error {
+	if err := tlog.CheckTree(tlog.TreeProof(toTlog(path)), newSize, tlog.Hash(newRoot), oldSize, tlog.Hash(oldRoot)); err != nil {
+		return fmt.Errorf("ledger: consistency of tree %d with tree %d: %w", oldSize, newSize, err)
+	}
+	return nil
+}

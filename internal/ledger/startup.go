@@ -1,0 +1,347 @@
+package ledger
+
+import (
+	"context"
+	"crypto/ed25519"
+	"fmt"
+
+	"github.com/google/uuid"
+	"golang.org/x/mod/sumdb/tlog"
+)
+
+// startupTail is how many trailing events of each running session the
+// startup check verifies.
+const startupTail = 32
+
+// StartupReport is the result of VerifyStartup or VerifyFull.
+type StartupReport struct {
+	// LogSize and CheckpointSize describe the log that was checked.
+	LogSize        int64
+	CheckpointSize int64
+	// SessionsChecked counts the chains looked at.
+	SessionsChecked int
+	// Problems lists every inconsistency found; empty means the ledger
+	// passed.
+	Problems []string
+	// Failed holds the full reports of chains that failed (VerifyFull).
+	Failed []Report
+}
+
+// OK reports whether no problem was found.
+func (r *StartupReport) OK() bool { return len(r.Problems) == 0 }
+
+// Err returns nil when the ledger passed, else an error wrapping
+// ErrTampered that lists the problems.
+func (r *StartupReport) Err() error {
+	if r.OK() {
+		return nil
+	}
+	err := fmt.Errorf("%w: %d problem(s)", ErrTampered, len(r.Problems))
+	for _, p := range r.Problems {
+		err = fmt.Errorf("%w\n  - %s", err, p)
+	}
+	return err
+}
+
+// VerifyStartup runs the startup checks of ledger.md §7: the newest
+// checkpoint's signature, the stored log against it (root, and the leaves
+// appended since it), and the tail of every running session (links,
+// hashes, signatures). It is fast enough for every start; VerifyFull
+// checks everything.
+func (l *Ledger) VerifyStartup(ctx context.Context) (StartupReport, error) {
+	var rep StartupReport
+	err := l.b.View(ctx, func(tx ReadTx) error {
+		if err := l.checkLogTail(ctx, tx, &rep); err != nil {
+			return err
+		}
+		running, err := tx.RunningSessions(ctx)
+		if err != nil {
+			return err
+		}
+		ids := []uuid.UUID{InstanceSessionID}
+		for _, h := range running {
+			ids = append(ids, h.ID)
+		}
+		for _, id := range ids {
+			rep.SessionsChecked++
+			if p, err := l.checkTail(ctx, tx, id); err != nil {
+				return err
+			} else if p != "" {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("session %s: %s", id, p))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return rep, fmt.Errorf("ledger: startup verification: %w", err)
+	}
+	return rep, nil
+}
+
+// checkLogTail checks the newest checkpoint and the log beyond it.
+func (l *Ledger) checkLogTail(ctx context.Context, tx ReadTx, rep *StartupReport) error {
+	size, err := tx.LogSize(ctx)
+	if err != nil {
+		return err
+	}
+	rep.LogSize = size
+	cp, err := tx.LatestCheckpoint(ctx)
+	if isNotFound(err) {
+		rep.Problems = append(rep.Problems, "the ledger has no checkpoint")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	rep.CheckpointSize = cp.TreeSize
+	if err := VerifyCheckpoint(&cp, l.origin, l.issuerPub); err != nil {
+		rep.Problems = append(rep.Problems, err.Error())
+	}
+	if cp.TreeSize > size {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("checkpoint %d covers more leaves than the log holds (%d): the log was truncated", cp.TreeSize, size))
+		return nil
+	}
+	r := &txHashReader{ctx: ctx, tx: tx, memo: map[int64]Hash{}}
+	root, err := tlog.TreeHash(cp.TreeSize, r)
+	if err != nil {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("log hashes for checkpoint %d are unreadable: %v", cp.TreeSize, err))
+		return nil
+	}
+	if Hash(root) != cp.Root {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("the stored log gives root %s at size %d, the signed checkpoint says %s", Hash(root), cp.TreeSize, cp.Root))
+	}
+	if n, err := tx.CountEventsInLog(ctx, cp.TreeSize, size); err != nil {
+		return err
+	} else if n != size-cp.TreeSize {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%d of the %d leaves after checkpoint %d have no event", size-cp.TreeSize-n, size-cp.TreeSize, cp.TreeSize))
+	}
+	// Every leaf appended since the checkpoint must be its event's hash.
+	evs, err := tx.EventsByLog(ctx, cp.TreeSize, int(size-cp.TreeSize))
+	if err != nil {
+		return err
+	}
+	if len(evs) > 0 {
+		idx := make([]int64, len(evs))
+		for i := range evs {
+			idx[i] = tlog.StoredHashIndex(0, evs[i].LogIndex)
+		}
+		leaves, err := tx.ReadHashes(ctx, idx)
+		if err != nil {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("leaf hashes after checkpoint %d are unreadable: %v", cp.TreeSize, err))
+			return nil
+		}
+		for i := range evs {
+			if leaves[i] != LeafHash(evs[i].Hash) {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("log leaf %d does not hold the hash of its event", evs[i].LogIndex))
+				break
+			}
+		}
+	}
+	if size > cp.TreeSize {
+		proof, err := tlog.ProveTree(size, cp.TreeSize, r)
+		if err == nil {
+			var now tlog.Hash
+			if now, err = tlog.TreeHash(size, r); err == nil {
+				err = tlog.CheckTree(proof, size, now, cp.TreeSize, tlog.Hash(cp.Root))
+			}
+		}
+		if err != nil {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("the log is not consistent with checkpoint %d: %v", cp.TreeSize, err))
+		}
+	}
+	return nil
+}
+
+// checkTail verifies the last events of one chain: links, hashes and
+// signatures with the keys in force.
+func (l *Ledger) checkTail(ctx context.Context, tx ReadTx, id uuid.UUID) (string, error) {
+	s, err := tx.Session(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if s.EventCount == 0 {
+		return "the session has no events", nil
+	}
+	from := uint64(0)
+	if s.EventCount > startupTail {
+		from = uint64(s.EventCount - startupTail)
+	}
+	evs, err := tx.Events(ctx, id, from, 0)
+	if err != nil {
+		return "", err
+	}
+	keys, err := tx.Keys(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if len(keys) == 0 {
+		return "no key rows", nil
+	}
+	for i := range evs {
+		ev := &evs[i]
+		if ev.Seq != from+uint64(i) {
+			return fmt.Sprintf("sequence %d expected, found %d", from+uint64(i), ev.Seq), nil
+		}
+		if EventHash(ev.PrevHash, ev.SessionID, ev.Seq, ev.CreatedMicros, ev.Type, ev.Payload) != ev.Hash {
+			return fmt.Sprintf("event %d: stored hash does not match its bytes", ev.Seq), nil
+		}
+		if i > 0 && ev.PrevHash != evs[i-1].Hash {
+			return fmt.Sprintf("event %d: prev_hash does not link", ev.Seq), nil
+		}
+		if ev.Seq == 0 && ev.PrevHash != GenesisPrevHash(id) {
+			return "genesis prev_hash is wrong", nil
+		}
+		pub := l.issuerPub
+		if ev.Signer == SignerSession {
+			k := keys[0]
+			for _, r := range keys {
+				if r.ValidFromSeq <= ev.Seq {
+					k = r
+				}
+			}
+			pub = k.PublicKey
+			if ev.KeyID != k.KeyID {
+				return fmt.Sprintf("event %d: signed by key %s, key %s is in force", ev.Seq, ev.KeyID, k.KeyID), nil
+			}
+		} else if !IssuerSignable(ev.Type) {
+			return fmt.Sprintf("event %d: issuer signature on a %s event", ev.Seq, ev.Type), nil
+		}
+		if !verifySig(pub, ev) {
+			return fmt.Sprintf("event %d: signature does not verify", ev.Seq), nil
+		}
+	}
+	return "", nil
+}
+
+// VerifyFull verifies every chain with the five checks, rebuilds the whole
+// Merkle log from the events and compares every stored hash and every
+// checkpoint root with it (`serve --verify-full`).
+func (l *Ledger) VerifyFull(ctx context.Context) (StartupReport, error) {
+	var rep StartupReport
+	var ids []uuid.UUID
+	err := l.b.View(ctx, func(tx ReadTx) error {
+		if err := l.rebuildLog(ctx, tx, &rep); err != nil {
+			return err
+		}
+		ids = append(ids, InstanceSessionID)
+		for off := 0; ; off += 500 {
+			ss, err := tx.Sessions(ctx, SessionFilter{Limit: 500, Offset: off})
+			if err != nil {
+				return err
+			}
+			for _, s := range ss {
+				ids = append(ids, s.ID)
+			}
+			if len(ss) < 500 {
+				return nil
+			}
+		}
+	})
+	if err != nil {
+		return rep, fmt.Errorf("ledger: full verification: %w", err)
+	}
+	for _, id := range ids {
+		r, err := l.VerifySession(ctx, id)
+		if err != nil {
+			return rep, err
+		}
+		rep.SessionsChecked++
+		if !r.OK() {
+			name, c, _ := r.FirstFailure()
+			rep.Problems = append(rep.Problems, fmt.Sprintf("session %s: %s check failed at seq %d: %s", id, name, c.Seq, c.Problem))
+			rep.Failed = append(rep.Failed, r)
+		}
+	}
+	return rep, nil
+}
+
+// rebuildLog recomputes the tree from the event hashes in log order.
+func (l *Ledger) rebuildLog(ctx context.Context, tx ReadTx, rep *StartupReport) error {
+	size, err := tx.LogSize(ctx)
+	if err != nil {
+		return err
+	}
+	rep.LogSize = size
+	cps, err := tx.Checkpoints(ctx)
+	if err != nil {
+		return err
+	}
+	if len(cps) > 0 {
+		rep.CheckpointSize = cps[len(cps)-1].TreeSize
+	}
+	mem := map[int64]Hash{}
+	r := &txHashReader{ctx: ctx, staged: mem}
+	cpi := 0
+	checkCP := func(n int64) {
+		for cpi < len(cps) && cps[cpi].TreeSize == n {
+			cp := &cps[cpi]
+			if err := VerifyCheckpoint(cp, l.origin, l.issuerPub); err != nil {
+				rep.Problems = append(rep.Problems, err.Error())
+			}
+			if root, err := tlog.TreeHash(n, r); err != nil || Hash(root) != cp.Root {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("checkpoint %d: the events give a different root: the log was rewritten", n))
+			}
+			cpi++
+		}
+	}
+	var n int64
+	const page = 4096
+	for n < size {
+		evs, err := tx.EventsByLog(ctx, n, page)
+		if err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			break
+		}
+		lo := tlog.StoredHashIndex(0, n)
+		stored, err := tx.HashRange(ctx, lo, tlog.StoredHashCount(n+int64(len(evs))))
+		if err != nil {
+			return err
+		}
+		have := make(map[int64]Hash, len(stored))
+		for _, h := range stored {
+			have[h.Index] = h.Hash
+		}
+		for i := range evs {
+			ev := &evs[i]
+			if ev.LogIndex != n {
+				rep.Problems = append(rep.Problems, fmt.Sprintf("log leaf %d has no event", n))
+				return nil
+			}
+			checkCP(n)
+			hs, err := tlog.StoredHashes(n, ev.Hash[:], r)
+			if err != nil {
+				return bug(err)
+			}
+			base := tlog.StoredHashIndex(0, n)
+			for j, h := range hs {
+				mem[base+int64(j)] = Hash(h)
+				if got, ok := have[base+int64(j)]; !ok || got != Hash(h) {
+					rep.Problems = append(rep.Problems, fmt.Sprintf("stored log hash %d (leaf %d) differs from the one rebuilt from the events", base+int64(j), n))
+					return nil
+				}
+			}
+			n++
+			// Keep only what the next leaves can need.
+			if n%page == 0 {
+				keep := map[int64]Hash{}
+				for _, ix := range frontierIndexes(n) {
+					keep[ix] = mem[ix]
+				}
+				mem = keep
+				r.staged = mem
+			}
+		}
+	}
+	checkCP(n)
+	if cpi < len(cps) {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("checkpoint %d is larger than the log (%d leaves)", cps[cpi].TreeSize, n))
+	}
+	return nil
+}
+
+// verifySig checks one event signature.
+func verifySig(pub ed25519.PublicKey, ev *Event) bool {
+	return len(pub) == ed25519.PublicKeySize && ed25519.Verify(pub, ev.Hash[:], ev.Signature)
+}
