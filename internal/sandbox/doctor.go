@@ -1,0 +1,288 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Guarantee names of sandbox.md §1.2, in report order.
+const (
+	GFSWorkspaceReadonly  = "fs_workspace_readonly"
+	GFSOutsideWriteDenied = "fs_outside_write_denied"
+	GFSOutsideReadDenied  = "fs_outside_read_denied"
+	GNetTCPDenied         = "net_tcp_denied"
+	GNetUDPDenied         = "net_udp_denied"
+	GUnixSocketsDenied    = "unix_sockets_denied"
+	GPtraceDenied         = "ptrace_denied"
+	GSignalsScoped        = "signals_scoped"
+	GLimitCPU             = "limit_cpu"
+	GLimitMemory          = "limit_memory"
+	GLimitFDs             = "limit_fds"
+	GLimitProcesses       = "limit_processes"
+	GCapsDropped          = "caps_dropped"
+	GNoNewPrivs           = "no_new_privs"
+	GNoSurvivors          = "no_survivors"
+)
+
+// GuaranteeNames lists the guarantees in report order.
+func GuaranteeNames() []string {
+	return []string{GFSWorkspaceReadonly, GFSOutsideWriteDenied, GFSOutsideReadDenied, GNetTCPDenied,
+		GNetUDPDenied, GUnixSocketsDenied, GPtraceDenied, GSignalsScoped, GLimitCPU, GLimitMemory,
+		GLimitFDs, GLimitProcesses, GCapsDropped, GNoNewPrivs, GNoSurvivors}
+}
+
+// State is how a guarantee holds on this host.
+type State string
+
+// The states of sandbox.md §1.2.
+const (
+	StateEnforced      State = "enforced"
+	StateNotEnforced   State = "not_enforced"
+	StateNotApplicable State = "not_applicable"
+)
+
+// Guarantee is one probed guarantee.
+type Guarantee struct {
+	Name  string `json:"name"`
+	State State  `json:"state"`
+	// Evidence is what the probe saw, e.g. "socket: Operation not
+	// permitted".
+	Evidence string `json:"evidence"`
+	// Probed is false when no probe tool was available in the sandbox and
+	// the state comes from the tier's design rather than an attempt.
+	Probed bool `json:"probed"`
+}
+
+// TierReport is doctor's finding for one tier.
+type TierReport struct {
+	Tier      TierName `json:"tier"`
+	Selected  bool     `json:"selected"`
+	Available bool     `json:"available"`
+	// Problem says why the tier is unusable and the fix.
+	Problem    string      `json:"problem,omitempty"`
+	Enforced   *Enforced   `json:"enforced,omitempty"`
+	Guarantees []Guarantee `json:"guarantees,omitempty"`
+	// Notes are known limits of the tier on this host.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Usable reports whether the tier can run commands.
+func (r TierReport) Usable() bool { return r.Available && r.Problem == "" }
+
+// SelfTest runs a small command through t and checks that it ran confined:
+// Status ok, the enforcement record present, a workspace file readable and
+// the workspace not writable. It is what `ironvise serve` runs before it
+// listens.
+func SelfTest(ctx context.Context, t Tier) error {
+	if err := t.Available(ctx); err != nil {
+		return err
+	}
+	ws, err := os.MkdirTemp("", "ironvise-selftest-")
+	if err != nil {
+		return fmt.Errorf("%w: create workspace: %w", ErrSelfTest, err)
+	}
+	defer os.RemoveAll(ws)
+	if err := os.Chmod(ws, 0o755); err != nil {
+		return fmt.Errorf("%w: chmod workspace: %w", ErrSelfTest, err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, "selftest.txt"), []byte("ironvise-selftest\n"), 0o644); err != nil {
+		return fmt.Errorf("%w: write workspace file: %w", ErrSelfTest, err)
+	}
+	r := t.Run(ctx, Request{
+		Command:   "cat selftest.txt; if (echo x > selftest-write) 2>/dev/null; then echo WORKSPACE-WRITABLE; fi",
+		Workspace: ws, Timeout: 10 * time.Second,
+	})
+	switch {
+	case r.Status != StatusOK:
+		return fmt.Errorf("%w: %s: %s", ErrSelfTest, t.Name(), r.Headline())
+	case r.Enforced == nil:
+		return fmt.Errorf("%w: %s: no enforcement recorded", ErrSelfTest, t.Name())
+	case r.ExitCode == nil || *r.ExitCode != 0 || !strings.Contains(r.Stdout, "ironvise-selftest"):
+		return fmt.Errorf("%w: %s: the probe command failed: %s", ErrSelfTest, t.Name(), oneLine(r.Observation()))
+	case strings.Contains(r.Stdout, "WORKSPACE-WRITABLE"):
+		return fmt.Errorf("%w: %s: the workspace is writable from inside the sandbox", ErrSelfTest, t.Name())
+	}
+	if _, err := os.Stat(filepath.Join(ws, "selftest-write")); err == nil {
+		return fmt.Errorf("%w: %s: a file appeared in the workspace", ErrSelfTest, t.Name())
+	}
+	return nil
+}
+
+// Doctor probes t from inside real sandboxed children and reports every
+// guarantee of sandbox.md §1.2. It uses /bin/sh and coreutils, plus perl or
+// bash for the socket and ptrace attempts when the host has them (never a
+// Go program: the address-space cap stops Go runtimes). It takes a few
+// seconds: the CPU, memory and process limits are exceeded for real, with
+// lowered per-request limits.
+func Doctor(ctx context.Context, t Tier, selected bool) TierReport {
+	rep := TierReport{Tier: t.Name(), Selected: selected}
+	if err := t.Available(ctx); err != nil {
+		rep.Problem = err.Error()
+		return rep
+	}
+	rep.Available = true
+	if t.Name() == TierNativeWindows {
+		rep.Guarantees, rep.Notes = windowsGuarantees()
+		return rep
+	}
+	p, err := newProber(t)
+	if err != nil {
+		rep.Problem = err.Error()
+		return rep
+	}
+	defer p.close()
+	rep.Guarantees, rep.Enforced, err = p.run(ctx)
+	if err != nil {
+		rep.Problem = err.Error()
+	}
+	rep.Notes = tierNotes(t.Name(), rep.Enforced)
+	return rep
+}
+
+// tierNotes are the documented limits worth repeating in doctor.
+func tierNotes(name TierName, e *Enforced) []string {
+	switch name {
+	case TierNativeLinux:
+		as := DefaultMemMiB
+		if e != nil && e.RLimits != nil {
+			as = e.RLimits.ASMiB
+		}
+		return []string{
+			fmt.Sprintf("the %d MiB address-space cap stops Go, JVM and Node.js programs from starting (\"failed to reserve page summary memory\"); raise ECTO_SANDBOX_MEM_MIB for them", as),
+			"rlimits are per process: use the container or microVM tier for an aggregate memory limit",
+		}
+	case TierNativeDarwin:
+		return []string{
+			"no resource limits on macOS (Seatbelt has none)",
+			"Xcode command-line shims such as /usr/bin/git do not run under the profile; use a Homebrew git",
+			"`ls ..` from the workspace is refused; only the command loses network access, not IronVise",
+		}
+	}
+	return nil
+}
+
+// windowsGuarantees is the Windows Job Object tier's design (sandbox.md §5):
+// there is no POSIX shell to probe with.
+func windowsGuarantees() ([]Guarantee, []string) {
+	g := func(name string, s State, ev string) Guarantee { return Guarantee{Name: name, State: s, Evidence: ev} }
+	return []Guarantee{
+		g(GFSWorkspaceReadonly, StateNotEnforced, "no file restriction beyond NTFS permissions"),
+		g(GFSOutsideWriteDenied, StateNotEnforced, "no file restriction beyond NTFS permissions"),
+		g(GFSOutsideReadDenied, StateNotEnforced, "no file restriction beyond NTFS permissions"),
+		g(GNetTCPDenied, StateNotEnforced, "no network restriction"),
+		g(GNetUDPDenied, StateNotEnforced, "no network restriction"),
+		g(GUnixSocketsDenied, StateNotEnforced, "no syscall filtering"),
+		g(GPtraceDenied, StateNotApplicable, "no ptrace on Windows"),
+		g(GSignalsScoped, StateNotApplicable, "no POSIX signals on Windows"),
+		g(GLimitCPU, StateEnforced, "Job Object per-process user time limit"),
+		g(GLimitMemory, StateEnforced, "Job Object job memory limit"),
+		g(GLimitFDs, StateNotEnforced, "no handle limit"),
+		g(GLimitProcesses, StateEnforced, "Job Object active process limit"),
+		g(GCapsDropped, StateNotEnforced, "the command runs with IronVise's token"),
+		g(GNoNewPrivs, StateNotApplicable, "no setuid on Windows"),
+		g(GNoSurvivors, StateEnforced, "JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE"),
+	}, []string{"Windows restricts no files and filters no system calls: use the Docker tier in production (ECTO_DOCKER_IMAGE)"}
+}
+
+// prober holds the fixtures of one doctor run.
+type prober struct {
+	t         Tier
+	base      string // fixture root, outside every sandbox root
+	ws        string // the probe workspace
+	outside   string // a world-writable directory outside the workspace
+	secret    string // a world-readable file outside the roots
+	secretTxt string
+	marker    string // unique token for the survivor probe
+	tcp       net.Listener
+	udp       net.PacketConn
+	abstract  net.Listener
+	pathSock  net.Listener
+	sockPath  string
+	abstractN string
+	closers   []io.Closer
+}
+
+func newProber(t Tier) (*prober, error) {
+	p := &prober{t: t}
+	var err error
+	if p.base, err = os.MkdirTemp("", "ironvise-doctor-"); err != nil {
+		return nil, fmt.Errorf("doctor: create fixtures: %w", err)
+	}
+	fail := func(err error) (*prober, error) {
+		p.close()
+		return nil, fmt.Errorf("doctor: create fixtures: %w", err)
+	}
+	tok := randomToken()
+	p.ws = filepath.Join(p.base, "workspace")
+	p.outside = filepath.Join(p.base, "outside")
+	p.secret = filepath.Join(p.base, "secret.txt")
+	p.secretTxt = "ironvise-doctor-secret-" + tok
+	p.marker = "300." + tok[:6]
+	// The fixtures are readable and writable for everyone, so a denial
+	// can only come from the sandbox, not from file permissions.
+	for _, d := range []string{p.base, p.ws, p.outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fail(err)
+		}
+		mode := os.FileMode(0o755)
+		if d == p.outside {
+			mode = 0o777
+		}
+		if err := os.Chmod(d, mode); err != nil {
+			return fail(err)
+		}
+	}
+	if err := os.WriteFile(p.secret, []byte(p.secretTxt+"\n"), 0o644); err != nil {
+		return fail(err)
+	}
+	if err := os.WriteFile(filepath.Join(p.ws, "README"), []byte("probe workspace\n"), 0o644); err != nil {
+		return fail(err)
+	}
+	if p.tcp, err = net.Listen("tcp4", "127.0.0.1:0"); err != nil {
+		return fail(err)
+	}
+	p.closers = append(p.closers, p.tcp)
+	if p.udp, err = net.ListenPacket("udp4", "127.0.0.1:0"); err != nil {
+		return fail(err)
+	}
+	p.closers = append(p.closers, p.udp)
+	if runtime.GOOS == "linux" {
+		p.abstractN = "ironvise-doctor-" + tok
+		if p.abstract, err = net.Listen("unix", "@"+p.abstractN); err != nil {
+			return fail(err)
+		}
+		p.closers = append(p.closers, p.abstract)
+	}
+	p.sockPath = filepath.Join(p.ws, "probe.sock")
+	if p.pathSock, err = net.Listen("unix", p.sockPath); err != nil {
+		return fail(err)
+	}
+	p.closers = append(p.closers, p.pathSock)
+	_ = os.Chmod(p.sockPath, 0o777)
+	return p, nil
+}
+
+func (p *prober) close() {
+	for _, c := range p.closers {
+		_ = c.Close()
+	}
+	_ = os.RemoveAll(p.base)
+}
+
+func randomToken() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// shq quotes s for the POSIX shell.
+func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -1,0 +1,181 @@
+//go:build linux
+
+package kernel
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// errno returns err's syscall.Errno, or err itself.
+func errno(err error) error {
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return e
+	}
+	return err
+}
+
+// CloseRangeCloexec marks every descriptor from first upwards close-on-exec
+// (close_range with CLOSE_RANGE_CLOEXEC, Linux 5.11+). Marking instead of
+// closing keeps descriptors the Go runtime may hold valid until execve.
+func CloseRangeCloexec(first uint) error {
+	return errno(unix.CloseRange(first, ^uint(0), unix.CLOSE_RANGE_CLOEXEC))
+}
+
+// Setsid starts a new session and process group with the caller as leader.
+func Setsid() error {
+	_, err := unix.Setsid()
+	return errno(err)
+}
+
+// AllThreadsPrctl runs prctl on every thread of the process.
+func AllThreadsPrctl(option int, arg2, arg3, arg4, arg5 uintptr) error {
+	return errno(ll.AllThreadsPrctl(option, arg2, arg3, arg4, arg5))
+}
+
+// SetNoNewPrivs sets PR_SET_NO_NEW_PRIVS on every thread.
+func SetNoNewPrivs() error {
+	return AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+}
+
+// NoNewPrivs reports the calling thread's no_new_privs bit.
+func NoNewPrivs() (bool, error) {
+	v, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+	return v == 1, errno(err)
+}
+
+// LastCap returns the highest capability number the kernel knows.
+func LastCap() (int, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	if err != nil {
+		return 0, fmt.Errorf("read cap_last_cap: %w", err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("parse cap_last_cap: %w", err)
+	}
+	return n, nil
+}
+
+// DropBoundingSet removes every capability up to last from the bounding set
+// of every thread (needs CAP_SETPCAP).
+func DropBoundingSet(last int) error {
+	for c := 0; c <= last; c++ {
+		if err := AllThreadsPrctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			return fmt.Errorf("PR_CAPBSET_DROP %d: %w", c, err)
+		}
+	}
+	return nil
+}
+
+// ClearAmbient empties the ambient capability set of every thread.
+func ClearAmbient() error {
+	return AllThreadsPrctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+}
+
+// SetSecurebits sets the securebits of every thread (needs CAP_SETPCAP).
+func SetSecurebits(bits uintptr) error {
+	return AllThreadsPrctl(unix.PR_SET_SECUREBITS, bits, 0, 0, 0)
+}
+
+// SetParentDeathSignal asks the kernel to send sig when the parent exits.
+func SetParentDeathSignal(sig syscall.Signal) error {
+	return errno(unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(sig), 0, 0, 0))
+}
+
+// SetUser switches every thread to gid, the supplementary groups and uid
+// (real, effective and saved). Go's syscall package applies these to all
+// threads.
+func SetUser(uid, gid int, groups []int) error {
+	if err := syscall.Setgroups(groups); err != nil {
+		return fmt.Errorf("setgroups: %w", errno(err))
+	}
+	if err := syscall.Setresgid(gid, gid, gid); err != nil {
+		return fmt.Errorf("setresgid %d: %w", gid, errno(err))
+	}
+	if err := syscall.Setresuid(uid, uid, uid); err != nil {
+		return fmt.Errorf("setresuid %d: %w", uid, errno(err))
+	}
+	return nil
+}
+
+// GetRlimit returns the soft and hard limit of resource.
+func GetRlimit(resource int) (cur, max uint64, err error) {
+	var r unix.Rlimit
+	if err := unix.Prlimit(0, resource, nil, &r); err != nil {
+		return 0, 0, errno(err)
+	}
+	return r.Cur, r.Max, nil
+}
+
+// SetRlimit sets the soft and hard limit of resource for the process.
+func SetRlimit(resource int, cur, max uint64) error {
+	return errno(unix.Prlimit(0, resource, &unix.Rlimit{Cur: cur, Max: max}, nil))
+}
+
+// LandlockABI returns the Landlock ABI version of the running kernel;
+// ENOSYS or EOPNOTSUPP mean Landlock is not built in or not enabled.
+func LandlockABI() (int, error) {
+	v, err := ll.LandlockGetABIVersion()
+	return v, errno(err)
+}
+
+// LandlockErrata returns the kernel's Landlock errata bitmask.
+func LandlockErrata() (int, error) {
+	v, err := ll.LandlockGetErrata()
+	return v, errno(err)
+}
+
+// Mount is mount(2).
+func Mount(source, target, fstype string, flags uintptr, data string) error {
+	return errno(unix.Mount(source, target, fstype, flags, data))
+}
+
+// MountSetattr changes the attributes of the mount at path (and of every
+// mount below it when recursive), Linux 5.12+.
+func MountSetattr(path string, recursive bool, set, clr uint64) error {
+	flags := uint(0)
+	if recursive {
+		flags = unix.AT_RECURSIVE
+	}
+	return errno(unix.MountSetattr(unix.AT_FDCWD, path, flags, &unix.MountAttr{Attr_set: set, Attr_clr: clr}))
+}
+
+// Chdir is chdir(2).
+func Chdir(path string) error { return errno(unix.Chdir(path)) }
+
+// KernelRelease returns uname -r.
+func KernelRelease() (string, error) {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return "", errno(err)
+	}
+	return unix.ByteSliceToString(u.Release[:]), nil
+}
+
+// Write writes all of b to fd, retrying on EINTR.
+func Write(fd int, b []byte) error {
+	for len(b) > 0 {
+		n, err := unix.Write(fd, b)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return errno(err)
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// Exit ends the process immediately with code, without running deferred
+// functions or flushing anything (the launcher has nothing to flush).
+func Exit(code int) { unix.Exit(code) }

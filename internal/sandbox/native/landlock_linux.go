@@ -1,0 +1,106 @@
+//go:build linux
+
+package native
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+
+	"github.com/ironvise/ironvise/internal/sandbox/native/kernel"
+)
+
+// Landlock access rights used by the tier's rules.
+const (
+	rightsExec    = ll.AccessFSExecute | ll.AccessFSReadFile | ll.AccessFSReadDir
+	rightsRead    = ll.AccessFSReadFile | ll.AccessFSReadDir
+	rightsDevNull = ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSTruncate
+	// rightsScratch is read-write without execute: a command cannot drop
+	// a binary of its own into the scratch directory and run it.
+	rightsScratch = ll.AccessFSReadFile | ll.AccessFSReadDir | ll.AccessFSWriteFile | ll.AccessFSTruncate |
+		ll.AccessFSRemoveDir | ll.AccessFSRemoveFile | ll.AccessFSMakeDir | ll.AccessFSMakeReg |
+		ll.AccessFSMakeSym | ll.AccessFSMakeFifo | ll.AccessFSRefer
+)
+
+// systemExecDirs hold the programs and libraries commands need (read +
+// execute).
+var systemExecDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64"}
+
+// landlockFix is the fix named when the kernel has no usable Landlock.
+const landlockFix = "use Linux 5.13 or newer built with CONFIG_SECURITY_LANDLOCK=y and list landlock in the lsm= boot parameter (for example lsm=landlock,lockdown,yama,apparmor,bpf), or set ECTO_DOCKER_IMAGE to use the container tier"
+
+// landlockConfigs are go-landlock's presets, indexed by ABI version: each
+// restricts everything that ABI can restrict.
+var landlockConfigs = []landlock.Config{
+	{}, landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6,
+	landlock.V7, landlock.V8, landlock.V9, landlock.V10, landlock.V11,
+}
+
+// landlockABI returns the usable ABI of the running kernel, downgraded the
+// way go-landlock downgrades it when the signal-scoping erratum is not
+// fixed, so that the recorded ABI is the one enforced.
+func landlockABI() (int, error) {
+	v, err := kernel.LandlockABI()
+	if err != nil {
+		return 0, err
+	}
+	if v >= 6 {
+		if errata, err := kernel.LandlockErrata(); err != nil || errata&0x2 == 0 {
+			v = 5
+		}
+	}
+	return v, nil
+}
+
+// applyLandlock restricts the launcher (all threads) and returns the ABI in
+// force. Every feature of the kernel's ABI is used; an ABI of 0 (no
+// Landlock) is a failure, never a downgrade to nothing.
+func (l *launcher) applyLandlock() (int, error) {
+	var abi int
+	err := l.call(stepLandlock, func() error {
+		var err error
+		abi, err = landlockABI()
+		return err
+	})
+	if err != nil {
+		msg := fmt.Errorf("landlock_create_ruleset(VERSION): %w", err)
+		if errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EOPNOTSUPP) {
+			msg = fmt.Errorf("landlock is not supported by this kernel or not enabled at boot: %w", err)
+		}
+		return 0, stepErr(stepLandlock, msg, landlockFix)
+	}
+	if abi < 1 {
+		return 0, stepErr(stepLandlock, fmt.Errorf("kernel reports Landlock ABI %d", abi), landlockFix)
+	}
+	cfg := landlockConfigs[min(abi, len(landlockConfigs)-1)]
+	rules := landlockRules(cfg, l.spec.Workspace, l.spec.Scratch)
+	// Security: with the full preset, everything not granted below is
+	// denied: writes anywhere but the scratch directory, reads outside the
+	// listed roots, TCP bind/connect (ABI ≥ 4; UDP at ≥ 10), device ioctls
+	// (≥ 5), signals and abstract Unix sockets towards processes outside
+	// the sandbox (≥ 6), pathname Unix sockets (≥ 9).
+	if err := l.call(stepLandlock, func() error { return cfg.Restrict(rules...) }); err != nil {
+		return 0, stepErr(stepLandlock, fmt.Errorf("landlock restrict (ABI %d): %w", abi, err), landlockFix)
+	}
+	return abi, nil
+}
+
+// landlockRules grants the roots of sandbox.md §3, each right intersected
+// with what the ABI handles (a right the ABI does not know cannot be
+// granted, and is not restricted either).
+func landlockRules(cfg landlock.Config, workspace, scratch string) []landlock.Rule {
+	h := cfg.HandledAccessFS
+	rules := []landlock.Rule{
+		landlock.PathAccess(rightsExec&h, systemExecDirs...).IgnoreIfMissing(),
+		landlock.PathAccess(rightsRead&h, "/etc", "/proc"),
+		// The workspace is read-only: read files, list directories.
+		landlock.PathAccess(rightsRead&h, workspace),
+		landlock.PathAccess(rightsDevNull&h, "/dev/null"),
+		landlock.PathAccess(ll.AccessFSReadFile&h, "/dev/zero", "/dev/urandom"),
+		landlock.PathAccess(rightsScratch&h, scratch),
+	}
+	return rules
+}

@@ -1,0 +1,365 @@
+//go:build linux
+
+package native
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/sandbox/native/kernel"
+	"github.com/ironvise/ironvise/internal/sandbox/native/seccomp"
+)
+
+// exitLaunchFailed is the launcher's exit code when it could not apply the
+// sandbox (the parent reads the reason from the status pipe).
+const exitLaunchFailed = 125
+
+// Securebits (linux/securebits.h) locked so that uid 0 never regains
+// capabilities on exec, a uid switch does not touch the (already empty)
+// sets, and nothing can raise ambient capabilities.
+const (
+	secbitNoRoot                 = 1 << 0
+	secbitNoRootLocked           = 1 << 1
+	secbitNoSetuidFixup          = 1 << 2
+	secbitNoSetuidFixupLocked    = 1 << 3
+	secbitKeepCapsLocked         = 1 << 5
+	secbitNoCapAmbientRaise      = 1 << 6
+	secbitNoCapAmbientRaiseLockd = 1 << 7
+	lockedSecurebits             = secbitNoRoot | secbitNoRootLocked | secbitNoSetuidFixup |
+		secbitNoSetuidFixupLocked | secbitKeepCapsLocked | secbitNoCapAmbientRaise | secbitNoCapAmbientRaiseLockd
+)
+
+// launcher carries the state of one launch.
+type launcher struct {
+	spec    launchSpec
+	applied appliedRecord
+}
+
+// call runs a kernel step, or returns the injected errno instead (test
+// hook): either way the error takes the same path to the parent.
+func (l *launcher) call(step string, f func() error) error {
+	if e, ok := l.spec.Inject[step]; ok {
+		return syscall.Errno(e)
+	}
+	return f()
+}
+
+func launcherMain(args []string) int {
+	// Credentials, no_new_privs and seccomp are per thread, and execve
+	// takes the calling thread's: run the whole launch on one OS thread.
+	// It is never unlocked; the thread becomes the command.
+	runtime.LockOSThread()
+
+	l := &launcher{}
+	if len(args) < 3 {
+		return l.fail(&setupError{Step: stepSpec, Message: "missing launch specification"})
+	}
+	if err := json.Unmarshal([]byte(args[2]), &l.spec); err != nil {
+		return l.fail(&setupError{Step: stepSpec, Message: "decode launch specification: " + err.Error()})
+	}
+	if err := l.launch(); err != nil {
+		var se *setupError
+		if !errors.As(err, &se) {
+			se = &setupError{Step: "launch", Message: err.Error()}
+		}
+		return l.fail(se)
+	}
+	return exitLaunchFailed // not reached: launch execs or fails
+}
+
+// fail reports se to the parent and returns the launcher's exit code.
+func (l *launcher) fail(se *setupError) int {
+	b, _ := json.Marshal(statusRecord{Error: se})
+	_ = kernel.Write(statusFD, append(b, '\n'))
+	return exitLaunchFailed
+}
+
+// stepErr builds the setupError of a failed step.
+func stepErr(step string, err error, fix string) error {
+	se := &setupError{Step: step, Message: err.Error(), Fix: fix}
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		se.Errno = int(e)
+	}
+	return se
+}
+
+// launch applies the sandbox in the order of sandbox.md §3 and execs the
+// command. It returns only on failure.
+func (l *launcher) launch() error {
+	s := &l.spec
+
+	// 1. Security: a descriptor inherited by accident (a database, the
+	// ledger, a socket to the guard) must not reach the command. Marking
+	// them close-on-exec keeps the Go runtime's own ones valid until exec;
+	// the status pipe (fd 3) closes on exec too, which is how the parent
+	// learns that exec succeeded.
+	if err := l.call(stepFDs, func() error { return kernel.CloseRangeCloexec(statusFD) }); err != nil {
+		return stepErr(stepFDs, fmt.Errorf("close_range CLOEXEC: %w", err), "use Linux 5.11 or newer")
+	}
+
+	// 2. Security: a new session detaches from any controlling terminal, so
+	// TIOCSTI has no terminal to inject keystrokes into; it also makes a new
+	// process group for the parent to kill.
+	if err := l.call(stepSetsid, kernel.Setsid); err != nil {
+		return stepErr(stepSetsid, fmt.Errorf("setsid: %w", err), "")
+	}
+	if err := l.call(stepMounts, func() error { return setupMounts(s.Scratch) }); err != nil {
+		return stepErr(stepMounts, err, "IronVise needs to create a mount namespace: run as root or enable unprivileged user namespaces")
+	}
+	if err := l.setPidMax(); err != nil {
+		return err
+	}
+	if err := l.call(stepMounts, func() error { return readOnlyRoot(s.Scratch) }); err != nil {
+		return stepErr(stepMounts, err, "use Linux 5.12 or newer (mount_setattr)")
+	}
+	if err := kernel.Chdir(s.Workspace); err != nil {
+		return stepErr(stepMounts, fmt.Errorf("chdir %s: %w", s.Workspace, err), "check that the workspace exists and is a directory")
+	}
+
+	// 3. Privileges.
+	if err := l.call(stepNNP, kernel.SetNoNewPrivs); err != nil {
+		return stepErr(stepNNP, fmt.Errorf("prctl PR_SET_NO_NEW_PRIVS: %w", err), "use Linux 3.5 or newer")
+	}
+	if err := l.dropPrivileges(); err != nil {
+		return err
+	}
+
+	// 4. Resource limits (the address-space cap is applied at exec).
+	if err := l.applyRlimits(); err != nil {
+		return err
+	}
+
+	// 5. Filesystem, network and IPC scoping.
+	abi, err := l.applyLandlock()
+	if err != nil {
+		return err
+	}
+	l.applied.LandlockABI = abi
+
+	// 6. System calls. The profile is built before anything is installed
+	// so a bug in it cannot leave a half-applied sandbox behind.
+	prof, err := seccomp.Build()
+	if err != nil {
+		return stepErr(stepSeccomp, err, "this architecture is not supported by the native tier; use ECTO_DOCKER_IMAGE")
+	}
+	if err := l.call(stepSeccomp, func() error { return kernel.SeccompInstall(prof.Filter) }); err != nil {
+		return stepErr(stepSeccomp, fmt.Errorf("the kernel rejected the seccomp filter: seccomp(SET_MODE_FILTER, TSYNC): %w", err),
+			"enable CONFIG_SECCOMP_FILTER in the kernel, or check that no other seccomp filter conflicts")
+	}
+	l.applied.SeccompSHA256 = prof.SHA256
+
+	// 7. Exec.
+	return l.exec()
+}
+
+// dropPrivileges clears every capability set and switches user if asked.
+func (l *launcher) dropPrivileges() error {
+	s := &l.spec
+	last, err := kernel.LastCap()
+	if err != nil {
+		return stepErr(stepCaps, err, "mount /proc")
+	}
+	// Security: the bounding set caps what any later exec (a setuid or
+	// file-capability binary) could regain; empty, root keeps only plain
+	// file ownership.
+	if err := l.call(stepCaps, func() error { return kernel.DropBoundingSet(last) }); err != nil {
+		return stepErr(stepCaps, fmt.Errorf("drop bounding set: %w", err), "")
+	}
+	// Security: uid 0 would otherwise get a full permitted set back at
+	// execve; NOROOT (locked) stops that.
+	if err := l.call(stepCaps, func() error { return kernel.SetSecurebits(lockedSecurebits) }); err != nil {
+		return stepErr(stepCaps, fmt.Errorf("prctl PR_SET_SECUREBITS: %w", err), "")
+	}
+	if s.SwitchUser {
+		if err := l.call(stepUser, func() error { return kernel.SetUser(s.UID, s.GID, []int{}) }); err != nil {
+			return stepErr(stepUser, err, "check ECTO_SANDBOX_USER")
+		}
+		// A credential change clears the parent-death signal; without it
+		// a dying IronVise could leave the command running.
+		if err := kernel.SetParentDeathSignal(syscall.SIGKILL); err != nil {
+			return stepErr(stepUser, fmt.Errorf("prctl PR_SET_PDEATHSIG: %w", err), "")
+		}
+	}
+	if err := l.call(stepCaps, kernel.ClearAmbient); err != nil {
+		return stepErr(stepCaps, fmt.Errorf("clear ambient capabilities: %w", err), "use Linux 4.3 or newer")
+	}
+	if err := l.call(stepCaps, kernel.ClearCapabilities); err != nil {
+		return stepErr(stepCaps, fmt.Errorf("capset: %w", err), "")
+	}
+	eff, prm, _, err := kernel.Capabilities()
+	if err != nil {
+		return stepErr(stepCaps, fmt.Errorf("capget: %w", err), "")
+	}
+	if eff != 0 || prm != 0 {
+		return stepErr(stepCaps, fmt.Errorf("capabilities remain after dropping: effective %#x, permitted %#x", eff, prm), "")
+	}
+	nnp, err := kernel.NoNewPrivs()
+	if err != nil || !nnp {
+		return stepErr(stepNNP, fmt.Errorf("no_new_privs is not set after prctl: %w", err), "")
+	}
+	l.applied.CapEffective, l.applied.CapPermitted, l.applied.NoNewPrivs = eff, prm, nnp
+	l.applied.UID = os.Getuid()
+	return nil
+}
+
+// rlimit is one resource limit to apply.
+type rlimit struct {
+	name     string
+	resource int
+	cur, max uint64
+}
+
+// clamp lowers want to the inherited hard limit: limits are only ever set
+// at or below what the parent had (sandbox.md §3).
+func clamp(resource int, cur, max uint64) (uint64, uint64, error) {
+	_, hard, err := kernel.GetRlimit(resource)
+	if err != nil {
+		return 0, 0, err
+	}
+	if max > hard {
+		max = hard
+	}
+	if cur > max {
+		cur = max
+	}
+	return cur, max, nil
+}
+
+const mib = 1 << 20
+
+// applyRlimits sets every limit but the address space.
+func (l *launcher) applyRlimits() error {
+	lim := l.spec.Limits
+	cpu := uint64(lim.CPUSecs)
+	list := []rlimit{
+		// Soft limit: SIGXCPU, so the command is told why; one second
+		// later the hard limit kills it even if it handles SIGXCPU.
+		{"RLIMIT_CPU", unix.RLIMIT_CPU, cpu, cpu + 1},
+		{"RLIMIT_NOFILE", unix.RLIMIT_NOFILE, uint64(lim.NoFile), uint64(lim.NoFile)},
+		{"RLIMIT_NPROC", unix.RLIMIT_NPROC, uint64(lim.NProc), uint64(lim.NProc)},
+		{"RLIMIT_FSIZE", unix.RLIMIT_FSIZE, uint64(lim.FSizeMiB) * mib, uint64(lim.FSizeMiB) * mib},
+		// Security: a core dump would write the process's memory (secrets
+		// it read) to disk outside the sandbox's control.
+		{"RLIMIT_CORE", unix.RLIMIT_CORE, 0, 0},
+	}
+	got := sandbox.RLimits{}
+	for _, r := range list {
+		cur, max, err := clamp(r.resource, r.cur, r.max)
+		if err == nil {
+			err = l.call(stepRlimits, func() error { return kernel.SetRlimit(r.resource, cur, max) })
+		}
+		if err != nil {
+			return stepErr(stepRlimits, fmt.Errorf("setrlimit %s: %w", r.name, err), "")
+		}
+		switch r.resource {
+		case unix.RLIMIT_CPU:
+			got.CPUSecs = int(cur)
+		case unix.RLIMIT_NOFILE:
+			got.NoFile = int(cur)
+		case unix.RLIMIT_NPROC:
+			got.NProc = int(cur)
+		case unix.RLIMIT_FSIZE:
+			got.FSizeMiB = int(cur / mib)
+		}
+	}
+	l.applied.RLimits = got
+	return nil
+}
+
+// setPidMax caps the number of processes of the PID namespace where the
+// kernel namespaces pid_max (Linux 6.14+). RLIMIT_NPROC does not apply to
+// uid 0, so for root this is the only process-count backstop.
+func (l *launcher) setPidMax() error {
+	if !pidMaxNamespaced() {
+		return nil
+	}
+	// PIDs below 300 are not reused after the first wrap, so the
+	// namespace gets 300 extra to keep NProc usable over time.
+	v := l.spec.Limits.NProc + reservedPIDs + 1
+	err := l.call(stepPidMax, func() error {
+		return os.WriteFile("/proc/sys/kernel/pid_max", []byte(strconv.Itoa(v)), 0)
+	})
+	if err != nil {
+		return stepErr(stepPidMax, fmt.Errorf("set pid_max of the PID namespace: %w", err), "")
+	}
+	l.applied.PidMax = v
+	return nil
+}
+
+// reservedPIDs is the kernel's RESERVED_PIDS.
+const reservedPIDs = 300
+
+// pidMaxNamespaced reports whether pid_max is per PID namespace (Linux
+// 6.14+). On older kernels the sysctl is global: writing it would change the
+// host's limit, so it is never touched there.
+func pidMaxNamespaced() bool {
+	rel, err := kernel.KernelRelease()
+	if err != nil {
+		return false
+	}
+	major, minor, ok := parseRelease(rel)
+	return ok && (major > 6 || major == 6 && minor >= 14)
+}
+
+// parseRelease reads "6.18.44-fc" as 6, 18.
+func parseRelease(rel string) (major, minor int, ok bool) {
+	parts := strings.SplitN(rel, ".", 3)
+	if len(parts) < 2 {
+		return 0, 0, false
+	}
+	major, err1 := strconv.Atoi(parts[0])
+	end := 0
+	for end < len(parts[1]) && parts[1][end] >= '0' && parts[1][end] <= '9' {
+		end++
+	}
+	minor, err2 := strconv.Atoi(parts[1][:end])
+	return major, minor, err1 == nil && err2 == nil
+}
+
+// exec writes the applied record, applies the address-space cap and execs
+// /bin/sh -c command.
+func (l *launcher) exec() error {
+	s := &l.spec
+	x, err := kernel.PrepareExecve("/bin/sh", []string{"sh", "-c", s.Command}, s.Env)
+	if err != nil {
+		return stepErr(stepExec, fmt.Errorf("prepare exec: %w", err), "remove NUL bytes from the command")
+	}
+	as := uint64(s.Limits.MemMiB) * mib
+	asCur, asMax, err := clamp(unix.RLIMIT_AS, as, as)
+	if err != nil {
+		return stepErr(stepRlimits, fmt.Errorf("getrlimit RLIMIT_AS: %w", err), "")
+	}
+	l.applied.RLimits.ASMiB = int(asCur / mib)
+	l.applied.Namespaces = []string{"mount", "pid"}
+	if s.UserNS {
+		l.applied.Namespaces = append(l.applied.Namespaces, "user")
+	}
+	b, err := json.Marshal(statusRecord{Applied: &l.applied})
+	if err != nil {
+		return stepErr(stepExec, err, "")
+	}
+	if err := kernel.Write(statusFD, append(b, '\n')); err != nil {
+		return stepErr(stepExec, fmt.Errorf("write status: %w", err), "")
+	}
+	// The address-space cap comes last: the Go runtime reserves large
+	// virtual ranges and must not allocate under it. Nothing allocates
+	// between here and execve (the arguments are prepared above).
+	if err := l.call(stepRlimits, func() error { return kernel.SetRlimit(unix.RLIMIT_AS, asCur, asMax) }); err != nil {
+		return stepErr(stepRlimits, fmt.Errorf("setrlimit RLIMIT_AS: %w", err), "")
+	}
+	if e, ok := s.Inject[stepExec]; ok {
+		return stepErr(stepExec, fmt.Errorf("execve /bin/sh: %w", syscall.Errno(e)), "install a POSIX shell at /bin/sh")
+	}
+	err = x.Exec()
+	return stepErr(stepExec, fmt.Errorf("execve /bin/sh: %w", err), "install a POSIX shell at /bin/sh")
+}

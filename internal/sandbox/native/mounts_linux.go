@@ -1,0 +1,86 @@
+//go:build linux
+
+package native
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ironvise/ironvise/internal/sandbox/native/kernel"
+)
+
+// maskedFiles are secrets readable under /etc by their owner. Landlock can
+// only grant /etc as a whole, and a command running as uid 0 without
+// capabilities still owns these files, so they are covered with /dev/null
+// (files) or an empty read-only tmpfs (directories) in the command's mount
+// namespace.
+var maskedFiles = []string{
+	"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-",
+	"/etc/sudoers", "/etc/sudoers.d", "/etc/security/opasswd",
+	"/etc/ssl/private", "/etc/krb5.keytab",
+}
+
+// maskedGlobs add files whose names vary (host private keys).
+var maskedGlobs = []string{"/etc/ssh/ssh_host_*_key"}
+
+// setupMounts builds the command's mount view inside its new mount
+// namespace. It runs while the launcher still has CAP_SYS_ADMIN over the
+// namespace.
+func setupMounts(scratch string) error {
+	// Security: without this, the mounts below would propagate to the
+	// host's mount namespace through shared peer groups.
+	if err := kernel.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+		return fmt.Errorf("make / a slave mount: %w", err)
+	}
+	// The scratch directory becomes a mount of its own so that it alone
+	// can stay writable when everything else turns read-only.
+	if err := kernel.Mount(scratch, scratch, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("bind scratch %s: %w", scratch, err)
+	}
+	paths := append([]string(nil), maskedFiles...)
+	for _, g := range maskedGlobs {
+		m, _ := filepath.Glob(g) // the pattern is constant and valid
+		paths = append(paths, m...)
+	}
+	for _, p := range paths {
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&os.ModeSymlink != 0 {
+			continue // absent, or a symlink the mount would follow
+		}
+		if fi.IsDir() {
+			err = kernel.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0555")
+		} else {
+			err = kernel.Mount("/dev/null", p, "", unix.MS_BIND, "")
+		}
+		if err != nil {
+			return fmt.Errorf("mask %s: %w", p, err)
+		}
+	}
+	// A /proc of the command's own PID namespace: ps shows the command's
+	// processes only, and no other process's command line or status.
+	if err := kernel.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+	return nil
+}
+
+// readOnlyRoot makes every mount read-only and nosuid, then the scratch
+// directory writable again.
+//
+// Security: Landlock does not govern chmod, chown, utimes or extended
+// attributes; a command running as the owner of a host file (uid 0 owns
+// most of them) could otherwise change its mode through any path it can
+// reach. A read-only mount refuses those with EROFS. nosuid backs up
+// no_new_privs against setuid binaries.
+func readOnlyRoot(scratch string) error {
+	if err := kernel.MountSetattr("/", true, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID, 0); err != nil {
+		return fmt.Errorf("mount_setattr / read-only: %w", err)
+	}
+	if err := kernel.MountSetattr(scratch, false, 0, unix.MOUNT_ATTR_RDONLY); err != nil {
+		return fmt.Errorf("mount_setattr %s read-write: %w", scratch, err)
+	}
+	return nil
+}

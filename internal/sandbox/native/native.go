@@ -1,0 +1,65 @@
+// Package native implements the native sandbox tier of each host OS
+// (sandbox.md §3–§5): Landlock + seccomp-BPF + rlimits on Linux, a Seatbelt
+// profile on macOS, Job Objects on Windows.
+//
+// # Linux
+//
+// Go cannot run code between fork and exec, and the Go runtime is
+// multithreaded, so the tier re-executes the ironvise binary itself
+// (/proc/self/exe) as a small launcher: [IsLauncher] / [LauncherMain] are
+// dispatched at the very start of cli.Run, before any other work. The parent
+// starts the launcher in fresh PID and mount namespaces (plus a user
+// namespace when IronVise is not root). The launcher, in order:
+//
+//  1. marks every inherited descriptor above 2 close-on-exec;
+//  2. setsid (no controlling terminal: TIOCSTI has nothing to inject into),
+//     then builds its mount view: no propagation to the host, sensitive
+//     files such as /etc/shadow masked, a /proc of its own PID namespace,
+//     everything read-only and nosuid except the scratch directory — this
+//     covers what Landlock does not govern (chmod, chown, utimes, xattrs);
+//  3. sets no_new_privs, drops every capability set including the bounding
+//     set, locks the securebits, and switches to ECTO_SANDBOX_USER if set;
+//  4. applies the rlimits (the address-space cap last, just before exec, so
+//     the Go launcher itself never runs under it);
+//  5. applies Landlock with every feature of the running ABI;
+//  6. installs the seccomp allowlist with TSYNC;
+//  7. execs /bin/sh -c <command> in the workspace with the scrubbed
+//     environment.
+//
+// Any failure is written to the parent over a close-on-exec pipe as a
+// structured error and the action is aborted. The command runs as PID 1 of
+// its namespace: when it exits, or when the wall-clock timeout kills it, the
+// kernel kills every process left in the namespace, setsid'd grandchildren
+// included, and the parent's wait returns only once they are gone.
+//
+//	tier, err := native.New(opts)
+//	res := tier.Run(ctx, sandbox.Request{Command: "make test", Workspace: dir})
+//
+// # Limitations
+//
+// Linux needs Landlock (5.13+), seccomp, and the right to create PID and
+// mount namespaces (root, or unprivileged user namespaces). The rlimits are
+// per process, not per sandbox: many processes can together use more memory
+// than the address-space cap; use the container or microVM tier for
+// aggregate limits. As uid 0 the process-count backstop relies on the
+// PID namespace's pid_max (Linux 6.14+), since RLIMIT_NPROC does not apply
+// to root. The 512 MiB address-space cap stops Go, JVM and Node.js programs
+// from starting. macOS enforces no resource limits; Windows restricts no
+// files and filters no syscalls.
+package native
+
+// LauncherArg is the hidden argv[1] that makes the ironvise binary act as
+// the sandbox launcher.
+const LauncherArg = "__ironvise-sandbox-launcher"
+
+// IsLauncher reports whether args (os.Args) ask for the launcher.
+func IsLauncher(args []string) bool {
+	return len(args) >= 2 && args[1] == LauncherArg
+}
+
+// LauncherMain runs the launcher. On success it does not return: the process
+// becomes the sandboxed command. Otherwise it returns the exit code for
+// main to exit with.
+func LauncherMain(args []string) int {
+	return launcherMain(args)
+}

@@ -1,0 +1,23 @@
+//go:build !linux || !(amd64 || arm64)
+
+package seccomp
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+)
+
+// Profile is an assembled filter and its hash. On this platform there is
+// none.
+type Profile struct {
+	SHA256 string
+}
+
+// Build fails closed: there is no seccomp profile for this platform.
+func Build() (*Profile, error) {
+	return nil, fmt.Errorf("seccomp: no profile for %s/%s: %w", runtime.GOOS, runtime.GOARCH, errors.ErrUnsupported)
+}
+
+// SyscallNumber reports nothing on this platform.
+func SyscallNumber(string) (uint32, bool) { return 0, false }

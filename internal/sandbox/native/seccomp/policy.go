@@ -1,0 +1,102 @@
+// Package seccomp generates the seccomp-BPF allowlist of the native Linux
+// sandbox tier (sandbox.md §3). It only builds the program; installing it is
+// the launcher's job (package sandbox/native/kernel).
+//
+// # Policy
+//
+// The filter is an allowlist. In evaluation order:
+//
+//  1. the architecture must be the native one, else the process is killed
+//     (a foreign ABI such as i386 via int 0x80 or x32 syscall numbers would
+//     otherwise reach syscalls under numbers the filter never checked);
+//  2. the [AlwaysDenied] syscalls fail with EPERM — clone3 with ENOSYS so
+//     that libc falls back to clone, whose flags a classic BPF filter can
+//     inspect (clone3 passes them in memory, out of reach);
+//  3. four syscalls are allowed only with safe arguments: clone without
+//     namespace flags, ioctl except TIOCSTI and TIOCLINUX (the low 32 bits
+//     are compared, as the kernel does), socketpair for AF_UNIX only, and
+//     prlimit64 on the caller itself;
+//  4. the [Allowed] syscalls are allowed;
+//  5. everything else fails with EPERM, so a tool prints "Operation not
+//     permitted" instead of dying mysteriously.
+//
+// socket(2) is on no list: no new socket of any family, AF_UNIX included,
+// can be created (Landlock cannot confine connecting to a pathname Unix
+// socket before ABI 9, and a host daemon behind one is an escape).
+//
+//	p, err := seccomp.Build()
+//	p.SHA256 // recorded with every command
+//
+// # Limitations
+//
+// Only linux/amd64 and linux/arm64 are supported; elsewhere [Build] returns
+// an error wrapping errors.ErrUnsupported. The ioctl check only stops the two
+// terminal-injection requests; other device ioctls are confined by Landlock
+// (ABI ≥ 5) and by the sandbox having no terminal at all.
+package seccomp
+
+import "slices"
+
+// AlwaysDenied are refused even if someone widens the allowlist: debugging
+// and memory access across processes, io_uring (which bypasses seccomp),
+// BPF and perf, userfaultfd (a race amplifier for kernel exploits), the
+// keyring, every mount API, namespaces, kexec and modules, file handles
+// (open_by_handle_at walks outside any path-based confinement), and a few
+// host-administration calls.
+func AlwaysDenied() []string { return slices.Clone(alwaysDenied) }
+
+// Allowed is the plain allowlist (the argument-checked syscalls excluded).
+func Allowed() []string { return slices.Clone(allowed) }
+
+// ArgChecked names the syscalls allowed only with checked arguments.
+func ArgChecked() []string { return []string{"clone", "ioctl", "socketpair", "prlimit64"} }
+
+var alwaysDenied = []string{
+	"ptrace", "process_vm_readv", "process_vm_writev", "io_uring_setup", "io_uring_enter",
+	"io_uring_register", "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key",
+	"request_key", "mount", "umount2", "pivot_root", "fsopen", "fsconfig", "fsmount", "fspick",
+	"move_mount", "open_tree", "open_tree_attr", "mount_setattr", "unshare", "setns",
+	"kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+	"open_by_handle_at", "name_to_handle_at", "clone3", "pidfd_getfd", "process_madvise", "kcmp",
+	"swapon", "swapoff", "reboot", "acct", "syslog", "iopl", "ioperm", "modify_ldt", "chroot",
+	"personality", "quotactl", "lookup_dcookie", "uselib", "vhangup", "memfd_secret",
+}
+
+// allowed is wide enough for sh, coreutils, grep, find, awk, sed, git's
+// read-only commands, perl and python3 (tested). The file-metadata calls
+// (chmod, chown, utimensat, *xattr) are allowed because Landlock does not
+// govern them: the tier mounts everything but the scratch directory
+// read-only, which is what stops them outside it.
+var allowed = []string{
+	"read", "write", "readv", "writev", "pread64", "pwrite64", "preadv", "pwritev", "preadv2",
+	"pwritev2", "open", "openat", "openat2", "creat", "close", "close_range", "lseek", "fstat",
+	"stat", "lstat", "newfstatat", "statx", "fstatfs", "statfs", "access", "faccessat",
+	"faccessat2", "readlink", "readlinkat", "getdents", "getdents64", "getcwd", "chdir", "fchdir",
+	"mkdir", "mkdirat", "rmdir", "unlink", "unlinkat", "rename", "renameat", "renameat2", "link",
+	"linkat", "symlink", "symlinkat", "truncate", "ftruncate", "fallocate", "fsync", "fdatasync",
+	"sync_file_range", "flock", "fcntl", "dup", "dup2", "dup3", "pipe", "pipe2", "mknod",
+	"mknodat", "umask", "utime", "utimes", "utimensat", "futimesat", "chmod", "fchmod",
+	"fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat", "getxattr", "lgetxattr",
+	"fgetxattr", "listxattr", "llistxattr", "flistxattr", "setxattr", "lsetxattr", "fsetxattr",
+	"removexattr", "lremovexattr", "fremovexattr", "getxattrat", "listxattrat", "setxattrat",
+	"removexattrat", "sendfile", "copy_file_range", "splice", "tee", "fadvise64", "readahead",
+	"inotify_init", "inotify_init1", "inotify_add_watch", "inotify_rm_watch", "brk", "mmap",
+	"munmap", "mremap", "mprotect", "madvise", "msync", "mincore", "membarrier", "rseq",
+	"set_robust_list", "set_tid_address", "futex", "futex_waitv", "arch_prctl", "prctl",
+	"sched_yield", "sched_getaffinity", "sched_setaffinity", "sched_getparam",
+	"sched_getscheduler", "sched_get_priority_max", "sched_get_priority_min",
+	"sched_rr_get_interval", "getpriority", "setpriority", "getrandom", "fork", "vfork", "execve",
+	"execveat", "exit", "exit_group", "wait4", "waitid", "kill", "tkill", "tgkill",
+	"rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigpending", "rt_sigtimedwait",
+	"rt_sigsuspend", "rt_sigqueueinfo", "rt_tgsigqueueinfo", "sigaltstack", "restart_syscall",
+	"pause", "alarm", "getitimer", "setitimer", "nanosleep", "clock_nanosleep", "clock_gettime",
+	"clock_getres", "gettimeofday", "time", "times", "getpid", "getppid", "gettid", "getuid",
+	"geteuid", "getgid", "getegid", "getresuid", "getresgid", "getgroups", "getpgid", "getpgrp",
+	"getsid", "setpgid", "setsid", "uname", "sysinfo", "getrlimit", "setrlimit", "getrusage",
+	"capget", "getcpu", "timer_create", "timer_settime", "timer_gettime", "timer_getoverrun",
+	"timer_delete", "timerfd_create", "timerfd_settime", "timerfd_gettime", "eventfd", "eventfd2",
+	"signalfd", "signalfd4", "epoll_create", "epoll_create1", "epoll_ctl", "epoll_wait",
+	"epoll_pwait", "epoll_pwait2", "poll", "ppoll", "select", "pselect6", "pidfd_open",
+	"pidfd_send_signal", "sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg",
+	"shutdown", "getsockname", "getpeername", "getsockopt", "setsockopt",
+}

@@ -1,0 +1,349 @@
+//go:build linux
+
+package native
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/sandbox/native/seccomp"
+)
+
+// Tier is the native Linux tier.
+type Tier struct {
+	opts       sandbox.Options
+	log        *slog.Logger
+	executable string // the ironvise binary to re-execute
+	scratchDir string // parent of the per-command scratch directories
+	userNS     bool   // IronVise is not root: a user namespace is needed
+	switchUser bool
+	uid, gid   int // the command's user when switchUser
+	inject     map[string]int
+}
+
+// New returns the native Linux tier. It fails only on configuration the
+// tier cannot act on (an unknown ECTO_SANDBOX_USER, or one given while
+// IronVise is not root); whether the kernel can apply the tier is reported
+// by Available, SelfTest and each Run.
+func New(opts sandbox.Options) (sandbox.Tier, error) {
+	opts = opts.WithDefaults()
+	t := &Tier{opts: opts, log: opts.Logger, executable: "/proc/self/exe", scratchDir: os.TempDir(),
+		userNS: os.Geteuid() != 0}
+	if opts.User != "" {
+		if t.userNS {
+			return nil, fmt.Errorf("native: ECTO_SANDBOX_USER=%q: switching user needs IronVise to run as root; unset it or run as root", opts.User)
+		}
+		u, err := lookupUser(opts.User)
+		if err != nil {
+			return nil, fmt.Errorf("native: ECTO_SANDBOX_USER=%q: %w", opts.User, err)
+		}
+		t.switchUser, t.uid, t.gid = true, u.uid, u.gid
+	}
+	return t, nil
+}
+
+type userIDs struct{ uid, gid int }
+
+// lookupUser resolves a user name or numeric uid.
+func lookupUser(name string) (userIDs, error) {
+	var u *user.User
+	var err error
+	if _, nerr := strconv.Atoi(name); nerr == nil {
+		u, err = user.LookupId(name)
+	} else {
+		u, err = user.Lookup(name)
+	}
+	if err != nil {
+		return userIDs{}, fmt.Errorf("look up user: %w", err)
+	}
+	uid, err1 := strconv.Atoi(u.Uid)
+	gid, err2 := strconv.Atoi(u.Gid)
+	if err1 != nil || err2 != nil {
+		return userIDs{}, fmt.Errorf("user %q has a non-numeric uid or gid", name)
+	}
+	if uid == 0 {
+		return userIDs{}, errors.New("user is root; name an unprivileged user")
+	}
+	return userIDs{uid, gid}, nil
+}
+
+// Name implements sandbox.Tier.
+func (t *Tier) Name() sandbox.TierName { return sandbox.TierNativeLinux }
+
+// Available implements sandbox.Tier: Landlock, seccomp and the namespaces
+// the tier needs. It runs no command; SelfTest does.
+func (t *Tier) Available(context.Context) error {
+	unavailable := func(reason, fix string, err error) error {
+		return &sandbox.UnavailableError{Tier: sandbox.TierNativeLinux, Reason: reason, Fix: fix, Err: err}
+	}
+	abi, err := landlockABI()
+	if err != nil || abi < 1 {
+		return unavailable("Landlock is not supported by this kernel or not enabled at boot", landlockFix, err)
+	}
+	if _, err := seccomp.Build(); err != nil {
+		return unavailable("no seccomp profile for this architecture", "use linux/amd64 or linux/arm64, or set ECTO_DOCKER_IMAGE", err)
+	}
+	if !seccompEnabled() {
+		return unavailable("seccomp filtering is not enabled in this kernel", "use a kernel built with CONFIG_SECCOMP_FILTER=y", nil)
+	}
+	if t.userNS {
+		if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && strings.TrimSpace(string(b)) == "0" {
+			return unavailable("IronVise is not root and user namespaces are disabled (user.max_user_namespaces=0)",
+				"run IronVise as root, or allow user namespaces: sysctl -w user.max_user_namespaces=15000", nil)
+		}
+	}
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		return unavailable("/bin/sh is missing", "install a POSIX shell at /bin/sh", err)
+	}
+	return nil
+}
+
+// seccompEnabled reports whether the kernel has seccomp filter mode.
+func seccompEnabled() bool {
+	b, err := os.ReadFile("/proc/self/status")
+	return err == nil && bytes.Contains(b, []byte("\nSeccomp:"))
+}
+
+// SelfTest implements sandbox.Tier: it runs `echo` through the tier and
+// checks that the sandbox was applied and that the workspace is read-only.
+func (t *Tier) SelfTest(ctx context.Context) error {
+	return sandbox.SelfTest(ctx, t)
+}
+
+// Run implements sandbox.Tier.
+func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
+	start := time.Now()
+	abort := func(format string, args ...any) sandbox.Result {
+		return sandbox.Aborted(sandbox.TierNativeLinux, fmt.Sprintf(format, args...), time.Since(start))
+	}
+	if err := sandbox.ValidateRequest(req); err != nil {
+		return abort("%v", err)
+	}
+	ws, err := filepath.EvalSymlinks(req.Workspace)
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = os.Stat(ws); err == nil && !fi.IsDir() {
+			err = errors.New("not a directory")
+		}
+	}
+	if err != nil {
+		return abort("workspace %s: %v", req.Workspace, err)
+	}
+
+	scratch, err := os.MkdirTemp(t.scratchDir, "ironvise-scratch-")
+	if err != nil {
+		return abort("create scratch directory: %v; fix: make %s writable", err, t.scratchDir)
+	}
+	// The scratch directory never outlives the command (sandbox.md §3).
+	defer func() {
+		if err := os.RemoveAll(scratch); err != nil {
+			t.log.Warn("sandbox: remove scratch directory", "dir", scratch, "err", err)
+		}
+	}()
+	if t.switchUser {
+		if err := os.Chown(scratch, t.uid, t.gid); err != nil {
+			return abort("chown scratch directory: %v", err)
+		}
+	}
+
+	limits := t.opts.Limits.Tighten(req.Limits)
+	spec := launchSpec{
+		Command: req.Command, Workspace: ws, Scratch: scratch, Limits: limits,
+		SwitchUser: t.switchUser, UID: t.uid, GID: t.gid, UserNS: t.userNS, Inject: t.inject,
+		Env: sandbox.CommandEnv(req.Env, t.commandEnv(ws, scratch)),
+	}
+	specJSON, err := json.Marshal(spec)
+	if err != nil {
+		return abort("encode launch specification: %v", err)
+	}
+
+	timeout := t.opts.EffectiveTimeout(req)
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return abort("status pipe: %v", err)
+	}
+	defer statusR.Close()
+
+	cmd := exec.CommandContext(rctx, t.executable, LauncherArg, string(specJSON))
+	cmd.Dir = ws
+	cmd.Env = []string{} // the launcher gets nothing of IronVise's environment
+	cmd.ExtraFiles = []*os.File{statusW}
+	var stdout, stderr sandbox.Collector
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.SysProcAttr = t.sysProcAttr()
+	cmd.Cancel = func() error {
+		// The command is PID 1 of its namespace: killing it makes the
+		// kernel kill every other process in the namespace.
+		return cmd.Process.Signal(syscall.SIGKILL)
+	}
+	cmd.WaitDelay = 2 * time.Second
+
+	if err := cmd.Start(); err != nil {
+		statusW.Close()
+		return abort("%s", startFailure(err, t.userNS))
+	}
+	statusW.Close()
+	applied, setupErr := readStatus(statusR)
+	waitErr := cmd.Wait()
+	dur := time.Since(start)
+
+	res := sandbox.Result{Tier: sandbox.TierNativeLinux, Status: sandbox.StatusOK, Duration: dur}
+	res.Stdout, res.StdoutTruncated = stdout.Capped()
+	res.Stderr, res.StderrTruncated = stderr.Capped()
+	switch {
+	case setupErr != nil:
+		return sandbox.Aborted(sandbox.TierNativeLinux, "sandbox setup failed: "+setupErr.Error(), dur)
+	case applied == nil:
+		if ctx.Err() != nil {
+			return sandbox.Aborted(sandbox.TierNativeLinux, "run cancelled: "+ctx.Err().Error(), dur)
+		}
+		reason := "the launcher exited before applying the sandbox"
+		if cmd.ProcessState != nil {
+			reason += " (" + cmd.ProcessState.String() + ")"
+		} else if waitErr != nil {
+			reason += ": " + waitErr.Error()
+		}
+		if line := firstLine(res.Stderr); line != "" {
+			reason += ": " + line
+		}
+		return sandbox.Aborted(sandbox.TierNativeLinux, reason, dur)
+	}
+	res.Enforced = t.enforced(applied, scratch)
+	if cmd.ProcessState == nil {
+		return sandbox.Aborted(sandbox.TierNativeLinux, "wait for command: "+waitErr.Error(), dur)
+	}
+	res.ExitCode, res.Signal = sandbox.ProcessOutcome(cmd.ProcessState)
+	if rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		res.Status = sandbox.StatusTimeout
+		res.ExitCode = nil
+		res.Signal = "SIGKILL"
+		res.Reason = fmt.Sprintf("wall-clock timeout of %d s exceeded; every process of the command was killed", int(timeout.Seconds()))
+		res.Duration = max(dur, timeout)
+	} else if ctx.Err() != nil {
+		res.Status = sandbox.StatusAborted
+		res.Reason = "run cancelled: " + ctx.Err().Error()
+	}
+	return res
+}
+
+// commandEnv is what the tier sets in the command's environment.
+func (t *Tier) commandEnv(ws, scratch string) map[string]string {
+	env := map[string]string{
+		"PATH": sandbox.DefaultPath, "HOME": scratch, "TMPDIR": scratch, "PWD": ws, "SHELL": "/bin/sh",
+	}
+	uid := os.Geteuid()
+	if t.switchUser {
+		uid = t.uid
+	}
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		env["USER"], env["LOGNAME"] = u.Username, u.Username
+	}
+	return env
+}
+
+// sysProcAttr starts the launcher in its own PID and mount namespaces,
+// and in a user namespace mapping only IronVise's own uid when IronVise is
+// not root.
+func (t *Tier) sysProcAttr() *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{
+		Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWNS,
+		// If IronVise dies, the command dies with it (and, as PID 1 of
+		// its namespace, takes every descendant along).
+		Pdeathsig: syscall.SIGKILL,
+	}
+	if t.userNS {
+		a.Cloneflags |= unix.CLONE_NEWUSER
+		uid, gid := os.Geteuid(), os.Getegid()
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+		a.GidMappingsEnableSetgroups = false
+	}
+	return a
+}
+
+// startFailure explains a failed clone/exec of the launcher.
+func startFailure(err error, userNS bool) string {
+	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EINVAL) {
+		if userNS {
+			return fmt.Sprintf("cannot create the sandbox namespaces: %v; fix: run IronVise as root, or allow unprivileged user namespaces (sysctl -w kernel.unprivileged_userns_clone=1; on Ubuntu also kernel.apparmor_restrict_unprivileged_userns=0)", err)
+		}
+		return fmt.Sprintf("cannot create the sandbox namespaces: %v; fix: run IronVise with CAP_SYS_ADMIN (as root) outside a restrictive container seccomp profile", err)
+	}
+	return fmt.Sprintf("start the sandbox launcher: %v", err)
+}
+
+// readStatus reads the launcher's status records until the pipe closes
+// (at exec, or when the launcher dies). A missing applied record means
+// the sandbox was not confirmed: the caller aborts.
+func readStatus(r io.Reader) (*appliedRecord, *setupError) {
+	var applied *appliedRecord
+	sc := bufio.NewScanner(io.LimitReader(r, 1<<16))
+	sc.Buffer(make([]byte, 0, 4096), 1<<16)
+	for sc.Scan() {
+		var rec statusRecord
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return nil, &setupError{Step: "status", Message: "malformed status record from the launcher: " + err.Error()}
+		}
+		if rec.Error != nil {
+			return nil, rec.Error
+		}
+		if rec.Applied != nil {
+			applied = rec.Applied
+		}
+	}
+	return applied, nil
+}
+
+// enforced converts the launcher's record for the sandbox_result.
+func (t *Tier) enforced(a *appliedRecord, scratch string) *sandbox.Enforced {
+	abi, uid, nnp := a.LandlockABI, a.UID, a.NoNewPrivs
+	caps := "none"
+	if a.CapEffective != 0 || a.CapPermitted != 0 {
+		caps = fmt.Sprintf("%#x", a.CapEffective)
+	}
+	rl := a.RLimits
+	e := &sandbox.Enforced{
+		LandlockABI: &abi, SeccompProfileSHA256: a.SeccompSHA256, RLimits: &rl, UID: &uid,
+		Capabilities: caps, NoNewPrivs: &nnp, Network: "none", ScratchDir: scratch,
+		Namespaces: a.Namespaces,
+	}
+	if a.PidMax > 0 {
+		pm := a.PidMax
+		e.PidMax = &pm
+	}
+	return e
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return s
+}
+
+// Compile-time check.
+var _ sandbox.Tier = (*Tier)(nil)

@@ -1,0 +1,305 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ptraceSyscall is the syscall number perl's syscall() uses for the ptrace
+// probe; 0 where the probe does not apply.
+func ptraceSyscall() int {
+	if runtime.GOOS != "linux" {
+		return 0
+	}
+	switch runtime.GOARCH {
+	case "amd64":
+		return 101
+	case "arm64":
+		return 117
+	}
+	return 0
+}
+
+const ptraceAttach = 16 // PTRACE_ATTACH
+
+// run performs every probe and evaluates it.
+func (p *prober) run(ctx context.Context) ([]Guarantee, *Enforced, error) {
+	tcpPort := portOf(p.tcp.Addr().String())
+	udpPort := portOf(p.udp.LocalAddr().String())
+	var sb strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&sb, format+"\n", args...) }
+	w(`P() { printf '@@%%s:%%s\n' "$1" "$2"; }`)
+	w(`first() { head -n 1 | tr -d '\r'; }`)
+	w(`HAVE_PERL=0; command -v perl >/dev/null 2>&1 && HAVE_PERL=1`)
+	w(`HAVE_BASH=0; [ -x /bin/bash ] && HAVE_BASH=1`)
+	w(`P tools "perl=$HAVE_PERL bash=$HAVE_BASH"`)
+	// Filesystem.
+	w(`r=$( { echo x > ./.ironvise-probe; } 2>&1 ) && P ws WROTE || P ws "$(printf '%%s' "$r" | first)"`)
+	w(`r=$( { echo x > %s; } 2>&1 ) && P out WROTE || P out "$(printf '%%s' "$r" | first)"`, shq(filepath.Join(p.outside, "probe")))
+	w(`r=$(cat %s 2>&1); P read "$(printf '%%s' "$r" | first)"`, shq(p.secret))
+	// Credentials and limits, as the kernel reports them for this process.
+	w(`grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status 2>/dev/null | while read -r k v; do P status "$k$v"; done`)
+	w(`grep -E '^Max (cpu time|file size|processes|open files|address space)' /proc/self/limits 2>/dev/null | while read -r l; do P limits "$l"; done`)
+	// Network.
+	w(`if [ $HAVE_PERL = 1 ]; then`)
+	w(`  P tcp "$(perl -MSocket -e 'socket(my $s, PF_INET, SOCK_STREAM, 0) or die "socket: $!\n"; connect($s, pack_sockaddr_in(%s, inet_aton("127.0.0.1"))) or die "connect: $!\n"; print "CONNECTED\n"' 2>&1 | first)"`, tcpPort)
+	w(`  P udp "$(perl -MSocket -e 'socket(my $s, PF_INET, SOCK_DGRAM, 0) or die "socket: $!\n"; defined(send($s, "probe", 0, pack_sockaddr_in(%s, inet_aton("127.0.0.1")))) or die "send: $!\n"; print "SENT\n"' 2>&1 | first)"`, udpPort)
+	if p.abstractN != "" {
+		w(`  P unix_abstract "$(perl -MSocket -e 'socket(my $s, PF_UNIX, SOCK_STREAM, 0) or die "socket: $!\n"; connect($s, pack_sockaddr_un("\0%s")) or die "connect: $!\n"; print "CONNECTED\n"' 2>&1 | first)"`, p.abstractN)
+	}
+	w(`  P unix_path "$(perl -MSocket -e 'socket(my $s, PF_UNIX, SOCK_STREAM, 0) or die "socket: $!\n"; connect($s, pack_sockaddr_un("%s")) or die "connect: $!\n"; print "CONNECTED\n"' 2>&1 | first)"`, p.sockPath)
+	w(`  P fds "$(perl -e 'my @f; while (open(my $f, "<", "/dev/null")) { push @f, $f; last if @f >= 100000 } print scalar(@f), " open: $!\n"' 2>&1 | first)"`)
+	w(`elif [ $HAVE_BASH = 1 ]; then`)
+	w(`  P tcp "$(/bin/bash -c 'exec 3<>/dev/tcp/127.0.0.1/%s && echo CONNECTED' 2>&1 | first)"`, tcpPort)
+	w(`  P udp "$(/bin/bash -c 'echo probe > /dev/udp/127.0.0.1/%s && echo SENT' 2>&1 | first)"`, udpPort)
+	w(`fi`)
+	// ptrace of a sibling inside the sandbox.
+	if nr := ptraceSyscall(); nr != 0 {
+		w(`if [ $HAVE_PERL = 1 ]; then sleep 5 & sp=$!`)
+		w(`  P ptrace "$(perl -e '$r = syscall(%d, %d, $ARGV[0], 0, 0); print $r == -1 ? "ptrace: $!\n" : "ATTACHED\n"' "$sp" 2>&1 | first)"`, nr, ptraceAttach)
+		w(`  kill "$sp" 2>/dev/null; fi`)
+	}
+	// Signals towards IronVise itself (signal 0 only tests reachability).
+	w(`P signal "$( { kill -0 %d && echo SIGNALLED; } 2>&1 | first)"`, os.Getpid())
+	// Survivors: a detached process and a plain background one.
+	w(`if command -v setsid >/dev/null 2>&1; then setsid sleep %s >/dev/null 2>&1 </dev/null & fi`, p.marker)
+	w(`sleep %s >/dev/null 2>&1 </dev/null &`, p.marker)
+	w(`P done yes`)
+
+	main := p.t.Run(ctx, Request{Command: sb.String(), Workspace: p.ws, Timeout: 20 * time.Second})
+	if main.Status != StatusOK && main.Status != StatusPermissive {
+		return nil, main.Enforced, fmt.Errorf("doctor: the probe command did not run: %s", main.Headline())
+	}
+	f := parseFindings(main.Stdout)
+	if f.get("done") != "yes" {
+		return nil, main.Enforced, fmt.Errorf("doctor: the probe command stopped early: %s", oneLine(main.Observation()))
+	}
+	survivors := findSurvivors(p.marker)
+
+	var gs []Guarantee
+	add := func(name string, ok bool, probed bool, evidence string) {
+		st := StateNotEnforced
+		if ok {
+			st = StateEnforced
+		}
+		gs = append(gs, Guarantee{Name: name, State: st, Evidence: evidence, Probed: probed})
+	}
+	perl := strings.Contains(f.get("tools"), "perl=1")
+	bash := strings.Contains(f.get("tools"), "bash=1")
+
+	_, wsErr := os.Stat(filepath.Join(p.ws, ".ironvise-probe"))
+	add(GFSWorkspaceReadonly, f.get("ws") != "WROTE" && wsErr != nil, true, "write in the workspace: "+f.get("ws"))
+	_, outErr := os.Stat(filepath.Join(p.outside, "probe"))
+	add(GFSOutsideWriteDenied, f.get("out") != "WROTE" && outErr != nil, true, "write outside the workspace: "+f.get("out"))
+	add(GFSOutsideReadDenied, !strings.Contains(main.Stdout+main.Stderr, p.secretTxt), true, "read "+p.secret+": "+f.get("read"))
+
+	tcpAccepted := acceptedWithin(p.tcp, 50*time.Millisecond)
+	switch {
+	case perl || bash:
+		add(GNetTCPDenied, !strings.Contains(f.get("tcp"), "CONNECTED") && !tcpAccepted, true, "TCP connect to 127.0.0.1: "+f.get("tcp"))
+	default:
+		add(GNetTCPDenied, !tcpAccepted, false, "no perl or bash in the sandbox to open a socket with")
+	}
+	udpGot := receivedWithin(p.udp, 50*time.Millisecond)
+	switch {
+	case perl || bash:
+		add(GNetUDPDenied, !strings.Contains(f.get("udp"), "SENT") && !udpGot, true, "UDP send to 127.0.0.1: "+f.get("udp"))
+	default:
+		add(GNetUDPDenied, !udpGot, false, "no perl or bash in the sandbox to open a socket with")
+	}
+	unixAccepted := acceptedWithin(p.pathSock, 20*time.Millisecond)
+	if p.abstract != nil {
+		unixAccepted = acceptedWithin(p.abstract, 20*time.Millisecond) || unixAccepted
+	}
+	if perl {
+		ev := "connect to a pathname socket: " + f.get("unix_path")
+		if p.abstractN != "" {
+			ev += "; to an abstract socket: " + f.get("unix_abstract")
+		}
+		add(GUnixSocketsDenied, !strings.Contains(f.get("unix_path")+f.get("unix_abstract"), "CONNECTED") && !unixAccepted, true, ev)
+	} else {
+		add(GUnixSocketsDenied, !unixAccepted, false, "no perl in the sandbox to open a Unix socket with")
+	}
+	switch {
+	case ptraceSyscall() == 0:
+		gs = append(gs, Guarantee{Name: GPtraceDenied, State: StateNotApplicable, Evidence: "no ptrace probe for " + runtime.GOOS + "/" + runtime.GOARCH})
+	case perl:
+		add(GPtraceDenied, !strings.Contains(f.get("ptrace"), "ATTACHED"), true, "PTRACE_ATTACH to a sibling process: "+f.get("ptrace"))
+	default:
+		add(GPtraceDenied, true, false, "no perl in the sandbox to call ptrace with")
+	}
+	add(GSignalsScoped, !strings.Contains(f.get("signal"), "SIGNALLED"), true, fmt.Sprintf("kill -0 of IronVise (pid %d): %s", os.Getpid(), f.get("signal")))
+
+	gs = append(gs, p.limitProbes(ctx, f, perl)...)
+
+	status := strings.Join(f.all("status"), ", ")
+	capsZero := true
+	for _, s := range f.all("status") {
+		if strings.HasPrefix(s, "Cap") && strings.Trim(s[strings.IndexByte(s, ':')+1:], "0\t ") != "" {
+			capsZero = false
+		}
+	}
+	if status == "" {
+		add(GCapsDropped, false, false, "/proc/self/status is not readable in the sandbox")
+		add(GNoNewPrivs, false, false, "/proc/self/status is not readable in the sandbox")
+	} else {
+		add(GCapsDropped, capsZero, true, status)
+		nnp := ""
+		for _, s := range f.all("status") {
+			if strings.HasPrefix(s, "NoNewPrivs:") {
+				nnp = s
+			}
+		}
+		add(GNoNewPrivs, strings.TrimSpace(strings.TrimPrefix(nnp, "NoNewPrivs:")) == "1", true, nnp)
+	}
+	if len(survivors) > 0 {
+		add(GNoSurvivors, false, true, fmt.Sprintf("background processes outlived the command: pids %v (killed by doctor)", survivors))
+	} else {
+		add(GNoSurvivors, true, true, "a setsid'd and a background sleep were both gone when the command returned")
+	}
+	return orderGuarantees(gs), main.Enforced, nil
+}
+
+// limitProbes exceed each limit for real, with lowered per-request limits
+// so that doctor stays quick.
+func (p *prober) limitProbes(ctx context.Context, f findings, perl bool) []Guarantee {
+	var gs []Guarantee
+	add := func(name string, ok bool, probed bool, evidence string) {
+		st := StateNotEnforced
+		if ok {
+			st = StateEnforced
+		}
+		gs = append(gs, Guarantee{Name: name, State: st, Evidence: evidence, Probed: probed})
+	}
+	limits := strings.Join(f.all("limits"), "; ")
+
+	cpu := p.t.Run(ctx, Request{Command: "while :; do :; done", Workspace: p.ws, Limits: Limits{CPUSecs: 1}, Timeout: 10 * time.Second})
+	add(GLimitCPU, cpu.Status == StatusOK && cpu.Signal != "", true,
+		fmt.Sprintf("busy loop with a 1 s CPU limit: %s after %.1f s", cpu.Headline(), cpu.Duration.Seconds()))
+
+	mem := p.t.Run(ctx, Request{Command: `awk 'BEGIN { s = "x"; for (;;) s = s s }'`, Workspace: p.ws, Limits: Limits{MemMiB: 64}, Timeout: 10 * time.Second})
+	memOK := mem.Status == StatusOK && (mem.Signal != "" || (mem.ExitCode != nil && *mem.ExitCode != 0))
+	add(GLimitMemory, memOK, true, fmt.Sprintf("doubling a string with a 64 MiB address-space cap: %s %s", mem.Headline(), firstLineOf(mem.Stderr)))
+
+	if fds := f.get("fds"); perl && fds != "" {
+		n, _ := strconv.Atoi(strings.Fields(fds + " x")[0])
+		add(GLimitFDs, n > 0 && n < 100000, true, "opening /dev/null until refused: "+fds)
+	} else {
+		add(GLimitFDs, strings.Contains(limits, "open files"), false, limits)
+	}
+
+	procs := p.t.Run(ctx, Request{
+		Command:   `i=0; while [ $i -lt 1000 ]; do sleep 3 & i=$((i+1)); printf '%s\n' "$i"; done; echo ALL-STARTED`,
+		Workspace: p.ws, Limits: Limits{NProc: 16}, Timeout: 20 * time.Second,
+	})
+	lines := strings.Fields(procs.Stdout)
+	last := ""
+	if len(lines) > 0 {
+		last = lines[len(lines)-1]
+	}
+	add(GLimitProcesses, procs.Status == StatusOK && !strings.Contains(procs.Stdout, "ALL-STARTED"), true,
+		fmt.Sprintf("starting 1000 background processes with a backstop of 16: stopped after %s: %s", last, firstLineOf(procs.Stderr)))
+	return gs
+}
+
+// findings are the "@@key:value" lines of a probe's stdout.
+type findings map[string][]string
+
+func parseFindings(out string) findings {
+	f := findings{}
+	for _, line := range strings.Split(out, "\n") {
+		rest, ok := strings.CutPrefix(line, "@@")
+		if !ok {
+			continue
+		}
+		k, v, _ := strings.Cut(rest, ":")
+		f[k] = append(f[k], strings.TrimSpace(v))
+	}
+	return f
+}
+
+func (f findings) get(k string) string {
+	if v := f[k]; len(v) > 0 {
+		return v[len(v)-1]
+	}
+	return ""
+}
+
+func (f findings) all(k string) []string { return f[k] }
+
+func portOf(addr string) string { return addr[strings.LastIndexByte(addr, ':')+1:] }
+
+func firstLineOf(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// orderGuarantees sorts gs into the order of GuaranteeNames.
+func orderGuarantees(gs []Guarantee) []Guarantee {
+	idx := map[string]int{}
+	for i, n := range GuaranteeNames() {
+		idx[n] = i
+	}
+	out := make([]Guarantee, len(GuaranteeNames()))
+	for _, g := range gs {
+		out[idx[g.Name]] = g
+	}
+	return out
+}
+
+// findSurvivors returns the pids whose command line carries marker, and
+// kills them. Only Linux has /proc; elsewhere it finds nothing.
+func findSurvivors(marker string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(b, []byte(marker)) {
+			continue
+		}
+		pids = append(pids, pid)
+		if proc, err := os.FindProcess(pid); err == nil {
+			_ = proc.Kill()
+		}
+	}
+	return pids
+}
+
+// acceptedWithin reports whether a connection reached l within d.
+func acceptedWithin(l net.Listener, d time.Duration) bool {
+	if dl, ok := l.(interface{ SetDeadline(time.Time) error }); ok {
+		_ = dl.SetDeadline(time.Now().Add(d))
+	}
+	c, err := l.Accept()
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
+}
+
+// receivedWithin reports whether a datagram reached pc within d.
+func receivedWithin(pc net.PacketConn, d time.Duration) bool {
+	_ = pc.SetReadDeadline(time.Now().Add(d))
+	buf := make([]byte, 64)
+	_, _, err := pc.ReadFrom(buf)
+	return err == nil
+}

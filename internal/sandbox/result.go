@@ -1,0 +1,208 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Status is the outcome of one run (sandbox.md §1).
+type Status string
+
+// The statuses of a sandbox_result.
+const (
+	// StatusOK: the command ran confined; it may still have failed.
+	StatusOK Status = "ok"
+	// StatusAborted: the tier could not be applied; the command did not run.
+	StatusAborted Status = "aborted"
+	// StatusPermissive: ECTO_SANDBOX_PERMISSIVE=true; the command ran with
+	// no OS confinement.
+	StatusPermissive Status = "permissive"
+	// StatusTimeout: the wall-clock timeout killed the command's process tree.
+	StatusTimeout Status = "timeout"
+)
+
+// Result is the sandbox_result payload (sandbox.md §1.1). Its JSON field
+// names are fixed; absent values encode as null.
+type Result struct {
+	Tier   TierName
+	Status Status
+	// Reason is a one-line explanation for aborted, permissive and timeout.
+	Reason string
+	// ExitCode is the command's exit code; nil when it was killed by a
+	// signal or never ran.
+	ExitCode *int
+	// Signal is the name of the terminating signal ("SIGKILL"), or "".
+	Signal string
+	// Duration is the wall-clock time of the run.
+	Duration time.Duration
+	// Stdout and Stderr are the captured streams, each capped (checks.md
+	// §10.1) with a truncation marker when cut.
+	Stdout, Stderr                   string
+	StdoutTruncated, StderrTruncated bool
+	// Enforced is what was actually in force; nil when nothing was.
+	Enforced *Enforced
+}
+
+// Enforced records what a tier actually enforced for one run (sandbox.md
+// §1.1). Only the fields that apply to the tier are set.
+type Enforced struct {
+	LandlockABI          *int     `json:"landlock_abi,omitempty"`
+	SeccompProfileSHA256 string   `json:"seccomp_profile_sha256,omitempty"`
+	RLimits              *RLimits `json:"rlimits,omitempty"`
+	UID                  *int     `json:"uid,omitempty"`
+	// Capabilities is "none" or the hex mask of the effective set.
+	Capabilities string `json:"capabilities,omitempty"`
+	NoNewPrivs   *bool  `json:"no_new_privs,omitempty"`
+	// Network is "none" or "host".
+	Network        string `json:"network,omitempty"`
+	ScratchDir     string `json:"scratch_dir,omitempty"`
+	Runtime        string `json:"runtime,omitempty"`
+	RuntimeVersion string `json:"runtime_version,omitempty"`
+	Image          string `json:"image,omitempty"`
+	ImageDigest    string `json:"image_digest,omitempty"`
+	VMKernelSHA256 string `json:"vm_kernel_sha256,omitempty"`
+	VMRootfsSHA256 string `json:"vm_rootfs_sha256,omitempty"`
+
+	// IronVise additions.
+
+	// Namespaces lists the Linux namespaces the command ran in ("pid",
+	// "mount", "user").
+	Namespaces []string `json:"namespaces,omitempty"`
+	// PidMax is the pid_max of the command's PID namespace, when the kernel
+	// namespaces it (Linux 6.14+): the process-count backstop that also
+	// holds for uid 0.
+	PidMax *int `json:"pid_max,omitempty"`
+	// SeatbeltProfileSHA256 is the hash of the macOS Seatbelt profile.
+	SeatbeltProfileSHA256 string `json:"seatbelt_profile_sha256,omitempty"`
+	// JobObject lists the Windows Job Object limits in force.
+	JobObject []string `json:"job_object,omitempty"`
+}
+
+// RLimits are the resource limits in force (sandbox.md §1.1).
+type RLimits struct {
+	CPUSecs  int `json:"cpu_secs"`
+	ASMiB    int `json:"as_mib"`
+	NoFile   int `json:"nofile"`
+	NProc    int `json:"nproc"`
+	FSizeMiB int `json:"fsize_mib"`
+}
+
+// resultJSON is the wire shape of Result: every absent value is null.
+type resultJSON struct {
+	Tier            TierName  `json:"tier"`
+	Status          Status    `json:"status"`
+	Reason          *string   `json:"reason"`
+	ExitCode        *int      `json:"exit_code"`
+	Signal          *string   `json:"signal"`
+	DurationMS      int64     `json:"duration_ms"`
+	Stdout          string    `json:"stdout"`
+	Stderr          string    `json:"stderr"`
+	StdoutTruncated bool      `json:"stdout_truncated"`
+	StderrTruncated bool      `json:"stderr_truncated"`
+	Enforced        *Enforced `json:"enforced"`
+}
+
+func nullable(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// MarshalJSON implements json.Marshaler with the field names of sandbox.md
+// §1.1.
+func (r Result) MarshalJSON() ([]byte, error) {
+	return json.Marshal(resultJSON{
+		Tier: r.Tier, Status: r.Status, Reason: nullable(r.Reason), ExitCode: r.ExitCode,
+		Signal: nullable(r.Signal), DurationMS: r.Duration.Milliseconds(),
+		Stdout: r.Stdout, Stderr: r.Stderr,
+		StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated,
+		Enforced: r.Enforced,
+	})
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (r *Result) UnmarshalJSON(b []byte) error {
+	var w resultJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return fmt.Errorf("sandbox: decode sandbox_result: %w", err)
+	}
+	*r = Result{Tier: w.Tier, Status: w.Status, ExitCode: w.ExitCode,
+		Duration: time.Duration(w.DurationMS) * time.Millisecond,
+		Stdout:   w.Stdout, Stderr: w.Stderr,
+		StdoutTruncated: w.StdoutTruncated, StderrTruncated: w.StderrTruncated,
+		Enforced: w.Enforced}
+	if w.Reason != nil {
+		r.Reason = *w.Reason
+	}
+	if w.Signal != nil {
+		r.Signal = *w.Signal
+	}
+	return nil
+}
+
+// Aborted returns the Result of a run that never started because tier could
+// not be applied. reason is kept to one line.
+func Aborted(tier TierName, reason string, d time.Duration) Result {
+	return Result{Tier: tier, Status: StatusAborted, Reason: oneLine(reason), Duration: d}
+}
+
+// oneLine folds a multi-line message into one line.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if !strings.ContainsAny(s, "\r\n") {
+		return s
+	}
+	return strings.Join(strings.Fields(strings.NewReplacer("\r", " ", "\n", " ").Replace(s)), " ")
+}
+
+// Exit codes of `ironvise exec` (cli.md).
+const (
+	ExitSandboxAborted = 125
+	exitSignalBase     = 128
+)
+
+// ProcessExitCode is the exit code `ironvise exec` passes through (cli.md):
+// the command's own code, 125 when the sandbox aborted, 128 + the signal
+// number when a signal killed the command (the wall-clock timeout included).
+func (r Result) ProcessExitCode() int {
+	switch {
+	case r.Status == StatusAborted:
+		return ExitSandboxAborted
+	case r.Signal != "":
+		if n, ok := signalNumbers[r.Signal]; ok {
+			return exitSignalBase + n
+		}
+		return exitSignalBase + signalNumbers["SIGKILL"]
+	case r.ExitCode != nil:
+		return *r.ExitCode
+	case r.Status == StatusTimeout:
+		return exitSignalBase + signalNumbers["SIGKILL"]
+	}
+	return ExitSandboxAborted
+}
+
+// signalNumbers maps the names Result.Signal uses to the Linux numbers, the
+// ones `ironvise exec` reports as 128+N on every platform so that scripts
+// see one convention.
+var signalNumbers = map[string]int{
+	"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGILL": 4, "SIGTRAP": 5, "SIGABRT": 6,
+	"SIGBUS": 7, "SIGFPE": 8, "SIGKILL": 9, "SIGUSR1": 10, "SIGSEGV": 11, "SIGUSR2": 12,
+	"SIGPIPE": 13, "SIGALRM": 14, "SIGTERM": 15, "SIGSTKFLT": 16, "SIGCHLD": 17,
+	"SIGCONT": 18, "SIGSTOP": 19, "SIGTSTP": 20, "SIGTTIN": 21, "SIGTTOU": 22,
+	"SIGURG": 23, "SIGXCPU": 24, "SIGXFSZ": 25, "SIGVTALRM": 26, "SIGPROF": 27,
+	"SIGWINCH": 28, "SIGIO": 29, "SIGPWR": 30, "SIGSYS": 31,
+}
+
+// SignalName returns the conventional name of Linux signal number n
+// ("SIGKILL"), or "SIG<n>" for one without a name.
+func SignalName(n int) string {
+	for name, v := range signalNumbers {
+		if v == n {
+			return name
+		}
+	}
+	return fmt.Sprintf("SIG%d", n)
+}

@@ -1,0 +1,267 @@
+// Package sandbox runs an approved command inside a sandbox tier that fails
+// closed, and returns a [Result] that says what ran and what was enforced
+// (sandbox.md §1).
+//
+// # Model
+//
+// A [Tier] is one confinement mechanism: the native tier of the host OS
+// (package sandbox/native), a container, or a microVM. [Select] picks the tier
+// from typed [Options] in the order of sandbox.md §2; a forced tier that is
+// unavailable is an error, never a fallback to a weaker tier. Every run
+// returns a [Result] whose Status is ok, aborted, permissive or timeout; a
+// tier that cannot be applied yields Status aborted with a reason naming the
+// fix, and the command does not run.
+//
+//	tier, err := sandbox.Select(opts, sandbox.Factories{Native: native.New})
+//	if err != nil { ... } // the selected tier cannot be used here: stop
+//	res := tier.Run(ctx, sandbox.Request{Command: "ls -la", Workspace: dir})
+//	text := res.Observation() // what the agent sees (sandbox.md §1.1)
+//
+// [Doctor] probes a tier from inside a real sandboxed child and reports each
+// guarantee of sandbox.md §1.2 as enforced, not_enforced or not_applicable.
+//
+// # Output
+//
+// Each stream keeps at most [CollectLimit] bytes while the command runs (the
+// rest is counted and discarded) and is then capped at [StreamCap] bytes
+// without splitting a UTF-8 sequence, with the marker of checks.md §10.1.
+//
+// # Limitations
+//
+// The package never reads environment variables: internal/config does, and
+// the caller passes [Options]. The container and microVM tiers are not built
+// yet: selecting them reports [ErrNotBuilt]. Permissive mode runs the
+// command with no OS confinement at all; it exists for development only.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+)
+
+// TierName is the tier field of a sandbox_result (sandbox.md §1.1).
+type TierName string
+
+// The tier names of sandbox.md §1.1.
+const (
+	TierNativeLinux   TierName = "native-linux"
+	TierNativeDarwin  TierName = "native-darwin"
+	TierNativeWindows TierName = "native-windows"
+	TierDocker        TierName = "docker"
+	TierPodman        TierName = "podman"
+	TierFirecracker   TierName = "firecracker"
+	TierNone          TierName = "none" // permissive: no OS confinement
+)
+
+// Tier is one confinement mechanism.
+type Tier interface {
+	// Name reports the tier recorded in every Result.
+	Name() TierName
+	// Available reports whether the tier can be applied on this host: nil,
+	// or an error wrapping ErrUnavailable that names the fix. It does not
+	// run a command.
+	Available(ctx context.Context) error
+	// Run runs req.Command and reports what happened. It never runs the
+	// command unconfined: a tier that cannot be applied returns Status
+	// aborted.
+	Run(ctx context.Context, req Request) Result
+	// SelfTest runs a small command through the tier and verifies that the
+	// enforcement it claims is in place; `ironvise serve` calls it before
+	// listening and refuses to start when it fails (sandbox.md §8).
+	SelfTest(ctx context.Context) error
+}
+
+// Request is one command to run.
+type Request struct {
+	// Command is the shell command, run as /bin/sh -c Command.
+	Command string
+	// Workspace is the absolute directory the command runs in. It is
+	// read-only inside the sandbox.
+	Workspace string
+	// Env is the candidate environment (KEY=VALUE). Only the names of
+	// [EnvAllowlist] pass; the tier sets PATH, HOME, TMPDIR and friends
+	// itself, so secrets of the caller never reach the command.
+	Env []string
+	// Limits, when non-zero, lower the tier's limits for this command; a
+	// field above the tier's configured limit is ignored (a request can only
+	// tighten).
+	Limits Limits
+	// Timeout, when positive and shorter than the tier's, lowers the
+	// wall-clock timeout for this command.
+	Timeout time.Duration
+}
+
+// Limits are the resource limits of the native tiers (sandbox.md §3). A zero
+// field means "the default" in Options and "no change" in a Request.
+type Limits struct {
+	CPUSecs  int // RLIMIT_CPU, seconds
+	MemMiB   int // RLIMIT_AS, MiB
+	NoFile   int // RLIMIT_NOFILE
+	NProc    int // process-count backstop
+	FSizeMiB int // RLIMIT_FSIZE, MiB
+}
+
+// Default limits (sandbox.md §3 and the seed: 30 s of CPU, 512 MiB of
+// address space, 64 file descriptors; the process and file-size backstops
+// are IronVise's).
+const (
+	DefaultCPUSecs  = 30
+	DefaultMemMiB   = 512
+	DefaultNoFile   = 64
+	DefaultNProc    = 512
+	DefaultFSizeMiB = 256
+	DefaultTimeout  = 30 * time.Second
+)
+
+// DefaultLimits returns the limits used when Options leave them zero.
+func DefaultLimits() Limits {
+	return Limits{CPUSecs: DefaultCPUSecs, MemMiB: DefaultMemMiB, NoFile: DefaultNoFile, NProc: DefaultNProc, FSizeMiB: DefaultFSizeMiB}
+}
+
+// withDefaults fills zero fields from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	if l.CPUSecs <= 0 {
+		l.CPUSecs = d.CPUSecs
+	}
+	if l.MemMiB <= 0 {
+		l.MemMiB = d.MemMiB
+	}
+	if l.NoFile <= 0 {
+		l.NoFile = d.NoFile
+	}
+	if l.NProc <= 0 {
+		l.NProc = d.NProc
+	}
+	if l.FSizeMiB <= 0 {
+		l.FSizeMiB = d.FSizeMiB
+	}
+	return l
+}
+
+// Tighten returns l lowered by the positive fields of r; a field of r above
+// l's is ignored, so a request can never raise a limit.
+func (l Limits) Tighten(r Limits) Limits {
+	low := func(cur, req int) int {
+		if req > 0 && req < cur {
+			return req
+		}
+		return cur
+	}
+	return Limits{
+		CPUSecs:  low(l.CPUSecs, r.CPUSecs),
+		MemMiB:   low(l.MemMiB, r.MemMiB),
+		NoFile:   low(l.NoFile, r.NoFile),
+		NProc:    low(l.NProc, r.NProc),
+		FSizeMiB: low(l.FSizeMiB, r.FSizeMiB),
+	}
+}
+
+// Options configure tier selection and the tiers (typed from
+// internal/config; this package never reads the environment).
+type Options struct {
+	// Tier forces a tier: "" (select), "native", "docker" or
+	// "firecracker" (ECTO_SANDBOX_TIER).
+	Tier string
+	// DockerImage is ECTO_DOCKER_IMAGE; non-empty selects the container
+	// tier.
+	DockerImage string
+	// FCBinary is ECTO_FC_BINARY; non-empty selects the microVM tier.
+	FCBinary string
+	// Permissive is ECTO_SANDBOX_PERMISSIVE=true: run with no OS
+	// confinement, warn on every run, Status permissive.
+	Permissive bool
+	// Timeout is the wall-clock limit per command
+	// (ECTO_SANDBOX_TIMEOUT_SECS); zero means DefaultTimeout.
+	Timeout time.Duration
+	// Limits are the native tiers' rlimits; zero fields take the defaults.
+	Limits Limits
+	// User is ECTO_SANDBOX_USER: when IronVise runs as root, the native
+	// Linux tier switches to this user (a name or a numeric uid).
+	User string
+	// Logger receives warnings (permissive runs); nil discards them.
+	Logger *slog.Logger
+}
+
+// WithDefaults returns o with zero fields set to their defaults.
+func (o Options) WithDefaults() Options {
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	o.Limits = o.Limits.withDefaults()
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// EffectiveTimeout returns the wall-clock timeout for req under o.
+func (o Options) EffectiveTimeout(req Request) time.Duration {
+	t := o.Timeout
+	if t <= 0 {
+		t = DefaultTimeout
+	}
+	if req.Timeout > 0 && req.Timeout < t {
+		t = req.Timeout
+	}
+	return t
+}
+
+// Errors of this package, compared with errors.Is.
+var (
+	// ErrUnavailable means a tier cannot be applied on this host; the
+	// wrapping error names what is missing and the fix.
+	ErrUnavailable = errors.New("sandbox: tier unavailable")
+	// ErrNotBuilt means the tier exists in the specification but is not
+	// part of this build yet. It wraps ErrUnavailable.
+	ErrNotBuilt = fmt.Errorf("%w: not built yet", ErrUnavailable)
+	// ErrBadRequest means the request itself is malformed (empty command,
+	// relative or missing workspace).
+	ErrBadRequest = errors.New("sandbox: bad request")
+	// ErrSelfTest means a tier's self-test found an enforcement missing.
+	ErrSelfTest = errors.New("sandbox: self-test failed")
+)
+
+// UnavailableError explains why a tier cannot be applied and what fixes it.
+// It unwraps to ErrUnavailable (and to the kernel or runtime error, if any).
+type UnavailableError struct {
+	Tier   TierName
+	Reason string // what is missing, e.g. "Landlock is not enabled in this kernel"
+	Fix    string // what to do, e.g. "boot with lsm=landlock,..."
+	Err    error  // the underlying cause, may be nil
+}
+
+// Error implements error.
+func (e *UnavailableError) Error() string {
+	s := fmt.Sprintf("sandbox %s unavailable: %s", e.Tier, e.Reason)
+	if e.Fix != "" {
+		s += "; fix: " + e.Fix
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap implements errors unwrapping to ErrUnavailable and the cause.
+func (e *UnavailableError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrUnavailable, e.Err}
+	}
+	return []error{ErrUnavailable}
+}
+
+// ValidateRequest checks the fields every tier relies on.
+func ValidateRequest(req Request) error {
+	if req.Command == "" {
+		return fmt.Errorf("%w: empty command", ErrBadRequest)
+	}
+	if !filepath.IsAbs(req.Workspace) {
+		return fmt.Errorf("%w: workspace %q is not an absolute path", ErrBadRequest, req.Workspace)
+	}
+	return nil
+}
