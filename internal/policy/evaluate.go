@@ -1,0 +1,340 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ironvise/ironvise/internal/intent"
+	"github.com/ironvise/ironvise/internal/shell"
+	"github.com/ironvise/ironvise/internal/tripwire"
+	"github.com/ironvise/ironvise/internal/verdict"
+)
+
+// contribution is one reason for a restrictive item decision: a matching
+// rule, or the default of the item's kind (r == nil).
+type contribution struct {
+	kind itemKind
+	r    *rule
+	item string // the item, for messages
+}
+
+// less orders contributions for reporting (checks.md §4.3 (3)): explicit
+// rules before defaults, then command, path, domain, then file order. It
+// depends only on the rules themselves, so it is the same whatever order
+// the items were visited in.
+func (c contribution) less(o contribution) bool {
+	if (c.r == nil) != (o.r == nil) {
+		return c.r != nil
+	}
+	if c.kind != o.kind {
+		return c.kind < o.kind
+	}
+	return c.r != nil && c.r.index < o.r.index
+}
+
+// evaluation accumulates the restrictive decisions of one step.
+type evaluation struct {
+	denies    []contribution // items whose decision is deny
+	approvals []contribution // items whose decision is require_approval
+	exec      *verdict.Verdict
+}
+
+// decide records one item's decision: the most restrictive matching rule,
+// or the default when none matches (checks.md §4.3 (1)).
+func (ev *evaluation) decide(p *Policy, kind itemKind, item string, matched []*rule) {
+	best := verdict.Allow
+	for _, r := range matched {
+		if r.decision.Rank() > best.Rank() {
+			best = r.decision
+		}
+	}
+	if len(matched) == 0 {
+		best = p.defaults[kind]
+		var c = contribution{kind: kind, item: item}
+		switch best {
+		case verdict.Deny:
+			ev.denies = append(ev.denies, c)
+		case verdict.RequireApproval:
+			ev.approvals = append(ev.approvals, c)
+		}
+		return
+	}
+	// Every matching rule with the item's decision is a reason for it; an
+	// allow rule never outweighs a deny rule, whatever the order.
+	for _, r := range matched {
+		if r.decision != best {
+			continue
+		}
+		c := contribution{kind: kind, r: r, item: item}
+		switch best {
+		case verdict.Deny:
+			ev.denies = append(ev.denies, c)
+		case verdict.RequireApproval:
+			ev.approvals = append(ev.approvals, c)
+		}
+	}
+}
+
+// Evaluate runs the policy check on the view of one step (checks.md §4.3)
+// and returns its verdict: deny, require_approval (with the gates to open),
+// or allow. A nil policy allows with the message "no policy loaded".
+func (p *Policy) Evaluate(v *tripwire.View) verdict.Verdict {
+	if p == nil {
+		return verdict.New(verdict.CheckPolicy, verdict.Allow, verdict.OK, "no policy loaded")
+	}
+	if v == nil || v.Intent == nil {
+		// The pipeline always builds a view; without one nothing can be
+		// shown to be allowed.
+		return verdict.Denial(verdict.CheckPolicy, verdict.CheckInternalError, "policy: no intent view to evaluate")
+	}
+	a := v.Intent.Action
+	// Action checks come first: no rule can allow a forbidden action.
+	if slices.Contains(p.forbidden, a) {
+		return verdict.Denial(verdict.CheckPolicy, verdict.PolicyActionForbidden,
+			fmt.Sprintf("action %q is forbidden by policy %s", a, p.name)).WithRule("forbidden_actions")
+	}
+	if !slices.Contains(p.allowed, a) {
+		return verdict.Denial(verdict.CheckPolicy, verdict.PolicyActionNotAllowed,
+			fmt.Sprintf("action %q is not in allowed_actions of policy %s", a, p.name)).WithRule("allowed_actions")
+	}
+	var ev evaluation
+	switch a {
+	case intent.RunCommand:
+		p.evalCommands(&ev, v.Command)
+		p.evalPaths(&ev, v.Paths)
+	case intent.ReadFile:
+		p.evalPaths(&ev, v.Paths)
+	case intent.HTTPGet:
+		p.evalDomain(&ev, v.URL)
+	}
+	return p.verdict(&ev)
+}
+
+// evalCommands applies the command rules and executables to every simple
+// command of the analysis, derived commands included. A script the
+// analysis rejected has no commands; the tripwire denies it.
+func (p *Policy) evalCommands(ev *evaluation, a *shell.Analysis) {
+	if a == nil {
+		return
+	}
+	var matched []*rule
+	for i := range a.Commands {
+		c := &a.Commands[i]
+		if c.AssignOnly {
+			continue // X=1: no program runs
+		}
+		args := strings.Join(c.ArgMatches(), " ")
+		matched = matched[:0]
+		for k := range p.commandRules {
+			r := &p.commandRules[k]
+			if programMatch(r.programs, r.anyProg, c, p.fold) && (r.args == nil || r.args.MatchString(args)) {
+				matched = append(matched, &r.rule)
+			}
+		}
+		ev.decide(p, kindCommand, commandItem(c), matched)
+		if ev.exec == nil && p.executables != nil {
+			ev.exec = p.checkExecutable(a, c)
+		}
+	}
+}
+
+// checkExecutable applies the executables allowlist to one command.
+// Shell builtins that the tripwire always permits and functions the script
+// defines are not executables: the commands inside a function are checked
+// themselves.
+func (p *Policy) checkExecutable(a *shell.Analysis, c *shell.Command) *verdict.Verdict {
+	if c.Dynamic {
+		// Whatever runs is decided at run time, so no list can admit it.
+		v := verdict.Denial(verdict.CheckPolicy, verdict.PolicyDynamicProgram, "program cannot be determined statically").WithRule("executables")
+		return &v
+	}
+	if slices.Contains(tripwire.AlwaysPermitted, c.Program) || slices.Contains(a.Functions, c.Program) {
+		return nil
+	}
+	for _, g := range p.executables {
+		if shell.MatchGlob(g, c.Program, p.fold) {
+			return nil
+		}
+	}
+	v := verdict.Denial(verdict.CheckPolicy, verdict.PolicyExecutableNotAllowed,
+		fmt.Sprintf("program %q is not in policy executables", c.Program)).WithRule("executables")
+	return &v
+}
+
+func commandItem(c *shell.Command) string {
+	if c.Program != "" {
+		return fmt.Sprintf("program %q", c.Program)
+	}
+	return fmt.Sprintf("program %q (computed at run time)", c.ProgramWord.Match)
+}
+
+var pathKindBits = map[tripwire.PathKind]pathKinds{
+	tripwire.KindReadFile: pkReadFile, tripwire.KindRedirectRead: pkRedirectRead, tripwire.KindRedirectWrite: pkRedirectWrite,
+}
+
+// evalPaths applies the path rules to the read_file path or the
+// redirection targets.
+func (p *Policy) evalPaths(ev *evaluation, paths []tripwire.PathView) {
+	var matched []*rule
+	for i := range paths {
+		pv := &paths[i]
+		bit := pathKindBits[pv.Kind]
+		cands := p.pathCandidates(pv)
+		matched = matched[:0]
+		for k := range p.pathRules {
+			r := &p.pathRules[k]
+			if r.kinds&bit != 0 && r.matches(cands) {
+				matched = append(matched, &r.rule)
+			}
+		}
+		ev.decide(p, kindPath, pathItem(pv), matched)
+	}
+}
+
+func (r *pathRule) matches(cands []string) bool {
+	for _, s := range cands {
+		for _, g := range r.globs {
+			if g.match(s) {
+				return true
+			}
+		}
+		for _, pre := range r.prefixes {
+			if prefixMatch(pre, s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func pathItem(pv *tripwire.PathView) string {
+	p := pv.Resolved
+	if p == "" {
+		p = pv.Lexical
+	}
+	if p == "" {
+		p = pv.Raw
+	}
+	return fmt.Sprintf("%s %q", pv.Kind, p)
+}
+
+// evalDomain applies the domain rules to the http_get host.
+func (p *Policy) evalDomain(ev *evaluation, u *tripwire.URLView) {
+	var matched []*rule
+	host, isIP, item := "", false, "host of an unparsable URL"
+	if u != nil {
+		host, isIP = u.Host, u.IP.IsValid()
+		if host != "" {
+			item = "host " + host
+		} else {
+			item = fmt.Sprintf("host of %q", u.Raw)
+		}
+	}
+	for k := range p.domainRules {
+		r := &p.domainRules[k]
+		if r.matchesHost(host, isIP) || r.matchesCIDR(u) {
+			matched = append(matched, &r.rule)
+		}
+	}
+	ev.decide(p, kindDomain, item, matched)
+}
+
+func (r *domainRule) matchesHost(host string, isIP bool) bool {
+	if host == "" {
+		return false
+	}
+	for _, h := range r.hosts {
+		if hostMatch(h, host, isIP) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *domainRule) matchesCIDR(u *tripwire.URLView) bool {
+	if len(r.cidrs) == 0 {
+		return false
+	}
+	switch cidrTest(r.cidrs, u) {
+	case cidrYes:
+		return true
+	case cidrUnknown:
+		// Resolution failed, so the host might be anywhere: a deny or
+		// approval rule matches (fail closed), but an allow rule cannot use
+		// the unknown to lift a default deny.
+		return r.decision != verdict.Allow
+	}
+	return false
+}
+
+var ruleCodes = [numKinds]verdict.Code{verdict.PolicyCommandRule, verdict.PolicyPathRule, verdict.PolicyDomainRule}
+
+// verdict turns the accumulated decisions into the step verdict: the most
+// restrictive across items and executables (checks.md §4.3 (2)), reported
+// in the order of §4.3 (3).
+func (p *Policy) verdict(ev *evaluation) verdict.Verdict {
+	if len(ev.denies) > 0 {
+		first := ev.denies[0]
+		for _, c := range ev.denies[1:] {
+			if c.less(first) {
+				first = c
+			}
+		}
+		if first.r != nil {
+			reason := first.r.reason
+			if reason == "" {
+				reason = fmt.Sprintf("%s is denied by policy %s", first.item, p.name)
+			}
+			return verdict.Denial(verdict.CheckPolicy, ruleCodes[first.kind], fmt.Sprintf("rule %s: %s", first.r.id, reason)).WithRule(first.r.id)
+		}
+		if ev.exec != nil {
+			return *ev.exec
+		}
+		return verdict.Denial(verdict.CheckPolicy, verdict.PolicyDefaultDeny,
+			fmt.Sprintf("no %s rule allows %s", first.kind, first.item)).WithRule(first.kind.defaultKey())
+	}
+	if ev.exec != nil {
+		return *ev.exec
+	}
+	if len(ev.approvals) == 0 {
+		return verdict.Pass(verdict.CheckPolicy)
+	}
+	first := ev.approvals[0]
+	named := map[string]bool{}
+	implicit := false
+	for _, c := range ev.approvals {
+		if c.less(first) {
+			first = c
+		}
+		if c.r != nil && c.r.gate != "" {
+			named[c.r.gate] = true
+		} else {
+			implicit = true
+		}
+	}
+	// Gates in file order, the implicit gate last: the same set and order
+	// whatever the order of the rules that named them.
+	var gates []string
+	for _, g := range p.gates {
+		if named[g.ID] {
+			gates = append(gates, g.ID)
+		}
+	}
+	if implicit {
+		gates = append(gates, DefaultGateID)
+	}
+	id := p.defaultsID(first)
+	v := verdict.New(verdict.CheckPolicy, verdict.RequireApproval, verdict.PolicyRequiresApproval,
+		fmt.Sprintf("rule %s requires approval (gates: %s)", id, joinIDs(gates))).WithRule(id)
+	v.Gates = gates
+	return v
+}
+
+// defaultsID names the deciding rule, or the default key for a default.
+func (p *Policy) defaultsID(c contribution) string {
+	if c.r != nil {
+		return c.r.id
+	}
+	return c.kind.defaultKey()
+}

@@ -1,0 +1,357 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"path"
+	"regexp"
+	"strings"
+
+	"golang.org/x/net/idna"
+
+	"github.com/ironvise/ironvise/internal/shell"
+	"github.com/ironvise/ironvise/internal/tripwire"
+)
+
+// pathGlob is a path glob of checks.md §4.3 compiled to an anchored RE2
+// regexp over a normalised path (see normPath).
+type pathGlob struct {
+	src string
+	re  *regexp.Regexp
+}
+
+// compilePathGlob compiles a path glob: `*` is any run of non-`/`
+// characters, `?` one non-`/` character, `[...]` a character class
+// (`[!...]` or `[^...]` negates), `{a,b}` literal alternatives, and a `**`
+// component zero or more whole components. A glob without a leading `/`
+// matches as `**/<glob>`. There is no escape character: `[*]` matches a
+// literal `*`.
+func compilePathGlob(src string, fold, windows bool) (*pathGlob, error) {
+	g := src
+	if g == "" {
+		return nil, errors.New("empty glob")
+	}
+	if strings.ContainsRune(g, '\\') {
+		// path.Match treats "\" as an escape and Windows as a separator;
+		// accepting either would make the same rule mean two things.
+		return nil, fmt.Errorf("glob %q: backslashes are not allowed (use / as the separator and [*] for a literal *)", src)
+	}
+	if windows && hasDrive(g) {
+		g = "/" + g
+	}
+	if fold {
+		g = asciiLower(g)
+	}
+	abs := strings.HasPrefix(g, "/")
+	g = strings.TrimPrefix(g, "/")
+	var b strings.Builder
+	b.WriteString("^")
+	if !abs {
+		b.WriteString(`(?:/[^/]+)*`)
+	}
+	if g != "" {
+		for _, c := range strings.Split(g, "/") {
+			switch {
+			case c == "":
+				return nil, fmt.Errorf("glob %q: empty path component", src)
+			case c == "." || c == "..":
+				return nil, fmt.Errorf("glob %q: %q components never match a resolved path", src, c)
+			case c == "**":
+				b.WriteString(`(?:/[^/]+)*`)
+				continue
+			case strings.Contains(c, "**"):
+				return nil, fmt.Errorf("glob %q: ** must be a whole path component", src)
+			}
+			b.WriteString("/")
+			if err := globComponent(&b, c); err != nil {
+				return nil, fmt.Errorf("glob %q: %w", src, err)
+			}
+		}
+	}
+	b.WriteString("$")
+	re, err := regexp.Compile(b.String())
+	if err != nil {
+		return nil, fmt.Errorf("glob %q: %w", src, err)
+	}
+	return &pathGlob{src: src, re: re}, nil
+}
+
+// globComponent appends the regexp of one path component.
+func globComponent(b *strings.Builder, c string) error {
+	rs := []rune(c)
+	for i := 0; i < len(rs); i++ {
+		switch r := rs[i]; r {
+		case '*':
+			b.WriteString(`[^/]*`)
+		case '?':
+			b.WriteString(`[^/]`)
+		case '[':
+			j := i + 1
+			neg := j < len(rs) && (rs[j] == '!' || rs[j] == '^')
+			if neg {
+				j++
+			}
+			start := j
+			if j < len(rs) && rs[j] == ']' {
+				j++ // a leading ] is a literal member
+			}
+			for j < len(rs) && rs[j] != ']' {
+				j++
+			}
+			if j >= len(rs) {
+				return errors.New("unterminated [ character class")
+			}
+			members := rs[start:j]
+			if len(members) == 0 {
+				return errors.New("empty [] character class")
+			}
+			b.WriteString("[")
+			if neg {
+				b.WriteString("^/")
+			}
+			for _, m := range members {
+				switch m {
+				case '\\', '[', ']', '^':
+					b.WriteRune('\\')
+				}
+				b.WriteRune(m)
+			}
+			b.WriteString("]")
+			i = j
+		case '{':
+			j := i + 1
+			for j < len(rs) && rs[j] != '}' {
+				if rs[j] == '{' {
+					return errors.New("nested { alternatives are not supported")
+				}
+				j++
+			}
+			if j >= len(rs) {
+				return errors.New("unterminated { alternatives")
+			}
+			alts := strings.Split(string(rs[i+1:j]), ",")
+			b.WriteString("(?:")
+			for k, a := range alts {
+				if k > 0 {
+					b.WriteString("|")
+				}
+				b.WriteString(regexp.QuoteMeta(a))
+			}
+			b.WriteString(")")
+			i = j
+		case '}':
+			return errors.New("unmatched }")
+		default:
+			b.WriteString(regexp.QuoteMeta(string(r)))
+		}
+	}
+	return nil
+}
+
+// match reports whether a normalised path matches.
+func (g *pathGlob) match(p string) bool { return g.re.MatchString(p) }
+
+// hasDrive reports a Windows drive prefix such as C: or c:/.
+func hasDrive(s string) bool {
+	return len(s) >= 2 && s[1] == ':' && (s[0] >= 'a' && s[0] <= 'z' || s[0] >= 'A' && s[0] <= 'Z')
+}
+
+// normPath brings an absolute path to the form globs and prefixes are
+// compiled against: "/" separators, a Windows drive as a first component
+// ("/c:/x"), ASCII case folded where the file system folds it, and the root
+// as "" so that every component is written "/name".
+func normPath(p string, fold, windows bool) string {
+	if windows {
+		p = strings.ReplaceAll(p, `\`, "/")
+		if hasDrive(p) {
+			p = "/" + p
+		}
+	}
+	if fold {
+		p = asciiLower(p)
+	}
+	if p == "/" {
+		return ""
+	}
+	return strings.TrimSuffix(p, "/")
+}
+
+// compilePrefix validates an absolute prefix and normalises it.
+func compilePrefix(src string, fold, windows bool) (string, error) {
+	p := src
+	if windows {
+		p = strings.ReplaceAll(p, `\`, "/")
+	}
+	if !strings.HasPrefix(p, "/") && !(windows && hasDrive(p)) {
+		return "", fmt.Errorf("prefix %q is not an absolute path", src)
+	}
+	for _, c := range strings.Split(p, "/") {
+		if c == ".." {
+			return "", fmt.Errorf("prefix %q: \"..\" components are not allowed", src)
+		}
+	}
+	if windows && hasDrive(p) {
+		p = p[:2] + path.Clean("/"+p[2:])
+	} else {
+		p = path.Clean(p)
+	}
+	return normPath(p, fold, windows), nil
+}
+
+// prefixMatch compares whole components: /etc/shadow covers /etc/shadow
+// and /etc/shadow/x, never /etc/shadow-.
+func prefixMatch(prefix, p string) bool {
+	return p == prefix || strings.HasPrefix(p, prefix+"/")
+}
+
+// pathCandidates returns the normalised lexical and resolved paths of a
+// path item (checks.md §4.3: a rule matches if either matches). A dynamic
+// or scratch target has none.
+func (p *Policy) pathCandidates(pv *tripwire.PathView) []string {
+	var out []string
+	for _, s := range [2]string{pv.Lexical, pv.Resolved} {
+		if s == "" {
+			continue
+		}
+		n := normPath(s, p.fold, p.windows)
+		if len(out) == 0 || out[0] != n {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// normalizeHost brings a rule's host to the form the tripwire gives a URL's
+// host: lowercase, one trailing dot dropped, IDNA lookup-encoded; an IP
+// literal in its canonical form.
+func normalizeHost(h string) (string, error) {
+	if a, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil {
+		return a.String(), nil
+	}
+	if strings.ContainsAny(h, "/:@*?# \t\r\n[]") {
+		return "", fmt.Errorf("host %q is not a host name (no scheme, port, path or wildcard: subdomains always match)", h)
+	}
+	n := strings.TrimSuffix(strings.ToLower(h), ".")
+	if n == "" {
+		return "", fmt.Errorf("host %q is empty", h)
+	}
+	a, err := idna.Lookup.ToASCII(n)
+	if err != nil {
+		return "", fmt.Errorf("host %q is not a valid host name: %w", h, err)
+	}
+	return a, nil
+}
+
+// hostMatch compares at a label boundary: example.com covers example.com and
+// api.example.com, never evil-example.com or example.com.evil.io. An IP
+// literal only matches itself (1.2.3.4 is not a "subdomain" of 3.4).
+func hostMatch(rule, host string, hostIsIP bool) bool {
+	if host == rule {
+		return true
+	}
+	return !hostIsIP && strings.HasSuffix(host, "."+rule)
+}
+
+// compileCIDR parses a CIDR, rejecting host bits so that 10.0.0.1/8 is not
+// silently read as 10.0.0.0/8.
+func compileCIDR(s string) (netip.Prefix, error) {
+	pf, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is not a CIDR: %w", s, err)
+	}
+	if m := pf.Masked(); m != pf {
+		return netip.Prefix{}, fmt.Errorf("%q has host bits set (did you mean %s?)", s, m)
+	}
+	if pf.Addr().Is4In6() {
+		// An IPv4-mapped prefix would never match: addresses are unmapped
+		// before the test.
+		return netip.Prefix{}, fmt.Errorf("%q is an IPv4-mapped prefix; write the IPv4 form", s)
+	}
+	return pf, nil
+}
+
+// nat64 is the well-known NAT64 prefix: 64:ff9b::a.b.c.d goes to a.b.c.d.
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
+// unmap returns where a packet to a really goes: the IPv4 address inside an
+// IPv4-mapped or NAT64 address, else a itself.
+func unmap(a netip.Addr) netip.Addr {
+	a = a.Unmap()
+	if a.Is6() && nat64.Contains(a) {
+		b := a.As16()
+		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+	}
+	return a
+}
+
+// cidrResult is the outcome of the cidr test of checks.md §4.3.
+type cidrResult int
+
+const (
+	cidrNo      cidrResult = iota
+	cidrYes                // the IP literal or a resolved address is in range
+	cidrUnknown            // resolution failed: the address set is unknown
+)
+
+// cidrTest reports whether the URL's host is an IP literal in one of the
+// ranges, or any check-time resolved address is. A URL that failed the
+// tripwire's static steps was never resolved: it has no addresses, which is
+// not a failure. A resolution that failed is cidrUnknown, which callers
+// treat as a match wherever that is the stricter outcome (fail closed).
+func cidrTest(ranges []netip.Prefix, u *tripwire.URLView) cidrResult {
+	if u == nil {
+		return cidrNo
+	}
+	in := func(a netip.Addr) bool {
+		a = unmap(a)
+		for _, r := range ranges {
+			if r.Contains(a) {
+				return true
+			}
+		}
+		return false
+	}
+	if u.IP.IsValid() && in(u.IP) {
+		return cidrYes
+	}
+	for _, a := range u.Addrs {
+		if in(a) {
+			return cidrYes
+		}
+	}
+	if u.ResolveErr != nil {
+		return cidrUnknown
+	}
+	return cidrNo
+}
+
+// programMatch reports whether a command's program matches basename globs.
+// A program computed at run time has no name to compare, so only "*"
+// matches it; a program that is known but runs dynamic code (eval,
+// sh -c "$x") is matched by its name as well as by "*".
+func programMatch(globs []string, anyProg bool, c *shell.Command, fold bool) bool {
+	if c.Dynamic && anyProg {
+		return true
+	}
+	if c.Program == "" {
+		return false
+	}
+	for _, g := range globs {
+		if shell.MatchGlob(g, c.Program, fold) {
+			return true
+		}
+	}
+	return false
+}
+
+// validBasenameGlob checks a program or executables glob.
+func validBasenameGlob(g string) error {
+	if err := shell.ValidGlob(g); err != nil {
+		return err
+	}
+	if strings.Contains(g, "/") {
+		return fmt.Errorf("glob %q contains /: programs are matched by basename", g)
+	}
+	return nil
+}
