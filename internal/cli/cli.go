@@ -155,6 +155,7 @@ recorded in a signed, hash-chained ledger that an auditor can verify offline.`,
 	root.AddCommand(
 		a.versionCommand(),
 		a.checkCommand(),
+		a.policyCommand(),
 	)
 	return root
 }
