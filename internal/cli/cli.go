@@ -28,6 +28,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/sandbox/native"
 )
 
 // Build metadata, set with -ldflags "-X ...cli.version=... -X ...cli.commit=...".
@@ -90,6 +91,11 @@ func (a *app) config() (*config.Config, error) {
 // Run executes the ironvise command line args (args[0] is the program name)
 // and returns the process exit code.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	// The native sandbox re-executes this binary as its launcher; it must
+	// run before any other work (sandbox/native).
+	if native.IsLauncher(args) {
+		return native.LauncherMain(args)
+	}
 	look, err := config.OSLookup(".env")
 	if err != nil {
 		fmt.Fprintf(stderr, "ironvise: %v\n", err)

@@ -8,7 +8,31 @@ type Sandbox struct {
 	// Tier is ECTO_SANDBOX_TIER: "" (select automatically), native,
 	// docker or firecracker.
 	Tier string
+	// TimeoutSecs is ECTO_SANDBOX_TIMEOUT_SECS, the wall-clock limit of a
+	// command (default 30).
+	TimeoutSecs int
+	// CPUSecs, MemMiB and NoFile are ECTO_SANDBOX_CPU_SECS (default 30),
+	// ECTO_SANDBOX_MEM_MIB (address space, default 512) and
+	// ECTO_SANDBOX_NOFILE (default 64): the native tier's rlimits.
+	CPUSecs int
+	MemMiB  int
+	NoFile  int
+	// User is ECTO_SANDBOX_USER: when IronVise runs as root, the native
+	// Linux tier runs commands as this user (a name or a numeric uid).
+	User string
+	// DockerImage is ECTO_DOCKER_IMAGE and FCBinary is ECTO_FC_BINARY,
+	// read here only for tier selection (sandbox.md §2).
+	DockerImage string
+	FCBinary    string
 }
+
+// Defaults of the native tier (sandbox.md §3).
+const (
+	DefaultSandboxTimeoutSecs = 30
+	DefaultSandboxCPUSecs     = 30
+	DefaultSandboxMemMiB      = 512
+	DefaultSandboxNoFile      = 64
+)
 
 func loadSandbox(r *reader) Sandbox {
 	var s Sandbox
@@ -24,5 +48,14 @@ func loadSandbox(r *reader) Sandbox {
 		}
 	}
 	s.Tier = r.enum("ECTO_SANDBOX_TIER", "", "native", "docker", "firecracker")
+	s.TimeoutSecs, _ = r.intRange("ECTO_SANDBOX_TIMEOUT_SECS", DefaultSandboxTimeoutSecs, 1, 86400)
+	s.CPUSecs, _ = r.intRange("ECTO_SANDBOX_CPU_SECS", DefaultSandboxCPUSecs, 1, 86400)
+	// Below 16 MiB not even /bin/sh starts; the upper bound is 1 TiB.
+	s.MemMiB, _ = r.intRange("ECTO_SANDBOX_MEM_MIB", DefaultSandboxMemMiB, 16, 1<<20)
+	// A shell needs a handful of descriptors for its pipes and redirections.
+	s.NoFile, _ = r.intRange("ECTO_SANDBOX_NOFILE", DefaultSandboxNoFile, 8, 1<<20)
+	s.User = r.str("ECTO_SANDBOX_USER", "")
+	s.DockerImage = r.str("ECTO_DOCKER_IMAGE", "")
+	s.FCBinary = r.absPath("ECTO_FC_BINARY", "")
 	return s
 }

@@ -241,7 +241,7 @@ func (e *UnavailableError) Error() string {
 	if e.Fix != "" {
 		s += "; fix: " + e.Fix
 	}
-	if e.Err != nil {
+	if e.Err != nil && !errors.Is(e.Err, ErrUnavailable) {
 		s += ": " + e.Err.Error()
 	}
 	return s

@@ -1,0 +1,225 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/sandbox/native"
+)
+
+// sandboxFactories are the tiers built into this binary.
+var sandboxFactories = sandbox.Factories{Native: native.New}
+
+// sandboxOptions converts the configuration into the sandbox's typed
+// options. tier, when non-empty, overrides ECTO_SANDBOX_TIER.
+func sandboxOptions(c config.Sandbox, tier string, log *slog.Logger) sandbox.Options {
+	if tier == "" {
+		tier = c.Tier
+	}
+	return sandbox.Options{
+		Tier: tier, DockerImage: c.DockerImage, FCBinary: c.FCBinary, Permissive: c.Permissive,
+		Timeout: time.Duration(c.TimeoutSecs) * time.Second,
+		Limits:  sandbox.Limits{CPUSecs: c.CPUSecs, MemMiB: c.MemMiB, NoFile: c.NoFile},
+		User:    c.User, Logger: log,
+	}
+}
+
+// sandboxTier selects the configured tier (sandbox.md §2). Commands that run
+// intents (exec, audit, serve) use it; serve calls SelfTest on the result
+// before it listens.
+func (a *app) sandboxTier(tierFlag string) (sandbox.Tier, error) {
+	cfg, err := a.config()
+	if err != nil {
+		return nil, err
+	}
+	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	t, err := sandbox.Select(sandboxOptions(cfg.Sandbox, tierFlag, log), sandboxFactories)
+	if err != nil {
+		return nil, exitCode(ExitUsage, err)
+	}
+	return t, nil
+}
+
+func (a *app) sandboxCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sandbox",
+		Short: "Inspect the sandbox tiers",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(a.sandboxDoctorCommand())
+	return cmd
+}
+
+// doctorReport is the JSON of `ironvise sandbox doctor --json`.
+type doctorReport struct {
+	Selected   sandbox.TierName     `json:"selected"`
+	Permissive bool                 `json:"permissive"`
+	Usable     bool                 `json:"usable"`
+	Tiers      []sandbox.TierReport `json:"tiers"`
+}
+
+func (a *app) sandboxDoctorCommand() *cobra.Command {
+	var (
+		asJSON bool
+		tier   string
+	)
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Probe what each sandbox tier enforces on this host",
+		Long: `Probe the sandbox from inside real sandboxed children: write the workspace,
+write outside it, read outside the allowed roots, open TCP, UDP and Unix sockets,
+ptrace, signal IronVise, exceed the CPU, memory, descriptor and process limits,
+and leave background processes behind. Each guarantee is reported as enforced,
+not_enforced or not_applicable, with the evidence.
+
+Exits 1 when the selected tier cannot be used here, naming the fix.`,
+		Example: `  ironvise sandbox doctor
+  ironvise sandbox doctor --json
+  ironvise sandbox doctor --tier docker`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch tier {
+			case "", "native", "docker", "firecracker":
+			default:
+				return exitCode(ExitUsage, fmt.Errorf("--tier %q: unknown tier (accepted: native, docker, firecracker)", tier))
+			}
+			cfg, err := a.config()
+			if err != nil {
+				return err
+			}
+			selected, err := a.sandboxTier(tier)
+			if err != nil {
+				return err
+			}
+			rep := doctorReport{Selected: selected.Name(), Permissive: cfg.Sandbox.Permissive}
+			if cfg.Sandbox.Permissive {
+				rep.Tiers = append(rep.Tiers, permissiveReport())
+			} else {
+				rep.Tiers = append(rep.Tiers, sandbox.Doctor(a.ctx, selected, true))
+			}
+			rep.Usable = rep.Tiers[0].Usable()
+			if tier == "" {
+				// The other tiers: availability only (probing every tier
+				// would run containers and VMs).
+				for _, kind := range []string{"native", "docker", "firecracker"} {
+					t, err := sandbox.Select(sandboxOptions(cfg.Sandbox, kind, nil), sandboxFactories)
+					if err != nil || t.Name() == selected.Name() {
+						continue
+					}
+					tr := sandbox.TierReport{Tier: t.Name(), Available: true}
+					if err := t.Available(a.ctx); err != nil {
+						tr.Available, tr.Problem = false, err.Error()
+					}
+					rep.Tiers = append(rep.Tiers, tr)
+				}
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(rep); err != nil {
+					return err
+				}
+			} else {
+				printDoctor(a.stdout, rep)
+			}
+			if !rep.Usable {
+				return exitCode(ExitDenied, fmt.Errorf("sandbox tier %s is not usable on this host: %s", rep.Selected, rep.Tiers[0].Problem))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print machine-readable JSON")
+	cmd.Flags().StringVar(&tier, "tier", "", "probe this tier instead of the selected one: native, docker or firecracker")
+	return cmd
+}
+
+// permissiveReport describes ECTO_SANDBOX_PERMISSIVE=true without probing:
+// nothing is confined, by design.
+func permissiveReport() sandbox.TierReport {
+	r := sandbox.TierReport{Tier: sandbox.TierNone, Selected: true, Available: true,
+		Notes: []string{"ECTO_SANDBOX_PERMISSIVE=true: commands run WITHOUT OS confinement; development only"}}
+	for _, n := range sandbox.GuaranteeNames() {
+		r.Guarantees = append(r.Guarantees, sandbox.Guarantee{Name: n, State: sandbox.StateNotEnforced, Evidence: "permissive mode"})
+	}
+	return r
+}
+
+// printDoctor writes the human-readable report.
+func printDoctor(w io.Writer, rep doctorReport) {
+	for i, t := range rep.Tiers {
+		if i == 1 {
+			fmt.Fprintln(w, "\nother tiers:")
+		}
+		if i > 0 {
+			state := "available"
+			if !t.Usable() {
+				state = "unavailable: " + t.Problem
+			}
+			fmt.Fprintf(w, "  %-14s %s\n", t.Tier, state)
+			continue
+		}
+		state := "usable"
+		if !t.Usable() {
+			state = "NOT USABLE: " + t.Problem
+		}
+		fmt.Fprintf(w, "selected tier: %s (%s)\n", t.Tier, state)
+		if e := t.Enforced; e != nil {
+			fmt.Fprintf(w, "  in force: %s\n", describeEnforced(e))
+		}
+		if len(t.Guarantees) > 0 {
+			fmt.Fprintln(w)
+		}
+		for _, g := range t.Guarantees {
+			ev := g.Evidence
+			if !g.Probed && g.State != sandbox.StateNotApplicable {
+				ev = "(not probed) " + ev
+			}
+			fmt.Fprintf(w, "  %-14s %-24s %s\n", g.State, g.Name, ev)
+		}
+		if len(t.Notes) > 0 {
+			fmt.Fprintln(w, "\nnotes:")
+			for _, n := range t.Notes {
+				fmt.Fprintf(w, "  - %s\n", n)
+			}
+		}
+	}
+}
+
+// describeEnforced is the one-line summary of an enforcement record.
+func describeEnforced(e *sandbox.Enforced) string {
+	var parts []string
+	if e.LandlockABI != nil {
+		parts = append(parts, fmt.Sprintf("Landlock ABI %d", *e.LandlockABI))
+	}
+	if e.SeccompProfileSHA256 != "" {
+		parts = append(parts, "seccomp profile "+e.SeccompProfileSHA256[:min(12, len(e.SeccompProfileSHA256))])
+	}
+	if r := e.RLimits; r != nil {
+		parts = append(parts, fmt.Sprintf("rlimits cpu %d s, address space %d MiB, nofile %d, nproc %d, fsize %d MiB",
+			r.CPUSecs, r.ASMiB, r.NoFile, r.NProc, r.FSizeMiB))
+	}
+	if e.PidMax != nil {
+		parts = append(parts, fmt.Sprintf("pid_max %d", *e.PidMax))
+	}
+	if e.UID != nil {
+		parts = append(parts, fmt.Sprintf("uid %d", *e.UID))
+	}
+	if e.Capabilities != "" {
+		parts = append(parts, "capabilities "+e.Capabilities)
+	}
+	if len(e.Namespaces) > 0 {
+		parts = append(parts, "namespaces "+strings.Join(e.Namespaces, ", "))
+	}
+	if e.Network != "" {
+		parts = append(parts, "network "+e.Network)
+	}
+	return strings.Join(parts, "; ")
+}

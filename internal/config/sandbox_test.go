@@ -1,0 +1,50 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestSandboxDefaultsAndOverrides(t *testing.T) {
+	c, err := Load(MapLookup(map[string]string{"HOME": "/h"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Sandbox
+	if s.TimeoutSecs != 30 || s.CPUSecs != 30 || s.MemMiB != 512 || s.NoFile != 64 || s.User != "" || s.DockerImage != "" || s.FCBinary != "" {
+		t.Fatalf("defaults: %+v", s)
+	}
+	c, err = Load(MapLookup(map[string]string{
+		"HOME": "/h", "ECTO_SANDBOX_TIMEOUT_SECS": "5", "ECTO_SANDBOX_CPU_SECS": "2", "ECTO_SANDBOX_MEM_MIB": "2048",
+		"ECTO_SANDBOX_NOFILE": "256", "ECTO_SANDBOX_USER": "nobody", "ECTO_DOCKER_IMAGE": "alpine:3.19",
+		"ECTO_FC_BINARY": "/usr/local/bin/firecracker", "ECTO_SANDBOX_TIER": "Docker",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = c.Sandbox
+	if s.TimeoutSecs != 5 || s.CPUSecs != 2 || s.MemMiB != 2048 || s.NoFile != 256 || s.User != "nobody" ||
+		s.DockerImage != "alpine:3.19" || s.FCBinary != "/usr/local/bin/firecracker" || s.Tier != "docker" {
+		t.Fatalf("overrides: %+v", s)
+	}
+}
+
+func TestSandboxRejectsMalformedValues(t *testing.T) {
+	cases := []struct{ name, value, want string }{
+		{"ECTO_SANDBOX_TIMEOUT_SECS", "0", `ECTO_SANDBOX_TIMEOUT_SECS="0": not an integer in range (accepted: 1 to 86400)`},
+		{"ECTO_SANDBOX_TIMEOUT_SECS", "30s", `ECTO_SANDBOX_TIMEOUT_SECS="30s"`},
+		{"ECTO_SANDBOX_CPU_SECS", "-1", `ECTO_SANDBOX_CPU_SECS="-1"`},
+		{"ECTO_SANDBOX_MEM_MIB", "8", `ECTO_SANDBOX_MEM_MIB="8": not an integer in range (accepted: 16 to 1048576)`},
+		{"ECTO_SANDBOX_MEM_MIB", "512M", `ECTO_SANDBOX_MEM_MIB="512M"`},
+		{"ECTO_SANDBOX_NOFILE", "2", `ECTO_SANDBOX_NOFILE="2"`},
+		{"ECTO_FC_BINARY", "firecracker", `ECTO_FC_BINARY="firecracker": not an absolute path`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
+			_, err := Load(MapLookup(map[string]string{"HOME": "/h", tc.name: tc.value}))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v; want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
