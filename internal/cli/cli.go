@@ -162,6 +162,7 @@ recorded in a signed, hash-chained ledger that an auditor can verify offline.`,
 		a.versionCommand(),
 		a.checkCommand(),
 		a.policyCommand(),
+		a.sandboxCommand(),
 	)
 	return root
 }
