@@ -238,16 +238,6 @@ func checkSignatures(in *VerifyInput, r *Report) Check {
 			keys = append(keys, chainKeyAt{uint64(i) + 1, np})
 		}
 	}
-	// The key table must list exactly the keys the chain declares.
-	if len(in.Keys) != len(keys) {
-		return fail(int64(keyMismatchSeq(in.Keys, keys)), "the key table lists %d keys, the chain declares %d", len(in.Keys), len(keys))
-	}
-	for i, k := range keys {
-		row := in.Keys[i]
-		if row.ValidFromSeq != k.from || !row.PublicKey.Equal(k.pub) || row.KeyID != KeyID(k.pub) {
-			return fail(int64(k.from), "key table row %d (key %s from sequence %d) disagrees with the chain (key %s from sequence %d)", i, row.KeyID, row.ValidFromSeq, KeyID(k.pub), k.from)
-		}
-	}
 	bad := parallelFirst(len(items), func(i int) bool {
 		return !verifySig(items[i].pub, items[i].ev)
 	})
@@ -258,6 +248,16 @@ func checkSignatures(in *VerifyInput, r *Report) Check {
 			what = "key rotation signature (must be by the previous key)"
 		}
 		return fail(int64(bad), "%s does not verify with key %s", what, KeyID(items[bad].pub))
+	}
+	// The key table must list exactly the keys the chain declares.
+	if len(in.Keys) != len(keys) {
+		return fail(int64(keyMismatchSeq(in.Keys, keys)), "the key table lists %d keys, the chain declares %d", len(in.Keys), len(keys))
+	}
+	for i, k := range keys {
+		row := in.Keys[i]
+		if row.ValidFromSeq != k.from || !row.PublicKey.Equal(k.pub) || row.KeyID != KeyID(k.pub) {
+			return fail(int64(k.from), "key table row %d (key %s from sequence %d) disagrees with the chain (key %s from sequence %d)", i, row.KeyID, row.ValidFromSeq, KeyID(k.pub), k.from)
+		}
 	}
 	note := ""
 	if len(r.IssuerSigned) > 0 {

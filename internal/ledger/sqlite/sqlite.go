@@ -1,0 +1,127 @@
+// Package sqlite is the embedded ledger backend: one SQLite file (or a
+// database held only in memory) through modernc.org/sqlite, a pure-Go
+// driver, so the binary needs no cgo and cross-compiles.
+//
+// # Configuration
+//
+// The database runs in WAL mode with synchronous=FULL (a committed append
+// survives a power cut), foreign keys on and a 10 s busy timeout. All
+// writes go through one connection that begins with BEGIN IMMEDIATE —
+// SQLite has one writer at a time anyway, and taking the lock up front
+// means a write transaction never fails half-way on a lock upgrade.
+// Reads use a separate pool of query-only connections that WAL lets run
+// beside the writer.
+//
+// # Usage
+//
+//	b, err := sqlite.Open(ctx, filepath.Join(dataDir, "ledger.db"))
+//	l, err := ledger.New(ctx, b, opts)
+//
+// # Limitations
+//
+// ":memory:" keeps the whole ledger in one connection that lives as long
+// as the Store: reads wait behind writes, and everything is gone at
+// Close. Several processes may share a file on a local disk (SQLite's
+// locking), not over a network file system.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/ironvise/ironvise/internal/ledger/sqlstore"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Memory is the path that selects an in-memory database.
+const Memory = ":memory:"
+
+func dialect() sqlstore.Dialect {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		panic(err) // the embed pattern above guarantees the directory
+	}
+	return sqlstore.Dialect{Name: "sqlite", Migrations: sub}
+}
+
+const pragmas = "_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)"
+
+// Open opens (creating if needed, mode 0600) the SQLite ledger at path, or
+// an in-memory one for Memory, and applies the migrations. The caller must
+// Close it (ledger.Ledger.Close does).
+func Open(ctx context.Context, path string) (*sqlstore.Store, error) {
+	if path == Memory {
+		return openMemory(ctx)
+	}
+	if path == "" {
+		return nil, errors.New("sqlite: open: empty path")
+	}
+	if strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("sqlite: open %s: the path must not contain '?' or '#'", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("sqlite: create directory of %s: %w", path, err)
+	}
+	// Create the file ourselves so it is private: it holds goals, outputs
+	// and the encrypted session keys.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	f.Close()
+	w, err := sql.Open("sqlite", path+"?_txlock=immediate&_journal_mode=WAL&_synchronous=FULL&"+pragmas)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	// One writer connection: SQLite serialises writers anyway, and the
+	// ledger's group commit batches many appends into each transaction.
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	r, err := sql.Open("sqlite", path+"?_txlock=deferred&_pragma=query_only(1)&"+pragmas)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open %s for reading: %w", path, err)
+	}
+	r.SetMaxOpenConns(4)
+	s := sqlstore.New(dialect(), w, r, nil)
+	if err := s.Migrate(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func openMemory(ctx context.Context) (*sqlstore.Store, error) {
+	// A private in-memory database lives exactly as long as its one
+	// connection, so the pool keeps exactly one, forever.
+	db, err := sql.Open("sqlite", ":memory:?_txlock=immediate&"+pragmas)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open in-memory database: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	s := sqlstore.New(dialect(), db, db, nil)
+	if err := s.Migrate(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlite: migrate in-memory database: %w", err)
+	}
+	return s, nil
+}

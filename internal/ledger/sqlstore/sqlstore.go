@@ -1,0 +1,249 @@
+// Package sqlstore implements [ledger.Backend] over database/sql, shared by
+// the SQLite and PostgreSQL backends: the two differ only in their
+// [Dialect] (placeholders, how the write lock is taken, row locks, and
+// their embedded migrations).
+//
+// # Usage
+//
+// Backends build a Store from their connection pools and migrate it:
+//
+//	st := sqlstore.New(dialect, writer, reader)
+//	if err := st.Migrate(ctx); err != nil { … }
+//	l, err := ledger.New(ctx, st, opts)
+//
+// # Write lock
+//
+// Every ledger write runs in one transaction that holds a database-wide
+// lock (SQLite: BEGIN IMMEDIATE on the single writer connection;
+// PostgreSQL: a transaction advisory lock), so log indexes and per-session
+// sequences are assigned by one writer at a time across processes, and
+// the session rows of the batch are also locked with FOR UPDATE where the
+// database has row locks.
+//
+// # Limitations
+//
+// Queries are plain SQL over database/sql; backend-specific bulk paths
+// (COPY) are not used, since group commit already makes one multi-row
+// INSERT per table per batch.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ironvise/ironvise/internal/ledger"
+)
+
+// Dialect is what differs between databases.
+type Dialect struct {
+	// Name is the backend kind ("sqlite", "postgres").
+	Name string
+	// Numbered placeholders ($1, $2, …) instead of "?".
+	Numbered bool
+	// LockWrite is run first in every write transaction (empty when the
+	// transaction itself takes the lock, as SQLite's BEGIN IMMEDIATE does).
+	LockWrite string
+	// ForUpdate is appended to row reads inside write transactions.
+	ForUpdate string
+	// ViewOptions are the options of read transactions.
+	ViewOptions *sql.TxOptions
+	// Migrations holds NNNN_name.sql files applied in order.
+	Migrations fs.FS
+	// MigrationLock, when set, is run before migrating (PostgreSQL: an
+	// advisory lock so that instances starting together migrate once).
+	MigrationLock string
+}
+
+// Store is a ledger.Backend over database/sql.
+type Store struct {
+	d      Dialect
+	w, r   *sql.DB
+	closer func() error
+}
+
+// New returns a Store writing through writer and reading through reader
+// (the same pool is fine). closer, when set, replaces closing both pools.
+func New(d Dialect, writer, reader *sql.DB, closer func() error) *Store {
+	if reader == nil {
+		reader = writer
+	}
+	return &Store{d: d, w: writer, r: reader, closer: closer}
+}
+
+// Kind implements ledger.Backend.
+func (s *Store) Kind() string { return s.d.Name }
+
+// Close implements ledger.Backend.
+func (s *Store) Close() error {
+	if s.closer != nil {
+		return s.closer()
+	}
+	err := s.w.Close()
+	if s.r != s.w {
+		err = errors.Join(err, s.r.Close())
+	}
+	return err
+}
+
+// DB returns the writer pool (health checks, tests).
+func (s *Store) DB() *sql.DB { return s.w }
+
+// q rewrites "?" placeholders for the dialect.
+func (s *Store) q(query string) string {
+	if !s.d.Numbered {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(query); i++ {
+		if query[i] == '?' {
+			n++
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(query[i])
+	}
+	return b.String()
+}
+
+// SchemaVersion is the newest migration this build knows.
+func (s *Store) SchemaVersion() (int, error) {
+	ms, err := s.migrations()
+	if err != nil || len(ms) == 0 {
+		return 0, err
+	}
+	return ms[len(ms)-1].version, nil
+}
+
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func (s *Store) migrations() ([]migration, error) {
+	ents, err := fs.ReadDir(s.d.Migrations, ".")
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: read migrations: %w", err)
+	}
+	var out []migration
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".sql") {
+			continue
+		}
+		v, err := strconv.Atoi(strings.SplitN(name, "_", 2)[0])
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: migration %s: name must start with a number", name)
+		}
+		b, err := fs.ReadFile(s.d.Migrations, name)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: read migration %s: %w", name, err)
+		}
+		out = append(out, migration{v, name, string(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	return out, nil
+}
+
+// Migrate applies the embedded migrations that are not yet recorded in
+// schema_migrations, each in its own transaction. A database migrated by
+// a newer build is refused (ledger.ErrSchema).
+func (s *Store) Migrate(ctx context.Context) error {
+	ms, err := s.migrations()
+	if err != nil {
+		return err
+	}
+	conn, err := s.w.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlstore: migrate: %w", err)
+	}
+	defer conn.Close()
+	if s.d.MigrationLock != "" {
+		if _, err := conn.ExecContext(ctx, s.d.MigrationLock); err != nil {
+			return fmt.Errorf("sqlstore: migration lock: %w", err)
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), strings.Replace(s.d.MigrationLock, "pg_advisory_lock", "pg_advisory_unlock", 1))
+	}
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("sqlstore: create schema_migrations: %w", err)
+	}
+	var cur sql.NullInt64
+	if err := conn.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&cur); err != nil {
+		return fmt.Errorf("sqlstore: read schema version: %w", err)
+	}
+	if len(ms) > 0 && cur.Int64 > int64(ms[len(ms)-1].version) {
+		return fmt.Errorf("%w: the database is at schema %d, this build knows up to %d; upgrade ironvise", ledger.ErrSchema, cur.Int64, ms[len(ms)-1].version)
+	}
+	for _, m := range ms {
+		if int64(m.version) <= cur.Int64 {
+			continue
+		}
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("sqlstore: migration %s: %w", m.name, err)
+		}
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("sqlstore: migration %s: %w", m.name, err)
+		}
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`), m.version, m.name, nowMicros()); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("sqlstore: record migration %s: %w", m.name, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("sqlstore: commit migration %s: %w", m.name, err)
+		}
+	}
+	return nil
+}
+
+// Update implements ledger.Backend.
+func (s *Store) Update(ctx context.Context, fn func(ledger.WriteTx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlstore: begin write: %w", err)
+	}
+	if s.d.LockWrite != "" {
+		if _, err := tx.ExecContext(ctx, s.d.LockWrite); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("sqlstore: take write lock: %w", err)
+		}
+	}
+	if err := fn(&txn{s: s, tx: tx, write: true}); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlstore: commit: %w", err)
+	}
+	return nil
+}
+
+// View implements ledger.Backend.
+func (s *Store) View(ctx context.Context, fn func(ledger.ReadTx) error) error {
+	tx, err := s.r.BeginTx(ctx, s.d.ViewOptions)
+	if err != nil {
+		return fmt.Errorf("sqlstore: begin read: %w", err)
+	}
+	defer tx.Rollback()
+	return fn(&txn{s: s, tx: tx})
+}
+
+// RenewLeases implements ledger.Backend.
+func (s *Store) RenewLeases(ctx context.Context, owner string, until int64) error {
+	_, err := s.w.ExecContext(ctx, s.q(`UPDATE sessions SET lease_until = ? WHERE owner_id = ? AND status = 'running' AND sealed_at IS NULL`), until, owner)
+	if err != nil {
+		return fmt.Errorf("sqlstore: renew leases: %w", err)
+	}
+	return nil
+}
+
+var _ ledger.Backend = (*Store)(nil)
