@@ -1,0 +1,123 @@
+//go:build darwin
+
+package native
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ironvise/ironvise/internal/sandbox"
+)
+
+// sandboxExec is the absolute path of Apple's sandbox-exec, which applies a
+// Seatbelt profile (sandbox_init) to the process it starts. An absolute path
+// so that a planted binary earlier in PATH cannot replace it.
+const sandboxExec = "/usr/bin/sandbox-exec"
+
+// Tier is the native macOS tier: each command runs under a generated
+// Seatbelt profile.
+type Tier struct {
+	opts sandbox.Options
+	log  *slog.Logger
+}
+
+// New returns the native macOS tier.
+func New(opts sandbox.Options) (sandbox.Tier, error) {
+	opts = opts.WithDefaults()
+	if opts.User != "" {
+		return nil, fmt.Errorf("native: ECTO_SANDBOX_USER=%q: switching user is supported on Linux only", opts.User)
+	}
+	return &Tier{opts: opts, log: opts.Logger}, nil
+}
+
+// Name implements sandbox.Tier.
+func (t *Tier) Name() sandbox.TierName { return sandbox.TierNativeDarwin }
+
+// Available implements sandbox.Tier.
+func (t *Tier) Available(context.Context) error {
+	if _, err := os.Stat(sandboxExec); err != nil {
+		return &sandbox.UnavailableError{Tier: sandbox.TierNativeDarwin, Reason: sandboxExec + " is missing",
+			Fix: "restore it from the macOS installation, or set ECTO_DOCKER_IMAGE to use the container tier", Err: err}
+	}
+	return nil
+}
+
+// SelfTest implements sandbox.Tier.
+func (t *Tier) SelfTest(ctx context.Context) error { return sandbox.SelfTest(ctx, t) }
+
+// Run implements sandbox.Tier.
+func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
+	start := time.Now()
+	abort := func(format string, args ...any) sandbox.Result {
+		return sandbox.Aborted(sandbox.TierNativeDarwin, fmt.Sprintf(format, args...), time.Since(start))
+	}
+	if err := sandbox.ValidateRequest(req); err != nil {
+		return abort("%v", err)
+	}
+	if err := t.Available(ctx); err != nil {
+		return abort("%v", err)
+	}
+	// Seatbelt matches resolved paths (/tmp is /private/tmp).
+	ws, err := filepath.EvalSymlinks(req.Workspace)
+	if err != nil {
+		return abort("workspace %s: %v", req.Workspace, err)
+	}
+	scratch, err := os.MkdirTemp("", "ironvise-scratch-")
+	if err != nil {
+		return abort("create scratch directory: %v", err)
+	}
+	defer os.RemoveAll(scratch)
+	if scratch, err = filepath.EvalSymlinks(scratch); err != nil {
+		return abort("scratch directory: %v", err)
+	}
+	profile, sum, err := SeatbeltProfile(ws, scratch)
+	if err != nil {
+		return abort("generate the Seatbelt profile: %v", err)
+	}
+
+	timeout := t.opts.EffectiveTimeout(req)
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(rctx, sandboxExec, "-p", profile, "/bin/sh", "-c", req.Command)
+	cmd.Dir = ws
+	cmd.Env = sandbox.CommandEnv(req.Env, map[string]string{
+		"PATH": sandbox.DefaultPath + ":/opt/homebrew/bin", "HOME": scratch, "TMPDIR": scratch, "PWD": ws, "SHELL": "/bin/sh",
+	})
+	var stdout, stderr sandbox.Collector
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	runErr := cmd.Run()
+	dur := time.Since(start)
+	if cmd.ProcessState == nil {
+		return abort("start %s: %v", sandboxExec, runErr)
+	}
+	res := sandbox.Result{Tier: sandbox.TierNativeDarwin, Status: sandbox.StatusOK, Duration: dur}
+	res.Stdout, res.StdoutTruncated = stdout.Capped()
+	res.Stderr, res.StderrTruncated = stderr.Capped()
+	res.ExitCode, res.Signal = sandbox.ProcessOutcome(cmd.ProcessState)
+	// sandbox-exec reports its own failure (the profile could not be
+	// applied) on stderr with its name as prefix, before exec'ing the
+	// shell: fail closed.
+	if res.ExitCode != nil && *res.ExitCode != 0 && strings.HasPrefix(res.Stderr, "sandbox-exec:") {
+		return abort("the Seatbelt profile could not be applied: %s", strings.TrimSpace(res.Stderr))
+	}
+	uid := os.Getuid()
+	res.Enforced = &sandbox.Enforced{SeatbeltProfileSHA256: sum, Network: "none", ScratchDir: scratch, UID: &uid}
+	if rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		res.Status, res.ExitCode, res.Signal = sandbox.StatusTimeout, nil, "SIGKILL"
+		res.Reason = fmt.Sprintf("wall-clock timeout of %d s exceeded; the command's process group was killed", int(timeout.Seconds()))
+		res.Duration = max(dur, timeout)
+	}
+	return res
+}
+
+var _ sandbox.Tier = (*Tier)(nil)
