@@ -1,0 +1,374 @@
+package scan
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// Detector labels (checks.md §10.3).
+const (
+	labelInvisible   = "invisible_chars"
+	labelBidi        = "bidi_control_chars"
+	labelLargeBlob   = "large_base64_blob"
+	labelLookalike   = "cyrillic_greek_lookalike"
+	labelCyrGreekOne = "cyrillic_greek_single"
+)
+
+// ASCII byte classes of the detector pass.
+const (
+	clsB64Std  = 1 << iota // [A-Za-z0-9+/]: large_base64_blob runs
+	clsB64Any              // [A-Za-z0-9+/_-]: base64 candidate runs (§9 step 5)
+	clsLetter              // [A-Za-z]: Latin letters of a word
+	clsHex                 // [0-9A-Fa-f]
+	clsWord                // [0-9A-Za-z_]: RE2 \w, for \b checks
+	clsSpace               // RE2 \s: [\t\n\f\r ]
+)
+
+func newClassTable() *[256]uint8 {
+	var t [256]uint8
+	for c := 0; c < 256; c++ {
+		b := byte(c)
+		alnum := b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9'
+		if alnum || b == '+' || b == '/' {
+			t[c] |= clsB64Std
+		}
+		if alnum || b == '+' || b == '/' || b == '_' || b == '-' {
+			t[c] |= clsB64Any
+		}
+		if b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' {
+			t[c] |= clsLetter
+		}
+		if b >= '0' && b <= '9' || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F' {
+			t[c] |= clsHex
+		}
+		if alnum || b == '_' {
+			t[c] |= clsWord
+		}
+		switch b {
+		case '\t', '\n', '\f', '\r', ' ':
+			t[c] |= clsSpace
+		}
+	}
+	return &t
+}
+
+// isInvisible reports the characters of invisible_chars: the §10.3 set
+// (U+200B–U+200D, U+2060, U+FEFF, U+00AD, U+180E) plus the invisible
+// operators U+2061–U+2064 and the tag block U+E0000–U+E007F, which can
+// smuggle ASCII text past a reader ("tag smuggling").
+func isInvisible(r rune) bool {
+	switch {
+	case r == 0x00AD, r == 0x180E, r >= 0x200B && r <= 0x200D, r >= 0x2060 && r <= 0x2064, r == 0xFEFF:
+		return true
+	case r >= 0xE0000 && r <= 0xE007F:
+		return true
+	}
+	return false
+}
+
+// isBidi reports the characters of bidi_control_chars (§10.3): embeddings,
+// overrides and isolates, which can make text display in another order than
+// it is read ("trojan source").
+func isBidi(r rune) bool {
+	return r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069
+}
+
+// isConfusableUpper reports the uppercase Cyrillic and Greek letters that
+// render like Latin capitals: АВЕКМНОРСТХ and ΑΒΕΖΗΙΚΜΝΟΡΤΥΧ (§10.3).
+func isConfusableUpper(r rune) bool {
+	switch r {
+	case 'А', 'В', 'Е', 'К', 'М', 'Н', 'О', 'Р', 'С', 'Т', 'Х',
+		'Α', 'Β', 'Ε', 'Ζ', 'Η', 'Ι', 'Κ', 'Μ', 'Ν', 'Ο', 'Ρ', 'Τ', 'Υ', 'Χ':
+		return true
+	}
+	return false
+}
+
+// microSign is U+03BC: NFKC turns the micro sign U+00B5 into it, so Go's
+// "35µs" durations would otherwise read as a Greek-Latin mixed word.
+const microSign = 'μ'
+
+// word tracks one maximal \p{L}\p{M} run for the mixed-script detectors.
+// Invisible and bidi characters do not end a word: they are deleted before
+// the model reads the text, which joins the letters around them.
+type word struct {
+	active          bool
+	start, end      int
+	letters         int
+	latin           int
+	cyrillic, greek int
+	allConfusable   bool
+	microFirst      bool
+}
+
+func (w *word) add(r rune, pos, size int) {
+	if !w.active {
+		*w = word{active: true, start: pos, allConfusable: true, microFirst: r == microSign}
+	}
+	w.end = pos + size
+	if unicode.IsMark(r) {
+		w.allConfusable = false
+		return
+	}
+	w.letters++
+	switch {
+	case r < utf8.RuneSelf || unicode.Is(unicode.Latin, r):
+		w.latin++
+		w.allConfusable = false
+	case unicode.Is(unicode.Cyrillic, r):
+		w.cyrillic++
+		w.allConfusable = w.allConfusable && isConfusableUpper(r)
+	case unicode.Is(unicode.Greek, r):
+		w.greek++
+		w.allConfusable = w.allConfusable && isConfusableUpper(r)
+	default:
+		w.allConfusable = false
+	}
+}
+
+// microUnit reports a unit word such as "μs" or "μmol": the micro sign
+// followed only by Latin letters.
+func (w *word) microUnit() bool {
+	return w.microFirst && w.greek == 1 && w.cyrillic == 0 && w.latin == w.letters-1 && w.letters <= 4
+}
+
+// lookalike reports cyrillic_greek_lookalike for the finished word: Latin
+// mixed with Cyrillic or Greek, or at least three letters all drawn from
+// the uppercase confusables.
+func (w *word) lookalike() bool {
+	if w.microUnit() {
+		return false
+	}
+	if w.latin > 0 && w.cyrillic+w.greek > 0 {
+		return true
+	}
+	return w.latin == 0 && w.letters >= 3 && w.allConfusable
+}
+
+// cyrGreek reports whether the word has a Cyrillic or Greek letter other
+// than a unit's micro sign (cyrillic_greek_single).
+func (w *word) cyrGreek() bool { return w.cyrillic+w.greek > 0 && !w.microUnit() }
+
+// b64run is a base64 candidate run: [s, e) covers the maximal
+// [A-Za-z0-9+/_-] run of at least MinBase64Run characters and up to two
+// '='. inv says invisible or bidi characters sit inside it and must be
+// stripped before decoding.
+type b64run struct {
+	s, e int
+	inv  bool
+}
+
+// detections is the output of the detector pass.
+type detections struct {
+	deleted   []span // each invisible or bidi character
+	invisible bool
+	bidi      bool
+	lookalike []span
+	cyrGreek  bool
+	blobs     []span
+	runs      []b64run
+}
+
+// detect is the one hand-written detector pass (checks.md §10.1, §10.3).
+// It also collects the base64 candidate runs of the base64 pass.
+func (s *Scanner) detect(t string, d *detections) {
+	if isASCII(t) {
+		s.detectASCII(t, d)
+		return
+	}
+	s.detectUnicode(t, d)
+}
+
+// detectASCII handles pure ASCII text, where only the run detectors can
+// fire, with tight loops over the runs.
+func (s *Scanner) detectASCII(t string, d *detections) {
+	cls := s.class
+	n := len(t)
+	for i := 0; i < n; {
+		if cls[t[i]]&clsB64Any == 0 {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < n && cls[t[j]]&clsB64Any != 0 {
+			j++
+		}
+		end := j + equalsAt(t, j)
+		if j-i >= MinBase64Run {
+			d.runs = append(d.runs, b64run{s: i, e: end})
+		}
+		if j-i >= LargeBlobRun {
+			// Blob runs are the [A-Za-z0-9+/] sub-runs; '-' and '_' split them.
+			for k := i; k < j; {
+				if cls[t[k]]&clsB64Std == 0 {
+					k++
+					continue
+				}
+				m := k + 1
+				for m < j && cls[t[m]]&clsB64Std != 0 {
+					m++
+				}
+				if m-k >= LargeBlobRun {
+					e := m
+					if m == j {
+						e = end
+					}
+					d.blobs = append(d.blobs, span{k, e})
+				}
+				k = m
+			}
+		}
+		i = j
+	}
+}
+
+// equalsAt counts up to two '=' at t[j:].
+func equalsAt(t string, j int) int {
+	k := 0
+	for k < 2 && j+k < len(t) && t[j+k] == '=' {
+		k++
+	}
+	return k
+}
+
+// runTracker follows one run of a byte class across transparent
+// (invisible or bidi) characters.
+type runTracker struct {
+	start, n int
+	inv      bool
+}
+
+// detectUnicode is the general pass over text with non-ASCII characters.
+func (s *Scanner) detectUnicode(t string, d *detections) {
+	cls := s.class
+	var w word
+	var anyRun, stdRun runTracker // candidate runs and blob runs
+	endWord := func() {
+		if !w.active {
+			return
+		}
+		if w.lookalike() {
+			d.lookalike = append(d.lookalike, span{w.start, w.end})
+		}
+		if w.cyrGreek() {
+			d.cyrGreek = true
+		}
+		w.active = false
+	}
+	// endRuns closes the runs before position i (the first byte that is
+	// not part of them).
+	endRuns := func(i int, c byte) {
+		eq := 0
+		if c == '=' {
+			eq = equalsAt(t, i)
+		}
+		if anyRun.n >= MinBase64Run {
+			d.runs = append(d.runs, b64run{s: anyRun.start, e: i + eq, inv: anyRun.inv})
+		}
+		if stdRun.n >= LargeBlobRun {
+			d.blobs = append(d.blobs, span{stdRun.start, i + eq})
+		}
+		anyRun, stdRun = runTracker{}, runTracker{}
+	}
+	for i := 0; i < len(t); {
+		c := t[i]
+		if c < utf8.RuneSelf {
+			k := cls[c]
+			if k&clsLetter != 0 {
+				w.add(rune(c), i, 1)
+			} else {
+				endWord()
+			}
+			if k&clsB64Any != 0 {
+				if anyRun.n == 0 {
+					anyRun.start = i
+				}
+				anyRun.n++
+				if k&clsB64Std != 0 {
+					if stdRun.n == 0 {
+						stdRun.start = i
+					}
+					stdRun.n++
+				} else {
+					if stdRun.n >= LargeBlobRun {
+						d.blobs = append(d.blobs, span{stdRun.start, i})
+					}
+					stdRun = runTracker{}
+				}
+			} else if anyRun.n > 0 || stdRun.n > 0 {
+				endRuns(i, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(t[i:])
+		switch {
+		case isInvisible(r) || isBidi(r):
+			// Transparent: deleted from the sanitized text, so the runs
+			// and words on both sides join.
+			d.deleted = append(d.deleted, span{i, i + size})
+			if isBidi(r) {
+				d.bidi = true
+			} else {
+				d.invisible = true
+			}
+			if anyRun.n > 0 {
+				anyRun.inv = true
+			}
+		case unicode.IsLetter(r) || unicode.IsMark(r):
+			w.add(r, i, size)
+			if anyRun.n > 0 || stdRun.n > 0 {
+				endRuns(i, 0)
+			}
+		default:
+			endWord()
+			if anyRun.n > 0 || stdRun.n > 0 {
+				endRuns(i, 0)
+			}
+		}
+		i += size
+	}
+	endWord()
+	if anyRun.n > 0 || stdRun.n > 0 {
+		endRuns(len(t), 0)
+	}
+}
+
+// detectorHits turns detections into labels, redactions and deletions at
+// medium and high (§10.1 step 6, §10.3).
+func (s *Scanner) detectorHits(t string, d *detections, h *hits) {
+	if d.invisible {
+		h.label(labelInvisible)
+	}
+	if d.bidi {
+		h.label(labelBidi)
+	}
+	h.del = append(h.del, d.deleted...)
+	if len(d.lookalike) > 0 {
+		h.label(labelLookalike)
+		for _, sp := range d.lookalike {
+			h.addRedact(sp)
+		}
+	}
+	if len(d.blobs) > 0 {
+		h.label(labelLargeBlob)
+		for _, sp := range d.blobs {
+			h.addRedact(sp)
+		}
+	}
+	// cyrillic_greek_single only labels, and only at high.
+	if s.sens == High && d.cyrGreek {
+		h.label(labelCyrGreekOne)
+	}
+}
+
+// mixedScript reports whether t has a cyrillic_greek_lookalike word; the
+// prompt scan uses it for prompt_mixed_script (§9 step 6).
+func (s *Scanner) mixedScript(t string) bool {
+	if isASCII(t) {
+		return false
+	}
+	var d detections
+	s.detectUnicode(t, &d)
+	return len(d.lookalike) > 0
+}

@@ -1,0 +1,66 @@
+// Package scan is the output scanner and the goal prompt scan of IronVise
+// (checks.md §9 and §10).
+//
+// Everything an action produces (stdout, stderr, file content, HTTP bodies,
+// execution errors) goes back to the agent's model as an observation. That
+// text is attacker-controlled: a web page or a file can carry instructions
+// aimed at the model ("ignore previous instructions …"), an action object the
+// model might copy, or encoded payloads. The scanner labels such content and,
+// at medium and high sensitivity, redacts it before the model or the ledger
+// sees it. The goal gets a separate, stricter scan once per session.
+//
+// # Usage
+//
+//	sc, err := scan.New(scan.Medium)
+//	if err != nil { ... }
+//
+//	// Executor side: collect each stream, then cap and normalise it.
+//	var out scan.Collector
+//	cmd.Stdout = &out
+//	stdout, truncated := out.Text()
+//
+//	// Compose the observation (sandbox.md §1.1), then scan it.
+//	res := sc.Scan(composed)
+//	res.Truncated = res.Truncated || truncated
+//	res, abort := scan.ApplyRules(res, policyRules)
+//
+//	// Before step 1:
+//	v := sc.ScanGoal(goal) // check prompt_scan: allow, flag or deny
+//
+// # Design
+//
+// A naive pass of every pattern over the text is far too slow (checks.md
+// §10.1), so a [Scanner] compiles its lists once and each scan:
+//
+//   - builds one ASCII-lowercased copy of the normalised text that keeps byte
+//     offsets, so case-insensitive patterns are written in lowercase without
+//     (?i) and every span maps straight back to the original;
+//   - finds which hints occur with one hashed-trigram pass, and runs a pattern
+//     only when one of its hints occurs;
+//   - runs each pattern as literal-prefixed variants (a leading alternation is
+//     split, a leading \b or (?m)^ is checked by hand), so the regexp engine
+//     jumps between prefix occurrences instead of stepping every byte;
+//   - runs the detectors (invisible and bidi characters, mixed-script words,
+//     base64 runs) as one hand-written pass.
+//
+// Every pass reads the original normalised text, never another pass's
+// output, so labels do not depend on list order. Characters that are deleted
+// from the sanitized text (invisible and bidi controls) are also removed in a
+// second view of the text that the passes read as well, because that view is
+// what the model reads after sanitizing: "ign\u00ADore previous instructions"
+// must not become a clean injection once the soft hyphen is gone.
+//
+// # Limitations
+//
+//   - Detection is pattern-based. A model can be addressed in ways no list
+//     covers (paraphrase, other languages, images of text); the scanner
+//     lowers the risk, the guard and the sandbox still bound the damage.
+//   - Lowercasing is ASCII-only (byte offsets must not move). NFKC folds most
+//     compatibility look-alikes (fullwidth, mathematical letters, ligatures);
+//     Cyrillic and Greek homoglyphs are caught by the mixed-script detector,
+//     other scripts are not.
+//   - Base64 decoding is limited to [MaxBase64Runs] runs that decode to text
+//     per observation and to [MaxEncodedDepth] nested layers.
+//   - Policy observation_rules are compiled by the policy package; this
+//     package only applies them ([ApplyRules]).
+package scan

@@ -1,0 +1,248 @@
+package scan
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Limits of checks.md §9 and §10. Each is tested at its boundary.
+const (
+	// MaxCollectBytes is what an executor keeps of one stream (§10.1 step 1).
+	MaxCollectBytes = 1 << 20
+	// MaxStreamBytes caps one stream before it is scanned (§10.1 step 2).
+	MaxStreamBytes = 64 << 10
+	// MaxNormalizedBytes caps one stream after NFKC (§10.1 step 4).
+	MaxNormalizedBytes = 256 << 10
+	// MaxScanBytes caps the composed text Scan reads. The spec bounds each
+	// stream, not the composition; this keeps a caller that skipped
+	// CapStream from making a scan unboundedly long.
+	MaxScanBytes = 1 << 20
+	// MaxGoalBytes is the longest goal the prompt scan accepts (§9 step 1).
+	MaxGoalBytes = 16 << 10
+	// MinBase64Run is the shortest base64 candidate run (§9 step 5).
+	MinBase64Run = 24
+	// MinHexRun is the shortest hex candidate run (§9 step 5).
+	MinHexRun = 32
+	// MinBinaryBytes is the shortest decoding checked for executable magic.
+	MinBinaryBytes = 16
+	// MaxEncodedDepth is how many nested encoding layers are decoded: the
+	// text decoded from a run is rescanned once more for runs (§9 step 5).
+	MaxEncodedDepth = 2
+	// MaxBase64Runs caps the base64 runs per observation whose decoding is
+	// text and is therefore passed on to the structural and injection
+	// passes (§10.4).
+	MaxBase64Runs = 64
+	// LargeBlobRun is the run length of the large_base64_blob detector.
+	LargeBlobRun = 500
+	// MaxStructuralDepth bounds the action-object search (§10.4).
+	MaxStructuralDepth = 16
+)
+
+// Marker is the replacement text of a scanner redaction.
+const Marker = "[REDACTED:scanner]"
+
+// Sentinel errors, compared with errors.Is.
+var (
+	// ErrInvalidSensitivity reports a sensitivity other than low, medium
+	// or high.
+	ErrInvalidSensitivity = errors.New("ironvise/scan: invalid sensitivity")
+)
+
+// Sensitivity selects which passes run and whether hits are redacted
+// (checks.md §10.1 step 6). The zero value is invalid, so an unset field
+// fails New instead of silently scanning less.
+type Sensitivity uint8
+
+// The sensitivities, least to most strict.
+const (
+	Low Sensitivity = iota + 1
+	Medium
+	High
+)
+
+// String returns the configuration spelling: low, medium or high.
+func (s Sensitivity) String() string {
+	switch s {
+	case Low:
+		return "low"
+	case Medium:
+		return "medium"
+	case High:
+		return "high"
+	}
+	return fmt.Sprintf("Sensitivity(%d)", uint8(s))
+}
+
+// ParseSensitivity reads SCANNER_SENSITIVITY, case-insensitively.
+func ParseSensitivity(v string) (Sensitivity, error) {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "low":
+		return Low, nil
+	case "medium":
+		return Medium, nil
+	case "high":
+		return High, nil
+	}
+	return 0, fmt.Errorf("scan: SCANNER_SENSITIVITY %q (accepted: low, medium, high): %w", v, ErrInvalidSensitivity)
+}
+
+// Result is the scanner's verdict on one observation (checks.md §10.1 step 7).
+type Result struct {
+	// Sanitized is the normalised text with hits redacted and invisible
+	// and bidi control characters deleted (medium and high); at low it is
+	// the normalised text unchanged.
+	Sanitized string
+	// Labels are the labels that fired, sorted and unique; never nil.
+	Labels []string
+	// Suspicious is true when the scanner produced any label. Policy rules
+	// ([ApplyRules]) never change it.
+	Suspicious bool
+	// Truncated is true when Scan itself had to cut the text. Executors OR
+	// in the truncation of each stream reported by [CapStream].
+	Truncated bool
+	// RawSHA256 is the hex SHA-256 of the text given to Scan, so the
+	// ledger commits to the unredacted text without storing it.
+	RawSHA256 string
+}
+
+// Scanner holds the compiled lists for one sensitivity. It is immutable
+// after New and safe for concurrent use.
+type Scanner struct {
+	sens     Sensitivity
+	patterns []pattern
+	hints    hintIndex
+	class    *[256]uint8
+	// payload is the encoded-payload regexp of the prompt scan (§9 step 5).
+	payload *regexp.Regexp
+}
+
+// New compiles the lists for sens. It fails only for an invalid
+// sensitivity or a defect in the built-in lists.
+func New(sens Sensitivity) (*Scanner, error) {
+	if sens < Low || sens > High {
+		return nil, fmt.Errorf("scan: new scanner with %v (accepted: low, medium, high): %w", sens, ErrInvalidSensitivity)
+	}
+	s := &Scanner{sens: sens, class: newClassTable()}
+	var err error
+	if s.patterns, s.hints, err = compilePatterns(builtinPatterns()); err != nil {
+		return nil, bug(err)
+	}
+	if s.payload, err = regexp.Compile(payloadPattern); err != nil {
+		return nil, bug(err)
+	}
+	return s, nil
+}
+
+// Sensitivity returns the sensitivity the scanner was built for.
+func (s *Scanner) Sensitivity() Sensitivity { return s.sens }
+
+// Scan scans one composed observation (checks.md §10.1 steps 6–7). text is
+// normally the composition of CapStream outputs; Scan still replaces
+// invalid UTF-8, applies NFKC and caps the text at MaxScanBytes itself, so
+// any input is safe.
+func (s *Scanner) Scan(text string) Result {
+	sum := sha256.Sum256([]byte(text))
+	res := Result{RawSHA256: hex.EncodeToString(sum[:])}
+	t, cut := normalize(text, MaxScanBytes)
+	res.Truncated = cut
+
+	h := newHits()
+	s.scanText(t, h)
+
+	res.Labels = h.sortedLabels()
+	res.Suspicious = len(res.Labels) > 0
+	if s.sens == Low {
+		// Low labels only (§10.1 step 6): the text goes on unchanged.
+		res.Sanitized = t
+	} else {
+		res.Sanitized = sanitize(t, h.redact, h.del, Marker)
+	}
+	return res
+}
+
+// scanText runs every pass over the normalised text t and records hits.
+func (s *Scanner) scanText(t string, h *hits) {
+	redact := s.sens >= Medium
+	var det detections
+	s.detect(t, &det)
+
+	if s.sens >= Medium {
+		s.detectorHits(t, &det, h)
+	}
+
+	// The primary view keeps offsets; when invisible or bidi characters are
+	// present a second, compacted view shows the text as the model will
+	// read it after they are deleted.
+	views := []*view{newView(t, det.deleted, true)}
+	if len(det.deleted) > 0 {
+		views = append(views, newCompactView(t, det.deleted))
+	}
+	for i, v := range views {
+		if s.sens >= Medium {
+			s.matchLists(v, s.listMask(), func(label string, sp span) {
+				h.label(label)
+				h.addRedact(v.toOrig(sp))
+			})
+		}
+		// The structural passes read the view the model will read: the
+		// compacted one when it exists.
+		if len(views) == 2 && i == 0 {
+			continue
+		}
+		s.structural(v, func(label string, sp span) {
+			h.label(label)
+			if redact {
+				h.addRedact(v.toOrig(sp))
+			}
+		}, true)
+	}
+	s.base64Pass(t, det.runs, h, redact)
+}
+
+// listMask returns the regex lists that run at the scanner's sensitivity.
+func (s *Scanner) listMask() listMask {
+	switch s.sens {
+	case Medium:
+		return maskInjection | maskExfil
+	case High:
+		return maskInjection | maskExfil | maskHighOnly
+	}
+	return 0
+}
+
+// hits collects labels and spans of one scan.
+type hits struct {
+	labels map[string]struct{}
+	redact []span
+	del    []span
+}
+
+func newHits() *hits { return &hits{labels: make(map[string]struct{}, 8)} }
+
+func (h *hits) label(l string) { h.labels[l] = struct{}{} }
+
+func (h *hits) addRedact(sp span) {
+	if sp.e > sp.s {
+		h.redact = append(h.redact, sp)
+	}
+}
+
+func (h *hits) sortedLabels() []string {
+	out := make([]string, 0, len(h.labels))
+	for l := range h.labels {
+		out = append(out, l)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// bug marks a failure that cannot happen unless the built-in lists are
+// broken, so it can be searched for and alerted on.
+func bug(err error) error {
+	return fmt.Errorf("scan: internal error (built-in lists are inconsistent; please report): %w", err)
+}
