@@ -113,6 +113,10 @@ type VerifyInput struct {
 	StoredRoot *Hash
 	// Paths holds the inclusion path of each covered event by log index.
 	Paths map[int64][]Hash
+	// Leaves, when set, holds the stored leaf hash of each covered event
+	// by log index, so a rewritten leaf is pinned to its own event rather
+	// than to the first neighbour whose proof runs through it.
+	Leaves map[int64]Hash
 	// MissingLeaf is a log index below the checkpoint size, at or after
 	// the chain's first event, that has no event (-1: none).
 	MissingLeaf int64
@@ -369,6 +373,17 @@ func checkLog(in *VerifyInput, r *Report) Check {
 	if in.StoredRoot != nil && *in.StoredRoot != cp.Root {
 		return fail(-1, "the stored log hashes give root %s at size %d, the signed checkpoint says %s: the log was rewritten", *in.StoredRoot, cp.TreeSize, cp.Root)
 	}
+	if in.Leaves != nil {
+		for i := range in.Events {
+			ev := &in.Events[i]
+			if ev.LogIndex >= cp.TreeSize {
+				continue
+			}
+			if leaf, ok := in.Leaves[ev.LogIndex]; !ok || leaf != LeafHash(ev.Hash) {
+				return fail(int64(i), "log leaf %d does not hold this event's hash: the log or the event was rewritten", ev.LogIndex)
+			}
+		}
+	}
 	var lastIndex int64 = -1
 	for i := range in.Events {
 		ev := &in.Events[i]
@@ -515,6 +530,16 @@ func (l *Ledger) collectLogEvidence(ctx context.Context, tx ReadTx, in *VerifyIn
 	sr := Hash(root)
 	in.StoredRoot = &sr
 	in.Paths = make(map[int64][]Hash, len(covered))
+	in.Leaves = make(map[int64]Hash, len(covered))
+	leafIdx := make([]int64, len(covered))
+	for i, ev := range covered {
+		leafIdx[i] = tlog.StoredHashIndex(0, ev.LogIndex)
+	}
+	if leaves, err := r.ReadHashes(leafIdx); err == nil {
+		for i, ev := range covered {
+			in.Leaves[ev.LogIndex] = Hash(leaves[i])
+		}
+	}
 	for _, ev := range covered {
 		p, err := tlog.ProveRecord(cp.TreeSize, ev.LogIndex, r)
 		if err != nil {
