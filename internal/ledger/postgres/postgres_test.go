@@ -1,0 +1,158 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/ledger/ledgertest"
+)
+
+// testURL returns the PostgreSQL server for tests, or skips.
+func testURL(t testing.TB) string {
+	u := os.Getenv("IRONVISE_TEST_DATABASE_URL")
+	if u == "" {
+		t.Skip("IRONVISE_TEST_DATABASE_URL is not set: skipping the PostgreSQL backend tests (CI sets it; locally point it at a scratch database, e.g. postgres://postgres@127.0.0.1:5432/ironvise_test)")
+	}
+	return u
+}
+
+// testDB is a fresh schema in the test database; the connection's
+// search_path selects it.
+type testDB struct {
+	url    string
+	schema string
+}
+
+func withSearchPath(u, schema string) string {
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + "search_path=" + schema
+}
+
+func newTestDB(t testing.TB) ledgertest.DB {
+	base := testURL(t)
+	b := make([]byte, 6)
+	rand.Read(b)
+	d := &testDB{schema: "ivt_" + hex.EncodeToString(b)}
+	d.url = withSearchPath(base, d.schema)
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.Exec("CREATE SCHEMA " + d.schema); err != nil {
+		t.Fatalf("create test schema: %v", err)
+	}
+	t.Cleanup(func() {
+		admin, err := sql.Open("pgx", base)
+		if err == nil {
+			admin.Exec("DROP SCHEMA " + d.schema + " CASCADE")
+			admin.Close()
+		}
+	})
+	return d
+}
+
+func (d *testDB) Backend(t testing.TB) ledger.Backend {
+	t.Helper()
+	b, err := Open(context.Background(), d.url, 8)
+	if err != nil {
+		t.Fatalf("postgres.Open: %v", err)
+	}
+	return b
+}
+
+func rebind(q string) string {
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(q); i++ {
+		if q[i] == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteByte(q[i])
+	}
+	return b.String()
+}
+
+func (d *testDB) Exec(t testing.TB, query string, args ...any) error {
+	db, err := sql.Open("pgx", d.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, err = db.Exec(rebind(query), args...)
+	return err
+}
+
+var evidenceTables = []string{"events", "keys", "log_hashes", "checkpoints", "meta", "sessions"}
+
+// Tamper disables the user triggers, runs the statement and enables them
+// again, in one transaction (test-only: the table owner can do the same).
+func (d *testDB) Tamper(t testing.TB, query string, args ...any) {
+	t.Helper()
+	db, err := sql.Open("pgx", d.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	for _, tb := range evidenceTables {
+		if _, err := tx.Exec("ALTER TABLE " + tb + " DISABLE TRIGGER USER"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tx.Exec(rebind(query), args...); err != nil {
+		t.Fatalf("tamper %q: %v", query, err)
+	}
+	for _, tb := range evidenceTables {
+		if _, err := tx.Exec("ALTER TABLE " + tb + " ENABLE TRIGGER USER"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (d *testDB) HasTruncate() bool { return true }
+
+func TestConformance(t *testing.T) {
+	testURL(t)
+	ledgertest.Run(t, ledgertest.Harness{Name: "postgres", NewDB: newTestDB})
+}
+
+func TestRedact(t *testing.T) {
+	tests := []struct{ in, secret string }{
+		{"postgres://u:secret@h:5432/db", "secret"},
+		{"postgres://u@h/db", ""},
+		{"postgresql://h/db?sslmode=disable", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			got := Redact(tc.in)
+			if tc.secret != "" && (strings.Contains(got, tc.secret) || !strings.Contains(got, "****")) {
+				t.Fatalf("Redact(%q) = %q; want the password replaced by ****", tc.in, got)
+			}
+			if tc.secret == "" && got != tc.in {
+				t.Fatalf("Redact(%q) = %q; want it unchanged", tc.in, got)
+			}
+		})
+	}
+}
