@@ -113,13 +113,13 @@ func (l *launcher) launch() error {
 	if err := l.call(stepSetsid, kernel.Setsid); err != nil {
 		return stepErr(stepSetsid, fmt.Errorf("setsid: %w", err), "")
 	}
-	if err := l.call(stepMounts, func() error { return setupMounts(s.Scratch) }); err != nil {
+	if err := l.call(stepMounts, func() error { return setupMounts(s.Workspace, s.Scratch) }); err != nil {
 		return stepErr(stepMounts, err, "IronVise needs to create a mount namespace: run as root or enable unprivileged user namespaces")
 	}
 	if err := l.setPidMax(); err != nil {
 		return err
 	}
-	if err := l.call(stepMounts, func() error { return readOnlyRoot(s.Scratch) }); err != nil {
+	if err := l.call(stepMounts, func() error { return readOnlyRoot(s.Workspace, s.Scratch) }); err != nil {
 		return stepErr(stepMounts, err, "use Linux 5.12 or newer (mount_setattr)")
 	}
 	if err := kernel.Chdir(s.Workspace); err != nil {

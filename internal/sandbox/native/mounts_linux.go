@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -29,7 +30,7 @@ var maskedGlobs = []string{"/etc/ssh/ssh_host_*_key"}
 // setupMounts builds the command's mount view inside its new mount
 // namespace. It runs while the launcher still has CAP_SYS_ADMIN over the
 // namespace.
-func setupMounts(scratch string) error {
+func setupMounts(workspace, scratch string) error {
 	// Security: without this, the mounts below would propagate to the
 	// host's mount namespace through shared peer groups.
 	if err := kernel.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
@@ -39,6 +40,12 @@ func setupMounts(scratch string) error {
 	// can stay writable when everything else turns read-only.
 	if err := kernel.Mount(scratch, scratch, "", unix.MS_BIND, ""); err != nil {
 		return fmt.Errorf("bind scratch %s: %w", scratch, err)
+	}
+	// The workspace too, so that it alone can be made noexec.
+	if ownWorkspaceMount(workspace, scratch) {
+		if err := kernel.Mount(workspace, workspace, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind workspace %s: %w", workspace, err)
+		}
 	}
 	paths := append([]string(nil), maskedFiles...)
 	for _, g := range maskedGlobs {
@@ -75,12 +82,29 @@ func setupMounts(scratch string) error {
 // most of them) could otherwise change its mode through any path it can
 // reach. A read-only mount refuses those with EROFS. nosuid backs up
 // no_new_privs against setuid binaries.
-func readOnlyRoot(scratch string) error {
+//
+// Security: the workspace and the scratch directory are also noexec.
+// Landlock's execute right covers execve only; the dynamic loader
+// (ld.so ./binary) maps a file executable without it, which a noexec mount
+// refuses. So nothing the command writes can run as native code.
+func readOnlyRoot(workspace, scratch string) error {
 	if err := kernel.MountSetattr("/", true, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID, 0); err != nil {
 		return fmt.Errorf("mount_setattr / read-only: %w", err)
 	}
-	if err := kernel.MountSetattr(scratch, false, 0, unix.MOUNT_ATTR_RDONLY); err != nil {
-		return fmt.Errorf("mount_setattr %s read-write: %w", scratch, err)
+	if ownWorkspaceMount(workspace, scratch) {
+		if err := kernel.MountSetattr(workspace, true, unix.MOUNT_ATTR_NOEXEC|unix.MOUNT_ATTR_NODEV, 0); err != nil {
+			return fmt.Errorf("mount_setattr %s noexec: %w", workspace, err)
+		}
+	}
+	if err := kernel.MountSetattr(scratch, false, unix.MOUNT_ATTR_NOEXEC|unix.MOUNT_ATTR_NODEV, unix.MOUNT_ATTR_RDONLY); err != nil {
+		return fmt.Errorf("mount_setattr %s read-write noexec: %w", scratch, err)
 	}
 	return nil
+}
+
+// ownWorkspaceMount reports whether the workspace gets a bind mount of its
+// own: not when it is / or contains the scratch directory (the scratch
+// mount must stay on top).
+func ownWorkspaceMount(workspace, scratch string) bool {
+	return workspace != "/" && !strings.HasPrefix(scratch+"/", strings.TrimSuffix(workspace, "/")+"/")
 }
