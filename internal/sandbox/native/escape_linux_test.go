@@ -84,13 +84,18 @@ func escapeCases(t *testing.T) []escapeCase {
 				unchanged(t, filepath.Join(fx.ws, "README"), "line one\nline two needle\nline three\n")
 			}},
 		{name: "write_outside", key: true,
-			cmd:   func(fx *fixture) string { return "echo pwned > " + fx.out + "/new.txt; cp README " + fx.out + "/" },
-			check: func(t *testing.T, fx *fixture, r sandbox.Result) { absent(t, fx.out+"/new.txt"); absent(t, fx.out+"/README") }},
+			cmd: func(fx *fixture) string { return "echo pwned > " + fx.out + "/new.txt; cp README " + fx.out + "/" },
+			check: func(t *testing.T, fx *fixture, r sandbox.Result) {
+				absent(t, fx.out+"/new.txt")
+				absent(t, fx.out+"/README")
+			}},
 		{name: "create_dir_outside",
 			cmd:   func(fx *fixture) string { return "mkdir " + fx.out + "/d; mkfifo " + fx.out + "/f" },
 			check: func(t *testing.T, fx *fixture, r sandbox.Result) { absent(t, fx.out+"/d"); absent(t, fx.out+"/f") }},
 		{name: "rename_outside",
-			cmd: func(fx *fixture) string { return "mv " + fx.victim + " " + fx.out + "/moved.txt; mv " + fx.victim + " $TMPDIR/" },
+			cmd: func(fx *fixture) string {
+				return "mv " + fx.victim + " " + fx.out + "/moved.txt; mv " + fx.victim + " $TMPDIR/"
+			},
 			check: func(t *testing.T, fx *fixture, r sandbox.Result) {
 				unchanged(t, fx.victim, fx.victimText)
 				absent(t, fx.out+"/moved.txt")
@@ -149,7 +154,9 @@ func escapeCases(t *testing.T) []escapeCase {
 				}
 			}},
 		{name: "read_ssh_key", key: true,
-			cmd:   func(fx *fixture) string { return "cat " + fx.home + "/.ssh/id_ed25519; cat ~/.ssh/id_* /root/.ssh/* 2>&1" },
+			cmd: func(fx *fixture) string {
+				return "cat " + fx.home + "/.ssh/id_ed25519; cat ~/.ssh/id_* /root/.ssh/* 2>&1"
+			},
 			check: func(t *testing.T, fx *fixture, r sandbox.Result) { noLeak(t, r, fx.secretText) }},
 		{name: "read_and_list_outside_roots", key: true,
 			cmd: func(fx *fixture) string {
@@ -160,7 +167,9 @@ func escapeCases(t *testing.T) []escapeCase {
 				noLeak(t, r, "victim.txt")
 			}},
 		{name: "read_etc_shadow", key: true,
-			cmd: func(fx *fixture) string { return "cat /etc/shadow /etc/gshadow /etc/sudoers 2>&1; echo; grep -c : /etc/shadow" },
+			cmd: func(fx *fixture) string {
+				return "cat /etc/shadow /etc/gshadow /etc/sudoers 2>&1; echo; grep -c : /etc/shadow"
+			},
 			check: func(t *testing.T, fx *fixture, r sandbox.Result) {
 				if strings.Contains(r.Stdout, "root:") {
 					t.Fatalf("/etc/shadow readable:\n%s", r.Observation())
@@ -198,7 +207,9 @@ func escapeCases(t *testing.T) []escapeCase {
 				noLeak(t, r, "GOROOT=")
 			}},
 		{name: "inherited_fd", key: true,
-			cmd: func(fx *fixture) string { return "ls -l /proc/self/fd/; " + fx.py("readfd", "{{FD}}") + "; cat /proc/self/fd/{{FD}}" },
+			cmd: func(fx *fixture) string {
+				return "ls -l /proc/self/fd/; " + fx.py("readfd", "{{FD}}") + "; cat /proc/self/fd/{{FD}}"
+			},
 			check: func(t *testing.T, fx *fixture, r sandbox.Result) {
 				noLeak(t, r, fx.secretText)
 			}},
@@ -236,7 +247,9 @@ func escapeCases(t *testing.T) []escapeCase {
 			},
 			check: func(t *testing.T, fx *fixture, r sandbox.Result) { denied(t, r, eperm) }},
 		{name: "process_vm_readv", tools: []string{py3},
-			cmd:   func(fx *fixture) string { return fx.py("syscall", nr(t, "process_vm_readv"), strconv.Itoa(os.Getpid()), "0", "0", "0", "0", "0") },
+			cmd: func(fx *fixture) string {
+				return fx.py("syscall", nr(t, "process_vm_readv"), strconv.Itoa(os.Getpid()), "0", "0", "0", "0", "0")
+			},
 			check: func(t *testing.T, fx *fixture, r sandbox.Result) { denied(t, r, eperm) }},
 		{name: "io_uring_setup", tools: []string{py3},
 			cmd:   func(fx *fixture) string { return fx.py("syscall", nr(t, "io_uring_setup"), "8", "0") },
@@ -302,7 +315,9 @@ func escapeCases(t *testing.T) []escapeCase {
 			mod:   func(r *sandbox.Request) { r.Timeout = 5 * time.Second; r.Limits.NProc = 64 },
 			check: func(t *testing.T, fx *fixture, r sandbox.Result) {}},
 		{name: "memory_hog", key: true, tools: []string{py3},
-			cmd: func(fx *fixture) string { return fx.py("memhog", "1024") + "; head -c 600000000 /dev/zero | sort > /dev/null; echo rc=$?" },
+			cmd: func(fx *fixture) string {
+				return fx.py("memhog", "1024") + "; head -c 600000000 /dev/zero | sort > /dev/null; echo rc=$?"
+			},
 			check: func(t *testing.T, fx *fixture, r sandbox.Result) {
 				denied(t, r, "MemoryError")
 				noLeak(t, r, "rc=0")
