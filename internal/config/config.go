@@ -72,6 +72,7 @@ type Config struct {
 	Guard   Guard
 	LLM     LLM
 	Sandbox Sandbox
+	Ledger  Ledger
 }
 
 // Load reads and validates every variable. It returns all problems at once,
@@ -85,6 +86,7 @@ func Load(look Lookup) (*Config, error) {
 	c.Guard = loadGuard(r)
 	c.LLM = loadLLM(r)
 	c.Sandbox = loadSandbox(r)
+	c.Ledger = loadLedger(r)
 	if len(r.errs) > 0 {
 		return nil, errors.Join(r.errs...)
 	}
