@@ -359,12 +359,16 @@ func (c *compiler) compileExecutables(p *Policy, v any) {
 		case strings.HasPrefix(g, "@"):
 			c.fail(path, "unknown list %q (known: %s)", g, baseList)
 		default:
-			if err := validBasenameGlob(g); err != nil {
+			if _, err := compileNameGlob(g, c.fold); err != nil {
 				c.fail(path, "%v", err)
 				continue
 			}
 			p.executables = append(p.executables, g)
 		}
+	}
+	for _, g := range p.executables {
+		ng, _ := compileNameGlob(g, c.fold) // validated above; @base entries are plain names
+		p.exeGlobs = append(p.exeGlobs, ng)
 	}
 }
 
@@ -459,14 +463,15 @@ func (c *compiler) compileCommandRule(p *Policy, i int, r *rawCommandRule, ids m
 		c.fail(path+".program", "must not be empty")
 	}
 	for k, g := range progs {
-		if err := validBasenameGlob(g); err != nil {
+		ng, err := compileNameGlob(g, c.fold)
+		if err != nil {
 			c.fail(elemPath(path+".program", idx[k]), "%v", err)
 			continue
 		}
 		if g == "*" {
 			cr.anyProg = true
 		}
-		cr.programs = append(cr.programs, g)
+		cr.programs = append(cr.programs, ng)
 	}
 	if s, present := c.str(path+".args", r.Args); present {
 		re, err := regexp.Compile(s)

@@ -39,13 +39,17 @@ func (e *LoadError) Error() string {
 		}
 		b.WriteString(": ")
 		if p.Key != "" {
-			b.WriteString(p.Key)
+			b.WriteString(oneLine.Replace(p.Key))
 			b.WriteString(": ")
 		}
-		b.WriteString(p.Message)
+		// Messages quote values from the file (a regex parse error echoes
+		// the regex); a newline there would forge a second problem line.
+		b.WriteString(oneLine.Replace(p.Message))
 	}
 	return b.String()
 }
+
+var oneLine = strings.NewReplacer("\r\n", `\r\n`, "\n", `\n`, "\r", `\r`)
 
 // sortProblems orders problems by line, keeping the order of discovery
 // within a line.

@@ -12,11 +12,41 @@ import (
 )
 
 // contribution is one reason for a restrictive item decision: a matching
-// rule, or the default of the item's kind (r == nil).
+// rule, or the default of the item's kind (r == nil). The item is kept as
+// a pointer and described only if the contribution is reported.
 type contribution struct {
 	kind itemKind
 	r    *rule
-	item string // the item, for messages
+	cmd  *shell.Command
+	path *tripwire.PathView
+	url  *tripwire.URLView
+}
+
+// item describes the item for a message.
+func (c contribution) item() string {
+	switch c.kind {
+	case kindCommand:
+		if c.cmd.Program != "" {
+			return fmt.Sprintf("program %q", c.cmd.Program)
+		}
+		return fmt.Sprintf("program %q (computed at run time)", c.cmd.ProgramWord.Match)
+	case kindPath:
+		p := c.path.Resolved
+		if p == "" {
+			p = c.path.Lexical
+		}
+		if p == "" {
+			p = c.path.Raw
+		}
+		return fmt.Sprintf("%s %q", c.path.Kind, p)
+	}
+	switch {
+	case c.url == nil:
+		return "the host of an unparsable URL"
+	case c.url.Host != "":
+		return "host " + c.url.Host
+	}
+	return fmt.Sprintf("the host of %q", c.url.Raw)
 }
 
 // less orders contributions for reporting (checks.md §4.3 (3)): explicit
@@ -42,7 +72,7 @@ type evaluation struct {
 
 // decide records one item's decision: the most restrictive matching rule,
 // or the default when none matches (checks.md §4.3 (1)).
-func (ev *evaluation) decide(p *Policy, kind itemKind, item string, matched []*rule) {
+func (ev *evaluation) decide(p *Policy, item contribution, matched []*rule) {
 	best := verdict.Allow
 	for _, r := range matched {
 		if r.decision.Rank() > best.Rank() {
@@ -50,8 +80,8 @@ func (ev *evaluation) decide(p *Policy, kind itemKind, item string, matched []*r
 		}
 	}
 	if len(matched) == 0 {
-		best = p.defaults[kind]
-		var c = contribution{kind: kind, item: item}
+		best = p.defaults[item.kind]
+		c := item
 		switch best {
 		case verdict.Deny:
 			ev.denies = append(ev.denies, c)
@@ -66,7 +96,8 @@ func (ev *evaluation) decide(p *Policy, kind itemKind, item string, matched []*r
 		if r.decision != best {
 			continue
 		}
-		c := contribution{kind: kind, r: r, item: item}
+		c := item
+		c.r = r
 		switch best {
 		case verdict.Deny:
 			ev.denies = append(ev.denies, c)
@@ -124,17 +155,27 @@ func (p *Policy) evalCommands(ev *evaluation, a *shell.Analysis) {
 		if c.AssignOnly {
 			continue // X=1: no program runs
 		}
-		args := strings.Join(c.ArgMatches(), " ")
+		name := programName(c, p.fold)
+		args, argsDone := "", false
 		matched = matched[:0]
 		for k := range p.commandRules {
 			r := &p.commandRules[k]
-			if programMatch(r.programs, r.anyProg, c, p.fold) && (r.args == nil || r.args.MatchString(args)) {
-				matched = append(matched, &r.rule)
+			if !programMatch(r.programs, r.anyProg, c, name) {
+				continue
 			}
+			if r.args != nil {
+				if !argsDone {
+					args, argsDone = strings.Join(c.ArgMatches(), " "), true
+				}
+				if !r.args.MatchString(args) {
+					continue
+				}
+			}
+			matched = append(matched, &r.rule)
 		}
-		ev.decide(p, kindCommand, commandItem(c), matched)
+		ev.decide(p, contribution{kind: kindCommand, cmd: c}, matched)
 		if ev.exec == nil && p.executables != nil {
-			ev.exec = p.checkExecutable(a, c)
+			ev.exec = p.checkExecutable(a, c, name)
 		}
 	}
 }
@@ -143,30 +184,23 @@ func (p *Policy) evalCommands(ev *evaluation, a *shell.Analysis) {
 // Shell builtins that the tripwire always permits and functions the script
 // defines are not executables: the commands inside a function are checked
 // themselves.
-func (p *Policy) checkExecutable(a *shell.Analysis, c *shell.Command) *verdict.Verdict {
+func (p *Policy) checkExecutable(a *shell.Analysis, c *shell.Command, name string) *verdict.Verdict {
 	if c.Dynamic {
 		// Whatever runs is decided at run time, so no list can admit it.
 		v := verdict.Denial(verdict.CheckPolicy, verdict.PolicyDynamicProgram, "program cannot be determined statically").WithRule("executables")
 		return &v
 	}
-	if slices.Contains(tripwire.AlwaysPermitted, c.Program) || slices.Contains(a.Functions, c.Program) {
+	if slices.Contains(tripwire.AlwaysPermitted, name) || slices.Contains(a.Functions, c.Program) {
 		return nil
 	}
-	for _, g := range p.executables {
-		if shell.MatchGlob(g, c.Program, p.fold) {
+	for i := range p.exeGlobs {
+		if p.exeGlobs[i].match(name) {
 			return nil
 		}
 	}
 	v := verdict.Denial(verdict.CheckPolicy, verdict.PolicyExecutableNotAllowed,
 		fmt.Sprintf("program %q is not in policy executables", c.Program)).WithRule("executables")
 	return &v
-}
-
-func commandItem(c *shell.Command) string {
-	if c.Program != "" {
-		return fmt.Sprintf("program %q", c.Program)
-	}
-	return fmt.Sprintf("program %q (computed at run time)", c.ProgramWord.Match)
 }
 
 var pathKindBits = map[tripwire.PathKind]pathKinds{
@@ -188,7 +222,7 @@ func (p *Policy) evalPaths(ev *evaluation, paths []tripwire.PathView) {
 				matched = append(matched, &r.rule)
 			}
 		}
-		ev.decide(p, kindPath, pathItem(pv), matched)
+		ev.decide(p, contribution{kind: kindPath, path: pv}, matched)
 	}
 }
 
@@ -208,28 +242,12 @@ func (r *pathRule) matches(cands []string) bool {
 	return false
 }
 
-func pathItem(pv *tripwire.PathView) string {
-	p := pv.Resolved
-	if p == "" {
-		p = pv.Lexical
-	}
-	if p == "" {
-		p = pv.Raw
-	}
-	return fmt.Sprintf("%s %q", pv.Kind, p)
-}
-
 // evalDomain applies the domain rules to the http_get host.
 func (p *Policy) evalDomain(ev *evaluation, u *tripwire.URLView) {
 	var matched []*rule
-	host, isIP, item := "", false, "host of an unparsable URL"
+	host, isIP := "", false
 	if u != nil {
 		host, isIP = u.Host, u.IP.IsValid()
-		if host != "" {
-			item = "host " + host
-		} else {
-			item = fmt.Sprintf("host of %q", u.Raw)
-		}
 	}
 	for k := range p.domainRules {
 		r := &p.domainRules[k]
@@ -237,7 +255,7 @@ func (p *Policy) evalDomain(ev *evaluation, u *tripwire.URLView) {
 			matched = append(matched, &r.rule)
 		}
 	}
-	ev.decide(p, kindDomain, item, matched)
+	ev.decide(p, contribution{kind: kindDomain, url: u}, matched)
 }
 
 func (r *domainRule) matchesHost(host string, isIP bool) bool {
@@ -284,7 +302,7 @@ func (p *Policy) verdict(ev *evaluation) verdict.Verdict {
 		if first.r != nil {
 			reason := first.r.reason
 			if reason == "" {
-				reason = fmt.Sprintf("%s is denied by policy %s", first.item, p.name)
+				reason = fmt.Sprintf("%s is denied by policy %s", first.item(), p.name)
 			}
 			return verdict.Denial(verdict.CheckPolicy, ruleCodes[first.kind], fmt.Sprintf("rule %s: %s", first.r.id, reason)).WithRule(first.r.id)
 		}
@@ -292,7 +310,7 @@ func (p *Policy) verdict(ev *evaluation) verdict.Verdict {
 			return *ev.exec
 		}
 		return verdict.Denial(verdict.CheckPolicy, verdict.PolicyDefaultDeny,
-			fmt.Sprintf("no %s rule allows %s", first.kind, first.item)).WithRule(first.kind.defaultKey())
+			fmt.Sprintf("no %s rule allows %s", first.kind, first.item())).WithRule(first.kind.defaultKey())
 	}
 	if ev.exec != nil {
 		return *ev.exec

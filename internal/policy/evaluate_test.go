@@ -51,9 +51,15 @@ func runEvalCases(t *testing.T, goos string, cases []evalCase) {
 	}
 }
 
-func rc(cmd string) func(*testEnv) *tripwire.View  { return func(e *testEnv) *tripwire.View { return e.rc(cmd) } }
-func rf(path string) func(*testEnv) *tripwire.View { return func(e *testEnv) *tripwire.View { return e.rf(path) } }
-func hg(url string) func(*testEnv) *tripwire.View  { return func(e *testEnv) *tripwire.View { return e.hg(url) } }
+func rc(cmd string) func(*testEnv) *tripwire.View {
+	return func(e *testEnv) *tripwire.View { return e.rc(cmd) }
+}
+func rf(path string) func(*testEnv) *tripwire.View {
+	return func(e *testEnv) *tripwire.View { return e.rf(path) }
+}
+func hg(url string) func(*testEnv) *tripwire.View {
+	return func(e *testEnv) *tripwire.View { return e.hg(url) }
+}
 
 const (
 	allowNmap = `{ id = "nmap-ok", program = "nmap", decision = "allow" }`

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/ironvise/ironvise/internal/intent"
 	"github.com/ironvise/ironvise/internal/tripwire"
@@ -50,6 +51,7 @@ type expr struct {
 	action intent.Action
 	fn     function
 	arg    string
+	name   []nameGlob     // program_is (one glob)
 	re     *regexp.Regexp // command_matches
 	glob   *pathGlob      // path_matches
 	cidr   netip.Prefix   // url_host_in_cidr
@@ -147,7 +149,7 @@ func lexExpr(s string) ([]token, error) {
 			case '!':
 				hint = " (there is no negation; write the condition positively)"
 			}
-			r := []rune(s[i:])[0]
+			r, _ := utf8.DecodeRuneInString(s[i:])
 			return nil, fmt.Errorf("column %d: unexpected character %q%s", col, r, hint)
 		}
 	}
@@ -318,7 +320,9 @@ func (p *exprParser) call(t token) (*expr, error) {
 			err = fmt.Errorf("bad regex: %w", err)
 		}
 	case fnProgramIs:
-		err = validBasenameGlob(arg.text)
+		var g nameGlob
+		g, err = compileNameGlob(arg.text, p.fold)
+		e.name = []nameGlob{g}
 	case fnPathMatches:
 		e.glob, err = compilePathGlob(arg.text, p.fold, p.win)
 	case fnURLHostInCIDR:
@@ -361,10 +365,9 @@ func (e *expr) eval(p *Policy, v *tripwire.View) bool {
 		if v.Command == nil {
 			return false
 		}
-		globs := []string{e.arg}
 		for i := range v.Command.Commands {
 			c := &v.Command.Commands[i]
-			if !c.AssignOnly && programMatch(globs, e.arg == "*", c, p.fold) {
+			if !c.AssignOnly && programMatch(e.name, e.arg == "*", c, programName(c, p.fold)) {
 				return true
 			}
 		}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"time"
 
 	"github.com/ironvise/ironvise/internal/tripwire"
@@ -40,12 +41,10 @@ func (p *Policy) TriggeredGates(v *tripwire.View, pv verdict.Verdict) (req Appro
 		return ApprovalRequest{}, false
 	}
 	req.OnTimeout = string(OnTimeoutAllow)
-	seen := map[string]bool{}
 	add := func(g Gate, reason string) {
-		if seen[g.ID] {
+		if slices.Contains(req.Gates, g.ID) {
 			return
 		}
-		seen[g.ID] = true
 		if g.Reason != "" {
 			reason = g.Reason
 		}
@@ -76,7 +75,7 @@ func (p *Policy) TriggeredGates(v *tripwire.View, pv verdict.Verdict) (req Appro
 	}
 	if v != nil {
 		for _, g := range p.gates {
-			if g.when != nil && !seen[g.ID] && g.when.eval(p, v) {
+			if g.when != nil && !slices.Contains(req.Gates, g.ID) && g.when.eval(p, v) {
 				add(g, "when "+g.When)
 			}
 		}

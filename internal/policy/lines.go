@@ -131,11 +131,30 @@ func (ix *docIndex) record(path string, n *unstable.Node) int {
 	return line
 }
 
+// joinKey appends a key to a key path. A key that is not a bare TOML key
+// is quoted, so a key path never contains a newline or a dot that is not a
+// separator (one problem per line stays one line).
 func joinKey(parent, k string) string {
+	if !bareKey(k) {
+		k = strconv.Quote(k)
+	}
 	if parent == "" {
 		return k
 	}
 	return parent + "." + k
+}
+
+func bareKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 func indexKey(parent string, i int) string { return parent + "[" + strconv.Itoa(i) + "]" }
@@ -156,9 +175,13 @@ func (ix *docIndex) checkCase(s *schema, k, path string, line int) {
 // and its schema (nil when the table is not one the policy defines).
 func (ix *docIndex) header(e *unstable.Node, array bool) (string, *schema) {
 	path, s := "", topSchema
+	var first *unstable.Node
 	it := e.Key()
 	for it.Next() {
 		kn := it.Node()
+		if first == nil {
+			first = kn
+		}
 		k := string(kn.Data)
 		last := it.IsLast()
 		path = joinKey(path, k)
@@ -178,12 +201,18 @@ func (ix *docIndex) header(e *unstable.Node, array bool) (string, *schema) {
 			}
 		}
 		s = next
+		named := path
 		if last && array {
 			ix.arrays[path]++
 			path = indexKey(path, ix.arrays[path]-1)
 			ix.record(path, kn)
 		} else if n := ix.arrays[path]; n > 0 {
 			path = indexKey(path, n-1)
+		}
+		if last {
+			// The decoder reports a header at the position of its first key
+			// part; name the whole header there.
+			ix.keyAt[ix.pos(int(first.Raw.Offset))] = named
 		}
 	}
 	return path, s

@@ -213,7 +213,7 @@ func decodeProblems(ix *docIndex, err, fallback error) []Problem {
 	var de *toml.DecodeError
 	if errors.As(err, &de) {
 		line, col := de.Position()
-		key := strings.Join(de.Key(), ".")
+		key := keyPath(de.Key())
 		if p, ok := ix.keyAt[linecol{line, col}]; ok {
 			key = p
 		}
@@ -235,9 +235,18 @@ func unknownKey(ix *docIndex, de *toml.DecodeError) Problem {
 	line, col := de.Position()
 	key, ok := ix.keyAt[linecol{line, col}]
 	if !ok {
-		key = strings.Join(de.Key(), ".")
+		key = keyPath(de.Key())
 	}
 	return Problem{Line: line, Key: key, Message: "unknown key"}
+}
+
+// keyPath renders a decoder's key with the quoting of joinKey.
+func keyPath(k toml.Key) string {
+	var p string
+	for _, part := range k {
+		p = joinKey(p, part)
+	}
+	return p
 }
 
 // Entry is one policy that List shows.

@@ -19,6 +19,10 @@ import (
 type pathGlob struct {
 	src string
 	re  *regexp.Regexp
+	// base marks a relative glob of one component ("*.pem"): it matches
+	// any path whose last component matches, so re is compiled for that
+	// component alone and nothing has to scan the directories.
+	base bool
 }
 
 // compilePathGlob compiles a path glob: `*` is any run of non-`/`
@@ -45,6 +49,25 @@ func compilePathGlob(src string, fold, windows bool) (*pathGlob, error) {
 	}
 	abs := strings.HasPrefix(g, "/")
 	g = strings.TrimPrefix(g, "/")
+	if !abs && g != "**" && !strings.Contains(g, "/") {
+		if strings.Contains(g, "**") {
+			return nil, fmt.Errorf("glob %q: ** must be a whole path component", src)
+		}
+		if g == "." || g == ".." {
+			return nil, fmt.Errorf("glob %q: %q components never match a resolved path", src, g)
+		}
+		var b strings.Builder
+		b.WriteString("^")
+		if err := globComponent(&b, g); err != nil {
+			return nil, fmt.Errorf("glob %q: %w", src, err)
+		}
+		b.WriteString("$")
+		re, err := regexp.Compile(b.String())
+		if err != nil {
+			return nil, fmt.Errorf("glob %q: %w", src, err)
+		}
+		return &pathGlob{src: src, re: re, base: true}, nil
+	}
 	var b strings.Builder
 	b.WriteString("^")
 	if !abs {
@@ -103,9 +126,6 @@ func globComponent(b *strings.Builder, c string) error {
 				return errors.New("unterminated [ character class")
 			}
 			members := rs[start:j]
-			if len(members) == 0 {
-				return errors.New("empty [] character class")
-			}
 			b.WriteString("[")
 			if neg {
 				b.WriteString("^/")
@@ -150,7 +170,13 @@ func globComponent(b *strings.Builder, c string) error {
 }
 
 // match reports whether a normalised path matches.
-func (g *pathGlob) match(p string) bool { return g.re.MatchString(p) }
+func (g *pathGlob) match(p string) bool {
+	if g.base {
+		// The root ("") has no last component.
+		return p != "" && g.re.MatchString(p[strings.LastIndexByte(p, '/')+1:])
+	}
+	return g.re.MatchString(p)
+}
 
 // hasDrive reports a Windows drive prefix such as C: or c:/.
 func hasDrive(s string) bool {
@@ -326,32 +352,71 @@ func cidrTest(ranges []netip.Prefix, u *tripwire.URLView) cidrResult {
 	return cidrNo
 }
 
-// programMatch reports whether a command's program matches basename globs.
-// A program computed at run time has no name to compare, so only "*"
-// matches it; a program that is known but runs dynamic code (eval,
-// sh -c "$x") is matched by its name as well as by "*".
-func programMatch(globs []string, anyProg bool, c *shell.Command, fold bool) bool {
-	if c.Dynamic && anyProg {
-		return true
+// nameGlob is a basename glob (path.Match syntax plus {a,b}) prepared at
+// load: a glob without metacharacters is a plain comparison, the others
+// are brace-expanded once.
+type nameGlob struct {
+	lit   string
+	isLit bool
+	alts  []string
+}
+
+// compileNameGlob validates a program or executables glob. With fold, the
+// glob is lowercased the way the shell analysis lowercases program names.
+func compileNameGlob(g string, fold bool) (nameGlob, error) {
+	if err := shell.ValidGlob(g); err != nil {
+		return nameGlob{}, err
 	}
-	if c.Program == "" {
-		return false
+	if strings.Contains(g, "/") {
+		return nameGlob{}, fmt.Errorf("glob %q contains /: programs are matched by basename", g)
 	}
-	for _, g := range globs {
-		if shell.MatchGlob(g, c.Program, fold) {
+	if fold {
+		g = strings.ToLower(g)
+	}
+	if !strings.ContainsAny(g, `*?[\{`) {
+		return nameGlob{lit: g, isLit: true}, nil
+	}
+	return nameGlob{alts: shell.ExpandBraces(g)}, nil
+}
+
+// match reports whether a program name (already folded where the
+// platform folds) matches.
+func (g *nameGlob) match(name string) bool {
+	if g.isLit {
+		return name == g.lit
+	}
+	for _, a := range g.alts {
+		if ok, err := path.Match(a, name); err == nil && ok {
 			return true
 		}
 	}
 	return false
 }
 
-// validBasenameGlob checks a program or executables glob.
-func validBasenameGlob(g string) error {
-	if err := shell.ValidGlob(g); err != nil {
-		return err
+// programName returns the name rules compare: the program, lowercased
+// where the platform folds case.
+func programName(c *shell.Command, fold bool) string {
+	if fold {
+		return strings.ToLower(c.Program)
 	}
-	if strings.Contains(g, "/") {
-		return fmt.Errorf("glob %q contains /: programs are matched by basename", g)
+	return c.Program
+}
+
+// programMatch reports whether a command's program matches basename globs.
+// A program computed at run time has no name to compare, so only "*"
+// matches it; a program that is known but runs dynamic code (eval,
+// sh -c "$x") is matched by its name as well as by "*".
+func programMatch(globs []nameGlob, anyProg bool, c *shell.Command, name string) bool {
+	if c.Dynamic && anyProg {
+		return true
 	}
-	return nil
+	if name == "" {
+		return false
+	}
+	for i := range globs {
+		if globs[i].match(name) {
+			return true
+		}
+	}
+	return false
 }

@@ -142,8 +142,8 @@ type rule struct {
 
 type commandRule struct {
 	rule
-	programs []string // basename globs
-	anyProg  bool     // programs contains "*": the only glob a dynamic program matches
+	programs []nameGlob
+	anyProg  bool // programs contains "*": the only glob a dynamic program matches
 	args     *regexp.Regexp
 }
 
@@ -182,7 +182,8 @@ type Policy struct {
 
 	allowed     []intent.Action
 	forbidden   []intent.Action
-	executables []string // nil: off; "@base" already expanded
+	executables []string   // nil: off; "@base" already expanded
+	exeGlobs    []nameGlob // executables, compiled
 	defaults    [numKinds]verdict.Decision
 	approvalTTL int
 
