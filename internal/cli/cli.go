@@ -163,6 +163,8 @@ recorded in a signed, hash-chained ledger that an auditor can verify offline.`,
 		a.checkCommand(),
 		a.policyCommand(),
 		a.sandboxCommand(),
+		a.sessionsCommand(),
+		a.verifySessionCommand(),
 	)
 	return root
 }

@@ -1,0 +1,160 @@
+package cli
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/ledger/ledgerdb"
+)
+
+// openLedger opens the ledger of the configuration (DATABASE_URL, else
+// <data dir>/ledger.db). The caller must Close it. Failures are exit 2:
+// the configuration names a ledger this process cannot use.
+func (a *app) openLedger() (*ledger.Ledger, error) {
+	cfg, err := a.config()
+	if err != nil {
+		return nil, err
+	}
+	lc := cfg.Ledger
+	l, err := ledgerdb.Open(a.ctx, lc.DatabaseURL, lc.PoolSize, ledger.Options{
+		DataDir:            cfg.DataDir,
+		Passphrase:         ledger.Secret(lc.KeyPassphrase.Reveal()),
+		CheckpointEvents:   lc.CheckpointEvents,
+		CheckpointInterval: time.Duration(lc.CheckpointSecs) * time.Second,
+	})
+	if err != nil {
+		return nil, exitCode(ExitUsage, fmt.Errorf("open the ledger: %w", err))
+	}
+	return l, nil
+}
+
+// sessionJSON is one session in `ironvise sessions --json`; the field names
+// are the API's Session (api.md §6.1).
+type sessionJSON struct {
+	ID          string  `json:"id"`
+	Goal        string  `json:"goal"`
+	GoalHash    string  `json:"goal_hash"`
+	Status      string  `json:"status"`
+	LLMBackend  *string `json:"llm_backend"`
+	LLMModel    *string `json:"llm_model"`
+	CreatedAt   string  `json:"created_at"`
+	FinishedAt  *string `json:"finished_at"`
+	PolicyHash  *string `json:"policy_hash"`
+	PublicKey   string  `json:"session_public_key"`
+	DID         string  `json:"session_did"`
+	Sealed      bool    `json:"sealed"`
+	SealedAt    *string `json:"sealed_at"`
+	EventCount  int64   `json:"event_count"`
+	AgentLoop   bool    `json:"agent_loop"`
+	SandboxTier string  `json:"sandbox_tier"`
+}
+
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func optTime(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.UTC().Format(ledger.TimeFormat)
+	return &s
+}
+
+func toSessionJSON(s *ledger.Session) sessionJSON {
+	return sessionJSON{
+		ID: s.ID.String(), Goal: s.Goal, GoalHash: s.GoalHash, Status: string(s.Status),
+		LLMBackend: optString(s.LLMBackend), LLMModel: optString(s.LLMModel),
+		CreatedAt: s.CreatedAt.UTC().Format(ledger.TimeFormat), FinishedAt: optTime(s.FinishedAt),
+		PolicyHash: optString(s.PolicyHash), PublicKey: hex.EncodeToString(s.PublicKey), DID: s.DID,
+		Sealed: s.Sealed(), SealedAt: optTime(s.SealedAt), EventCount: s.EventCount, AgentLoop: s.AgentLoop,
+		SandboxTier: s.SandboxTier,
+	}
+}
+
+func (a *app) sessionsCommand() *cobra.Command {
+	var (
+		limit  int
+		status string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "sessions",
+		Short: "List sessions, newest first",
+		Long: `Lists the sessions in the ledger (DATABASE_URL, else <data dir>/ledger.db),
+newest first: id, status, whether the chain is sealed, event count, creation
+time and goal. The reserved instance session is not listed.`,
+		Example: `  ironvise sessions
+  ironvise sessions --status aborted --limit 10
+  ironvise sessions --json | jq -r '.[] | select(.sealed | not) | .id'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if limit < 1 || limit > 10000 {
+				return exitCode(ExitUsage, fmt.Errorf("--limit %d: use 1 to 10000", limit))
+			}
+			st := ledger.Status(strings.ToLower(status))
+			if status != "" && !st.Valid() {
+				return exitCode(ExitUsage, fmt.Errorf("--status %q: use running, completed, failed or aborted", status))
+			}
+			l, err := a.openLedger()
+			if err != nil {
+				return err
+			}
+			defer l.Close(a.ctx)
+			list, err := l.Sessions(a.ctx, ledger.SessionFilter{Status: st, Limit: limit})
+			if err != nil {
+				return fmt.Errorf("list sessions: %w", err)
+			}
+			if asJSON {
+				out := make([]sessionJSON, 0, len(list))
+				for i := range list {
+					out = append(out, toSessionJSON(&list[i]))
+				}
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(out)
+			}
+			if len(list) == 0 {
+				fmt.Fprintln(a.stdout, "no sessions")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tSTATUS\tSEALED\tEVENTS\tCREATED\tGOAL")
+			for i := range list {
+				s := &list[i]
+				sealed := "no"
+				if s.Sealed() {
+					sealed = "yes"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", s.ID, s.Status, sealed, s.EventCount,
+					s.CreatedAt.UTC().Format(time.DateTime), oneLine(s.Goal, 60))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 50, "show at most `N` sessions")
+	cmd.Flags().StringVar(&status, "status", "", "only sessions with status `S` (running, completed, failed, aborted)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print machine-readable JSON (the API's Session objects)")
+	return cmd
+}
+
+// oneLine shortens s to at most n runes on one line, for tables.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
