@@ -256,3 +256,16 @@ func quote(s string) string {
 	}
 	return fmt.Sprintf("%q", s)
 }
+
+// RootOf returns the allowed or writable root that contains a resolved
+// path, so the executor can open the file relative to that root.
+func (t *Tripwire) RootOf(resolved string) (string, bool) {
+	for _, roots := range [][]string{t.cfg.AllowedRoots, t.cfg.WritableRoots} {
+		for _, r := range roots {
+			if t.within(resolved, r) {
+				return r, true
+			}
+		}
+	}
+	return "", false
+}
