@@ -32,10 +32,7 @@ func (c *Collector) Write(p []byte) (int, error) {
 	defer c.mu.Unlock()
 	c.total += int64(len(p))
 	if room := CollectLimit - len(c.buf); room > 0 {
-		if len(p) > room {
-			p = p[:room]
-		}
-		c.buf = append(c.buf, p...)
+		c.buf = append(c.buf, p[:min(room, len(p))]...)
 	}
 	return len(p), nil
 }

@@ -277,6 +277,11 @@ func (t *Tier) sysProcAttr() *syscall.SysProcAttr {
 		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
 		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
 		a.GidMappingsEnableSetgroups = false
+		// The command keeps IronVise's uid inside the namespace, so execve
+		// would drop the namespace's capabilities; the launcher needs two
+		// of them to build its mount view and to drop everything
+		// afterwards, and does so before anything untrusted runs.
+		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
 	}
 	return a
 }
