@@ -438,7 +438,7 @@ func (p *parser) number(out []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("number %s is outside the IEEE 754 double range", lit)
 	}
-	if integer && (f > 1<<53 || f < -(1<<53)) {
+	if integer && (f >= 1<<53 || f <= -(1<<53)) {
 		// RFC 8785 numbers are doubles. An integer literal that a double
 		// cannot hold would be stored as a different number than the
 		// producer wrote; refuse rather than change evidence.

@@ -128,3 +128,32 @@ func VerifyConsistency(path []Hash, oldSize int64, oldRoot Hash, newSize int64, 
 	}
 	return nil
 }
+
+// storedHashesFor returns the stored hashes leaf n adds, by stored index.
+func storedHashesFor(n int64, eventHash Hash, r tlog.HashReader) (map[int64]Hash, error) {
+	hs, err := tlog.StoredHashes(n, eventHash[:], r)
+	if err != nil {
+		return nil, err
+	}
+	base := tlog.StoredHashIndex(0, n)
+	out := make(map[int64]Hash, len(hs))
+	for i, h := range hs {
+		out[base+int64(i)] = Hash(h)
+	}
+	return out, nil
+}
+
+// treeHash returns the root of the first n leaves.
+func treeHash(n int64, r tlog.HashReader) (Hash, error) {
+	h, err := tlog.TreeHash(n, r)
+	return Hash(h), err
+}
+
+// proveRecord returns the inclusion path of leaf i in the tree of size n.
+func proveRecord(n, i int64, r tlog.HashReader) ([]Hash, error) {
+	p, err := tlog.ProveRecord(n, i, r)
+	if err != nil {
+		return nil, err
+	}
+	return toHashes(p), nil
+}
