@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ironvise/ironvise/internal/intent"
+	"github.com/ironvise/ironvise/internal/scan"
 	"github.com/ironvise/ironvise/internal/tripwire"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
@@ -88,7 +89,7 @@ var (
 	labelPattern   = regexp.MustCompile(`^[a-z0-9_]{1,64}$`)
 	decisions      = []verdict.Decision{verdict.Allow, verdict.Deny, verdict.RequireApproval}
 	pathKindNames  = map[string]pathKinds{string(tripwire.KindReadFile): pkReadFile, string(tripwire.KindRedirectRead): pkRedirectRead, string(tripwire.KindRedirectWrite): pkRedirectWrite}
-	observeActions = []ObservationAction{ObserveRedact, ObserveFlag, ObserveAbort}
+	observeActions = map[string]scan.RuleAction{"redact": scan.RuleRedact, "flag": scan.RuleFlag, "abort": scan.RuleAbort}
 )
 
 // baseList is the name that expands to the default executable allowlist.
@@ -567,7 +568,7 @@ func (c *compiler) compileDomainRule(p *Policy, i int, r *rawDomainRule, ids map
 
 func (c *compiler) compileObservation(p *Policy, i int, r *rawObservationRule) {
 	path := indexKey("observation_rules", i)
-	or := ObservationRule{ID: path}
+	or := scan.ObservationRule{ID: path}
 	if s, present := c.str(path+".id", r.ID); present && c.line(path+".id", s, MaxIDBytes) {
 		or.ID = s
 	}
@@ -579,22 +580,24 @@ func (c *compiler) compileObservation(p *Policy, i int, r *rawObservationRule) {
 	}
 	if s, present := c.required(path+".pattern", r.Pattern); present {
 		re, err := regexp.Compile(s)
-		switch {
-		case err != nil:
+		if err != nil {
 			c.fail(path+".pattern", "bad regex: %v", err)
-		case re.MatchString(""):
-			// A pattern that matches the empty string matches every
-			// observation at every position: redact would blank the output,
-			// abort would end every session.
-			c.fail(path+".pattern", "%q matches the empty string", s)
 		}
 		or.Pattern = re
 	}
 	if s, present := c.required(path+".action", r.Action); present {
-		if !slices.Contains(observeActions, ObservationAction(s)) {
+		a, ok := observeActions[s]
+		if !ok {
 			c.fail(path+".action", "unknown action %q (allowed: redact, flag, abort)", s)
 		}
-		or.Action = ObservationAction(s)
+		or.Action = a
+	}
+	// The scanner's own check: a rule it could not apply would abort every
+	// observation at run time, so it must fail here.
+	if len(c.problems) == 0 {
+		if err := or.Validate(); err != nil {
+			c.fail(path, "%v", err)
+		}
 	}
 	p.observation = append(p.observation, or)
 }

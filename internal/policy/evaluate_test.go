@@ -407,5 +407,7 @@ approval_gates = [{ id = "first" }, { id = "second" }]
 			rule: "b", gates: []string{"first", "second"}},
 		{name: "implicit gate last", policy: src, view: rc("zmap h; masscan h"), decision: verdict.RequireApproval, code: verdict.PolicyRequiresApproval,
 			rule: "a", gates: []string{"first", DefaultGateID}},
+		{name: "naming the implicit gate", policy: commandPolicy("", `{ id = "n", program = "nmap", decision = "require_approval", gate = "policy-default" }`),
+			view: rc("nmap h"), decision: verdict.RequireApproval, code: verdict.PolicyRequiresApproval, rule: "n", gates: []string{DefaultGateID}},
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ironvise/ironvise/internal/intent"
+	"github.com/ironvise/ironvise/internal/scan"
 	"github.com/ironvise/ironvise/internal/tripwire"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
@@ -227,16 +228,16 @@ func TestOWASPPack(t *testing.T) {
 	}
 	// §13 case 58: password=hunter2 is redacted and the CVE id flagged.
 	out := "config: password=hunter2\nvulnerable to CVE-2024-1234\n"
-	byLabel := map[string]ObservationRule{}
+	byLabel := map[string]scan.ObservationRule{}
 	for _, r := range p.ObservationRules() {
 		byLabel[r.Label] = r
 	}
 	for label, want := range map[string]struct {
-		action ObservationAction
+		action scan.RuleAction
 		match  string
 	}{
-		"password":      {ObserveRedact, "password=hunter2"},
-		"cve_reference": {ObserveFlag, "CVE-2024-1234"},
+		"password":      {scan.RuleRedact, "password=hunter2"},
+		"cve_reference": {scan.RuleFlag, "CVE-2024-1234"},
 	} {
 		r, ok := byLabel[label]
 		if !ok || r.Action != want.action || r.Pattern.FindString(out) != want.match {
@@ -245,6 +246,12 @@ func TestOWASPPack(t *testing.T) {
 	}
 	if r := byLabel["weak_crypto"]; r.Pattern.MatchString(out) {
 		t.Errorf("weak_crypto matched %q", out)
+	}
+	// Applied by the output scanner as the pipeline does.
+	res, abort := scan.ApplyRules(scan.Result{Sanitized: out, Labels: []string{}}, p.ObservationRules())
+	if abort != "" || strings.Contains(res.Sanitized, "hunter2") || !strings.Contains(res.Sanitized, "[REDACTED:password]") ||
+		!slices.Contains(res.Labels, "policy:cve_reference") || !strings.Contains(res.Sanitized, "CVE-2024-1234") {
+		t.Errorf("ApplyRules: %q labels %v abort %q", res.Sanitized, res.Labels, abort)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ironvise/ironvise/internal/intent"
+	"github.com/ironvise/ironvise/internal/scan"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
@@ -79,29 +80,6 @@ type Gate struct {
 	Reason string
 
 	when *expr // compiled at load; nil when When is ""
-}
-
-// ObservationAction is what an observation rule does when its pattern
-// matches the output of an action (checks.md §4.2 observation_rules).
-type ObservationAction string
-
-// The observation rule actions.
-const (
-	ObserveRedact ObservationAction = "redact"
-	ObserveFlag   ObservationAction = "flag"
-	ObserveAbort  ObservationAction = "abort"
-)
-
-// ObservationRule is a compiled observation rule. The output scanner labels
-// observations with "policy:<Label>" and applies Action.
-type ObservationRule struct {
-	// ID is the rule's id, or "observation_rules[<index>]".
-	ID string
-	// Label matches ^[a-z0-9_]{1,64}$.
-	Label string
-	// Pattern is compiled at load.
-	Pattern *regexp.Regexp
-	Action  ObservationAction
 }
 
 // Control is one compliance control the policy claims to support; it is
@@ -191,7 +169,7 @@ type Policy struct {
 	pathRules    []pathRule
 	domainRules  []domainRule
 	gates        []Gate
-	observation  []ObservationRule
+	observation  []scan.ObservationRule
 	controls     []Control
 
 	fold    bool // ASCII case folding of programs and paths (darwin, windows)
@@ -253,8 +231,10 @@ func (p *Policy) Gate(id string) (Gate, bool) {
 	return Gate{}, false
 }
 
-// ObservationRules returns the compiled observation rules in file order.
-func (p *Policy) ObservationRules() []ObservationRule { return slices.Clone(p.observation) }
+// ObservationRules returns the compiled observation rules in file order,
+// ready for scan.ApplyRules. A rule without an id has the id
+// "observation_rules[<index>]".
+func (p *Policy) ObservationRules() []scan.ObservationRule { return slices.Clone(p.observation) }
 
 // Controls returns the compliance controls in file order.
 func (p *Policy) Controls() []Control { return slices.Clone(p.controls) }
