@@ -165,6 +165,7 @@ recorded in a signed, hash-chained ledger that an auditor can verify offline.`,
 		a.sandboxCommand(),
 		a.sessionsCommand(),
 		a.verifySessionCommand(),
+		a.guardWorkerCommand(),
 	)
 	return root
 }

@@ -1,0 +1,108 @@
+package cli
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/guard"
+	"github.com/ironvise/ironvise/internal/llm"
+)
+
+// guardWorkerCommand is `ironvise guard-worker`, the guard process that
+// IronVise starts for each session (checks.md §7, agent.md §3). It is
+// hidden: it speaks a binary protocol on stdin/stdout and refuses to run
+// without the key its host hands it.
+func (a *app) guardWorkerCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:    guard.WorkerArg,
+		Short:  "The guard process (started by IronVise itself; not for humans)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return a.runGuardWorker()
+		},
+	}
+}
+
+func (a *app) runGuardWorker() error {
+	// The worker reads only its own process environment, which the host
+	// built; never a .env file.
+	look, err := config.OSLookup("")
+	if err != nil {
+		return exitCode(ExitUsage, err)
+	}
+	// The key comes first and leaves the environment at once, before any
+	// other code runs that could hand the environment on.
+	key, err := takeGuardKey(look)
+	if err != nil {
+		return exitCode(ExitUsage, err)
+	}
+	log := slog.New(slog.NewTextHandler(a.stderr, nil))
+	cfg, err := config.Load(look)
+	if err != nil {
+		return exitCode(ExitUsage, fmt.Errorf("guard worker configuration:\n%w", err))
+	}
+	client, err := llm.NewGuard(cfg.Guard, cfg.LLM, llm.Options{Logger: log, BuiltinScript: builtinMockScript()})
+	if err != nil {
+		return exitCode(ExitUsage, fmt.Errorf("guard worker: %w", err))
+	}
+	// Everything that needs the file system (the mock script, TLS roots
+	// are read lazily and stay readable) is done; from here on the worker
+	// runs confined.
+	if err := confineWorker(); err != nil {
+		return exitCode(ExitUsage, fmt.Errorf("guard worker: confine: %w", err))
+	}
+	_, keyVisible := look(guard.KeyEnv)
+	log.Info("guard worker ready", "backend", client.Backend(), "model", client.Model(), "key_env_cleared", !keyVisible)
+	return guard.Serve(a.ctx, a.stdin, a.stdout, guard.WorkerOptions{
+		Key:        key,
+		Client:     client,
+		LLMTimeout: guard.LLMTimeout(time.Duration(cfg.Guard.TimeoutSecs) * time.Second),
+		Logger:     log,
+	})
+}
+
+// takeGuardKey reads GUARD_HMAC_KEY and unsets it whatever its value, so the
+// key is not inherited by anything this process might start and is not in
+// its Go environment any more. (/proc/self/environ still shows the initial
+// block, readable only by this user; confinement covers that.)
+func takeGuardKey(look config.Lookup) ([]byte, error) {
+	v, ok := look(guard.KeyEnv)
+	if err := os.Unsetenv(guard.KeyEnv); err != nil {
+		return nil, fmt.Errorf("guard worker: unset %s: %w", guard.KeyEnv, err)
+	}
+	if !ok {
+		return nil, errors.New("guard worker: " + guard.KeyEnv + " is not set: this command is started by IronVise for each session, not by hand")
+	}
+	key, err := hex.DecodeString(v)
+	if err != nil || len(key) != guard.KeyBytes {
+		return nil, fmt.Errorf("guard worker: %s is not %d hex-encoded bytes", guard.KeyEnv, guard.KeyBytes)
+	}
+	return key, nil
+}
+
+// confineWorker applies the worker's own OS confinement before it serves
+// (agent.md §3): a seccomp allowlist suited to an HTTPS client (no exec, no
+// ptrace) and Landlock with no file-system write access.
+//
+// TODO(confinement): internal/sandbox/native exports no self-confinement
+// API yet (ConfineSelf / ApplyProfile); wire it here when it does. Until
+// then the worker runs unconfined.
+func confineWorker() error {
+	return nil
+}
+
+// builtinMockScript is the built-in demo script the mock backend replays
+// when MOCK_LLM_SCRIPT is not set; its guard lines make the mock guard's
+// replies. Nil until the demo scenario lands: the mock guard then answers
+// "DENY: mock guard" unless GUARD_MOCK_REPLY is set.
+func builtinMockScript() []byte {
+	return nil
+}
