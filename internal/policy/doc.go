@@ -39,6 +39,7 @@
 //	if req, ok := p.TriggeredGates(view, v); ok {
 //		// one approval request: req.Gates, req.Reasons, req.TimeoutSeconds, req.OnTimeout
 //	}
+//	res, abort := scan.ApplyRules(res, p.ObservationRules()) // after execution
 //
 // A nil *Policy is valid and means "no policy loaded": Evaluate allows with
 // the message "no policy loaded" and no gate ever triggers.
@@ -58,6 +59,6 @@
 // sandbox's $TMPDIR scratch directory, has no path for a rule to match and
 // takes default_path_decision. A script the shell analysis rejects yields
 // no command items: the tripwire, which always runs next, denies it.
-// Program and path matching fold ASCII case on darwin and windows only,
+// Program and path matching fold letter case on darwin and windows only,
 // selected by [Options.GOOS].
 package policy

@@ -214,11 +214,11 @@ func (p *Policy) evalPaths(ev *evaluation, paths []tripwire.PathView) {
 	for i := range paths {
 		pv := &paths[i]
 		bit := pathKindBits[pv.Kind]
-		cands := p.pathCandidates(pv)
+		cands, n := p.pathCandidates(pv)
 		matched = matched[:0]
 		for k := range p.pathRules {
 			r := &p.pathRules[k]
-			if r.kinds&bit != 0 && r.matches(cands) {
+			if r.kinds&bit != 0 && r.matches(cands[:n]) {
 				matched = append(matched, &r.rule)
 			}
 		}

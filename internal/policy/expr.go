@@ -374,7 +374,8 @@ func (e *expr) eval(p *Policy, v *tripwire.View) bool {
 		return false
 	case fnPathMatches:
 		for i := range v.Paths {
-			for _, s := range p.pathCandidates(&v.Paths[i]) {
+			cands, n := p.pathCandidates(&v.Paths[i])
+			for _, s := range cands[:n] {
 				if e.glob.match(s) {
 					return true
 				}

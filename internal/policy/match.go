@@ -232,20 +232,20 @@ func prefixMatch(prefix, p string) bool {
 }
 
 // pathCandidates returns the normalised lexical and resolved paths of a
-// path item (checks.md §4.3: a rule matches if either matches). A dynamic
-// or scratch target has none.
-func (p *Policy) pathCandidates(pv *tripwire.PathView) []string {
-	var out []string
+// path item (checks.md §4.3: a rule matches if either matches), as an
+// array so the hot path does not allocate. A dynamic or scratch target has
+// none.
+func (p *Policy) pathCandidates(pv *tripwire.PathView) (out [2]string, n int) {
 	for _, s := range [2]string{pv.Lexical, pv.Resolved} {
 		if s == "" {
 			continue
 		}
-		n := normPath(s, p.fold, p.windows)
-		if len(out) == 0 || out[0] != n {
-			out = append(out, n)
+		if s = normPath(s, p.fold, p.windows); n == 0 || out[0] != s {
+			out[n] = s
+			n++
 		}
 	}
-	return out
+	return out, n
 }
 
 // normalizeHost brings a rule's host to the form the tripwire gives a URL's
