@@ -263,3 +263,37 @@ func TestLLMTimeout(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkServeRoundTrip measures the protocol cost inside one process:
+// seal, verify, strict decode, prompt, mock reply, seal, verify, decode.
+func BenchmarkServeRoundTrip(b *testing.B) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	cli := llm.NewMock(nil, llm.MockOptions{GuardReply: "ALLOW", GuardReplySet: true})
+	go func() { done <- Serve(context.Background(), inR, outW, WorkerOptions{Key: testKey, Client: cli}) }()
+	out := bufio.NewReader(outR)
+	now := time.Now()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := inW.Write(seal(testKey, RequestLabel, requestPayload(uint64(i+1), now))); err != nil {
+			b.Fatal(err)
+		}
+		line, err := readLine(out, MaxLineBytes)
+		if err != nil {
+			b.Fatal(err)
+		}
+		raw, err := open(testKey, ResponseLabel, line)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r, err := decodeResponse(raw); err != nil || r.Verdict != VerdictAllow {
+			b.Fatalf("%+v %v", r, err)
+		}
+	}
+	b.StopTimer()
+	_ = inW.Close()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+}
