@@ -65,9 +65,10 @@ func validName(n string) bool {
 
 // Load loads a policy given as a file path or as the name of a policy that
 // List shows: a shipped pack or <DataDir>/policies/<name>.toml ("name" or
-// "name.toml"). A reference containing a path separator, or naming an
-// existing file, is a path. A name that is both a pack and a data-dir
-// policy is ambiguous and does not load: pass the path instead.
+// "name.toml"). A reference containing a path separator is a path; a bare
+// reference is a pack, a data-dir policy or a file in the working
+// directory, and one that names more than one of these is ambiguous and
+// does not load (ErrAmbiguous): pass a path instead.
 func Load(ref string, opt Options) (*Policy, error) {
 	file, data, err := resolve(ref, opt.DataDir)
 	if err != nil {
@@ -83,25 +84,39 @@ func resolve(ref, dataDir string) (file string, data []byte, err error) {
 	if strings.ContainsAny(ref, `/`+string(filepath.Separator)) {
 		return readFile(ref)
 	}
-	if st, err := os.Stat(ref); err == nil && st.Mode().IsRegular() {
-		return readFile(ref)
-	}
 	name := strings.TrimSuffix(ref, ".toml")
 	pack, isPack := PackBytes(name)
+	var found []string
+	if isPack {
+		found = append(found, "a shipped pack")
+	}
 	var local string
 	if dataDir != "" && validName(name) {
 		local = filepath.Join(dataDir, "policies", name+".toml")
-		if _, err := os.Stat(local); err != nil {
+		if _, err := os.Stat(local); err == nil {
+			found = append(found, local)
+		} else {
 			local = ""
 		}
 	}
+	cwd := false
+	if st, err := os.Stat(ref); err == nil && st.Mode().IsRegular() {
+		cwd = true
+		found = append(found, "./"+ref)
+	}
+	// A bare name that means two things is refused: otherwise a file that
+	// an agent wrote into the working directory (its workspace, often)
+	// could stand in for the pack the operator named.
+	if len(found) > 1 {
+		return "", nil, fmt.Errorf("policy %s: %w: it names %s; pass a path (./%s or the data-dir path) to choose a file", ref, ErrAmbiguous, strings.Join(found, " and "), ref)
+	}
 	switch {
-	case isPack && local != "":
-		return "", nil, fmt.Errorf("policy %s: %w: it is a shipped pack and %s; pass the file path to use the file", ref, ErrAmbiguous, local)
 	case isPack:
 		return name + ".toml", pack, nil
 	case local != "":
 		return readFile(local)
+	case cwd:
+		return readFile(ref)
 	}
 	where := "a shipped pack (" + strings.Join(Packs(), ", ") + ")"
 	if dataDir != "" {

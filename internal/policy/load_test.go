@@ -369,6 +369,25 @@ func TestLoadByName(t *testing.T) {
 	if _, err := Load("owasp-top10", Options{}); err != nil {
 		t.Errorf("pack without data dir: %v", err)
 	}
+	// A file in the working directory that shares a pack's name (one an
+	// agent could have written into its workspace) never stands in for the
+	// pack.
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	for _, name := range []string{"soc2-audit", "mine.toml"} {
+		if err := os.WriteFile(filepath.Join(cwd, name), []byte("name = \"Planted\"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if p, err := Load("soc2-audit", Options{}); !errors.Is(err, ErrAmbiguous) {
+		t.Errorf("cwd file named like a pack: %v, %v; want ErrAmbiguous", p, err)
+	}
+	if p, err := Load("./soc2-audit", Options{}); err != nil || p.Name() != "Planted" {
+		t.Errorf("explicit ./ path: %v, %v", p, err)
+	}
+	if p, err := Load("mine.toml", Options{}); err != nil || p.Name() != "Planted" {
+		t.Errorf("bare file name in the working directory: %v, %v", p, err)
+	}
 }
 
 func TestList(t *testing.T) {
