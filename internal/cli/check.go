@@ -73,7 +73,7 @@ tool only on exit code 0.`,
 				v := verdict.Denial(verdict.CheckSchema, verdict.SchemaTooLarge, fmt.Sprintf("$: input exceeds %d bytes (max %d)", maxCheckInput, 65536))
 				res = &check.Result{Decisive: v, Verdicts: []check.Timed{{Verdict: v}}}
 			} else {
-				p := &check.Pipeline{Tripwire: tw, Policy: pol, GuardDisabled: "no guard configured"}
+				p := &check.Pipeline{Tripwire: tw, Policy: check.PolicyCheck(pol), GuardDisabled: "no guard configured"}
 				res = p.Run(a.ctx, check.Input{Raw: string(raw), Step: 1})
 			}
 			d := res.Decisive

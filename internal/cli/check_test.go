@@ -98,3 +98,27 @@ func TestCheckCommandConfigErrors(t *testing.T) {
 		t.Fatalf("unknown flag: exit %d; want 2", code)
 	}
 }
+
+func TestCheckCommandPolicy(t *testing.T) {
+	ws := t.TempDir()
+	env := cliEnv(t)
+	nmap := `{"action":"run_command","params":{"command":"nmap -sV 10.0.0.1"},"justification":"scan the host"}`
+	code, out, errOut := runCLI(t, env, nmap, "check", "--workspace", ws, "--policy", "soc2-audit")
+	if code != 1 || !strings.Contains(out, `"code": "approval_timeout"`) || !strings.Contains(out, `"policy_hash": "`) {
+		t.Fatalf("soc2 nmap: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, _, errOut = runCLI(t, env, nmap, "check", "--workspace", ws, "--policy", "soc2-audit", "--policy-sha256", strings.Repeat("0", 64))
+	if code != 2 || !strings.Contains(errOut, "policy not loaded") {
+		t.Fatalf("pin mismatch: exit %d %s", code, errOut)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.toml")
+	os.WriteFile(bad, []byte("name = \"x\"\n\ngoal = \"x\"\n"), 0o600)
+	code, _, errOut = runCLI(t, env, nmap, "check", "--workspace", ws, "--policy", bad)
+	if code != 2 || !strings.Contains(errOut, "bad.toml:3: goal: unknown key") {
+		t.Fatalf("bad policy: exit %d %s", code, errOut)
+	}
+	code, _, errOut = runCLI(t, env, nmap, "check", "--workspace", ws, "--policy-sha256", "ab")
+	if code != 2 || !strings.Contains(errOut, "--policy-sha256 needs --policy") {
+		t.Fatalf("pin without policy: exit %d %s", code, errOut)
+	}
+}

@@ -1,18 +1,28 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 
-	"github.com/ironvise/ironvise/internal/check"
 	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/policy"
 )
 
-// loadPolicy loads --policy (a file or a pack name) with an optional hash
-// pin. With no --policy, no policy is loaded and the policy check records
-// "no policy loaded".
-func (a *app) loadPolicy(_ *config.Config, ref, pin string) (check.Policy, *string, error) {
-	if ref == "" && pin == "" {
+// loadPolicy loads --policy (a file, a shipped pack or a policy of the data
+// dir) with an optional --policy-sha256 pin. With no --policy, no policy is
+// loaded and the policy check records "no policy loaded". Load errors are
+// configuration errors (exit 2) listing every problem with its line.
+func (a *app) loadPolicy(cfg *config.Config, ref, pin string) (*policy.Policy, *string, error) {
+	if ref == "" {
+		if pin != "" {
+			return nil, nil, exitCode(ExitUsage, errors.New("--policy-sha256 needs --policy"))
+		}
 		return nil, nil, nil
 	}
-	return nil, nil, exitCode(ExitUsage, fmt.Errorf("--policy: the policy engine is not wired into this build yet"))
+	p, err := policy.Load(ref, policy.Options{DataDir: cfg.DataDir, SHA256: pin})
+	if err != nil {
+		return nil, nil, exitCode(ExitUsage, fmt.Errorf("policy not loaded:\n%w", err))
+	}
+	h := p.SHA256()
+	return p, &h, nil
 }
