@@ -16,12 +16,12 @@ const (
 
 // ASCII byte classes of the detector pass.
 const (
-	clsB64Std  = 1 << iota // [A-Za-z0-9+/]: large_base64_blob runs
-	clsB64Any              // [A-Za-z0-9+/_-]: base64 candidate runs (§9 step 5)
-	clsLetter              // [A-Za-z]: Latin letters of a word
-	clsHex                 // [0-9A-Fa-f]
-	clsWord                // [0-9A-Za-z_]: RE2 \w, for \b checks
-	clsSpace               // RE2 \s: [\t\n\f\r ]
+	clsB64Std = 1 << iota // [A-Za-z0-9+/]: large_base64_blob runs
+	clsB64Any             // [A-Za-z0-9+/_-]: base64 candidate runs (§9 step 5)
+	clsLetter             // [A-Za-z]: Latin letters of a word
+	clsHex                // [0-9A-Fa-f]
+	clsWord               // [0-9A-Za-z_]: RE2 \w, for \b checks
+	clsSpace              // RE2 \s: [\t\n\f\r ]
 )
 
 func newClassTable() *[256]uint8 {

@@ -116,7 +116,10 @@ type Scanner struct {
 	sens     Sensitivity
 	patterns []pattern
 	hints    hintIndex
-	class    *[256]uint8
+	// needles are the hint ids of candidateNeedles, in order.
+	needles    [candidateNeedleList]uint8
+	needleMask uint64
+	class      *[256]uint8
 	// payload is the encoded-payload regexp of the prompt scan (§9 step 5).
 	payload *regexp.Regexp
 }
@@ -131,6 +134,16 @@ func New(sens Sensitivity) (*Scanner, error) {
 	var err error
 	if s.patterns, s.hints, err = compilePatterns(builtinPatterns()); err != nil {
 		return nil, bug(err)
+	}
+	// The structural needles share the hint pass, so a text without any
+	// of them skips brace matching altogether.
+	for i, nd := range candidateNeedles() {
+		id, err := s.hints.add(nd, false)
+		if err != nil {
+			return nil, bug(err)
+		}
+		s.needles[i] = uint8(id)
+		s.needleMask |= 1 << id
 	}
 	if s.payload, err = regexp.Compile(payloadPattern); err != nil {
 		return nil, bug(err)
@@ -175,32 +188,36 @@ func (s *Scanner) scanText(t string, h *hits) {
 		s.detectorHits(t, &det, h)
 	}
 
-	// The primary view keeps offsets; when invisible or bidi characters are
-	// present a second, compacted view shows the text as the model will
-	// read it after they are deleted.
-	views := []*view{newView(t, det.deleted, true)}
-	if len(det.deleted) > 0 {
-		views = append(views, newCompactView(t, det.deleted))
-	}
-	for i, v := range views {
-		if s.sens >= Medium {
-			s.matchLists(v, s.listMask(), func(label string, sp span) {
-				h.label(label)
-				h.addRedact(v.toOrig(sp))
-			})
-		}
-		// The structural passes read the view the model will read: the
-		// compacted one when it exists.
-		if len(views) == 2 && i == 0 {
-			continue
-		}
-		s.structural(v, func(label string, sp span) {
+	// The primary view keeps offsets, with deleted characters read as
+	// spaces (so a zero-width space between words still separates them).
+	// When characters are deleted, a compacted view shows the text as the
+	// model will read it: the regex lists read the parts of it around the
+	// deletions, and the structural passes read all of it.
+	primary := newView(t, det.deleted, true)
+	structView := primary
+	if s.sens >= Medium {
+		s.matchLists(primary, s.listMask(), func(label string, sp span) {
 			h.label(label)
-			if redact {
-				h.addRedact(v.toOrig(sp))
-			}
-		}, true)
+			h.addRedact(primary.toOrig(sp))
+		})
 	}
+	if len(det.deleted) > 0 {
+		structView = newCompactView(t, det.deleted)
+		if s.sens >= Medium {
+			for _, ex := range structView.junctionExcerpts() {
+				s.matchLists(ex, s.listMask(), func(label string, sp span) {
+					h.label(label)
+					h.addRedact(ex.toOrig(sp))
+				})
+			}
+		}
+	}
+	s.structural(structView, func(label string, sp span) {
+		h.label(label)
+		if redact {
+			h.addRedact(structView.toOrig(sp))
+		}
+	}, true)
 	s.base64Pass(t, det.runs, h, redact)
 }
 

@@ -190,13 +190,18 @@ func nfkcPrefix(s string, limit int) (string, int) {
 	return sb.String(), len(s)
 }
 
-// isASCII reports whether s has only bytes below 0x80, eight at a time.
+// isASCII reports whether s has only bytes below 0x80, 32 at a time.
 func isASCII(s string) bool {
+	const hi = 0x8080808080808080
 	i := 0
+	for ; i+32 <= len(s); i += 32 {
+		c := s[i : i+32]
+		if (le64(c)|le64(c[8:])|le64(c[16:])|le64(c[24:]))&hi != 0 {
+			return false
+		}
+	}
 	for ; i+8 <= len(s); i += 8 {
-		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		if w&0x8080808080808080 != 0 {
+		if le64(s[i:])&hi != 0 {
 			return false
 		}
 	}
@@ -206,4 +211,11 @@ func isASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// le64 reads the first eight bytes of s as a little-endian word.
+func le64(s string) uint64 {
+	_ = s[7] // one bounds check for the eight loads
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"strings"
 
 	"github.com/ironvise/ironvise/internal/intent"
@@ -29,11 +28,14 @@ const (
 	maxCandidateDescent = 4
 )
 
+// candidateNeedleList is the number of candidate needles.
+const candidateNeedleList = 6
+
 // candidateNeedles are lowercase substrings of which a candidate span must
 // contain one to be parsed: the action key and the suspicious keys (their
 // shortest distinct forms), and \u, since a key may be spelled with escapes.
-func candidateNeedles() [6]string {
-	return [6]string{"action", "instructions", "system", "new_goal", "override_goal", `\u`}
+func candidateNeedles() [candidateNeedleList]string {
+	return [candidateNeedleList]string{"action", "instructions", "system", "new_goal", "override_goal", `\u`}
 }
 
 // isSuspiciousKey reports the top-level keys that make an object an action
@@ -77,16 +79,21 @@ func matchBraces(t string) braceTree {
 	var stack []int32
 	var cands []int32
 	overflow := 0
-	inStr, esc := false, false
+	inStr := false
 	for i := first; i < len(t); i++ {
+		// Most bytes matter in neither state; skip them in a tight loop.
+		for i < len(t) && !braceByte(t[i]) {
+			i++
+		}
+		if i == len(t) {
+			break
+		}
 		c := t[i]
 		if inStr {
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"', c == '\n':
+			switch c {
+			case '\\':
+				i++ // the escaped byte, whatever it is
+			case '"', '\n':
 				inStr = false
 			}
 			continue
@@ -128,14 +135,32 @@ func matchBraces(t string) braceTree {
 	return bt
 }
 
+// braceByte reports the bytes the brace matcher acts on.
+func braceByte(c byte) bool {
+	switch c {
+	case '{', '}', '"', '\\', '\n':
+		return true
+	}
+	return false
+}
+
 // structural runs the structural and (when strict) strict-schema passes over
 // the view and reports each hit with the label and the candidate's span.
 func (s *Scanner) structural(v *view, emit func(label string, sp span), strict bool) {
+	present := s.viewHints(v) & s.needleMask
+	if present == 0 {
+		return // no candidate could be parsed
+	}
+	var needles []string
+	for i, nd := range candidateNeedles() {
+		if present&(1<<s.needles[i]) != 0 {
+			needles = append(needles, nd)
+		}
+	}
 	bt := matchBraces(v.orig)
 	if len(bt.top) == 0 {
 		return
 	}
-	needles := candidateNeedles()
 	var visit func(idx int32, depth int)
 	visit = func(idx int32, depth int) {
 		sp := bt.spans[idx]
@@ -200,59 +225,90 @@ func inspectJSON(text string) (ok, hit, topAction bool) {
 	if !json.Valid([]byte(text)) {
 		return false, false, false
 	}
-	dec := json.NewDecoder(strings.NewReader(text))
-	dec.UseNumber()
-	w := jsonWalker{dec: dec}
-	hit, err := w.value(1, true)
-	if err != nil {
-		return false, false, false
-	}
+	w := jsonWalker{s: text}
+	hit = w.value(1, true)
 	return true, hit, w.topAction
 }
 
-// jsonWalker searches a token stream for action objects. Unlike decoding
-// into a map, it sees every member, so a duplicate key cannot hide an
-// action value behind a later harmless one.
+// jsonWalker searches valid JSON for action objects without building a
+// tree. Unlike decoding into a map, it sees every member, so a duplicate
+// key cannot hide an action value behind a later harmless one. Its input
+// has passed json.Valid, so it does not re-check the grammar.
 type jsonWalker struct {
-	dec       *json.Decoder
+	s         string
+	i         int
 	topAction bool
 }
 
-// value reads one value at depth and reports whether it is or contains an
-// action object.
-func (w *jsonWalker) value(depth int, top bool) (bool, error) {
-	tok, err := w.dec.Token()
-	if err != nil {
-		return false, err
+func (w *jsonWalker) space() {
+	for w.i < len(w.s) {
+		switch w.s[w.i] {
+		case ' ', '\t', '\n', '\r':
+			w.i++
+		default:
+			return
+		}
 	}
-	if d, ok := tok.(json.Delim); ok {
-		return w.container(d, depth, top)
-	}
-	return false, nil
 }
 
-// container reads the rest of an object or array whose opening delimiter
-// was read. Containers deeper than MaxStructuralDepth are consumed without
-// being searched.
-func (w *jsonWalker) container(d json.Delim, depth int, top bool) (bool, error) {
-	if depth > MaxStructuralDepth {
-		return false, w.skip()
+// value reads one value at depth and reports whether it is or contains an
+// action object. Containers deeper than MaxStructuralDepth are skipped.
+func (w *jsonWalker) value(depth int, top bool) bool {
+	w.space()
+	if w.i >= len(w.s) {
+		return false
 	}
+	switch w.s[w.i] {
+	case '{', '[':
+		if depth > MaxStructuralDepth {
+			w.skipContainer()
+			return false
+		}
+		if w.s[w.i] == '[' {
+			return w.array(depth)
+		}
+		return w.object(depth, top)
+	case '"':
+		w.skipString()
+	default:
+		for w.i < len(w.s) && !strings.ContainsRune(",]} \t\n\r", rune(w.s[w.i])) {
+			w.i++
+		}
+	}
+	return false
+}
+
+func (w *jsonWalker) array(depth int) bool {
+	w.i++ // '['
 	hit := false
-	for w.dec.More() {
-		if d == '[' {
-			h, err := w.value(depth+1, false)
-			if err != nil {
-				return false, err
-			}
-			hit = hit || h
-			continue
+	for {
+		w.space()
+		if w.i >= len(w.s) || w.s[w.i] == ']' {
+			w.i++
+			return hit
 		}
-		kt, err := w.dec.Token()
-		if err != nil {
-			return false, err
+		if w.value(depth+1, false) {
+			hit = true
 		}
-		key, _ := kt.(string)
+		w.space()
+		if w.i < len(w.s) && w.s[w.i] == ',' {
+			w.i++
+		}
+	}
+}
+
+func (w *jsonWalker) object(depth int, top bool) bool {
+	w.i++ // '{'
+	hit := false
+	for {
+		w.space()
+		if w.i >= len(w.s) || w.s[w.i] == '}' {
+			w.i++
+			return hit
+		}
+		key := w.str()
+		w.space()
+		w.i++ // ':'
 		if top && key == "action" {
 			w.topAction = true
 		}
@@ -260,58 +316,71 @@ func (w *jsonWalker) container(d json.Delim, depth int, top bool) (bool, error) 
 		if isSuspiciousKey(k) {
 			hit = true
 		}
-		var h bool
-		if k == "action" {
-			h, err = w.actionValue(depth + 1)
-		} else {
-			h, err = w.value(depth+1, false)
+		w.space()
+		if k == "action" && w.i < len(w.s) && w.s[w.i] == '"' {
+			if isActionName(w.str()) {
+				hit = true
+			}
+		} else if w.value(depth+1, false) {
+			hit = true
 		}
-		if err != nil {
-			return false, err
+		w.space()
+		if w.i < len(w.s) && w.s[w.i] == ',' {
+			w.i++
 		}
-		hit = hit || h
 	}
-	// The closing delimiter.
-	if _, err := w.dec.Token(); err != nil {
-		return false, err
-	}
-	return hit, nil
 }
 
-// actionValue reads the value of an "action" member: a known action name
-// (trimmed, lowercased) makes its object an action object; a container is
-// searched like any other value.
-func (w *jsonWalker) actionValue(depth int) (bool, error) {
-	tok, err := w.dec.Token()
-	if err != nil {
-		return false, err
+// str reads a string and returns it unescaped.
+func (w *jsonWalker) str() string {
+	start := w.i + 1
+	w.skipString()
+	raw := w.s[start : w.i-1]
+	if strings.IndexByte(raw, '\\') < 0 {
+		return raw
 	}
-	switch t := tok.(type) {
-	case string:
-		return isActionName(t), nil
-	case json.Delim:
-		return w.container(t, depth, false)
+	var v string
+	// The walker's input passed json.Valid, so this cannot fail.
+	if err := json.Unmarshal([]byte(w.s[start-1:w.i]), &v); err != nil {
+		return raw
 	}
-	return false, nil
+	return v
 }
 
-// skip consumes the rest of a container whose opening delimiter was read.
-func (w *jsonWalker) skip() error {
-	for level := 1; level > 0; {
-		tok, err := w.dec.Token()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return io.ErrUnexpectedEOF
-			}
-			return err
-		}
-		if d, ok := tok.(json.Delim); ok {
-			if d == '{' || d == '[' {
-				level++
-			} else {
-				level--
-			}
+// skipString moves past a string starting at its opening quote.
+func (w *jsonWalker) skipString() {
+	w.i++
+	for w.i < len(w.s) {
+		switch w.s[w.i] {
+		case '\\':
+			w.i += 2
+		case '"':
+			w.i++
+			return
+		default:
+			w.i++
 		}
 	}
-	return nil
+}
+
+// skipContainer moves past an object or array starting at its opening
+// delimiter.
+func (w *jsonWalker) skipContainer() {
+	level := 0
+	for w.i < len(w.s) {
+		switch w.s[w.i] {
+		case '"':
+			w.skipString()
+			continue
+		case '{', '[':
+			level++
+		case '}', ']':
+			level--
+			if level == 0 {
+				w.i++
+				return
+			}
+		}
+		w.i++
+	}
 }

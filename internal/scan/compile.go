@@ -1,0 +1,652 @@
+package scan
+
+import (
+	"fmt"
+	"regexp"
+	"regexp/syntax"
+	"strings"
+	"unicode/utf8"
+)
+
+// span is a byte range [s, e) of a text.
+type span struct{ s, e int }
+
+// pattern is one compiled list entry.
+type pattern struct {
+	label string
+	list  listMask
+	raw   bool
+	hints uint64 // ids in the scanner's hintIndex
+	// variants are the literal-prefixed forms the pattern runs as. When
+	// the pattern cannot be split that way, full (the pattern as written)
+	// runs over the whole text instead.
+	variants []variant
+	full     *regexp.Regexp
+}
+
+// variant is one literal-prefixed alternative of a pattern. A pattern
+// without a literal prefix (a leading alternation, \b or ^) makes Go's
+// regexp step through every byte, which is what made the naive scanner slow;
+// and even with one, each attempt of its engines costs about a microsecond.
+// So a variant is run by hand: find the next occurrence of its prefix, check
+// the removed leading assertion and some cheap necessary conditions there,
+// and only then run the anchored regexp over a window that provably holds
+// any match starting at that occurrence.
+type variant struct {
+	re       *regexp.Regexp // the variant, unanchored (tests compare with it)
+	anchored *regexp.Regexp // \A(?:variant)
+	prefix   string         // every match starts with it
+	complete bool           // the variant matches exactly prefix
+	// follow holds the bytes that can come right after the prefix in a
+	// match; nil when anything (or nothing) can.
+	follow *[256]bool
+	// lits are literals every match holds after the prefix, in order.
+	lits []string
+	// budget is the most non-whitespace bytes a match can hold, or -1
+	// when unbounded. Whitespace runs are unbounded in most patterns
+	// (\s+), so the window around a candidate is measured in the other
+	// bytes.
+	budget int
+	// bounds, when set, are the relaxed repeats of anchored: capture group
+	// i+1 must hold between bounds[i].min and bounds[i].max characters.
+	bounds    []repeatBound
+	wordStart bool // a leading \b was removed
+	lineStart bool // a leading (?m)^ was removed
+	indent    bool // with lineStart: a [ \t]* after the ^ was removed too
+}
+
+// repeatBound is the original bound of a relaxed repeat.
+type repeatBound struct{ min, max int }
+
+// compilePatterns compiles the lists and registers their hints.
+func compilePatterns(defs []patternDef) ([]pattern, hintIndex, error) {
+	var idx hintIndex
+	out := make([]pattern, 0, len(defs))
+	for _, d := range defs {
+		p, err := compilePattern(d, &idx)
+		if err != nil {
+			return nil, hintIndex{}, fmt.Errorf("pattern %s: %w", d.label, err)
+		}
+		out = append(out, p)
+	}
+	return out, idx, nil
+}
+
+func compilePattern(d patternDef, idx *hintIndex) (pattern, error) {
+	p := pattern{label: d.label, list: d.list, raw: d.raw}
+	if strings.Contains(d.re, "(?i)") {
+		return p, fmt.Errorf("uses (?i); write it in lowercase or mark it raw")
+	}
+	if len(d.hints) == 0 {
+		return p, fmt.Errorf("has no hints")
+	}
+	for _, h := range d.hints {
+		if !isASCII(h) || (!d.raw && strings.ToLower(h) != h) {
+			return p, fmt.Errorf("hint %q must be lowercase ASCII", h)
+		}
+		id, err := idx.add(h, d.raw)
+		if err != nil {
+			return p, err
+		}
+		p.hints |= 1 << id
+	}
+	var err error
+	if p.full, err = regexp.Compile(d.re); err != nil {
+		return p, err
+	}
+	tree, err := syntax.Parse(d.re, syntax.Perl)
+	if err != nil {
+		return p, err
+	}
+	if !d.raw && hasUpperLiteral(tree) {
+		return p, fmt.Errorf("has an uppercase literal but runs on the lowercased text")
+	}
+	p.variants, err = splitVariants(tree)
+	if err != nil {
+		// Correct but slow: the pattern runs as written.
+		p.variants = nil
+	}
+	return p, nil
+}
+
+// splitVariants turns a parsed pattern into literal-prefixed variants: a
+// leading \b or (?m)^[ \t]* is removed (and checked by hand when matching)
+// and a leading alternation becomes one variant per branch. It fails when a
+// variant would still lack a literal prefix.
+func splitVariants(tree *syntax.Regexp) ([]variant, error) {
+	var out []variant
+	for _, alt := range alternatives(tree) {
+		subs := flatten(alt)
+		var v variant
+		switch {
+		case len(subs) > 0 && subs[0].Op == syntax.OpWordBoundary:
+			v.wordStart = true
+			subs = subs[1:]
+		case len(subs) > 0 && subs[0].Op == syntax.OpBeginLine:
+			v.lineStart = true
+			subs = subs[1:]
+			if len(subs) > 0 && isIndent(subs[0]) {
+				v.indent = true
+				subs = subs[1:]
+			}
+		}
+		for _, rest := range alternatives(concat(subs)) {
+			w, err := analyseVariant(v, rest)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+// analyseVariant compiles one variant and derives its prefilters.
+func analyseVariant(w variant, rest *syntax.Regexp) (variant, error) {
+	expr, err := regexpString(rest)
+	if err != nil {
+		return w, err
+	}
+	if w.re, err = regexp.Compile(expr); err != nil {
+		return w, err
+	}
+	if w.anchored, err = regexp.Compile(`\A(?:` + expr + `)`); err != nil {
+		return w, err
+	}
+	w.prefix, w.complete = w.re.LiteralPrefix()
+	if w.prefix == "" {
+		return w, fmt.Errorf("variant %q has no literal prefix", expr)
+	}
+	if w.wordStart && !isWordByte(w.prefix[0]) {
+		// \b before a non-word character means something else; the hand
+		// check assumes the match starts a word.
+		return w, fmt.Errorf("variant %q: \\b before a non-word character", expr)
+	}
+	w.budget = maxNonSpace(rest)
+	// The prefilters need the elements after the prefix; they are known
+	// only when the prefix is spelled by leading literal elements.
+	elems := flatten(rest)
+	var lead strings.Builder
+	k := 0
+	for k < len(elems) && elems[k].Op == syntax.OpLiteral && lead.Len() < len(w.prefix) {
+		lead.WriteString(string(elems[k].Rune))
+		k++
+	}
+	if lead.String() == w.prefix {
+		w.follow = firstBytes(elems[k:])
+		w.lits = requiredLiterals(elems[k:])
+		if relaxed, bounds := relaxRepeats(elems, k); bounds != nil {
+			rexpr, err := regexpString(concat(relaxed))
+			if err != nil {
+				return w, err
+			}
+			if w.anchored, err = regexp.Compile(`\A(?:` + rexpr + `)`); err != nil {
+				return w, err
+			}
+			w.bounds = bounds
+		}
+	}
+	return w, nil
+}
+
+// relaxMin is the smallest repeat bound worth relaxing. A bound of n
+// compiles to about 2n instructions, and past 500 Go's regexp leaves its
+// backtracker for the much slower NFA.
+const relaxMin = 32
+
+// relaxNameTag marks the capture groups relaxRepeats adds; the printer
+// writes every other group as non-capturing.
+const relaxNameTag = "\x00relax"
+
+// relaxRepeats replaces a large bounded repeat of a character class, C{m,n},
+// by C{m,} in a capture group whose length is checked after matching. That
+// is exact when the repeat is deterministic: everything between the prefix
+// and the repeat is a single character or literal (no choices), and the
+// repeat is followed by a literal whose first character C excludes, so the
+// repeat must run to the end of its run of C in any match. It returns nil
+// bounds when nothing qualifies.
+func relaxRepeats(elems []*syntax.Regexp, start int) ([]*syntax.Regexp, []repeatBound) {
+	out := append([]*syntax.Regexp(nil), elems...)
+	var bounds []repeatBound
+	fixed := true // no choice so far
+	for i := start; i < len(out); i++ {
+		e := out[i]
+		switch {
+		case e.Op == syntax.OpLiteral || e.Op == syntax.OpCharClass:
+			continue
+		case fixed && e.Op == syntax.OpRepeat && e.Max >= relaxMin && e.Sub[0].Op == syntax.OpCharClass &&
+			i+1 < len(out) && out[i+1].Op == syntax.OpLiteral && len(out[i+1].Rune) > 0 &&
+			!classHas(e.Sub[0], out[i+1].Rune[0]):
+			loose := *e
+			loose.Max = -1
+			out[i] = &syntax.Regexp{Op: syntax.OpCapture, Name: relaxNameTag, Sub: []*syntax.Regexp{&loose}}
+			bounds = append(bounds, repeatBound{min: e.Min, max: e.Max})
+		}
+		fixed = false
+	}
+	return out, bounds
+}
+
+// classHas reports whether a character class holds r.
+func classHas(cc *syntax.Regexp, r rune) bool {
+	for i := 0; i+1 < len(cc.Rune); i += 2 {
+		if cc.Rune[i] <= r && r <= cc.Rune[i+1] {
+			return true
+		}
+	}
+	return false
+}
+
+// isSpaceRune reports RE2's \s, the bytes a window treats as free.
+func isSpaceRune(r rune) bool {
+	return r == ' ' || r == '\t' || r == '\n' || r == '\f' || r == '\r'
+}
+
+// maxNonSpace returns the most non-whitespace bytes a match of re can hold,
+// or -1 when that is unbounded.
+func maxNonSpace(re *syntax.Regexp) int {
+	switch re.Op {
+	case syntax.OpLiteral:
+		n := 0
+		for _, r := range re.Rune {
+			if !isSpaceRune(r) {
+				n += utf8.RuneLen(r)
+			}
+		}
+		return n
+	case syntax.OpCharClass:
+		widest, onlySpace := 0, true
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			lo, hi := re.Rune[i], re.Rune[i+1]
+			for c := lo; c <= hi && onlySpace; c++ {
+				onlySpace = isSpaceRune(c)
+			}
+			widest = max(widest, utf8Width(hi))
+		}
+		if onlySpace {
+			return 0
+		}
+		return widest
+	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return utf8.UTFMax
+	case syntax.OpCapture:
+		return maxNonSpace(re.Sub[0])
+	case syntax.OpQuest:
+		return maxNonSpace(re.Sub[0])
+	case syntax.OpStar, syntax.OpPlus:
+		if maxNonSpace(re.Sub[0]) == 0 {
+			return 0
+		}
+		return -1
+	case syntax.OpRepeat:
+		n := maxNonSpace(re.Sub[0])
+		switch {
+		case n == 0:
+			return 0
+		case n < 0 || re.Max < 0:
+			return -1
+		}
+		return n * re.Max
+	case syntax.OpConcat:
+		sum := 0
+		for _, sub := range re.Sub {
+			n := maxNonSpace(sub)
+			if n < 0 {
+				return -1
+			}
+			sum += n
+		}
+		return sum
+	case syntax.OpAlternate:
+		most := 0
+		for _, sub := range re.Sub {
+			n := maxNonSpace(sub)
+			if n < 0 {
+				return -1
+			}
+			most = max(most, n)
+		}
+		return most
+	}
+	return 0 // empty-width operators
+}
+
+// utf8Width returns the UTF-8 length of code points up to r.
+func utf8Width(r rune) int {
+	switch {
+	case r < 0x80:
+		return 1
+	case r < 0x800:
+		return 2
+	case r < 0x10000:
+		return 3
+	}
+	return 4
+}
+
+// firstBytes returns the set of bytes that can start a match of the
+// element sequence, or nil when it can match the empty string (then any
+// byte, or the end of the text, may follow).
+func firstBytes(elems []*syntax.Regexp) *[256]bool {
+	var set [256]bool
+	if nullable := addFirst(&set, elems); nullable {
+		return nil
+	}
+	return &set
+}
+
+// addFirst adds the first bytes of the sequence to set and reports whether
+// the sequence can match the empty string.
+func addFirst(set *[256]bool, elems []*syntax.Regexp) bool {
+	for _, e := range elems {
+		if !addFirstOne(set, e) {
+			return false
+		}
+	}
+	return true
+}
+
+func addFirstOne(set *[256]bool, re *syntax.Regexp) (nullable bool) {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if len(re.Rune) == 0 {
+			return true
+		}
+		var buf [utf8.UTFMax]byte
+		utf8.EncodeRune(buf[:], re.Rune[0])
+		set[buf[0]] = true
+		return false
+	case syntax.OpCharClass:
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			lo, hi := re.Rune[i], re.Rune[i+1]
+			for c := lo; c <= hi && c < utf8.RuneSelf; c++ {
+				set[c] = true
+			}
+			if hi >= utf8.RuneSelf {
+				for b := 0xC0; b < 0x100; b++ {
+					set[b] = true // any multi-byte lead byte, conservatively
+				}
+			}
+		}
+		return false
+	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		for b := range set {
+			set[b] = true
+		}
+		return false
+	case syntax.OpCapture:
+		return addFirstOne(set, re.Sub[0])
+	case syntax.OpStar, syntax.OpQuest:
+		addFirstOne(set, re.Sub[0])
+		return true
+	case syntax.OpPlus:
+		return addFirstOne(set, re.Sub[0])
+	case syntax.OpRepeat:
+		n := addFirstOne(set, re.Sub[0])
+		return n || re.Min == 0
+	case syntax.OpConcat:
+		return addFirst(set, re.Sub)
+	case syntax.OpAlternate:
+		nullable := false
+		for _, sub := range re.Sub {
+			if addFirstOne(set, sub) {
+				nullable = true
+			}
+		}
+		return nullable
+	}
+	return true // empty match and empty-width assertions consume nothing
+}
+
+// requiredLiterals returns literals that every match of the sequence holds,
+// in order and without overlap: its literal elements (adjacent ones joined)
+// and the literal of a + or {n,} of a literal.
+func requiredLiterals(elems []*syntax.Regexp) []string {
+	var out []string
+	var cur strings.Builder
+	flush := func() {
+		if cur.Len() > 0 {
+			out = append(out, cur.String())
+			cur.Reset()
+		}
+	}
+	for _, e := range elems {
+		switch {
+		case e.Op == syntax.OpLiteral:
+			cur.WriteString(string(e.Rune))
+		case (e.Op == syntax.OpPlus || e.Op == syntax.OpRepeat && e.Min >= 1) && e.Sub[0].Op == syntax.OpLiteral:
+			flush()
+			cur.WriteString(string(e.Sub[0].Rune))
+			flush()
+		default:
+			flush()
+		}
+	}
+	flush()
+	return out
+}
+
+// regexpString prints a parsed regexp back as RE2 syntax. The standard
+// printer computes case-folding flags by walking every rune of every class,
+// which costs milliseconds for a class such as [^\n|]; this printer covers
+// the operators the lists use and rejects the rest.
+func regexpString(re *syntax.Regexp) (string, error) {
+	var b strings.Builder
+	err := writeRegexp(&b, re)
+	return b.String(), err
+}
+
+func writeRegexp(b *strings.Builder, re *syntax.Regexp) error {
+	if re.Flags&syntax.FoldCase != 0 {
+		return fmt.Errorf("case folding is not supported")
+	}
+	switch re.Op {
+	case syntax.OpEmptyMatch:
+		b.WriteString("(?:)")
+	case syntax.OpLiteral:
+		for _, r := range re.Rune {
+			writeRune(b, r)
+		}
+	case syntax.OpCharClass:
+		b.WriteByte('[')
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			writeRune(b, re.Rune[i])
+			if re.Rune[i+1] != re.Rune[i] {
+				b.WriteByte('-')
+				writeRune(b, re.Rune[i+1])
+			}
+		}
+		b.WriteByte(']')
+	case syntax.OpAnyCharNotNL:
+		b.WriteString("(?-s:.)")
+	case syntax.OpAnyChar:
+		b.WriteString("(?s:.)")
+	case syntax.OpBeginLine:
+		b.WriteString("(?m:^)")
+	case syntax.OpEndLine:
+		b.WriteString("(?m:$)")
+	case syntax.OpBeginText:
+		b.WriteString(`\A`)
+	case syntax.OpEndText:
+		b.WriteString(`\z`)
+	case syntax.OpWordBoundary:
+		b.WriteString(`\b`)
+	case syntax.OpNoWordBoundary:
+		b.WriteString(`\B`)
+	case syntax.OpCapture:
+		if re.Name == relaxNameTag {
+			b.WriteString("(")
+		} else {
+			b.WriteString("(?:")
+		}
+		if err := writeRegexp(b, re.Sub[0]); err != nil {
+			return err
+		}
+		b.WriteString(")")
+	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat:
+		b.WriteString("(?:")
+		if err := writeRegexp(b, re.Sub[0]); err != nil {
+			return err
+		}
+		b.WriteString(")")
+		switch re.Op {
+		case syntax.OpStar:
+			b.WriteByte('*')
+		case syntax.OpPlus:
+			b.WriteByte('+')
+		case syntax.OpQuest:
+			b.WriteByte('?')
+		default:
+			fmt.Fprintf(b, "{%d,", re.Min)
+			if re.Max >= 0 {
+				fmt.Fprintf(b, "%d", re.Max)
+			}
+			b.WriteByte('}')
+		}
+		if re.Flags&syntax.NonGreedy != 0 {
+			b.WriteByte('?')
+		}
+	case syntax.OpConcat, syntax.OpAlternate:
+		b.WriteString("(?:")
+		for i, sub := range re.Sub {
+			if i > 0 && re.Op == syntax.OpAlternate {
+				b.WriteByte('|')
+			}
+			if err := writeRegexp(b, sub); err != nil {
+				return err
+			}
+		}
+		b.WriteString(")")
+	default:
+		return fmt.Errorf("operator %v is not supported", re.Op)
+	}
+	return nil
+}
+
+// writeRune writes r so that it is literal both inside and outside a class.
+func writeRune(b *strings.Builder, r rune) {
+	if r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
+		b.WriteRune(r)
+		return
+	}
+	fmt.Fprintf(b, `\x{%x}`, r)
+}
+
+// alternatives distributes a leading alternation: (a|b)c → ac, bc. Captures
+// are dropped; the scanner uses whole-match spans only.
+func alternatives(re *syntax.Regexp) []*syntax.Regexp {
+	switch re.Op {
+	case syntax.OpCapture:
+		return alternatives(re.Sub[0])
+	case syntax.OpAlternate:
+		var out []*syntax.Regexp
+		for _, sub := range re.Sub {
+			out = append(out, alternatives(sub)...)
+		}
+		return out
+	case syntax.OpConcat:
+		if len(re.Sub) == 0 {
+			return []*syntax.Regexp{re}
+		}
+		heads := alternatives(re.Sub[0])
+		if len(heads) == 1 && heads[0] == re.Sub[0] {
+			// The parser factors common prefixes out of alternations
+			// ("invoke-webrequest|iwr" → i(?:nvoke-webrequest|wr)); a prefix
+			// that short would match nearly everywhere, so distribute again.
+			if re.Sub[0].Op == syntax.OpLiteral && len(re.Sub[0].Rune) < 3 && len(re.Sub) > 1 {
+				if next := unwrapCapture(re.Sub[1]); next.Op == syntax.OpAlternate {
+					var out []*syntax.Regexp
+					for _, b := range next.Sub {
+						parts := append([]*syntax.Regexp{re.Sub[0], b}, re.Sub[2:]...)
+						out = append(out, alternatives(concat(parts))...)
+					}
+					return out
+				}
+			}
+			return []*syntax.Regexp{re}
+		}
+		var out []*syntax.Regexp
+		for _, h := range heads {
+			out = append(out, alternatives(concat(append([]*syntax.Regexp{h}, re.Sub[1:]...)))...)
+		}
+		return out
+	}
+	return []*syntax.Regexp{re}
+}
+
+func unwrapCapture(re *syntax.Regexp) *syntax.Regexp {
+	for re.Op == syntax.OpCapture {
+		re = re.Sub[0]
+	}
+	return re
+}
+
+// flatten returns the elements of a concatenation, nested ones inlined.
+func flatten(re *syntax.Regexp) []*syntax.Regexp {
+	if re.Op == syntax.OpCapture {
+		return flatten(re.Sub[0])
+	}
+	if re.Op != syntax.OpConcat {
+		return []*syntax.Regexp{re}
+	}
+	var out []*syntax.Regexp
+	for _, sub := range re.Sub {
+		out = append(out, flatten(sub)...)
+	}
+	return out
+}
+
+func concat(subs []*syntax.Regexp) *syntax.Regexp {
+	var flat []*syntax.Regexp
+	for _, s := range subs {
+		if s.Op == syntax.OpConcat {
+			flat = append(flat, flatten(s)...)
+		} else {
+			flat = append(flat, s)
+		}
+	}
+	if len(flat) == 1 {
+		return flat[0]
+	}
+	if len(flat) == 0 {
+		return &syntax.Regexp{Op: syntax.OpEmptyMatch}
+	}
+	return &syntax.Regexp{Op: syntax.OpConcat, Sub: flat}
+}
+
+// isIndent reports [ \t]* (or a subset of it).
+func isIndent(re *syntax.Regexp) bool {
+	if re.Op != syntax.OpStar || re.Sub[0].Op != syntax.OpCharClass {
+		return false
+	}
+	r := re.Sub[0].Rune
+	for i := 0; i+1 < len(r); i += 2 {
+		for c := r[i]; c <= r[i+1]; c++ {
+			if c != ' ' && c != '\t' {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func hasUpperLiteral(re *syntax.Regexp) bool {
+	if re.Op == syntax.OpLiteral {
+		for _, r := range re.Rune {
+			if r >= 'A' && r <= 'Z' {
+				return true
+			}
+		}
+	}
+	for _, sub := range re.Sub {
+		if hasUpperLiteral(sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
+}
+

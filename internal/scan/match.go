@@ -1,0 +1,363 @@
+package scan
+
+import (
+	"bytes"
+	"encoding/binary"
+	"strings"
+	"unicode/utf8"
+)
+
+// view is one reading of the normalised text: orig keeps case, lower is its
+// ASCII-lowercased copy with the same byte offsets. The primary view is the
+// text itself; a compacted view has invisible and bidi characters removed
+// and maps its offsets back through off.
+type view struct {
+	orig  string
+	lower []byte
+	off   []int32 // compacted view: original offset of each byte; nil = identity
+	base  string  // the text off maps into (the primary view's orig)
+	hints uint64
+	ready bool
+	raw   []byte // orig as bytes, made on first use by a raw pattern
+	// junctions are the offsets of a compacted view where deleted
+	// characters were removed.
+	junctions []int
+}
+
+// origBytes returns orig as a byte slice for the raw patterns.
+func (v *view) origBytes() []byte {
+	if v.raw == nil {
+		v.raw = []byte(v.orig)
+	}
+	return v.raw
+}
+
+// newView builds the primary view of t. In the lowered copy, the bytes of
+// deleted characters become spaces: the offsets stay, and a zero-width
+// space used as a word separator still separates words.
+func newView(t string, deleted []span, _ bool) *view {
+	v := &view{orig: t, base: t, lower: make([]byte, len(t))}
+	lowerASCII(v.lower, t)
+	for _, sp := range deleted {
+		for i := sp.s; i < sp.e; i++ {
+			v.lower[i] = ' '
+		}
+	}
+	return v
+}
+
+// newCompactView builds the view with the deleted characters removed. Its
+// junctions are the offsets where characters were removed.
+func newCompactView(t string, deleted []span) *view {
+	var sb strings.Builder
+	sb.Grow(len(t))
+	off := make([]int32, 0, len(t))
+	var junctions []int
+	last := 0
+	for _, sp := range deleted {
+		sb.WriteString(t[last:sp.s])
+		for i := last; i < sp.s; i++ {
+			off = append(off, int32(i))
+		}
+		if len(junctions) == 0 || junctions[len(junctions)-1] != len(off) {
+			junctions = append(junctions, len(off))
+		}
+		last = sp.e
+	}
+	sb.WriteString(t[last:])
+	for i := last; i < len(t); i++ {
+		off = append(off, int32(i))
+	}
+	c := sb.String()
+	v := &view{orig: c, base: t, lower: make([]byte, len(c)), off: off, junctions: junctions}
+	lowerASCII(v.lower, c)
+	return v
+}
+
+// junctionExcerpts returns the parts of a compacted view that the regex
+// lists still need to read: a match that does not span a junction is found
+// in the primary view as well. Each part runs from the line before a
+// junction to the line after it; parts start and end at line boundaries, so
+// ^, $ and \b see the same neighbours as in the whole view. A match longer
+// than those three lines that spans a junction is not found here.
+func (v *view) junctionExcerpts() []*view {
+	var out []*view
+	n := len(v.lower)
+	lastEnd := -1
+	var cur *[2]int
+	var ranges [][2]int
+	for _, j := range v.junctions {
+		// Start of the line before j's line.
+		a := bytes.LastIndexByte(v.lower[:min(j, n)], '\n')
+		if a >= 0 {
+			a = bytes.LastIndexByte(v.lower[:a], '\n')
+		}
+		a++
+		// End of the line after j's line.
+		b := n
+		if k := bytes.IndexByte(v.lower[min(j, n):], '\n'); k >= 0 {
+			b = min(j, n) + k
+			if k2 := bytes.IndexByte(v.lower[b+1:], '\n'); k2 >= 0 {
+				b = b + 1 + k2
+			} else {
+				b = n
+			}
+		}
+		if cur != nil && a <= lastEnd+1 {
+			cur[1] = max(cur[1], b)
+			lastEnd = cur[1]
+			continue
+		}
+		ranges = append(ranges, [2]int{a, b})
+		cur = &ranges[len(ranges)-1]
+		lastEnd = b
+	}
+	for _, r := range ranges {
+		out = append(out, &view{
+			orig: v.orig[r[0]:r[1]], lower: v.lower[r[0]:r[1]], off: v.off[r[0]:r[1]], base: v.base,
+		})
+	}
+	return out
+}
+
+// newTextView builds a view of a standalone text (a decoded base64 run).
+func newTextView(t string) *view {
+	v := &view{orig: t, base: t, lower: make([]byte, len(t))}
+	lowerASCII(v.lower, t)
+	return v
+}
+
+// toOrig maps a span of the view to the primary text, widened to whole
+// characters there.
+func (v *view) toOrig(sp span) span {
+	if v.off != nil && sp.e > sp.s {
+		sp = span{int(v.off[sp.s]), int(v.off[sp.e-1]) + 1}
+	}
+	for sp.s > 0 && sp.s < len(v.base) && !utf8.RuneStart(v.base[sp.s]) {
+		sp.s--
+	}
+	for sp.e < len(v.base) && !utf8.RuneStart(v.base[sp.e]) {
+		sp.e++
+	}
+	return sp
+}
+
+// lowerASCII writes the ASCII-lowercased src into dst (same length), eight
+// bytes at a time where they are all ASCII.
+func lowerASCII(dst []byte, src string) {
+	n := len(src)
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		w := le64(src[i:])
+		if w&0x8080808080808080 == 0 {
+			// For bytes below 0x80 these additions cannot carry across
+			// bytes: bit 7 of each sum says b >= 'A' and b > 'Z'.
+			ge := w + 0x3f3f3f3f3f3f3f3f
+			gt := w + 0x2525252525252525
+			w |= ((ge &^ gt) & 0x8080808080808080) >> 2
+		} else {
+			for k := 0; k < 8; k++ {
+				c := byte(w >> (8 * k))
+				if c >= 'A' && c <= 'Z' {
+					c += 'a' - 'A'
+				}
+				w = w&^(0xff<<(8*k)) | uint64(c)<<(8*k)
+			}
+		}
+		binary.LittleEndian.PutUint64(dst[i:], w)
+	}
+	for ; i < n; i++ {
+		c := src[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		dst[i] = c
+	}
+}
+
+// matchLists runs the patterns of the lists in mask over v and reports each
+// match.
+func (s *Scanner) matchLists(v *view, mask listMask, emit func(label string, sp span)) {
+	found := s.viewHints(v)
+	if found == 0 {
+		return
+	}
+	for i := range s.patterns {
+		p := &s.patterns[i]
+		if p.list&mask == 0 || p.hints&found == 0 {
+			continue
+		}
+		p.matches(v, func(sp span) { emit(p.label, sp) })
+	}
+}
+
+// viewHints returns the hints that occur in v, scanning once per view.
+func (s *Scanner) viewHints(v *view) uint64 {
+	if !v.ready {
+		v.hints = s.hints.scan(v.lower, v.orig)
+		v.ready = true
+	}
+	return v.hints
+}
+
+// matches reports the matches of p in v.
+func (p *pattern) matches(v *view, emit func(span)) {
+	buf := v.lower
+	if p.raw {
+		buf = v.origBytes()
+	}
+	if p.variants == nil {
+		for _, m := range p.full.FindAllIndex(buf, -1) {
+			emit(span{m[0], m[1]})
+		}
+		return
+	}
+	for i := range p.variants {
+		p.variants[i].matches(buf, emit)
+	}
+}
+
+// maxLits bounds the required literals tracked per variant.
+const maxLits = 8
+
+// matches finds the matches of one variant in buf, leftmost first: each
+// occurrence of the prefix is a candidate start; the removed leading
+// assertion and the prefilters are checked there, and the anchored regexp
+// runs over a window that holds every match starting there.
+func (w *variant) matches(buf []byte, emit func(span)) {
+	n := len(buf)
+	// Window state, shared by the increasing candidates (the window end
+	// only moves forward): count is the number of non-whitespace bytes
+	// in [from, end).
+	from, end, count := 0, 0, 0
+	// next[i] caches the next occurrence of lits[i] (-1: none left).
+	var next [maxLits]int
+	var nextFrom [maxLits]int
+	for i := range next {
+		next[i], nextFrom[i] = -2, 0
+	}
+	litAt := func(i, at int) int {
+		if nextFrom[i] <= at && (next[i] == -1 || next[i] >= at) {
+			return next[i]
+		}
+		k := bytes.Index(buf[at:], []byte(w.lits[i]))
+		if k >= 0 {
+			k += at
+		}
+		next[i], nextFrom[i] = k, at
+		return k
+	}
+	for pos := 0; pos < n; {
+		k := bytes.Index(buf[pos:], []byte(w.prefix))
+		if k < 0 {
+			return
+		}
+		p := pos + k
+		pos = p + 1
+		start := p
+		if w.wordStart && p > 0 && isWordByte(buf[p-1]) {
+			// \b fails inside a word, so no match starts before it ends.
+			for pos < n && isWordByte(buf[pos]) {
+				pos++
+			}
+			continue
+		}
+		if w.lineStart {
+			for w.indent && start > 0 && (buf[start-1] == ' ' || buf[start-1] == '\t') {
+				start--
+			}
+			if start > 0 && buf[start-1] != '\n' {
+				// ^ cannot hold later on this line either.
+				if nl := bytes.IndexByte(buf[pos:], '\n'); nl >= 0 {
+					pos += nl + 1
+				} else {
+					pos = n
+				}
+				continue
+			}
+		}
+		q := p + len(w.prefix)
+		if w.complete {
+			emit(span{start, q})
+			pos = q
+			continue
+		}
+		if w.follow != nil && (q >= n || !w.follow[buf[q]]) {
+			continue
+		}
+		// A required literal that occurs nowhere after the prefix rules the
+		// candidate out before any window is measured.
+		if len(w.lits) > 0 && litAt(0, q) < 0 {
+			continue
+		}
+		limit := n
+		if w.budget >= 0 {
+			// Advance the window to start at p: drop the non-whitespace
+			// bytes before p, then extend until the budget is used up.
+			if end < p {
+				from, end, count = p, p, 0
+			}
+			for ; from < p; from++ {
+				if !isSpaceByte(buf[from]) {
+					count--
+				}
+			}
+			for end < n && (isSpaceByte(buf[end]) || count < w.budget) {
+				if !isSpaceByte(buf[end]) {
+					count++
+				}
+				end++
+			}
+			// Keep the first byte past the budget (and the rest of its
+			// character) so that \b and $ at a match's end see the same
+			// neighbour as in the whole text; no match can consume it.
+			limit = end
+			if limit < n {
+				limit++
+				for limit < n && !utf8.RuneStart(buf[limit]) {
+					limit++
+				}
+			}
+		}
+		if len(w.lits) > 0 {
+			at, ok := q, true
+			for i := range w.lits {
+				j := litAt(i, at)
+				if j < 0 || j+len(w.lits[i]) > limit {
+					ok = false
+					break
+				}
+				at = j + len(w.lits[i])
+			}
+			if !ok {
+				continue
+			}
+		}
+		var m []int
+		if w.bounds == nil {
+			m = w.anchored.FindIndex(buf[p:limit])
+		} else {
+			m = w.anchored.FindSubmatchIndex(buf[p:limit])
+			for i, b := range w.bounds {
+				if m == nil {
+					break
+				}
+				if c := utf8.RuneCount(buf[p+m[2+2*i] : p+m[3+2*i]]); c < b.min || c > b.max {
+					m = nil // the exact repeat could not reach the same end
+				}
+			}
+		}
+		if m == nil {
+			continue
+		}
+		emit(span{start, p + m[1]})
+		if m[1] > 0 {
+			pos = p + m[1]
+		}
+	}
+}
+
+// isSpaceByte reports RE2's \s.
+func isSpaceByte(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'
+}
