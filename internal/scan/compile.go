@@ -649,4 +649,3 @@ func hasUpperLiteral(re *syntax.Regexp) bool {
 func isWordByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_'
 }
-
