@@ -121,10 +121,10 @@ func TestCapStream(t *testing.T) {
 }
 
 func FuzzCapStream(f *testing.F) {
-	f.Add([]byte("plain"), int64(5))                               // short, untouched
+	f.Add([]byte("plain"), int64(5))                                  // short, untouched
 	f.Add([]byte(strings.Repeat("é", StreamCap)), int64(2*StreamCap)) // cut inside 2-byte runes
-	f.Add([]byte{0xff, 0xfe, 0xe2, 0x82}, int64(1<<30))             // invalid bytes and a huge total
-	f.Add([]byte(strings.Repeat("x", StreamCap+1)), int64(0))        // total smaller than the data
+	f.Add([]byte{0xff, 0xfe, 0xe2, 0x82}, int64(1<<30))               // invalid bytes and a huge total
+	f.Add([]byte(strings.Repeat("x", StreamCap+1)), int64(0))         // total smaller than the data
 	f.Fuzz(func(t *testing.T, b []byte, total int64) {
 		if total < 0 {
 			total = -total
