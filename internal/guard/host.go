@@ -228,12 +228,19 @@ func (h *Host) exchangeLocked(ctx context.Context, req check.GuardRequest) verdi
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	// Cancelling ctx unblocks the pipe I/O at once.
+	// Cancelling ctx unblocks the pipe I/O at once. If the callback has
+	// started, wait for it, so it cannot move a later request's deadline.
+	fired := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
+		defer close(fired)
 		_ = w.stdin.SetWriteDeadline(time.Now())
 		_ = w.stdout.SetReadDeadline(time.Now())
 	})
-	defer stop()
+	defer func() {
+		if !stop() {
+			<-fired
+		}
+	}()
 	if err := w.stdin.SetWriteDeadline(deadline); err != nil {
 		return h.failLocked(verdict.GuardUnavailable, "guard worker pipe: "+err.Error())
 	}
@@ -319,6 +326,7 @@ type workerProc struct {
 	key    []byte
 	stdin  *os.File // write end of the worker's stdin
 	stdout *os.File // read end of the worker's stdout
+	stderr *os.File // read end of the worker's stderr, owned by copyStderr
 	out    *bufio.Reader
 	// nonce is the last nonce sent to this worker.
 	nonce uint64
@@ -382,7 +390,7 @@ func (h *Host) spawn(ctx context.Context) (w *workerProc, err error) {
 	_ = inR.Close()
 	_ = outW.Close()
 	_ = errW.Close()
-	w = &workerProc{cmd: cmd, key: key, stdin: inW, stdout: outR, out: bufio.NewReaderSize(outR, 64<<10), stderrDone: make(chan struct{})}
+	w = &workerProc{cmd: cmd, key: key, stdin: inW, stdout: outR, stderr: errR, out: bufio.NewReaderSize(outR, 64<<10), stderrDone: make(chan struct{})}
 	go h.copyStderr(errR, w.stderrDone, cmd.Process.Pid)
 	h.log.Debug("guard worker started", "pid", cmd.Process.Pid)
 	return w, nil
@@ -434,8 +442,26 @@ func (w *workerProc) kill() string {
 	}
 	_ = w.stdin.Close()
 	_ = w.stdout.Close()
-	<-w.stderrDone
+	w.waitStderr()
 	return status
+}
+
+// stderrGrace is how long the stderr copier may take to drain after the
+// worker is gone; a descendant still holding the pipe does not get to stall
+// the host.
+const stderrGrace = 2 * time.Second
+
+// waitStderr waits for the stderr copier, closing its pipe after
+// stderrGrace to unblock it.
+func (w *workerProc) waitStderr() {
+	t := time.NewTimer(stderrGrace)
+	defer t.Stop()
+	select {
+	case <-w.stderrDone:
+	case <-t.C:
+		_ = w.stderr.Close()
+		<-w.stderrDone
+	}
 }
 
 // isKilled reports whether a Wait error only says the process died by a
@@ -459,7 +485,7 @@ func (w *workerProc) shutdown(ctx context.Context) error {
 		err = <-exited
 	}
 	_ = w.stdout.Close()
-	<-w.stderrDone
+	w.waitStderr()
 	if err != nil && !isKilled(err) {
 		return fmt.Errorf("guard: worker exit: %w", err)
 	}
