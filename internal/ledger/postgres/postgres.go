@@ -98,6 +98,10 @@ func Open(ctx context.Context, dsn string, poolSize int) (*sqlstore.Store, error
 		s.Close()
 		return nil, fmt.Errorf("postgres: migrate %s: %w", Redact(dsn), err)
 	}
+	if err := s.Prepare(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 

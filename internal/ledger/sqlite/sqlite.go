@@ -104,6 +104,10 @@ func Open(ctx context.Context, path string) (*sqlstore.Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
 	}
+	if err := s.Prepare(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -122,6 +126,10 @@ func openMemory(ctx context.Context) (*sqlstore.Store, error) {
 	if err := s.Migrate(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: migrate in-memory database: %w", err)
+	}
+	if err := s.Prepare(ctx); err != nil {
+		s.Close()
+		return nil, err
 	}
 	return s, nil
 }

@@ -36,6 +36,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/ironvise/ironvise/internal/ledger"
 )
@@ -65,6 +66,16 @@ type Store struct {
 	d      Dialect
 	w, r   *sql.DB
 	closer func() error
+
+	// stmtMu guards stmts, the prepared statements by pool and SQL text:
+	// SQLite would otherwise parse every statement of every batch again.
+	stmtMu sync.Mutex
+	stmts  map[stmtKey]*sql.Stmt
+}
+
+type stmtKey struct {
+	db    *sql.DB
+	query string
 }
 
 // New returns a Store writing through writer and reading through reader
@@ -76,11 +87,73 @@ func New(d Dialect, writer, reader *sql.DB, closer func() error) *Store {
 	return &Store{d: d, w: writer, r: reader, closer: closer}
 }
 
+// stmt returns the statement prepared for query on db by Prepare, or nil.
+// It never prepares: preparing takes a connection from the pool, and a
+// one-connection pool (the SQLite writer, an in-memory database) would
+// wait forever for the connection its own transaction holds.
+func (s *Store) stmt(db *sql.DB, query string) *sql.Stmt {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	return s.stmts[stmtKey{db, query}]
+}
+
+// Prepare prepares the statements of the hot paths (appends, heads, log
+// hashes, event reads) on both pools. Backends call it after Migrate,
+// before any transaction runs.
+func (s *Store) Prepare(ctx context.Context) error {
+	qs := []string{
+		`SELECT max(log_index) FROM events`,
+		`SELECT value FROM meta WHERE key = ?`,
+		`SELECT ` + eventCols + ` FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq`,
+		`SELECT ` + eventCols + ` FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq LIMIT ?`,
+		`SELECT valid_from_seq, key_id, public_key, enc_private, kek, created_at FROM keys WHERE session_id = ? ORDER BY valid_from_seq`,
+		`SELECT ` + checkpointCols + ` FROM checkpoints ORDER BY tree_size DESC LIMIT 1`,
+		`SELECT ` + checkpointCols + ` FROM checkpoints WHERE tree_size = ?`,
+		`SELECT ` + sessionCols + ` FROM sessions s WHERE s.id = ?`,
+		`SELECT idx, hash FROM log_hashes WHERE idx >= ? AND idx < ? ORDER BY idx`,
+		updateSessionSQL,
+	}
+	for n := 1; n <= maxIn; n *= 2 {
+		qs = append(qs, headsSQL(n, ""), headsSQL(n, s.d.ForUpdate), readHashesSQL(n))
+	}
+	for _, tb := range insertTables {
+		for n := 1; n <= maxRows; n *= 2 {
+			qs = append(qs, insertSQL(tb.name, tb.cols, tb.n, n))
+		}
+	}
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	if s.stmts == nil {
+		s.stmts = map[stmtKey]*sql.Stmt{}
+	}
+	for _, db := range []*sql.DB{s.w, s.r} {
+		for _, q := range qs {
+			q = s.q(q)
+			k := stmtKey{db, q}
+			if _, ok := s.stmts[k]; ok {
+				continue
+			}
+			st, err := db.PrepareContext(ctx, q)
+			if err != nil {
+				return fmt.Errorf("sqlstore: prepare %.60s…: %w", q, err)
+			}
+			s.stmts[k] = st
+		}
+	}
+	return nil
+}
+
 // Kind implements ledger.Backend.
 func (s *Store) Kind() string { return s.d.Name }
 
 // Close implements ledger.Backend.
 func (s *Store) Close() error {
+	s.stmtMu.Lock()
+	for _, st := range s.stmts {
+		st.Close()
+	}
+	s.stmts = nil
+	s.stmtMu.Unlock()
 	if s.closer != nil {
 		return s.closer()
 	}
@@ -217,7 +290,7 @@ func (s *Store) Update(ctx context.Context, fn func(ledger.WriteTx) error) error
 			return fmt.Errorf("sqlstore: take write lock: %w", err)
 		}
 	}
-	if err := fn(&txn{s: s, tx: tx, write: true}); err != nil {
+	if err := fn(&txn{s: s, db: s.w, tx: tx, write: true}); err != nil {
 		tx.Rollback()
 		return err
 	}
@@ -234,7 +307,7 @@ func (s *Store) View(ctx context.Context, fn func(ledger.ReadTx) error) error {
 		return fmt.Errorf("sqlstore: begin read: %w", err)
 	}
 	defer tx.Rollback()
-	return fn(&txn{s: s, tx: tx})
+	return fn(&txn{s: s, db: s.r, tx: tx})
 }
 
 // RenewLeases implements ledger.Backend.

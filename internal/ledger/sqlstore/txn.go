@@ -17,6 +17,7 @@ import (
 // txn is one read or write transaction.
 type txn struct {
 	s     *Store
+	db    *sql.DB // the pool tx came from
 	tx    *sql.Tx
 	write bool
 }
@@ -24,15 +25,27 @@ type txn struct {
 func nowMicros() int64 { return time.Now().UnixMicro() }
 
 func (t *txn) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return t.tx.ExecContext(ctx, t.s.q(q), args...)
+	q = t.s.q(q)
+	if st := t.s.stmt(t.db, q); st != nil {
+		return t.tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+	}
+	return t.tx.ExecContext(ctx, q, args...)
 }
 
 func (t *txn) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return t.tx.QueryContext(ctx, t.s.q(q), args...)
+	q = t.s.q(q)
+	if st := t.s.stmt(t.db, q); st != nil {
+		return t.tx.StmtContext(ctx, st).QueryContext(ctx, args...)
+	}
+	return t.tx.QueryContext(ctx, q, args...)
 }
 
 func (t *txn) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
-	return t.tx.QueryRowContext(ctx, t.s.q(q), args...)
+	q = t.s.q(q)
+	if st := t.s.stmt(t.db, q); st != nil {
+		return t.tx.StmtContext(ctx, st).QueryRowContext(ctx, args...)
+	}
+	return t.tx.QueryRowContext(ctx, q, args...)
 }
 
 // forUpdate returns the row-lock suffix inside write transactions.
@@ -107,13 +120,14 @@ func (t *txn) LogSize(ctx context.Context) (int64, error) {
 // ReadHashes implements ledger.ReadTx.
 func (t *txn) ReadHashes(ctx context.Context, indexes []int64) ([]ledger.Hash, error) {
 	got := make(map[int64]ledger.Hash, len(indexes))
-	for start := 0; start < len(indexes); start += 500 {
-		chunk := indexes[start:min(start+500, len(indexes))]
+	for start := 0; start < len(indexes); start += maxIn {
+		chunk := indexes[start:min(start+maxIn, len(indexes))]
 		args := make([]any, len(chunk))
 		for i, ix := range chunk {
 			args[i] = ix
 		}
-		rows, err := t.query(ctx, `SELECT idx, hash FROM log_hashes WHERE idx IN (`+placeholders(len(chunk))+`)`, args...)
+		args = padPow2(args)
+		rows, err := t.query(ctx, readHashesSQL(len(args)), args...)
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: read log hashes: %w", err)
 		}
@@ -246,6 +260,31 @@ const headCols = `s.id, s.status, s.sealed_at, s.goal_hash, s.owner_id, s.lease_
 	(SELECT e.seq FROM events e WHERE e.session_id = s.id ORDER BY e.seq DESC LIMIT 1),
 	(SELECT e.hash FROM events e WHERE e.session_id = s.id ORDER BY e.seq DESC LIMIT 1)`
 
+// maxIn is the largest IN list of a prepared statement; longer lists are
+// chunked, shorter ones padded to a power of two by repeating an id (IN
+// ignores duplicates), so a handful of statements cover every size.
+const maxIn = 64
+
+func headsSQL(n int, forUpdate string) string {
+	return `SELECT ` + headCols + ` FROM sessions s WHERE s.id IN (` + placeholders(n) + `)` + forUpdate
+}
+
+func readHashesSQL(n int) string {
+	return `SELECT idx, hash FROM log_hashes WHERE idx IN (` + placeholders(n) + `)`
+}
+
+// padPow2 pads args to the next power of two by repeating the last one.
+func padPow2(args []any) []any {
+	n := 1
+	for n < len(args) {
+		n *= 2
+	}
+	for len(args) < n {
+		args = append(args, args[len(args)-1])
+	}
+	return args
+}
+
 func (t *txn) heads(ctx context.Context, where string, args ...any) ([]ledger.SessionHead, error) {
 	rows, err := t.query(ctx, `SELECT `+headCols+` FROM sessions s WHERE `+where+t.forUpdate(), args...)
 	if err != nil {
@@ -279,13 +318,14 @@ func (t *txn) heads(ctx context.Context, where string, args ...any) ([]ledger.Se
 // SessionHeads implements ledger.ReadTx.
 func (t *txn) SessionHeads(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]ledger.SessionHead, error) {
 	out := map[uuid.UUID]ledger.SessionHead{}
-	for start := 0; start < len(ids); start += 500 {
-		chunk := ids[start:min(start+500, len(ids))]
+	for start := 0; start < len(ids); start += maxIn {
+		chunk := ids[start:min(start+maxIn, len(ids))]
 		args := make([]any, len(chunk))
 		for i, id := range chunk {
 			args[i] = id[:]
 		}
-		hs, err := t.heads(ctx, `s.id IN (`+placeholders(len(chunk))+`)`, args...)
+		args = padPow2(args)
+		hs, err := t.heads(ctx, `s.id IN (`+placeholders(len(args))+`)`, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -467,33 +507,62 @@ func (t *txn) Checkpoints(ctx context.Context) ([]ledger.Checkpoint, error) {
 	return out, rows.Err()
 }
 
-// insertRows runs one multi-row INSERT per chunk of rows.
-func (t *txn) insertRows(ctx context.Context, table, cols string, ncols, nrows int, row func(i int) []any) error {
-	per := max(1, 900/ncols)
+// maxRows is the largest multi-row INSERT; a batch is written in chunks
+// of maxRows, then power-of-two chunks, so every statement is one of a
+// few prepared ones.
+const maxRows = 64
+
+// insertTable describes a table the ledger appends rows to.
+type insertTable struct {
+	name, cols string
+	n          int
+}
+
+var (
+	tableSessions = insertTable{"sessions", `id, goal, goal_hash, policy_hash, status, created_at, finished_at, sealed_at, llm_backend, llm_model, sandbox_tier, public_key, did, agent_loop, owner_id, lease_until`, 16}
+	tableKeys     = insertTable{"keys", `session_id, valid_from_seq, key_id, public_key, enc_private, kek, created_at`, 7}
+	tableEvents   = insertTable{"events", eventCols, 11}
+	tableHashes   = insertTable{"log_hashes", `idx, hash`, 2}
+	tableCPs      = insertTable{"checkpoints", checkpointCols, 8}
+	insertTables  = []insertTable{tableSessions, tableKeys, tableEvents, tableHashes, tableCPs}
+)
+
+func insertSQL(table, cols string, ncols, nrows int) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO " + table + " (" + cols + ") VALUES ")
 	one := "(" + placeholders(ncols) + ")"
-	for start := 0; start < nrows; start += per {
-		end := min(start+per, nrows)
-		args := make([]any, 0, (end-start)*ncols)
-		var b strings.Builder
-		b.WriteString("INSERT INTO " + table + " (" + cols + ") VALUES ")
-		for i := start; i < end; i++ {
-			if i > start {
-				b.WriteByte(',')
-			}
-			b.WriteString(one)
+	for i := range nrows {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(one)
+	}
+	return b.String()
+}
+
+// insertRows writes nrows rows with as few prepared statements as
+// possible.
+func (t *txn) insertRows(ctx context.Context, tb insertTable, nrows int, row func(i int) []any) error {
+	for start := 0; start < nrows; {
+		k := maxRows
+		for k > nrows-start {
+			k /= 2
+		}
+		args := make([]any, 0, k*tb.n)
+		for i := start; i < start+k; i++ {
 			args = append(args, row(i)...)
 		}
-		if _, err := t.exec(ctx, b.String(), args...); err != nil {
-			return fmt.Errorf("sqlstore: insert %s: %w", table, err)
+		if _, err := t.exec(ctx, insertSQL(tb.name, tb.cols, tb.n, k), args...); err != nil {
+			return fmt.Errorf("sqlstore: insert %s: %w", tb.name, err)
 		}
+		start += k
 	}
 	return nil
 }
 
 // Apply implements ledger.WriteTx.
 func (t *txn) Apply(ctx context.Context, c *ledger.Changes) error {
-	if err := t.insertRows(ctx, "sessions", `id, goal, goal_hash, policy_hash, status, created_at, finished_at, sealed_at,
-		llm_backend, llm_model, sandbox_tier, public_key, did, agent_loop, owner_id, lease_until`, 16, len(c.NewSessions), func(i int) []any {
+	if err := t.insertRows(ctx, tableSessions, len(c.NewSessions), func(i int) []any {
 		s := &c.NewSessions[i]
 		return []any{s.ID[:], s.Goal, s.GoalHash, nullStr(s.PolicyHash), string(s.Status), s.CreatedAt.UnixMicro(),
 			nullTime(s.FinishedAt), nullTime(s.SealedAt), nullStr(s.LLMBackend), nullStr(s.LLMModel), nullStr(s.SandboxTier),
@@ -513,12 +582,11 @@ func (t *txn) Apply(ctx context.Context, c *ledger.Changes) error {
 		if u.SealedMicro != nil {
 			sealed = *u.SealedMicro
 		}
-		if _, err := t.exec(ctx, `UPDATE sessions SET status = coalesce(?, status), finished_at = coalesce(finished_at, ?), sealed_at = coalesce(sealed_at, ?) WHERE id = ?`,
-			status, fin, sealed, u.ID[:]); err != nil {
+		if _, err := t.exec(ctx, updateSessionSQL, status, fin, sealed, u.ID[:]); err != nil {
 			return fmt.Errorf("sqlstore: update session %s: %w", u.ID, err)
 		}
 	}
-	if err := t.insertRows(ctx, "keys", `session_id, valid_from_seq, key_id, public_key, enc_private, kek, created_at`, 7, len(c.Keys), func(i int) []any {
+	if err := t.insertRows(ctx, tableKeys, len(c.Keys), func(i int) []any {
 		k := &c.Keys[i]
 		var enc any
 		if k.EncryptedPrivate != nil {
@@ -528,22 +596,24 @@ func (t *txn) Apply(ctx context.Context, c *ledger.Changes) error {
 	}); err != nil {
 		return err
 	}
-	if err := t.insertRows(ctx, "events", eventCols, 11, len(c.Events), func(i int) []any {
+	if err := t.insertRows(ctx, tableEvents, len(c.Events), func(i int) []any {
 		e := &c.Events[i]
 		return []any{e.LogIndex, e.SessionID[:], int64(e.Seq), e.Type, e.Payload, e.CreatedMicros, e.PrevHash[:], e.Hash[:], e.Signature, e.KeyID, e.Signer}
 	}); err != nil {
 		return err
 	}
-	if err := t.insertRows(ctx, "log_hashes", `idx, hash`, 2, len(c.Hashes), func(i int) []any {
+	if err := t.insertRows(ctx, tableHashes, len(c.Hashes), func(i int) []any {
 		return []any{c.Hashes[i].Index, c.Hashes[i].Hash[:]}
 	}); err != nil {
 		return err
 	}
-	return t.insertRows(ctx, "checkpoints", checkpointCols, 8, len(c.Checkpoints), func(i int) []any {
+	return t.insertRows(ctx, tableCPs, len(c.Checkpoints), func(i int) []any {
 		cp := &c.Checkpoints[i]
 		return []any{cp.TreeSize, cp.Root[:], cp.CreatedMicros, cp.KeyID, []byte(cp.PublicKey), cp.Signature, cp.Note, cp.EventLogIndex}
 	})
 }
+
+const updateSessionSQL = `UPDATE sessions SET status = coalesce(?, status), finished_at = coalesce(finished_at, ?), sealed_at = coalesce(sealed_at, ?) WHERE id = ?`
 
 func nullTime(t time.Time) any {
 	if t.IsZero() {

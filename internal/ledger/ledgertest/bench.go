@@ -1,0 +1,290 @@
+package ledgertest
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"golang.org/x/mod/sumdb/tlog"
+
+	"github.com/ironvise/ironvise/internal/ledger"
+)
+
+// benchPayload is a typical observation (about 300 bytes of canonical
+// JSON).
+func benchPayload(i int) map[string]any {
+	return map[string]any{
+		"step": i, "action_seq": i, "truncated": false, "suspicious": false, "labels": []string{},
+		"content":    "total 48\ndrwxr-xr-x  6 agent agent 4096 Nov 29 07:04 .\n-rw-r--r--  1 agent agent  812 go.mod\n" + strings.Repeat("x", 64),
+		"raw_sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+	}
+}
+
+// BenchAppend measures durable, signed appends from sessions concurrent
+// sessions, each appended to by one goroutine (the agent-loop pattern),
+// and reports events/s. Every append returns only after its transaction
+// committed durably.
+func BenchAppend(b *testing.B, backend ledger.Backend, sessions int) {
+	l, err := ledger.New(context.Background(), backend, ledger.Options{
+		IssuerKey: mustKey(b), CheckpointInterval: -1,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	ids := make([]uuid.UUID, sessions)
+	for i := range ids {
+		s, err := l.CreateSession(context.Background(), ledger.SessionSpec{Goal: fmt.Sprintf("bench %d", i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids[i] = s.ID
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions)
+	for w := range sessions {
+		n := b.N / sessions
+		if w < b.N%sessions {
+			n++
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range n {
+				if _, err := l.Append(context.Background(), ids[w], ledger.TypeObservation, benchPayload(i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	b.StopTimer()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/el.Seconds(), "events/s")
+}
+
+func mustKey(tb testing.TB) *ledger.SigningKey {
+	k, err := ledger.GenerateSigningKey(nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
+}
+
+// VerifyFixture is a ledger holding one sealed session of Events events,
+// for BenchVerify.
+type VerifyFixture struct {
+	L       *ledger.Ledger
+	Session uuid.UUID
+	Events  int
+}
+
+// NewVerifyFixture appends n events to one session (from 8 writers, to
+// build it quickly) and seals it.
+func NewVerifyFixture(tb testing.TB, backend ledger.Backend, n int) *VerifyFixture {
+	ctx := context.Background()
+	l, err := ledger.New(ctx, backend, ledger.Options{IssuerKey: mustKey(tb), CheckpointInterval: -1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, err := l.CreateSession(ctx, ledger.SessionSpec{Goal: "verify benchmark"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n-3; i += 8 {
+				if _, err := l.Append(ctx, s.ID, ledger.TypeObservation, benchPayload(i)); err != nil {
+					tb.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if _, err := l.Seal(ctx, s.ID, "bench"); err != nil {
+		tb.Fatal(err)
+	}
+	r, err := l.VerifySession(ctx, s.ID)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	mustOK(tb, r)
+	return &VerifyFixture{L: l, Session: s.ID, Events: r.EventCount}
+}
+
+// BenchVerify measures VerifySession (all five checks: hashes, signatures,
+// goal, inclusion proofs against the checkpoint, seal) and reports
+// events/s.
+func BenchVerify(b *testing.B, f *VerifyFixture) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		r, err := f.L.VerifySession(context.Background(), f.Session)
+		if err != nil || !r.OK() {
+			b.Fatalf("verify: %v %+v", err, r)
+		}
+	}
+	b.ReportMetric(float64(f.Events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// BigLog is a ledger whose Merkle log holds about n events, all of one
+// session, covered by a checkpoint.
+type BigLog struct {
+	L       *ledger.Ledger
+	Session uuid.UUID
+	N       int
+}
+
+// NewBigLog builds a log of n events quickly: the events are hash-chained
+// and their Merkle hashes computed exactly as the ledger does, but they are
+// written in large batches straight through the backend, and their
+// signatures are placeholders (proofs never read signatures). The ledger
+// then writes a real signed checkpoint over the whole log.
+func NewBigLog(tb testing.TB, open func() ledger.Backend, n int) *BigLog {
+	ctx := context.Background()
+	issuer := mustKey(tb)
+	l, err := ledger.New(ctx, open(), ledger.Options{IssuerKey: issuer, CheckpointInterval: -1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := l.Close(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	b := open()
+	key := mustKey(tb)
+	id := uuid.Must(uuid.NewV7())
+	mem := map[int64]ledger.Hash{}
+	var size int64
+	if err := b.View(ctx, func(tx ledger.ReadTx) error {
+		if size, err = tx.LogSize(ctx); err != nil {
+			return err
+		}
+		hs, err := tx.HashRange(ctx, 0, tlog.StoredHashCount(size))
+		for _, h := range hs {
+			mem[h.Index] = h.Hash
+		}
+		return err
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	reader := tlog.HashReaderFunc(func(ix []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(ix))
+		for i, x := range ix {
+			h, ok := mem[x]
+			if !ok {
+				return nil, fmt.Errorf("hash %d not in memory", x)
+			}
+			out[i] = tlog.Hash(h)
+		}
+		return out, nil
+	})
+	goal := "big log"
+	now := time.Now().UnixMicro()
+	pub := key.Public()
+	prev := ledger.GenesisPrevHash(id)
+	sig := make([]byte, 64)
+	const chunk = 20000
+	for start := 0; start < n; start += chunk {
+		var ch ledger.Changes
+		if start == 0 {
+			ch.NewSessions = []ledger.Session{{ID: id, Goal: goal, GoalHash: ledger.GoalHash(goal), Status: ledger.StatusRunning,
+				CreatedAt: time.UnixMicro(now), PublicKey: pub, DID: ledger.DIDKey(pub), OwnerID: "bench", LeaseUntil: time.UnixMicro(now)}}
+			ch.Keys = []ledger.KeyRecord{{SessionID: id, KeyID: ledger.KeyID(pub), PublicKey: pub, KEK: "issuer", CreatedMicros: now}}
+		}
+		for i := start; i < min(start+chunk, n); i++ {
+			typ, payload := ledger.TypeObservation, []byte(fmt.Sprintf(`{"content":"event %d","type":"observation"}`, i))
+			if i == 0 {
+				typ = ledger.TypeGenesis
+				payload = []byte(fmt.Sprintf(`{"goal":%q,"goal_hash":%q,"policy_hash":null,"session_public_key":%q,"type":"genesis"}`, goal, ledger.GoalHash(goal), hex.EncodeToString(pub)))
+			}
+			ev := ledger.Event{LogIndex: size, SessionID: id, Seq: uint64(i), Type: typ, Payload: payload, CreatedMicros: now,
+				PrevHash: prev, Signature: sig, KeyID: ledger.KeyID(pub), Signer: ledger.SignerSession}
+			ev.Hash = ledger.EventHash(prev, id, ev.Seq, now, typ, payload)
+			prev = ev.Hash
+			hs, err := tlog.StoredHashes(size, ev.Hash[:], reader)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			base := tlog.StoredHashIndex(0, size)
+			for j, h := range hs {
+				mem[base+int64(j)] = ledger.Hash(h)
+				ch.Hashes = append(ch.Hashes, ledger.StoredHash{Index: base + int64(j), Hash: ledger.Hash(h)})
+			}
+			ch.Events = append(ch.Events, ev)
+			size++
+		}
+		if err := b.Update(ctx, func(tx ledger.WriteTx) error { return tx.Apply(ctx, &ch) }); err != nil {
+			tb.Fatal(err)
+		}
+		// Keep only the frontier in memory.
+		keep := map[int64]ledger.Hash{}
+		for _, ix := range frontier(size) {
+			keep[ix] = mem[ix]
+		}
+		mem = keep
+	}
+	l, err = ledger.New(ctx, b, ledger.Options{IssuerKey: issuer, CheckpointInterval: -1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cp, err := l.Checkpoint(ctx)
+	if err != nil || cp.TreeSize != size {
+		tb.Fatalf("checkpoint = %d, %v; want %d", cp.TreeSize, err, size)
+	}
+	return &BigLog{L: l, Session: id, N: n}
+}
+
+func frontier(size int64) []int64 {
+	var out []int64
+	var start int64
+	for level := 62; level >= 0; level-- {
+		if size&(int64(1)<<level) != 0 {
+			out = append(out, tlog.StoredHashIndex(level, start>>level))
+			start += int64(1) << level
+		}
+	}
+	return out
+}
+
+// BenchInclusionProof measures building an inclusion proof (event lookup
+// plus the audit path read from the stored hashes) for random events of
+// the big log against its newest checkpoint, and checks each proof.
+func BenchInclusionProof(b *testing.B, g *BigLog) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		seq := uint64(rng.IntN(g.N))
+		p, err := g.L.InclusionProof(ctx, g.Session, seq, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(p.Path) < 19 {
+			b.Fatalf("path of %d hashes in a tree of %d", len(p.Path), p.TreeSize)
+		}
+	}
+	b.StopTimer()
+	p, _ := g.L.InclusionProof(ctx, g.Session, uint64(g.N/3), 0)
+	if err := ledger.VerifyInclusion(p.Path, p.TreeSize, p.Root, p.LogIndex, p.EventHash); err != nil {
+		b.Fatal(err)
+	}
+}
