@@ -125,6 +125,12 @@ func (b *batch) abort(err error) error {
 	return err
 }
 
+// Record is one event to append: its type and its payload (see Append).
+type Record struct {
+	Type    string
+	Payload any
+}
+
 // Append appends one event to a session's chain and returns it once it is
 // durably committed. payload is any value encoding/json marshals to an
 // object (or JSON text as json.RawMessage / []byte); it is stored as RFC
@@ -138,15 +144,34 @@ func (b *batch) abort(err error) error {
 // no longer matches the goal of its genesis event, the session is aborted
 // and Append returns ErrGoalMismatch.
 func (l *Ledger) Append(ctx context.Context, session uuid.UUID, typ string, payload any) (Event, error) {
-	if !validType(typ) {
-		return Event{}, fmt.Errorf("ledger: append %q: %w: use 1 to 64 characters of a-z, 0-9 and _", typ, ErrInvalidType)
-	}
-	if IsLedgerWritten(typ) {
-		return Event{}, fmt.Errorf("ledger: append %s: %w", typ, ErrReservedType)
-	}
-	body, err := canonicalPayload(typ, payload)
+	evs, err := l.AppendBatch(ctx, session, []Record{{Type: typ, Payload: payload}})
 	if err != nil {
-		return Event{}, fmt.Errorf("ledger: append %s: %w", typ, err)
+		return Event{}, err
+	}
+	return evs[0], nil
+}
+
+// AppendBatch appends several events to one session atomically, with
+// consecutive sequences and one durable commit (the events of one agent
+// step, for instance). Each record follows Append's rules; if any is
+// refused, none is appended.
+func (l *Ledger) AppendBatch(ctx context.Context, session uuid.UUID, recs []Record) ([]Event, error) {
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	bodies := make([][]byte, len(recs))
+	for i, r := range recs {
+		if !validType(r.Type) {
+			return nil, fmt.Errorf("ledger: append %q: %w: use 1 to 64 characters of a-z, 0-9 and _", r.Type, ErrInvalidType)
+		}
+		if IsLedgerWritten(r.Type) {
+			return nil, fmt.Errorf("ledger: append %s: %w", r.Type, ErrReservedType)
+		}
+		body, err := canonicalPayload(r.Type, r.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("ledger: append %s: %w", r.Type, err)
+		}
+		bodies[i] = body
 	}
 	res, err := l.submit(ctx, []uuid.UUID{session}, func(b *batch) (any, error) {
 		h, err := b.head(session)
@@ -161,19 +186,35 @@ func (l *Ledger) Append(ctx context.Context, session uuid.UUID, typ string, payl
 		}
 		signer := SignerSession
 		if _, err := b.chainKey(h); err != nil {
-			if !errors.Is(err, ErrKeyUnavailable) || !IssuerSignable(typ) {
+			if !errors.Is(err, ErrKeyUnavailable) {
 				return nil, err
 			}
 			// Only the three types verification accepts from the issuer
 			// may fall back to it; anything else would be unverifiable.
+			for _, r := range recs {
+				if !IssuerSignable(r.Type) {
+					return nil, err
+				}
+			}
 			signer = SignerIssuer
 		}
-		return b.appendEvent(h, typ, body, signer)
+		out := make([]Event, 0, len(recs))
+		for i, r := range recs {
+			ev, err := b.appendEvent(h, r.Type, bodies[i], signer)
+			if err != nil {
+				if i > 0 {
+					return nil, b.abort(err)
+				}
+				return nil, err
+			}
+			out = append(out, ev)
+		}
+		return out, nil
 	})
 	if err != nil {
-		return Event{}, fmt.Errorf("ledger: append %s to %s: %w", typ, session, err)
+		return nil, fmt.Errorf("ledger: append to %s: %w", session, err)
 	}
-	return res.(Event), nil
+	return res.([]Event), nil
 }
 
 // checkGoal re-checks goal anchoring (ledger.md §3) for a session chain.

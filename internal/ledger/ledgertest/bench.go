@@ -26,11 +26,11 @@ func benchPayload(i int) map[string]any {
 	}
 }
 
-// BenchAppend measures durable, signed appends from sessions concurrent
-// sessions, each appended to by one goroutine (the agent-loop pattern),
-// and reports events/s. Every append returns only after its transaction
-// committed durably.
-func BenchAppend(b *testing.B, backend ledger.Backend, sessions int) {
+// BenchAppend measures durable, signed appends to sessions concurrent
+// sessions, each appended to by writers goroutines, each call carrying
+// batch events (1: Append; more: AppendBatch), and reports events/s.
+// Every call returns only after its transaction committed durably.
+func BenchAppend(b *testing.B, backend ledger.Backend, sessions, writers, batch int) {
 	l, err := ledger.New(context.Background(), backend, ledger.Options{
 		IssuerKey: mustKey(b), CheckpointInterval: -1,
 	})
@@ -50,17 +50,22 @@ func BenchAppend(b *testing.B, backend ledger.Backend, sessions int) {
 	b.ResetTimer()
 	start := time.Now()
 	var wg sync.WaitGroup
-	errs := make(chan error, sessions)
-	for w := range sessions {
-		n := b.N / sessions
-		if w < b.N%sessions {
+	goroutines := sessions * writers
+	errs := make(chan error, goroutines)
+	for w := range goroutines {
+		n := b.N / goroutines
+		if w < b.N%goroutines {
 			n++
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range n {
-				if _, err := l.Append(context.Background(), ids[w], ledger.TypeObservation, benchPayload(i)); err != nil {
+			for i := 0; i < n; i += batch {
+				recs := make([]ledger.Record, 0, batch)
+				for j := i; j < min(i+batch, n); j++ {
+					recs = append(recs, ledger.Record{Type: ledger.TypeObservation, Payload: benchPayload(j)})
+				}
+				if _, err := l.AppendBatch(context.Background(), ids[w%sessions], recs); err != nil {
 					errs <- err
 					return
 				}

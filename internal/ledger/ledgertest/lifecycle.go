@@ -256,6 +256,22 @@ func testCanonicalPayload(t *testing.T, h Harness) {
 			}
 		})
 	}
+	// A batch is atomic: one refused record refuses all.
+	before, _ := e.l.Session(ctx(), s.ID)
+	if _, err := e.l.AppendBatch(ctx(), s.ID, []ledger.Record{{Type: "thought", Payload: nil}, {Type: "genesis", Payload: nil}}); !errors.Is(err, ledger.ErrReservedType) {
+		t.Fatalf("batch with a reserved type: %v", err)
+	}
+	evs, err := e.l.AppendBatch(ctx(), s.ID, []ledger.Record{
+		{Type: ledger.TypeIntentProposed, Payload: map[string]any{"step": 1}},
+		{Type: ledger.TypeCheckVerdict, Payload: map[string]any{"check": "schema"}},
+		{Type: ledger.TypeAction, Payload: map[string]any{"name": "run_command"}},
+	})
+	if err != nil || len(evs) != 3 {
+		t.Fatalf("AppendBatch = %d events, %v", len(evs), err)
+	}
+	if evs[0].Seq != uint64(before.EventCount) || evs[2].Seq != evs[0].Seq+2 || evs[1].PrevHash != evs[0].Hash {
+		t.Fatalf("batch seqs %d..%d after %d events", evs[0].Seq, evs[2].Seq, before.EventCount)
+	}
 	r, _ := e.l.VerifySession(ctx(), s.ID)
 	mustOK(t, r)
 }
