@@ -36,12 +36,13 @@ type variant struct {
 	re       *regexp.Regexp // the variant, unanchored (tests compare with it)
 	anchored *regexp.Regexp // \A(?:variant)
 	prefix   string         // every match starts with it
+	prefixB  []byte         // prefix, as bytes for bytes.Index
 	complete bool           // the variant matches exactly prefix
 	// follow holds the bytes that can come right after the prefix in a
 	// match; nil when anything (or nothing) can.
 	follow *[256]bool
 	// lits are literals every match holds after the prefix, in order.
-	lits []string
+	lits [][]byte
 	// budget is the most non-whitespace bytes a match can hold, or -1
 	// when unbounded. Whitespace runs are unbounded in most patterns
 	// (\s+), so the window around a candidate is measured in the other
@@ -49,10 +50,12 @@ type variant struct {
 	budget int
 	// bounds, when set, are the relaxed repeats of anchored: capture group
 	// i+1 must hold between bounds[i].min and bounds[i].max characters.
-	bounds    []repeatBound
-	wordStart bool // a leading \b was removed
-	lineStart bool // a leading (?m)^ was removed
-	indent    bool // with lineStart: a [ \t]* after the ^ was removed too
+	bounds []repeatBound
+	// prefixHint is the id of prefix in the scanner's hintIndex.
+	prefixHint uint8
+	wordStart  bool // a leading \b was removed
+	lineStart  bool // a leading (?m)^ was removed
+	indent     bool // with lineStart: a [ \t]* after the ^ was removed too
 }
 
 // repeatBound is the original bound of a relaxed repeat.
@@ -106,6 +109,14 @@ func compilePattern(d patternDef, idx *hintIndex) (pattern, error) {
 		// Correct but slow: the pattern runs as written.
 		p.variants = nil
 	}
+	for i := range p.variants {
+		w := &p.variants[i]
+		id, err := idx.add(w.prefix, d.raw)
+		if err != nil {
+			return p, err
+		}
+		w.prefixHint = uint8(id)
+	}
 	return p, nil
 }
 
@@ -154,6 +165,7 @@ func analyseVariant(w variant, rest *syntax.Regexp) (variant, error) {
 		return w, err
 	}
 	w.prefix, w.complete = w.re.LiteralPrefix()
+	w.prefixB = []byte(w.prefix)
 	if w.prefix == "" {
 		return w, fmt.Errorf("variant %q has no literal prefix", expr)
 	}
@@ -174,7 +186,9 @@ func analyseVariant(w variant, rest *syntax.Regexp) (variant, error) {
 	}
 	if lead.String() == w.prefix {
 		w.follow = firstBytes(elems[k:])
-		w.lits = requiredLiterals(elems[k:])
+		for _, l := range requiredLiterals(elems[k:]) {
+			w.lits = append(w.lits, []byte(l))
+		}
 		if relaxed, bounds := relaxRepeats(elems, k); bounds != nil {
 			rexpr, err := regexpString(concat(relaxed))
 			if err != nil {
@@ -363,8 +377,10 @@ func addFirstOne(set *[256]bool, re *syntax.Regexp) (nullable bool) {
 				set[c] = true
 			}
 			if hi >= utf8.RuneSelf {
-				for b := 0xC0; b < 0x100; b++ {
-					set[b] = true // any multi-byte lead byte, conservatively
+				// Any byte that can start a non-ASCII rune, or be read as
+				// U+FFFD in invalid input.
+				for b := utf8.RuneSelf; b < 0x100; b++ {
+					set[b] = true
 				}
 			}
 		}

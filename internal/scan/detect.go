@@ -20,8 +20,7 @@ const (
 	clsB64Any             // [A-Za-z0-9+/_-]: base64 candidate runs (§9 step 5)
 	clsLetter             // [A-Za-z]: Latin letters of a word
 	clsHex                // [0-9A-Fa-f]
-	clsWord               // [0-9A-Za-z_]: RE2 \w, for \b checks
-	clsSpace              // RE2 \s: [\t\n\f\r ]
+	clsBrace              // bytes the brace matcher acts on: { } " \ newline
 )
 
 func newClassTable() *[256]uint8 {
@@ -41,12 +40,9 @@ func newClassTable() *[256]uint8 {
 		if b >= '0' && b <= '9' || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F' {
 			t[c] |= clsHex
 		}
-		if alnum || b == '_' {
-			t[c] |= clsWord
-		}
 		switch b {
-		case '\t', '\n', '\f', '\r', ' ':
-			t[c] |= clsSpace
+		case '{', '}', '"', '\\', '\n':
+			t[c] |= clsBrace
 		}
 	}
 	return &t
@@ -180,46 +176,87 @@ func (s *Scanner) detect(t string, d *detections) {
 }
 
 // detectASCII handles pure ASCII text, where only the run detectors can
-// fire, with tight loops over the runs.
+// fire. Runs shorter than MinBase64Run matter to no detector, and a run of
+// at least 24 bytes always covers two consecutive 8-byte-aligned words, so
+// the pass tests whole words eight bytes at a time and looks at single
+// bytes only around pairs of words made entirely of run bytes.
 func (s *Scanner) detectASCII(t string, d *detections) {
 	cls := s.class
 	n := len(t)
-	for i := 0; i < n; {
-		if cls[t[i]]&clsB64Any == 0 {
-			i++
+	next := 0 // bytes before it belong to runs already handled
+	for i := 0; i+16 <= n; i += 8 {
+		if i < next || !b64Word(le64(t[i:])) || !b64Word(le64(t[i+8:])) {
 			continue
 		}
-		j := i + 1
-		for j < n && cls[t[j]]&clsB64Any != 0 {
-			j++
+		start := i
+		for start > next && cls[t[start-1]]&clsB64Any != 0 {
+			start--
 		}
-		end := j + equalsAt(t, j)
-		if j-i >= MinBase64Run {
-			d.runs = append(d.runs, b64run{s: i, e: end})
+		end := i + 16
+		for end < n && cls[t[end]]&clsB64Any != 0 {
+			end++
 		}
-		if j-i >= LargeBlobRun {
-			// Blob runs are the [A-Za-z0-9+/] sub-runs; '-' and '_' split them.
-			for k := i; k < j; {
-				if cls[t[k]]&clsB64Std == 0 {
-					k++
-					continue
-				}
-				m := k + 1
-				for m < j && cls[t[m]]&clsB64Std != 0 {
-					m++
-				}
-				if m-k >= LargeBlobRun {
-					e := m
-					if m == j {
-						e = end
-					}
-					d.blobs = append(d.blobs, span{k, e})
-				}
-				k = m
-			}
-		}
-		i = j
+		s.runAt(t, start, end, d)
+		next = end
 	}
+}
+
+// runAt records the maximal run [i, j) of [A-Za-z0-9+/_-] and the blob
+// runs inside it.
+func (s *Scanner) runAt(t string, i, j int, d *detections) {
+	cls := s.class
+	end := j + equalsAt(t, j)
+	if j-i >= MinBase64Run {
+		d.runs = append(d.runs, b64run{s: i, e: end})
+	}
+	if j-i < LargeBlobRun {
+		return
+	}
+	// Blob runs are the [A-Za-z0-9+/] sub-runs; '-' and '_' split them.
+	for k := i; k < j; {
+		if cls[t[k]]&clsB64Std == 0 {
+			k++
+			continue
+		}
+		m := k + 1
+		for m < j && cls[t[m]]&clsB64Std != 0 {
+			m++
+		}
+		if m-k >= LargeBlobRun {
+			e := m
+			if m == j {
+				e = end
+			}
+			d.blobs = append(d.blobs, span{k, e})
+		}
+		k = m
+	}
+}
+
+// SWAR helpers over eight ASCII bytes (each below 0x80, so the additions
+// below never carry from one byte into the next). Bit 7 of each byte of
+// the result answers the question for that byte.
+const (
+	ones = 0x0101010101010101
+	high = 0x8080808080808080
+)
+
+// inRange marks bytes in [lo, hi].
+func inRange(w uint64, lo, hi byte) uint64 {
+	return (w + ones*uint64(0x80-lo)) &^ (w + ones*uint64(0x7f-hi)) & high
+}
+
+// equalTo marks bytes equal to c.
+func equalTo(w uint64, c byte) uint64 {
+	x := w ^ ones*uint64(c)
+	return ^((x&^high + ^uint64(high)) | x) & high
+}
+
+// b64Word reports whether all eight bytes are in [A-Za-z0-9+/_-].
+func b64Word(w uint64) bool {
+	m := inRange(w, '/', '9') | inRange(w, 'A', 'Z') | inRange(w, 'a', 'z') |
+		equalTo(w, '+') | equalTo(w, '-') | equalTo(w, '_')
+	return m == high
 }
 
 // equalsAt counts up to two '=' at t[j:].
@@ -231,72 +268,83 @@ func equalsAt(t string, j int) int {
 	return k
 }
 
-// runTracker follows one run of a byte class across transparent
-// (invisible or bidi) characters.
-type runTracker struct {
-	start, n int
-	inv      bool
+// unicodeDetector is the state of the general detector pass.
+type unicodeDetector struct {
+	t      string
+	d      *detections
+	w      word
+	anyN   int // length of the current [A-Za-z0-9+/_-] run (transparent characters excluded)
+	anyS   int
+	anyInv bool
+	stdN   int // length of the current [A-Za-z0-9+/] run
+	stdS   int
+}
+
+func (u *unicodeDetector) endWord() {
+	if !u.w.active {
+		return
+	}
+	if u.w.lookalike() {
+		u.d.lookalike = append(u.d.lookalike, span{u.w.start, u.w.end})
+	}
+	if u.w.cyrGreek() {
+		u.d.cyrGreek = true
+	}
+	u.w.active = false
+}
+
+// endRuns closes the runs before position i, the first byte not in them;
+// up to two '=' there belong to the runs.
+func (u *unicodeDetector) endRuns(i int) {
+	if u.anyN == 0 && u.stdN == 0 {
+		return
+	}
+	eq := equalsAt(u.t, i)
+	if u.anyN >= MinBase64Run {
+		u.d.runs = append(u.d.runs, b64run{s: u.anyS, e: i + eq, inv: u.anyInv})
+	}
+	if u.stdN >= LargeBlobRun {
+		u.d.blobs = append(u.d.blobs, span{u.stdS, i + eq})
+	}
+	u.anyN, u.stdN, u.anyInv = 0, 0, false
 }
 
 // detectUnicode is the general pass over text with non-ASCII characters.
+// Invisible and bidi characters are transparent: they are deleted from the
+// sanitized text, so the runs and words on both sides of them join.
 func (s *Scanner) detectUnicode(t string, d *detections) {
 	cls := s.class
-	var w word
-	var anyRun, stdRun runTracker // candidate runs and blob runs
-	endWord := func() {
-		if !w.active {
-			return
-		}
-		if w.lookalike() {
-			d.lookalike = append(d.lookalike, span{w.start, w.end})
-		}
-		if w.cyrGreek() {
-			d.cyrGreek = true
-		}
-		w.active = false
-	}
-	// endRuns closes the runs before position i (the first byte that is
-	// not part of them).
-	endRuns := func(i int, c byte) {
-		eq := 0
-		if c == '=' {
-			eq = equalsAt(t, i)
-		}
-		if anyRun.n >= MinBase64Run {
-			d.runs = append(d.runs, b64run{s: anyRun.start, e: i + eq, inv: anyRun.inv})
-		}
-		if stdRun.n >= LargeBlobRun {
-			d.blobs = append(d.blobs, span{stdRun.start, i + eq})
-		}
-		anyRun, stdRun = runTracker{}, runTracker{}
-	}
+	u := unicodeDetector{t: t, d: d}
 	for i := 0; i < len(t); {
 		c := t[i]
 		if c < utf8.RuneSelf {
 			k := cls[c]
 			if k&clsLetter != 0 {
-				w.add(rune(c), i, 1)
-			} else {
-				endWord()
+				u.w.add(rune(c), i, 1)
+			} else if u.w.active {
+				u.endWord()
 			}
-			if k&clsB64Any != 0 {
-				if anyRun.n == 0 {
-					anyRun.start = i
+			switch {
+			case k&clsB64Std != 0:
+				if u.anyN == 0 {
+					u.anyS = i
 				}
-				anyRun.n++
-				if k&clsB64Std != 0 {
-					if stdRun.n == 0 {
-						stdRun.start = i
-					}
-					stdRun.n++
-				} else {
-					if stdRun.n >= LargeBlobRun {
-						d.blobs = append(d.blobs, span{stdRun.start, i})
-					}
-					stdRun = runTracker{}
+				if u.stdN == 0 {
+					u.stdS = i
 				}
-			} else if anyRun.n > 0 || stdRun.n > 0 {
-				endRuns(i, c)
+				u.anyN++
+				u.stdN++
+			case k&clsB64Any != 0: // '-' or '_' end a blob run only
+				if u.anyN == 0 {
+					u.anyS = i
+				}
+				u.anyN++
+				if u.stdN >= LargeBlobRun {
+					d.blobs = append(d.blobs, span{u.stdS, i})
+				}
+				u.stdN = 0
+			default:
+				u.endRuns(i)
 			}
 			i++
 			continue
@@ -304,34 +352,26 @@ func (s *Scanner) detectUnicode(t string, d *detections) {
 		r, size := utf8.DecodeRuneInString(t[i:])
 		switch {
 		case isInvisible(r) || isBidi(r):
-			// Transparent: deleted from the sanitized text, so the runs
-			// and words on both sides join.
 			d.deleted = append(d.deleted, span{i, i + size})
 			if isBidi(r) {
 				d.bidi = true
 			} else {
 				d.invisible = true
 			}
-			if anyRun.n > 0 {
-				anyRun.inv = true
+			if u.anyN > 0 {
+				u.anyInv = true
 			}
 		case unicode.IsLetter(r) || unicode.IsMark(r):
-			w.add(r, i, size)
-			if anyRun.n > 0 || stdRun.n > 0 {
-				endRuns(i, 0)
-			}
+			u.w.add(r, i, size)
+			u.endRuns(i)
 		default:
-			endWord()
-			if anyRun.n > 0 || stdRun.n > 0 {
-				endRuns(i, 0)
-			}
+			u.endWord()
+			u.endRuns(i)
 		}
 		i += size
 	}
-	endWord()
-	if anyRun.n > 0 || stdRun.n > 0 {
-		endRuns(len(t), 0)
-	}
+	u.endWord()
+	u.endRuns(len(t))
 }
 
 // detectorHits turns detections into labels, redactions and deletions at

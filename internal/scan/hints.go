@@ -2,6 +2,7 @@ package scan
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"strings"
 )
@@ -10,8 +11,9 @@ import (
 // when exact is set (hints of raw patterns) the original text must also
 // carry exact at that position.
 type hint struct {
-	lower string
-	exact string
+	lower  string
+	lowerB []byte
+	exact  string
 }
 
 const (
@@ -37,11 +39,12 @@ func (x *hintIndex) add(h string, raw bool) (int, error) {
 	if raw {
 		hl.exact = h
 	}
+	hl.lowerB = []byte(hl.lower)
 	if h == "" {
 		return 0, fmt.Errorf("empty hint")
 	}
 	for i, e := range x.hints {
-		if e == hl {
+		if e.lower == hl.lower && e.exact == hl.exact {
 			return i, nil
 		}
 	}
@@ -65,19 +68,20 @@ func (x *hintIndex) add(h string, raw bool) (int, error) {
 	return id, nil
 }
 
+// trigramBucket hashes three bytes; scan computes the same hash inline.
 func trigramBucket(a, b, c byte) uint32 {
-	k := uint32(a) | uint32(b)<<8 | uint32(c)<<16
-	return (k * 0x9E3779B1) >> (32 - hintBucketBits)
+	return hashKey(uint32(a) | uint32(b)<<8 | uint32(c)<<16)
 }
 
 // scan returns the set of hints that occur in lower (the lowercased copy of
-// orig). It stops early once every hint has been seen.
-func (x *hintIndex) scan(lower []byte, orig string) uint64 {
+// orig) and stores the offset of each one's first occurrence in first. It
+// stops early once every hint has been seen.
+func (x *hintIndex) scan(lower []byte, orig string, first *[maxHints]int32) uint64 {
 	var found uint64
 	for _, id := range x.short {
-		h := x.hints[id]
-		if x.occurs(lower, orig, h) {
+		if at := x.index(lower, orig, &x.hints[id]); at >= 0 {
 			found |= 1 << id
+			first[id] = int32(at)
 		}
 	}
 	n := len(lower)
@@ -85,36 +89,68 @@ func (x *hintIndex) scan(lower []byte, orig string) uint64 {
 		return found
 	}
 	bucket := &x.bucket
-	for i := 0; i < n-2; i++ {
-		b := trigramBucket(lower[i], lower[i+1], lower[i+2])
-		li := bucket[b]
-		if li == 0 {
+	i := 0
+	// Six positions per 8-byte load, hashed independently so the loop
+	// does not serialise on one rolling key; only a window with some
+	// non-empty bucket is looked at position by position.
+	for ; i+8 <= n; i += 6 {
+		w := binary.LittleEndian.Uint64(lower[i:])
+		if bucket[hashKey(uint32(w))]|bucket[hashKey(uint32(w>>8))]|bucket[hashKey(uint32(w>>16))]|
+			bucket[hashKey(uint32(w>>24))]|bucket[hashKey(uint32(w>>32))]|bucket[hashKey(uint32(w>>40))] == 0 {
 			continue
 		}
-		for _, id := range x.lists[li-1] {
-			if found&(1<<id) != 0 {
-				continue
-			}
-			h := &x.hints[id]
-			if i+len(h.lower) > n || string(lower[i:i+len(h.lower)]) != h.lower {
-				continue
-			}
-			if h.exact != "" && orig[i:i+len(h.exact)] != h.exact {
-				continue
-			}
-			found |= 1 << id
-			if found == x.all {
+		for j := i; j < i+6; j++ {
+			if x.check(lower, orig, j, &found, first) {
 				return found
 			}
+		}
+	}
+	for ; i < n-2; i++ {
+		if x.check(lower, orig, i, &found, first) {
+			return found
 		}
 	}
 	return found
 }
 
-// occurs reports whether h occurs in the text, honouring exact case.
-func (x *hintIndex) occurs(lower []byte, orig string, h hint) bool {
-	if h.exact == "" {
-		return bytes.Contains(lower, []byte(h.lower))
+// hashKey hashes the low three bytes of k into a bucket index.
+func hashKey(k uint32) uint32 {
+	return ((k & 0xffffff) * 0x9E3779B1) >> (32 - hintBucketBits)
+}
+
+// check looks for hints starting at i; it reports whether every hint has
+// now been found.
+func (x *hintIndex) check(lower []byte, orig string, i int, found *uint64, first *[maxHints]int32) bool {
+	li := x.bucket[hashKey(uint32(lower[i])|uint32(lower[i+1])<<8|uint32(lower[i+2])<<16)]
+	if li == 0 {
+		return false
 	}
-	return strings.Contains(orig, h.exact)
+	n := len(lower)
+	for _, id := range x.lists[li-1] {
+		if *found&(1<<id) != 0 {
+			continue
+		}
+		h := &x.hints[id]
+		if i+len(h.lower) > n || string(lower[i:i+len(h.lower)]) != h.lower {
+			continue
+		}
+		if h.exact != "" && orig[i:i+len(h.exact)] != h.exact {
+			continue
+		}
+		*found |= 1 << id
+		first[id] = int32(i)
+		if *found == x.all {
+			return true
+		}
+	}
+	return false
+}
+
+// index returns the first offset of h in the text, honouring exact case,
+// or -1.
+func (x *hintIndex) index(lower []byte, orig string, h *hint) int {
+	if h.exact == "" {
+		return bytes.Index(lower, h.lowerB)
+	}
+	return strings.Index(orig, h.exact)
 }

@@ -17,6 +17,7 @@ type view struct {
 	off   []int32 // compacted view: original offset of each byte; nil = identity
 	base  string  // the text off maps into (the primary view's orig)
 	hints uint64
+	first [maxHints]int32 // first offset of each hint in hints
 	ready bool
 	raw   []byte // orig as bytes, made on first use by a raw pattern
 	// junctions are the offsets of a compacted view where deleted
@@ -35,8 +36,11 @@ func (v *view) origBytes() []byte {
 // newView builds the primary view of t. In the lowered copy, the bytes of
 // deleted characters become spaces: the offsets stay, and a zero-width
 // space used as a word separator still separates words.
-func newView(t string, deleted []span, _ bool) *view {
-	v := &view{orig: t, base: t, lower: make([]byte, len(t))}
+func newView(t string, deleted []span, buf []byte) *view {
+	if cap(buf) < len(t) {
+		buf = make([]byte, len(t))
+	}
+	v := &view{orig: t, base: t, lower: buf[:len(t)]}
 	lowerASCII(v.lower, t)
 	for _, sp := range deleted {
 		for i := sp.s; i < sp.e; i++ {
@@ -121,11 +125,7 @@ func (v *view) junctionExcerpts() []*view {
 }
 
 // newTextView builds a view of a standalone text (a decoded base64 run).
-func newTextView(t string) *view {
-	v := &view{orig: t, base: t, lower: make([]byte, len(t))}
-	lowerASCII(v.lower, t)
-	return v
-}
+func newTextView(t string) *view { return newView(t, nil, nil) }
 
 // toOrig maps a span of the view to the primary text, widened to whole
 // characters there.
@@ -187,21 +187,21 @@ func (s *Scanner) matchLists(v *view, mask listMask, emit func(label string, sp 
 		if p.list&mask == 0 || p.hints&found == 0 {
 			continue
 		}
-		p.matches(v, func(sp span) { emit(p.label, sp) })
+		p.matches(v, found, func(sp span) { emit(p.label, sp) })
 	}
 }
 
 // viewHints returns the hints that occur in v, scanning once per view.
 func (s *Scanner) viewHints(v *view) uint64 {
 	if !v.ready {
-		v.hints = s.hints.scan(v.lower, v.orig)
+		v.hints = s.hints.scan(v.lower, v.orig, &v.first)
 		v.ready = true
 	}
 	return v.hints
 }
 
-// matches reports the matches of p in v.
-func (p *pattern) matches(v *view, emit func(span)) {
+// matches reports the matches of p in v, given the hints found in v.
+func (p *pattern) matches(v *view, found uint64, emit func(span)) {
 	buf := v.lower
 	if p.raw {
 		buf = v.origBytes()
@@ -213,7 +213,13 @@ func (p *pattern) matches(v *view, emit func(span)) {
 		return
 	}
 	for i := range p.variants {
-		p.variants[i].matches(buf, emit)
+		w := &p.variants[i]
+		// The prefix is a hint too: a variant whose prefix does not occur
+		// has no match, and the search starts at its first occurrence.
+		if found&(1<<w.prefixHint) == 0 {
+			continue
+		}
+		w.matches(buf, int(v.first[w.prefixHint]), emit)
 	}
 }
 
@@ -224,7 +230,7 @@ const maxLits = 8
 // occurrence of the prefix is a candidate start; the removed leading
 // assertion and the prefilters are checked there, and the anchored regexp
 // runs over a window that holds every match starting there.
-func (w *variant) matches(buf []byte, emit func(span)) {
+func (w *variant) matches(buf []byte, from0 int, emit func(span)) {
 	n := len(buf)
 	// Window state, shared by the increasing candidates (the window end
 	// only moves forward): count is the number of non-whitespace bytes
@@ -240,15 +246,15 @@ func (w *variant) matches(buf []byte, emit func(span)) {
 		if nextFrom[i] <= at && (next[i] == -1 || next[i] >= at) {
 			return next[i]
 		}
-		k := bytes.Index(buf[at:], []byte(w.lits[i]))
+		k := bytes.Index(buf[at:], w.lits[i])
 		if k >= 0 {
 			k += at
 		}
 		next[i], nextFrom[i] = k, at
 		return k
 	}
-	for pos := 0; pos < n; {
-		k := bytes.Index(buf[pos:], []byte(w.prefix))
+	for pos := from0; pos < n; {
+		k := bytes.Index(buf[pos:], w.prefixB)
 		if k < 0 {
 			return
 		}

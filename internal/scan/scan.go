@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Limits of checks.md §9 and §10. Each is tested at its boundary.
@@ -122,6 +123,8 @@ type Scanner struct {
 	class      *[256]uint8
 	// payload is the encoded-payload regexp of the prompt scan (§9 step 5).
 	payload *regexp.Regexp
+	// lowerBufs recycles the lowercased copies between scans.
+	lowerBufs sync.Pool
 }
 
 // New compiles the lists for sens. It fails only for an invalid
@@ -131,6 +134,7 @@ func New(sens Sensitivity) (*Scanner, error) {
 		return nil, fmt.Errorf("scan: new scanner with %v (accepted: low, medium, high): %w", sens, ErrInvalidSensitivity)
 	}
 	s := &Scanner{sens: sens, class: newClassTable()}
+	s.lowerBufs.New = func() any { return new([]byte) }
 	var err error
 	if s.patterns, s.hints, err = compilePatterns(builtinPatterns()); err != nil {
 		return nil, bug(err)
@@ -193,7 +197,16 @@ func (s *Scanner) scanText(t string, h *hits) {
 	// When characters are deleted, a compacted view shows the text as the
 	// model will read it: the regex lists read the parts of it around the
 	// deletions, and the structural passes read all of it.
-	primary := newView(t, det.deleted, true)
+	bufp := s.lowerBufs.Get().(*[]byte)
+	defer func() {
+		// Very large buffers are not kept, so one huge observation does
+		// not pin memory for the life of the scanner.
+		if cap(*bufp) <= 4*MaxStreamBytes {
+			s.lowerBufs.Put(bufp)
+		}
+	}()
+	primary := newView(t, det.deleted, *bufp)
+	*bufp = primary.lower
 	structView := primary
 	if s.sens >= Medium {
 		s.matchLists(primary, s.listMask(), func(label string, sp span) {

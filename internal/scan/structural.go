@@ -70,7 +70,7 @@ type braceTree struct {
 // does not hide the balanced spans inside it. A string also ends at a raw
 // newline, which JSON forbids inside strings, so a stray quote in prose
 // cannot swallow the rest of the text.
-func matchBraces(t string) braceTree {
+func matchBraces(t string, cls *[256]uint8) braceTree {
 	var bt braceTree
 	first := strings.IndexByte(t, '{')
 	if first < 0 {
@@ -82,7 +82,7 @@ func matchBraces(t string) braceTree {
 	inStr := false
 	for i := first; i < len(t); i++ {
 		// Most bytes matter in neither state; skip them in a tight loop.
-		for i < len(t) && !braceByte(t[i]) {
+		for i < len(t) && cls[t[i]]&clsBrace == 0 {
 			i++
 		}
 		if i == len(t) {
@@ -135,11 +135,30 @@ func matchBraces(t string) braceTree {
 	return bt
 }
 
-// braceByte reports the bytes the brace matcher acts on.
-func braceByte(c byte) bool {
-	switch c {
-	case '{', '}', '"', '\\', '\n':
-		return true
+// keyedAt reports whether needle occurs, from offset at on, right after a
+// quote (spaces allowed between), as the start of a JSON key would.
+func keyedAt(lower []byte, needle string, at int) bool {
+	for at >= 0 && at < len(lower) {
+		// Skip the whitespace a key may start with, raw or escaped (the
+		// walker trims keys).
+		j := at - 1
+		for j >= 0 {
+			if lower[j] == ' ' || lower[j] == '\t' {
+				j--
+			} else if j >= 1 && lower[j-1] == '\\' && strings.IndexByte("tnrf", lower[j]) >= 0 {
+				j -= 2
+			} else {
+				break
+			}
+		}
+		if j >= 0 && lower[j] == '"' {
+			return true
+		}
+		k := bytes.Index(lower[at+1:], []byte(needle))
+		if k < 0 {
+			return false
+		}
+		at += 1 + k
 	}
 	return false
 }
@@ -152,12 +171,19 @@ func (s *Scanner) structural(v *view, emit func(label string, sp span), strict b
 		return // no candidate could be parsed
 	}
 	var needles []string
+	keyed := false
 	for i, nd := range candidateNeedles() {
-		if present&(1<<s.needles[i]) != 0 {
-			needles = append(needles, nd)
+		id := s.needles[i]
+		if present&(1<<id) == 0 {
+			continue
 		}
+		needles = append(needles, nd)
+		keyed = keyed || nd == `\u` || keyedAt(v.lower, nd, int(v.first[id]))
 	}
-	bt := matchBraces(v.orig)
+	if !keyed {
+		return // the needles occur only in prose ("systemd"), never as a key
+	}
+	bt := matchBraces(v.orig, s.class)
 	if len(bt.top) == 0 {
 		return
 	}
