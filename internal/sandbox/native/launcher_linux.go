@@ -146,11 +146,14 @@ func (l *launcher) launch() error {
 	}
 	l.applied.LandlockABI = abi
 
-	// 6. System calls. The profile is built before anything is installed
-	// so a bug in it cannot leave a half-applied sandbox behind.
-	prof, err := seccomp.Build()
+	// 6. System calls. The parent built the profile once; a program that
+	// does not hash to what the parent recorded is never installed.
+	prof, err := seccomp.FromBytes(s.Seccomp)
+	if err == nil && prof.SHA256 != s.SeccompSHA256 {
+		err = fmt.Errorf("seccomp program hash %s does not match the recorded %s", prof.SHA256, s.SeccompSHA256)
+	}
 	if err != nil {
-		return stepErr(stepSeccomp, err, "this architecture is not supported by the native tier; use ECTO_DOCKER_IMAGE")
+		return stepErr(stepSeccomp, err, "")
 	}
 	if err := l.call(stepSeccomp, func() error { return kernel.SeccompInstall(prof.Filter) }); err != nil {
 		return stepErr(stepSeccomp, fmt.Errorf("the kernel rejected the seccomp filter: seccomp(SET_MODE_FILTER, TSYNC): %w", err),

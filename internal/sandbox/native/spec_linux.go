@@ -27,6 +27,10 @@ type launchSpec struct {
 	// UserNS says the launcher runs in a user namespace of its own (the
 	// parent is not root).
 	UserNS bool `json:"userns"`
+	// Seccomp is the filter program (seccomp.Profile.Bytes), built once by
+	// the parent; SeccompSHA256 is its hash, checked before install.
+	Seccomp       []byte `json:"seccomp"`
+	SeccompSHA256 string `json:"seccomp_sha256"`
 	// Inject is a test hook: step name → errno that step's kernel call
 	// returns instead of being made. It can only make a launch fail.
 	Inject map[string]int `json:"inject,omitempty"`

@@ -34,7 +34,10 @@ type Tier struct {
 	scratchDir string // parent of the per-command scratch directories
 	userNS     bool   // IronVise is not root: a user namespace is needed
 	switchUser bool
-	uid, gid   int // the command's user when switchUser
+	uid, gid   int    // the command's user when switchUser
+	userName   string // USER and LOGNAME of the command, if known
+	seccomp    *seccomp.Profile
+	seccompErr error
 	inject     map[string]int
 }
 
@@ -56,6 +59,16 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 		}
 		t.switchUser, t.uid, t.gid = true, u.uid, u.gid
 	}
+	uid := os.Geteuid()
+	if t.switchUser {
+		uid = t.uid
+	}
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		t.userName = u.Username
+	}
+	// Built once: every launcher installs these bytes (and checks their
+	// hash). A build failure is reported by Available and aborts each Run.
+	t.seccomp, t.seccompErr = seccomp.Build()
 	return t, nil
 }
 
@@ -97,8 +110,8 @@ func (t *Tier) Available(context.Context) error {
 	if err != nil || abi < 1 {
 		return unavailable("Landlock is not supported by this kernel or not enabled at boot", landlockFix, err)
 	}
-	if _, err := seccomp.Build(); err != nil {
-		return unavailable("no seccomp profile for this architecture", "use linux/amd64 or linux/arm64, or set ECTO_DOCKER_IMAGE", err)
+	if t.seccompErr != nil {
+		return unavailable("no seccomp profile for this architecture", "use linux/amd64 or linux/arm64, or set ECTO_DOCKER_IMAGE", t.seccompErr)
 	}
 	if !seccompEnabled() {
 		return unavailable("seccomp filtering is not enabled in this kernel", "use a kernel built with CONFIG_SECCOMP_FILTER=y", nil)
@@ -136,6 +149,9 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if err := sandbox.ValidateRequest(req); err != nil {
 		return abort("%v", err)
 	}
+	if t.seccompErr != nil {
+		return abort("build the seccomp profile: %v; fix: use linux/amd64 or linux/arm64, or set ECTO_DOCKER_IMAGE", t.seccompErr)
+	}
 	ws, err := filepath.EvalSymlinks(req.Workspace)
 	if err == nil {
 		var fi os.FileInfo
@@ -167,6 +183,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	spec := launchSpec{
 		Command: req.Command, Workspace: ws, Scratch: scratch, Limits: limits,
 		SwitchUser: t.switchUser, UID: t.uid, GID: t.gid, UserNS: t.userNS, Inject: t.inject,
+		Seccomp: t.seccomp.Bytes(), SeccompSHA256: t.seccomp.SHA256,
 		Env: sandbox.CommandEnv(req.Env, t.commandEnv(ws, scratch)),
 	}
 	specJSON, err := json.Marshal(spec)
@@ -186,7 +203,10 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 
 	cmd := exec.CommandContext(rctx, t.executable, LauncherArg, string(specJSON))
 	cmd.Dir = ws
-	cmd.Env = []string{} // the launcher gets nothing of IronVise's environment
+	// The launcher gets nothing of IronVise's environment. One P keeps its
+	// thread count low, which makes the all-thread Landlock and seccomp
+	// synchronisation quick.
+	cmd.Env = []string{"GOMAXPROCS=1"}
 	cmd.ExtraFiles = []*os.File{statusW}
 	var stdout, stderr sandbox.Collector
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -251,12 +271,8 @@ func (t *Tier) commandEnv(ws, scratch string) map[string]string {
 	env := map[string]string{
 		"PATH": sandbox.DefaultPath, "HOME": scratch, "TMPDIR": scratch, "PWD": ws, "SHELL": "/bin/sh",
 	}
-	uid := os.Geteuid()
-	if t.switchUser {
-		uid = t.uid
-	}
-	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
-		env["USER"], env["LOGNAME"] = u.Username, u.Username
+	if t.userName != "" {
+		env["USER"], env["LOGNAME"] = t.userName, t.userName
 	}
 	return env
 }

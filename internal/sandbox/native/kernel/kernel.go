@@ -6,12 +6,14 @@
 // # Threads
 //
 // Credentials, capabilities, no_new_privs and seccomp filters are per
-// thread in Linux, while the Go runtime is multithreaded. The wrappers whose
-// names start with AllThreads apply the call to every thread of the process
-// (through libcap's psx, which also works with cgo); the seccomp filter is
-// installed with SECCOMP_FILTER_FLAG_TSYNC. Callers still lock the OS thread
-// around the whole sequence, because execve takes the credentials of the
-// calling thread.
+// thread in Linux, while the Go runtime is multithreaded. execve takes the
+// credentials of the calling thread and destroys every other thread, so the
+// launcher locks one OS thread for the whole sequence, changes that
+// thread's capabilities (cheap, one syscall each) and execs from it; the
+// seccomp filter is installed on every thread with SECCOMP_FILTER_FLAG_TSYNC
+// and Landlock on every thread by go-landlock, so no thread of the launcher
+// is ever less confined than the one that becomes the command. UID changes
+// go through Go's syscall package, which applies them to all threads.
 //
 // # Limitations
 //

@@ -41,9 +41,10 @@ func AllThreadsPrctl(option int, arg2, arg3, arg4, arg5 uintptr) error {
 	return errno(ll.AllThreadsPrctl(option, arg2, arg3, arg4, arg5))
 }
 
-// SetNoNewPrivs sets PR_SET_NO_NEW_PRIVS on every thread.
+// SetNoNewPrivs sets PR_SET_NO_NEW_PRIVS on the calling thread (the
+// seccomp TSYNC and Landlock calls then extend it to every thread).
 func SetNoNewPrivs() error {
-	return AllThreadsPrctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+	return errno(unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 }
 
 // NoNewPrivs reports the calling thread's no_new_privs bit.
@@ -65,25 +66,26 @@ func LastCap() (int, error) {
 	return n, nil
 }
 
-// DropBoundingSet removes every capability up to last from the bounding set
-// of every thread (needs CAP_SETPCAP).
+// DropBoundingSet removes every capability up to last from the calling
+// thread's bounding set (needs CAP_SETPCAP). The caller has locked its OS
+// thread and execs from it.
 func DropBoundingSet(last int) error {
 	for c := 0; c <= last; c++ {
-		if err := AllThreadsPrctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
-			return fmt.Errorf("PR_CAPBSET_DROP %d: %w", c, err)
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			return fmt.Errorf("PR_CAPBSET_DROP %d: %w", c, errno(err))
 		}
 	}
 	return nil
 }
 
-// ClearAmbient empties the ambient capability set of every thread.
+// ClearAmbient empties the calling thread's ambient capability set.
 func ClearAmbient() error {
-	return AllThreadsPrctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+	return errno(unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0))
 }
 
-// SetSecurebits sets the securebits of every thread (needs CAP_SETPCAP).
+// SetSecurebits sets the calling thread's securebits (needs CAP_SETPCAP).
 func SetSecurebits(bits uintptr) error {
-	return AllThreadsPrctl(unix.PR_SET_SECUREBITS, bits, 0, 0, 0)
+	return errno(unix.Prctl(unix.PR_SET_SECUREBITS, bits, 0, 0, 0))
 }
 
 // SetParentDeathSignal asks the kernel to send sig when the parent exits.

@@ -7,19 +7,14 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
-	"kernel.org/pub/linux/libs/security/libcap/psx"
 )
 
-// ClearCapabilities empties the effective, permitted and inheritable
-// capability sets of every thread (capset with a zeroed v3 payload).
+// ClearCapabilities empties the calling thread's effective, permitted and
+// inheritable capability sets (capset with a zeroed v3 payload).
 func ClearCapabilities() error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
-	_, _, e := psx.Syscall3(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&hdr)), uintptr(unsafe.Pointer(&data[0])), 0)
-	if e != 0 {
-		return e
-	}
-	return nil
+	return errno(unix.Capset(&hdr, &data[0]))
 }
 
 // Capabilities returns the calling thread's effective, permitted and

@@ -68,17 +68,41 @@ func Build() (*Profile, error) {
 	if len(raw) > maxInstructions {
 		return nil, bug(fmt.Errorf("program has %d instructions, the kernel accepts %d", len(raw), maxInstructions))
 	}
-	p := &Profile{Filter: make([]unix.SockFilter, len(raw))}
-	h := sha256.New()
-	var b [8]byte
-	for i, r := range raw {
-		p.Filter[i] = unix.SockFilter{Code: r.Op, Jt: r.Jt, Jf: r.Jf, K: r.K}
-		binary.LittleEndian.PutUint16(b[0:], r.Op)
-		b[2], b[3] = r.Jt, r.Jf
-		binary.LittleEndian.PutUint32(b[4:], r.K)
-		h.Write(b[:])
+	b := make([]byte, 0, 8*len(raw))
+	for _, r := range raw {
+		b = binary.LittleEndian.AppendUint16(b, r.Op)
+		b = append(b, r.Jt, r.Jf)
+		b = binary.LittleEndian.AppendUint32(b, r.K)
 	}
-	p.SHA256 = hex.EncodeToString(h.Sum(nil))
+	return FromBytes(b)
+}
+
+// Bytes returns the program in the kernel's layout, 8 bytes per
+// instruction (code, jt, jf, k, little-endian): what SHA256 hashes.
+func (p *Profile) Bytes() []byte {
+	b := make([]byte, 0, 8*len(p.Filter))
+	for _, f := range p.Filter {
+		b = binary.LittleEndian.AppendUint16(b, f.Code)
+		b = append(b, f.Jt, f.Jf)
+		b = binary.LittleEndian.AppendUint32(b, f.K)
+	}
+	return b
+}
+
+// FromBytes decodes a program produced by Bytes and hashes it. The parent
+// builds the profile once and hands the bytes to each launcher, which
+// checks the hash before installing them.
+func FromBytes(b []byte) (*Profile, error) {
+	if len(b) == 0 || len(b)%8 != 0 || len(b)/8 > maxInstructions {
+		return nil, fmt.Errorf("seccomp: program of %d bytes is not a whole number of 1 to %d instructions", len(b), maxInstructions)
+	}
+	p := &Profile{Filter: make([]unix.SockFilter, len(b)/8)}
+	for i := range p.Filter {
+		c := b[8*i:]
+		p.Filter[i] = unix.SockFilter{Code: binary.LittleEndian.Uint16(c), Jt: c[2], Jf: c[3], K: binary.LittleEndian.Uint32(c[4:])}
+	}
+	h := sha256.Sum256(b)
+	p.SHA256 = hex.EncodeToString(h[:])
 	return p, nil
 }
 

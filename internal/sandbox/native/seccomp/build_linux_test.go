@@ -190,3 +190,19 @@ func TestProfileHashIsStable(t *testing.T) {
 
 // unlisted are syscalls on no list, so absent from sysnums.
 var unlisted = map[string]uint32{"socket": unix.SYS_SOCKET, "memfd_create": unix.SYS_MEMFD_CREATE}
+
+func TestBytesRoundTrip(t *testing.T) {
+	p, err := Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := FromBytes(p.Bytes())
+	if err != nil || q.SHA256 != p.SHA256 || !slices.Equal(q.Filter, p.Filter) {
+		t.Fatalf("round trip: %v", err)
+	}
+	for _, bad := range [][]byte{nil, {1, 2, 3}, make([]byte, 8*(maxInstructions+1))} {
+		if _, err := FromBytes(bad); err == nil {
+			t.Errorf("FromBytes(%d bytes) accepted", len(bad))
+		}
+	}
+}
