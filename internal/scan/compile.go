@@ -111,6 +111,9 @@ func compilePattern(d patternDef, idx *hintIndex) (pattern, error) {
 	}
 	for i := range p.variants {
 		w := &p.variants[i]
+		if !isASCII(w.prefix) {
+			return p, fmt.Errorf("variant prefix %q is not ASCII", w.prefix)
+		}
 		id, err := idx.add(w.prefix, d.raw)
 		if err != nil {
 			return p, err
@@ -187,6 +190,9 @@ func analyseVariant(w variant, rest *syntax.Regexp) (variant, error) {
 	if lead.String() == w.prefix {
 		w.follow = firstBytes(elems[k:])
 		for _, l := range requiredLiterals(elems[k:]) {
+			if len(w.lits) == maxLits {
+				break // a prefix of the list is still a necessary condition
+			}
 			w.lits = append(w.lits, []byte(l))
 		}
 		if relaxed, bounds := relaxRepeats(elems, k); bounds != nil {

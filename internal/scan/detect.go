@@ -376,7 +376,7 @@ func (s *Scanner) detectUnicode(t string, d *detections) {
 
 // detectorHits turns detections into labels, redactions and deletions at
 // medium and high (§10.1 step 6, §10.3).
-func (s *Scanner) detectorHits(t string, d *detections, h *hits) {
+func (s *Scanner) detectorHits(d *detections, h *hits) {
 	if d.invisible {
 		h.label(labelInvisible)
 	}

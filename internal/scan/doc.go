@@ -35,20 +35,25 @@
 //   - builds one ASCII-lowercased copy of the normalised text that keeps byte
 //     offsets, so case-insensitive patterns are written in lowercase without
 //     (?i) and every span maps straight back to the original;
-//   - finds which hints occur with one hashed-trigram pass, and runs a pattern
-//     only when one of its hints occurs;
-//   - runs each pattern as literal-prefixed variants (a leading alternation is
-//     split, a leading \b or (?m)^ is checked by hand), so the regexp engine
-//     jumps between prefix occurrences instead of stepping every byte;
+//   - finds which hints occur, and where first, with one hashed-trigram pass
+//     (the structural needles and the patterns' literal prefixes are hints
+//     too), and runs a pattern only when one of its hints occurs;
+//   - runs each pattern as literal-prefixed variants: a leading alternation
+//     is split, a leading  or (?m)^ is checked by hand, and at each prefix
+//     occurrence cheap necessary conditions (the byte after the prefix, the
+//     literals the match must hold) are tested before an anchored regexp
+//     runs over a window that provably holds any match starting there;
 //   - runs the detectors (invisible and bidi characters, mixed-script words,
-//     base64 runs) as one hand-written pass.
+//     base64 runs) as one hand-written pass, eight bytes at a time on ASCII.
 //
 // Every pass reads the original normalised text, never another pass's
 // output, so labels do not depend on list order. Characters that are deleted
-// from the sanitized text (invisible and bidi controls) are also removed in a
-// second view of the text that the passes read as well, because that view is
-// what the model reads after sanitizing: "ign\u00ADore previous instructions"
-// must not become a clean injection once the soft hyphen is gone.
+// from the sanitized text (invisible and bidi controls) also make a second,
+// compacted view of the text, because that view is what the model reads
+// after sanitizing: "ign\u00ADore previous instructions" must not become a
+// clean injection once the soft hyphen is gone. The regex lists read the
+// lines around each deletion in that view; the structural passes read all
+// of it.
 //
 // # Limitations
 //
@@ -61,6 +66,9 @@
 //     other scripts are not.
 //   - Base64 decoding is limited to [MaxBase64Runs] runs that decode to text
 //     per observation and to [MaxEncodedDepth] nested layers.
+//   - In the compacted view the regex lists read one line before and after
+//     each deletion; a match that spans a deleted character and runs over
+//     more lines than that is missed there (the deletion itself is labeled).
 //   - Policy observation_rules are compiled by the policy package; this
 //     package only applies them ([ApplyRules]).
 package scan

@@ -89,7 +89,7 @@ func ParseSensitivity(v string) (Sensitivity, error) {
 	case "high":
 		return High, nil
 	}
-	return 0, fmt.Errorf("scan: SCANNER_SENSITIVITY %q (accepted: low, medium, high): %w", v, ErrInvalidSensitivity)
+	return 0, fmt.Errorf("scan: parse SCANNER_SENSITIVITY %q (accepted: low, medium, high): %w", v, ErrInvalidSensitivity)
 }
 
 // Result is the scanner's verdict on one observation (checks.md §10.1 step 7).
@@ -189,7 +189,7 @@ func (s *Scanner) scanText(t string, h *hits) {
 	s.detect(t, &det)
 
 	if s.sens >= Medium {
-		s.detectorHits(t, &det, h)
+		s.detectorHits(&det, h)
 	}
 
 	// The primary view keeps offsets, with deleted characters read as
