@@ -357,15 +357,10 @@ func (l *Ledger) IssuerPublicKey() ed25519.PublicKey { return l.issuerPub }
 func (l *Ledger) Issuer() *SigningKey { return l.issuer }
 
 // CheckpointVerifierKey returns the note verifier key of this instance's
-// checkpoints.
-func (l *Ledger) CheckpointVerifierKey() string {
-	v, err := CheckpointVerifierKey(l.origin, l.issuerPub)
-	if err != nil {
-		// The origin is built from hex digits and a fixed prefix, so it
-		// is always a valid note key name.
-		panic(bug(err))
-	}
-	return v
+// checkpoints ("<origin>+<key hash>+<base64 key>"), the form signed-note
+// tools accept.
+func (l *Ledger) CheckpointVerifierKey() (string, error) {
+	return CheckpointVerifierKey(l.origin, l.issuerPub)
 }
 
 // OwnerID returns this process's lease owner id.

@@ -235,14 +235,6 @@ type Approval struct {
 	Reason    string
 }
 
-// micros converts t to Unix microseconds, zero time to 0.
-func micros(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMicro()
-}
-
 // fromMicros converts Unix microseconds to UTC time, 0 to the zero time.
 func fromMicros(us int64) time.Time {
 	if us == 0 {
