@@ -90,7 +90,9 @@ func TestGuardValidate(t *testing.T) {
 
 func TestSecretNeverPrints(t *testing.T) {
 	s := NewSecret("sk-very-secret")
-	for _, got := range []string{fmt.Sprint(s), fmt.Sprintf("%v %+v %#v %s", s, s, s, s), fmt.Sprintf("%+v", LLM{OpenAIKey: s})} {
+	type hidden struct{ key Secret }
+	for _, got := range []string{fmt.Sprint(s), fmt.Sprintf("%v %+v %#v %s", s, s, s, s), fmt.Sprintf("%+v", LLM{OpenAIKey: s}),
+		fmt.Sprintf("%v %+v %#v", hidden{s}, hidden{s}, hidden{s}), fmt.Sprintf("%v", []Secret{s})} {
 		if strings.Contains(got, "very-secret") {
 			t.Fatalf("secret leaked: %s", got)
 		}

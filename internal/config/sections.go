@@ -118,20 +118,33 @@ var llmBackends = []string{"ollama", "openai", "anthropic", "mock"}
 
 // Secret is a string that never prints: its String and GoString methods and
 // its text encoding redact it, so an API key cannot reach a log by accident.
-type Secret struct{ v string }
+// The value sits behind a pointer so that even when a Secret is an
+// unexported field of a printed struct — where fmt cannot call String —
+// only an address is printed, never the key.
+type Secret struct{ p *string }
 
 // NewSecret wraps a secret value.
-func NewSecret(v string) Secret { return Secret{v} }
+func NewSecret(v string) Secret {
+	if v == "" {
+		return Secret{}
+	}
+	return Secret{p: &v}
+}
 
 // Reveal returns the secret for the one place that must send it.
-func (s Secret) Reveal() string { return s.v }
+func (s Secret) Reveal() string {
+	if s.p == nil {
+		return ""
+	}
+	return *s.p
+}
 
 // Set reports whether the secret is non-empty.
-func (s Secret) Set() bool { return s.v != "" }
+func (s Secret) Set() bool { return s.p != nil }
 
 // String implements fmt.Stringer with a redacted value.
 func (s Secret) String() string {
-	if s.v == "" {
+	if s.p == nil {
 		return ""
 	}
 	return "[redacted]"
