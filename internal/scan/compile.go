@@ -42,15 +42,17 @@ type variant struct {
 	// match; nil when anything (or nothing) can.
 	follow *[256]bool
 	// lits are literals every match holds after the prefix, in order.
-	lits [][]byte
+	lits []reqLit
 	// budget is the most non-whitespace bytes a match can hold, or -1
 	// when unbounded. Whitespace runs are unbounded in most patterns
 	// (\s+), so the window around a candidate is measured in the other
 	// bytes.
 	budget int
 	// bounds, when set, are the relaxed repeats of anchored: capture group
-	// i+1 must hold between bounds[i].min and bounds[i].max characters.
+	// i+1 must hold between bounds[i].min and bounds[i].max characters,
+	// or exact (the unrelaxed anchored variant) decides.
 	bounds []repeatBound
+	exact  *regexp.Regexp
 	// prefixHint is the id of prefix in the scanner's hintIndex.
 	prefixHint uint8
 	wordStart  bool // a leading \b was removed
@@ -193,18 +195,19 @@ func analyseVariant(w variant, rest *syntax.Regexp) (variant, error) {
 			if len(w.lits) == maxLits {
 				break // a prefix of the list is still a necessary condition
 			}
-			w.lits = append(w.lits, []byte(l))
+			w.lits = append(w.lits, l)
 		}
-		if relaxed, bounds := relaxRepeats(elems, k); bounds != nil {
-			rexpr, err := regexpString(concat(relaxed))
-			if err != nil {
-				return w, err
-			}
-			if w.anchored, err = regexp.Compile(`\A(?:` + rexpr + `)`); err != nil {
-				return w, err
-			}
-			w.bounds = bounds
+	}
+	if relaxed, bounds := relaxRepeats(elems); bounds != nil {
+		rexpr, err := regexpString(concat(relaxed))
+		if err != nil {
+			return w, err
 		}
+		w.exact = w.anchored
+		if w.anchored, err = regexp.Compile(`\A(?:` + rexpr + `)`); err != nil {
+			return w, err
+		}
+		w.bounds = bounds
 	}
 	return w, nil
 }
@@ -218,33 +221,43 @@ const relaxMin = 32
 // writes every other group as non-capturing.
 const relaxNameTag = "\x00relax"
 
-// relaxRepeats replaces a large bounded repeat of a character class, C{m,n},
-// by C{m,} in a capture group whose length is checked after matching. That
-// is exact when the repeat is deterministic: everything between the prefix
-// and the repeat is a single character or literal (no choices), and the
-// repeat is followed by a literal whose first character C excludes, so the
-// repeat must run to the end of its run of C in any match. It returns nil
-// bounds when nothing qualifies.
-func relaxRepeats(elems []*syntax.Regexp, start int) ([]*syntax.Regexp, []repeatBound) {
+// relaxRepeats replaces each large bounded repeat of one character, X{m,n},
+// among the top-level elements by X{m,} in a capture group whose length is
+// checked after matching. Go's regexp runs a pattern with such a repeat on
+// its slow NFA, because the repeat compiles to about 2n instructions. The
+// relaxed match is the exact one whenever every captured repeat is within
+// its bound: a backtracking search tries the same paths in the same order,
+// except that the exact search skips those with a longer repeat, so the
+// first relaxed success that respects the bounds is also the first exact
+// success. Otherwise the exact pattern decides. It returns nil bounds when
+// no repeat qualifies.
+func relaxRepeats(elems []*syntax.Regexp) ([]*syntax.Regexp, []repeatBound) {
 	out := append([]*syntax.Regexp(nil), elems...)
 	var bounds []repeatBound
-	fixed := true // no choice so far
-	for i := start; i < len(out); i++ {
-		e := out[i]
-		switch {
-		case e.Op == syntax.OpLiteral || e.Op == syntax.OpCharClass:
+	for i, e := range out {
+		if e.Op != syntax.OpRepeat || e.Max < relaxMin || !oneRune(e.Sub[0]) {
 			continue
-		case fixed && e.Op == syntax.OpRepeat && e.Max >= relaxMin && e.Sub[0].Op == syntax.OpCharClass &&
-			i+1 < len(out) && out[i+1].Op == syntax.OpLiteral && len(out[i+1].Rune) > 0 &&
-			!classHas(e.Sub[0], out[i+1].Rune[0]):
-			loose := *e
-			loose.Max = -1
-			out[i] = &syntax.Regexp{Op: syntax.OpCapture, Name: relaxNameTag, Sub: []*syntax.Regexp{&loose}}
-			bounds = append(bounds, repeatBound{min: e.Min, max: e.Max})
 		}
-		fixed = false
+		loose := *e
+		loose.Max = -1
+		out[i] = &syntax.Regexp{Op: syntax.OpCapture, Name: relaxNameTag, Sub: []*syntax.Regexp{&loose}}
+		bounds = append(bounds, repeatBound{min: e.Min, max: e.Max})
+	}
+	if bounds == nil {
+		return nil, nil
 	}
 	return out, bounds
+}
+
+// oneRune reports an expression that always matches exactly one character.
+func oneRune(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return true
+	case syntax.OpLiteral:
+		return len(re.Rune) == 1
+	}
+	return false
 }
 
 // classHas reports whether a character class holds r.
@@ -420,32 +433,128 @@ func addFirstOne(set *[256]bool, re *syntax.Regexp) (nullable bool) {
 	return true // empty match and empty-width assertions consume nothing
 }
 
+// reqLit is a literal every match holds after the prefix, and the most
+// newlines the match can hold between the prefix and the literal's start
+// (-1: any number). Log-like text is line-shaped, so "the next | must be on
+// this line or the next" rules out most candidates without a regexp.
+type reqLit struct {
+	b        []byte
+	newlines int
+}
+
 // requiredLiterals returns literals that every match of the sequence holds,
 // in order and without overlap: its literal elements (adjacent ones joined)
 // and the literal of a + or {n,} of a literal.
-func requiredLiterals(elems []*syntax.Regexp) []string {
-	var out []string
+func requiredLiterals(elems []*syntax.Regexp) []reqLit {
+	var out []reqLit
 	var cur strings.Builder
+	nl := 0 // newlines possible from the prefix to the current point
+	curNL := 0
+	add := func(n int) {
+		if nl >= 0 {
+			if n < 0 {
+				nl = -1
+			} else {
+				nl += n
+			}
+		}
+	}
 	flush := func() {
 		if cur.Len() > 0 {
-			out = append(out, cur.String())
+			out = append(out, reqLit{b: []byte(cur.String()), newlines: curNL})
+			add(strings.Count(cur.String(), "\n"))
 			cur.Reset()
+		}
+	}
+	start := func() {
+		if cur.Len() == 0 {
+			curNL = nl
 		}
 	}
 	for _, e := range elems {
 		switch {
 		case e.Op == syntax.OpLiteral:
+			start()
 			cur.WriteString(string(e.Rune))
 		case (e.Op == syntax.OpPlus || e.Op == syntax.OpRepeat && e.Min >= 1) && e.Sub[0].Op == syntax.OpLiteral:
 			flush()
+			start()
 			cur.WriteString(string(e.Sub[0].Rune))
 			flush()
+			// The further repeats.
+			if e.Op == syntax.OpPlus || e.Max < 0 {
+				add(mulNL(maxNewlines(e.Sub[0]), -1))
+			} else {
+				add(mulNL(maxNewlines(e.Sub[0]), e.Max-1))
+			}
 		default:
 			flush()
+			add(maxNewlines(e))
 		}
 	}
 	flush()
 	return out
+}
+
+// mulNL multiplies a newline capacity by a repeat count (-1: unbounded).
+func mulNL(n, times int) int {
+	switch {
+	case n == 0:
+		return 0
+	case n < 0 || times < 0:
+		return -1
+	}
+	return n * times
+}
+
+// maxNewlines returns the most newlines a match of re can hold, or -1.
+func maxNewlines(re *syntax.Regexp) int {
+	switch re.Op {
+	case syntax.OpLiteral:
+		n := 0
+		for _, r := range re.Rune {
+			if r == '\n' {
+				n++
+			}
+		}
+		return n
+	case syntax.OpCharClass:
+		if classHas(re, '\n') {
+			return 1
+		}
+		return 0
+	case syntax.OpAnyChar:
+		return 1
+	case syntax.OpAnyCharNotNL:
+		return 0
+	case syntax.OpCapture, syntax.OpQuest:
+		return maxNewlines(re.Sub[0])
+	case syntax.OpStar, syntax.OpPlus:
+		return mulNL(maxNewlines(re.Sub[0]), -1)
+	case syntax.OpRepeat:
+		return mulNL(maxNewlines(re.Sub[0]), re.Max)
+	case syntax.OpConcat:
+		sum := 0
+		for _, sub := range re.Sub {
+			n := maxNewlines(sub)
+			if n < 0 {
+				return -1
+			}
+			sum += n
+		}
+		return sum
+	case syntax.OpAlternate:
+		most := 0
+		for _, sub := range re.Sub {
+			n := maxNewlines(sub)
+			if n < 0 {
+				return -1
+			}
+			most = max(most, n)
+		}
+		return most
+	}
+	return 0
 }
 
 // regexpString prints a parsed regexp back as RE2 syntax. The standard

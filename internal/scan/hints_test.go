@@ -82,3 +82,34 @@ func TestB64WordMatchesTable(t *testing.T) {
 		}
 	}
 }
+
+func TestSpaceIndexAfter(t *testing.T) {
+	naive := func(buf []byte, p, b int) int {
+		count := 0
+		for i := p; i < len(buf); i++ {
+			if !isSpaceByte(buf[i]) {
+				if count == b {
+					return i
+				}
+				count++
+			}
+		}
+		return len(buf)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	alphabet := []byte("ab \t\n\r\fé")
+	for round := 0; round < 300; round++ {
+		buf := make([]byte, rng.IntN(700))
+		for i := range buf {
+			buf[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		var x spaceIndex
+		for k := 0; k < 20; k++ {
+			p := rng.IntN(len(buf) + 1)
+			b := rng.IntN(400)
+			if got, want := x.after(buf, p, b), naive(buf, p, b); got != want {
+				t.Fatalf("after(len %d, p %d, b %d) = %d; want %d", len(buf), p, b, got, want)
+			}
+		}
+	}
+}

@@ -3,6 +3,7 @@ package scan
 import (
 	"bytes"
 	"encoding/binary"
+	"math/bits"
 	"strings"
 	"unicode/utf8"
 )
@@ -23,6 +24,9 @@ type view struct {
 	// junctions are the offsets of a compacted view where deleted
 	// characters were removed.
 	junctions []int
+	// spaces counts whitespace for the windows of long patterns; built on
+	// first use.
+	spaces spaceIndex
 }
 
 // origBytes returns orig as a byte slice for the raw patterns.
@@ -219,7 +223,7 @@ func (p *pattern) matches(v *view, found uint64, emit func(span)) {
 		if found&(1<<w.prefixHint) == 0 {
 			continue
 		}
-		w.matches(buf, int(v.first[w.prefixHint]), emit)
+		w.matches(buf, int(v.first[w.prefixHint]), &v.spaces, emit)
 	}
 }
 
@@ -230,7 +234,7 @@ const maxLits = 8
 // occurrence of the prefix is a candidate start; the removed leading
 // assertion and the prefilters are checked there, and the anchored regexp
 // runs over a window that holds every match starting there.
-func (w *variant) matches(buf []byte, from0 int, emit func(span)) {
+func (w *variant) matches(buf []byte, from0 int, spaces *spaceIndex, emit func(span)) {
 	n := len(buf)
 	// Window state, shared by the increasing candidates (the window end
 	// only moves forward): count is the number of non-whitespace bytes
@@ -246,7 +250,7 @@ func (w *variant) matches(buf []byte, from0 int, emit func(span)) {
 		if nextFrom[i] <= at && (next[i] == -1 || next[i] >= at) {
 			return next[i]
 		}
-		k := bytes.Index(buf[at:], w.lits[i])
+		k := bytes.Index(buf[at:], w.lits[i].b)
 		if k >= 0 {
 			k += at
 		}
@@ -297,7 +301,9 @@ func (w *variant) matches(buf []byte, from0 int, emit func(span)) {
 			continue
 		}
 		limit := n
-		if w.budget >= 0 {
+		if w.budget > farBudget {
+			limit = spaces.after(buf, p, w.budget)
+		} else if w.budget >= 0 {
 			// Advance the window to start at p: drop the non-whitespace
 			// bytes before p, then extend until the budget is used up.
 			if end < p {
@@ -314,26 +320,27 @@ func (w *variant) matches(buf []byte, from0 int, emit func(span)) {
 				}
 				end++
 			}
-			// Keep the first byte past the budget (and the rest of its
-			// character) so that \b and $ at a match's end see the same
-			// neighbour as in the whole text; no match can consume it.
 			limit = end
-			if limit < n {
+		}
+		// Keep the first byte past the budget (and the rest of its
+		// character) so that \b and $ at a match's end see the same
+		// neighbour as in the whole text; no match can consume it.
+		if limit < n {
+			limit++
+			for limit < n && !utf8.RuneStart(buf[limit]) {
 				limit++
-				for limit < n && !utf8.RuneStart(buf[limit]) {
-					limit++
-				}
 			}
 		}
 		if len(w.lits) > 0 {
 			at, ok := q, true
 			for i := range w.lits {
+				l := &w.lits[i]
 				j := litAt(i, at)
-				if j < 0 || j+len(w.lits[i]) > limit {
+				if j < 0 || j+len(l.b) > limit || l.newlines >= 0 && !withinLines(buf, q, j, l.newlines) {
 					ok = false
 					break
 				}
-				at = j + len(w.lits[i])
+				at = j + len(l.b)
 			}
 			if !ok {
 				continue
@@ -349,7 +356,10 @@ func (w *variant) matches(buf []byte, from0 int, emit func(span)) {
 					break
 				}
 				if c := utf8.RuneCount(buf[p+m[2+2*i] : p+m[3+2*i]]); c < b.min || c > b.max {
-					m = nil // the exact repeat could not reach the same end
+					// Rare: the relaxed path overran a bound; only the
+					// exact pattern knows whether a shorter one matches.
+					m = w.exact.FindIndex(buf[p:limit])
+					break
 				}
 			}
 		}
@@ -363,7 +373,98 @@ func (w *variant) matches(buf []byte, from0 int, emit func(span)) {
 	}
 }
 
+// withinLines reports whether buf[from:to] holds at most n newlines.
+func withinLines(buf []byte, from, to, n int) bool {
+	for ; n >= 0; n-- {
+		k := bytes.IndexByte(buf[from:to], '\n')
+		if k < 0 {
+			return true
+		}
+		from += k + 1
+	}
+	return false
+}
+
 // isSpaceByte reports RE2's \s.
 func isSpaceByte(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'
+}
+
+// farBudget is the window budget above which a window is found through a
+// spaceIndex rather than by walking byte by byte.
+const farBudget = 256
+
+// spaceIndex counts the non-whitespace bytes of a buffer in 64-byte blocks,
+// so the end of a window of b non-whitespace bytes is found without
+// walking the window.
+type spaceIndex struct {
+	built bool
+	cum   []int32 // cum[k]: non-whitespace bytes in buf[:64k]
+}
+
+// after returns the offset of the first non-whitespace byte past the b
+// that follow p (whitespace is free), or len(buf).
+func (x *spaceIndex) after(buf []byte, p, b int) int {
+	if !x.built {
+		x.build(buf)
+	}
+	n := len(buf)
+	// Non-whitespace bytes before p.
+	blk := p >> 6
+	before := int(x.cum[blk])
+	for i := blk << 6; i < p; i++ {
+		if !isSpaceByte(buf[i]) {
+			before++
+		}
+	}
+	target := before + b // the answer is the non-whitespace byte with this index
+	// The last block that starts with fewer than target+1 such bytes.
+	lo, hi := blk, len(x.cum)-1
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if int(x.cum[mid]) <= target {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	count := int(x.cum[lo])
+	i := max(lo<<6, p)
+	if i == p {
+		count = before
+	}
+	for ; i < n; i++ {
+		if !isSpaceByte(buf[i]) {
+			if count == target {
+				return i
+			}
+			count++
+		}
+	}
+	return n
+}
+
+func (x *spaceIndex) build(buf []byte) {
+	x.built = true
+	x.cum = make([]int32, len(buf)/64+2)
+	total := 0
+	k := 0
+	for ; k*64+64 <= len(buf); k++ {
+		x.cum[k] = int32(total)
+		blk := buf[k*64 : k*64+64]
+		spaces := 0
+		for j := 0; j < 64; j += 8 {
+			w := binary.LittleEndian.Uint64(blk[j:])
+			m := equalTo(w, ' ') | equalTo(w, '\t') | equalTo(w, '\n') | equalTo(w, '\f') | equalTo(w, '\r')
+			spaces += bits.OnesCount64(m)
+		}
+		total += 64 - spaces
+	}
+	x.cum[k] = int32(total)
+	for i := k * 64; i < len(buf); i++ {
+		if !isSpaceByte(buf[i]) {
+			total++
+		}
+	}
+	x.cum[k+1] = int32(total)
 }
