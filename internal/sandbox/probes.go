@@ -74,7 +74,7 @@ func (p *prober) run(ctx context.Context) ([]Guarantee, *Enforced, error) {
 	w(`sleep %s >/dev/null 2>&1 </dev/null &`, p.marker)
 	w(`P done yes`)
 
-	main := p.t.Run(ctx, Request{Command: sb.String(), Workspace: p.ws, Timeout: 20 * time.Second})
+	main := p.t.Run(ctx, Request{Command: sb.String(), Workspace: p.ws, Timeout: 60 * time.Second})
 	if main.Status != StatusOK && main.Status != StatusPermissive {
 		return nil, main.Enforced, fmt.Errorf("doctor: the probe command did not run: %s", main.Headline())
 	}
@@ -181,11 +181,14 @@ func (p *prober) limitProbes(ctx context.Context, f findings, perl bool) []Guara
 	}
 	limits := strings.Join(f.all("limits"), "; ")
 
-	cpu := p.t.Run(ctx, Request{Command: "while :; do :; done", Workspace: p.ws, Limits: Limits{CPUSecs: 1}, Timeout: 10 * time.Second})
+	// The timeouts are generous so that a loaded machine cannot turn a
+	// working limit into a timeout; a working limit ends each probe in
+	// about a second.
+	cpu := p.t.Run(ctx, Request{Command: "while :; do :; done", Workspace: p.ws, Limits: Limits{CPUSecs: 1}, Timeout: 60 * time.Second})
 	add(GLimitCPU, cpu.Status == StatusOK && cpu.Signal != "", true,
 		fmt.Sprintf("busy loop with a 1 s CPU limit: %s after %.1f s", cpu.Headline(), cpu.Duration.Seconds()))
 
-	mem := p.t.Run(ctx, Request{Command: `awk 'BEGIN { s = "x"; for (;;) s = s s }'`, Workspace: p.ws, Limits: Limits{MemMiB: 64}, Timeout: 10 * time.Second})
+	mem := p.t.Run(ctx, Request{Command: `awk 'BEGIN { s = "x"; for (;;) s = s s }'`, Workspace: p.ws, Limits: Limits{MemMiB: 64}, Timeout: 60 * time.Second})
 	memOK := mem.Status == StatusOK && (mem.Signal != "" || (mem.ExitCode != nil && *mem.ExitCode != 0))
 	add(GLimitMemory, memOK, true, fmt.Sprintf("doubling a string with a 64 MiB address-space cap: %s %s", mem.Headline(), firstLineOf(mem.Stderr)))
 
@@ -198,7 +201,7 @@ func (p *prober) limitProbes(ctx context.Context, f findings, perl bool) []Guara
 
 	procs := p.t.Run(ctx, Request{
 		Command:   `i=0; while [ $i -lt 1000 ]; do sleep 3 & i=$((i+1)); printf '%s\n' "$i"; done; echo ALL-STARTED`,
-		Workspace: p.ws, Limits: Limits{NProc: 16}, Timeout: 20 * time.Second,
+		Workspace: p.ws, Limits: Limits{NProc: 16}, Timeout: 60 * time.Second,
 	})
 	lines := strings.Fields(procs.Stdout)
 	last := ""

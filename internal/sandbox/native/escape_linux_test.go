@@ -324,13 +324,12 @@ func escapeCases(t *testing.T) []escapeCase {
 			}},
 		{name: "cpu_spin", key: true,
 			cmd: func(fx *fixture) string { return "while :; do :; done" },
-			mod: func(r *sandbox.Request) { r.Limits.CPUSecs = 1; r.Timeout = 10 * time.Second },
+			// The wall-clock timeout is far above the CPU limit, so only
+			// the CPU limit can end the loop (even on a loaded machine).
+			mod: func(r *sandbox.Request) { r.Limits.CPUSecs = 1; r.Timeout = 60 * time.Second },
 			check: func(t *testing.T, fx *fixture, r sandbox.Result) {
 				if r.Status != sandbox.StatusOK || (r.Signal != "SIGKILL" && r.Signal != "SIGXCPU") {
 					t.Fatalf("want the CPU limit to kill the loop, got %s (%s)", r.Headline(), r.Status)
-				}
-				if r.Duration > 5*time.Second {
-					t.Fatalf("took %v: the CPU limit did not act", r.Duration)
 				}
 			}},
 		{name: "fd_exhaustion", key: true, tools: []string{py3},

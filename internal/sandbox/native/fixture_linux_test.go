@@ -181,7 +181,7 @@ func newTestTier(t testing.TB, opts sandbox.Options) *Tier {
 // apply (status aborted).
 func run(t testing.TB, tier sandbox.Tier, fx *fixture, cmd string, mod ...func(*sandbox.Request)) sandbox.Result {
 	t.Helper()
-	req := sandbox.Request{Command: cmd, Workspace: fx.ws, Timeout: 20 * time.Second}
+	req := sandbox.Request{Command: cmd, Workspace: fx.ws, Timeout: 60 * time.Second}
 	for _, m := range mod {
 		m(&req)
 	}
