@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -262,11 +263,11 @@ func orderGuarantees(gs []Guarantee) []Guarantee {
 }
 
 // findSurvivors returns the pids whose command line carries marker, and
-// kills them. Only Linux has /proc; elsewhere it finds nothing.
+// kills them. It reads /proc where there is one, and asks ps elsewhere.
 func findSurvivors(marker string) []int {
 	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
+	if err != nil || len(entries) == 0 {
+		return findSurvivorsPS(marker)
 	}
 	var pids []int
 	for _, e := range entries {
@@ -305,4 +306,26 @@ func receivedWithin(pc net.PacketConn, d time.Duration) bool {
 	buf := make([]byte, 64)
 	_, _, err := pc.ReadFrom(buf)
 	return err == nil
+}
+
+// findSurvivorsPS is findSurvivors for systems without /proc (macOS).
+func findSurvivorsPS(marker string) []int {
+	out, err := exec.Command("ps", "-axo", "pid=,command=").Output()
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || !strings.Contains(line, marker) {
+			continue
+		}
+		if pid, err := strconv.Atoi(f[0]); err == nil && pid != os.Getpid() {
+			pids = append(pids, pid)
+			if proc, err := os.FindProcess(pid); err == nil {
+				_ = proc.Kill()
+			}
+		}
+	}
+	return pids
 }
