@@ -48,6 +48,9 @@ type variant struct {
 	// (\s+), so the window around a candidate is measured in the other
 	// bytes.
 	budget int
+	// noSpace says no match holds whitespace, so a match ends before the
+	// first whitespace after its start even when budget is unbounded.
+	noSpace bool
 	// bounds, when set, are the relaxed repeats of anchored: capture group
 	// i+1 must hold between bounds[i].min and bounds[i].max characters,
 	// or exact (the unrelaxed anchored variant) decides.
@@ -180,6 +183,7 @@ func analyseVariant(w variant, rest *syntax.Regexp) (variant, error) {
 		return w, fmt.Errorf("variant %q: \\b before a non-word character", expr)
 	}
 	w.budget = maxNonSpace(rest)
+	w.noSpace = !canMatchSpace(rest)
 	// The prefilters need the elements after the prefix; they are known
 	// only when the prefix is spelled by leading literal elements.
 	elems := flatten(rest)
@@ -342,6 +346,34 @@ func maxNonSpace(re *syntax.Regexp) int {
 		return most
 	}
 	return 0 // empty-width operators
+}
+
+// canMatchSpace reports whether a match of re can hold an RE2 \s byte.
+func canMatchSpace(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpLiteral:
+		for _, r := range re.Rune {
+			if isSpaceRune(r) {
+				return true
+			}
+		}
+		return false
+	case syntax.OpCharClass:
+		for _, r := range " \t\n\f\r" {
+			if classHas(re, r) {
+				return true
+			}
+		}
+		return false
+	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return true
+	}
+	for _, sub := range re.Sub {
+		if canMatchSpace(sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // utf8Width returns the UTF-8 length of code points up to r.

@@ -183,21 +183,26 @@ func (s *Scanner) detect(t string, d *detections) {
 func (s *Scanner) detectASCII(t string, d *detections) {
 	cls := s.class
 	n := len(t)
-	next := 0 // bytes before it belong to runs already handled
-	for i := 0; i+16 <= n; i += 8 {
-		if i < next || !b64Word(le64(t[i:])) || !b64Word(le64(t[i+8:])) {
+	next := 0     // bytes before it belong to runs already handled
+	prev := false // the previous aligned word was all run bytes
+	for i := 0; i+8 <= n; i += 8 {
+		full := b64Word(le64(t[i:]))
+		if !full || !prev || i-8 < next {
+			prev = full
 			continue
 		}
-		start := i
+		prev = false
+		start := i - 8
 		for start > next && cls[t[start-1]]&clsB64Any != 0 {
 			start--
 		}
-		end := i + 16
+		end := i + 8
 		for end < n && cls[t[end]]&clsB64Any != 0 {
 			end++
 		}
 		s.runAt(t, start, end, d)
 		next = end
+		i = (end &^ 7) - 8 // the loop resumes at the word holding end
 	}
 }
 
@@ -254,8 +259,15 @@ func equalTo(w uint64, c byte) uint64 {
 
 // b64Word reports whether all eight bytes are in [A-Za-z0-9+/_-].
 func b64Word(w uint64) bool {
-	m := inRange(w, '/', '9') | inRange(w, 'A', 'Z') | inRange(w, 'a', 'z') |
-		equalTo(w, '+') | equalTo(w, '-') | equalTo(w, '_')
+	// Most words of text hold a space or punctuation below '+'; that test
+	// is cheaper than the full one.
+	if inRange(w, 0, '+'-1) != 0 {
+		return false
+	}
+	// Setting bit 5 folds A-Z onto a-z and leaves '+', '-', '/' and the
+	// digits as they are; '_' is tested on the original.
+	f := w | ones*0x20
+	m := inRange(f, 'a', 'z') | inRange(w, '/', '9') | equalTo(w, '+') | equalTo(w, '-') | equalTo(w, '_')
 	return m == high
 }
 

@@ -29,6 +29,10 @@ type hintIndex struct {
 	hints  []hint
 	bucket [1 << hintBucketBits]uint8 // 0: empty; else 1 + index into lists
 	lists  [][]uint8                  // hint ids per bucket
+	// listMask[i] is the set of hints of lists[i]; listBucket[i] is the
+	// bucket that points to it.
+	listMask   []uint64
+	listBucket []uint32
 	short  []uint8                    // ids of hints shorter than three bytes
 	all    uint64
 }
@@ -60,11 +64,17 @@ func (x *hintIndex) add(h string, raw bool) (int, error) {
 	}
 	b := trigramBucket(hl.lower[0], hl.lower[1], hl.lower[2])
 	if x.bucket[b] == 0 {
+		if len(x.lists) == 255 {
+			return 0, fmt.Errorf("more than 255 hint buckets")
+		}
 		x.lists = append(x.lists, nil)
+		x.listMask = append(x.listMask, 0)
+		x.listBucket = append(x.listBucket, b)
 		x.bucket[b] = uint8(len(x.lists))
 	}
 	li := x.bucket[b] - 1
 	x.lists[li] = append(x.lists[li], uint8(id))
+	x.listMask[li] |= 1 << id
 	return id, nil
 }
 
@@ -88,25 +98,31 @@ func (x *hintIndex) scan(lower []byte, orig string, first *[maxHints]int32) uint
 	if n < 3 {
 		return found
 	}
-	bucket := &x.bucket
+	// A private copy of the bucket table: a bucket whose hints have all
+	// been found is cleared, so common words ("system", "new") cost one
+	// comparison, not a verification, at each later occurrence.
+	local := x.bucket
+	bucket := &local
 	i := 0
 	// Six positions per 8-byte load, hashed independently so the loop
-	// does not serialise on one rolling key; only a window with some
-	// non-empty bucket is looked at position by position.
+	// does not serialise on one rolling key; only positions whose bucket
+	// is not empty are compared.
 	for ; i+8 <= n; i += 6 {
 		w := binary.LittleEndian.Uint64(lower[i:])
-		if bucket[hashKey(uint32(w))]|bucket[hashKey(uint32(w>>8))]|bucket[hashKey(uint32(w>>16))]|
-			bucket[hashKey(uint32(w>>24))]|bucket[hashKey(uint32(w>>32))]|bucket[hashKey(uint32(w>>40))] == 0 {
+		b0, b1, b2 := bucket[hashKey(uint32(w))], bucket[hashKey(uint32(w>>8))], bucket[hashKey(uint32(w>>16))]
+		b3, b4, b5 := bucket[hashKey(uint32(w>>24))], bucket[hashKey(uint32(w>>32))], bucket[hashKey(uint32(w>>40))]
+		if b0|b1|b2|b3|b4|b5 == 0 {
 			continue
 		}
-		for j := i; j < i+6; j++ {
-			if x.check(lower, orig, j, &found, first) {
+		for j, li := range [6]uint8{b0, b1, b2, b3, b4, b5} {
+			if li != 0 && x.verify(lower, orig, i+j, li, &found, first, bucket) {
 				return found
 			}
 		}
 	}
 	for ; i < n-2; i++ {
-		if x.check(lower, orig, i, &found, first) {
+		li := bucket[trigramBucket(lower[i], lower[i+1], lower[i+2])]
+		if li != 0 && x.verify(lower, orig, i, li, &found, first, bucket) {
 			return found
 		}
 	}
@@ -118,14 +134,15 @@ func hashKey(k uint32) uint32 {
 	return ((k & 0xffffff) * 0x9E3779B1) >> (32 - hintBucketBits)
 }
 
-// check looks for hints starting at i; it reports whether every hint has
-// now been found.
-func (x *hintIndex) check(lower []byte, orig string, i int, found *uint64, first *[maxHints]int32) bool {
-	li := x.bucket[hashKey(uint32(lower[i])|uint32(lower[i+1])<<8|uint32(lower[i+2])<<16)]
-	if li == 0 {
+// verify looks for the hints of bucket list li starting at i; it reports
+// whether every hint has now been found. When the list is exhausted, its
+// buckets in the scan's private table are cleared.
+func (x *hintIndex) verify(lower []byte, orig string, i int, li uint8, found *uint64, first *[maxHints]int32, bucket *[1 << hintBucketBits]uint8) bool {
+	n := len(lower)
+	if x.listMask[li-1]&^*found == 0 {
+		bucket[x.listBucket[li-1]] = 0
 		return false
 	}
-	n := len(lower)
 	for _, id := range x.lists[li-1] {
 		if *found&(1<<id) != 0 {
 			continue

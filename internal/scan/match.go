@@ -301,7 +301,13 @@ func (w *variant) matches(buf []byte, from0 int, spaces *spaceIndex, emit func(s
 			continue
 		}
 		limit := n
-		if w.budget > farBudget {
+		if w.noSpace {
+			// The match lies within this run of non-whitespace.
+			limit = q
+			for limit < n && !isSpaceByte(buf[limit]) {
+				limit++
+			}
+		} else if w.budget > farBudget {
 			limit = spaces.after(buf, p, w.budget)
 		} else if w.budget >= 0 {
 			// Advance the window to start at p: drop the non-whitespace

@@ -187,6 +187,13 @@ func (s *Scanner) structural(v *view, emit func(label string, sp span), strict b
 	if len(bt.top) == 0 {
 		return
 	}
+	// Identical candidates (an injected object repeated down a page) are
+	// parsed once per text.
+	type verdicts struct {
+		ok, hit, topAction bool
+		code               string
+	}
+	seen := map[string]verdicts{}
 	var visit func(idx int32, depth int)
 	visit = func(idx int32, depth int) {
 		sp := bt.spans[idx]
@@ -202,8 +209,15 @@ func (s *Scanner) structural(v *view, emit func(label string, sp span), strict b
 			return // nothing nested can hold one either
 		}
 		text := v.orig[sp.s:sp.e]
-		ok, hit, topAction := inspectJSON(text)
-		if !ok {
+		r, cached := seen[text]
+		if !cached {
+			r.ok, r.hit, r.topAction = inspectJSON(text)
+			if r.ok && strict && r.topAction {
+				r.code = string(strictSchema(text))
+			}
+			seen[text] = r
+		}
+		if !r.ok {
 			// Prose in braces around an action object: look inside.
 			if depth < maxCandidateDescent {
 				for _, k := range bt.kids[sp.kidLo:sp.kidHi] {
@@ -213,13 +227,11 @@ func (s *Scanner) structural(v *view, emit func(label string, sp span), strict b
 			return
 		}
 		span := span{int(sp.s), int(sp.e)}
-		if hit {
+		if r.hit {
 			emit(labelStructural, span)
 		}
-		if strict && topAction {
-			if code := strictSchema(text); code != "" {
-				emit(labelStrictPrefix+string(code), span)
-			}
+		if r.code != "" {
+			emit(labelStrictPrefix+r.code, span)
 		}
 	}
 	for _, idx := range bt.top {
