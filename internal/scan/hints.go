@@ -33,8 +33,8 @@ type hintIndex struct {
 	// bucket that points to it.
 	listMask   []uint64
 	listBucket []uint32
-	short  []uint8                    // ids of hints shorter than three bytes
-	all    uint64
+	short      []uint8 // ids of hints shorter than three bytes
+	all        uint64
 }
 
 // add registers a hint and returns its id.
