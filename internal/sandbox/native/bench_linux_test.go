@@ -42,6 +42,21 @@ func BenchmarkBareTrue(b *testing.B) {
 	reportMedian(b, d)
 }
 
+// BenchmarkBareShTrue is the unconfined cost of the /bin/sh -c the tier
+// always runs the command with: the part of the overhead that comes from
+// the shell, not from the confinement.
+func BenchmarkBareShTrue(b *testing.B) {
+	d := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		s := time.Now()
+		if err := exec.Command("/bin/sh", "-c", "/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+		d = append(d, time.Since(s))
+	}
+	reportMedian(b, d)
+}
+
 func BenchmarkNativeTrue(b *testing.B) {
 	tier := newTestTier(b, sandbox.Options{})
 	if bin := os.Getenv("IRONVISE_LAUNCHER_BIN"); bin != "" {
