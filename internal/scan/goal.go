@@ -21,6 +21,10 @@ const (
 // maxPreviewRunes bounds the decoded preview in a denial message.
 const maxPreviewRunes = 80
 
+// maxGoalNormalized bounds the NFKC form of a goal: U+FDFA, the largest
+// expansion, turns 3 bytes into 33.
+const maxGoalNormalized = MaxGoalBytes * 11
+
 // denyPhrases deny the goal (§9 step 3) when bounded by non-alphanumerics
 // or the text edges.
 func denyPhrases() []string {
@@ -49,7 +53,9 @@ func (s *Scanner) ScanGoal(goal string) verdict.Verdict {
 			fmt.Sprintf("goal is %d bytes (max %d)", len(goal), MaxGoalBytes))
 	}
 	var flags []string
-	nfkc, _ := normalize(goal, MaxGoalBytes*4)
+	// No cap here: the goal is at most 16 KiB, and NFKC grows text at most
+	// elevenfold.
+	nfkc, _ := normalize(goal, maxGoalNormalized)
 	kept := stripDeleted(nfkc)
 	if kept != nfkc {
 		flags = append(flags, FlagInvisibleChars)
@@ -202,7 +208,7 @@ func (s *Scanner) scanEncoded(t string, depth int, res *encodedResult) {
 		}
 		res.text = true
 		decoded, _ := normalize(string(b), len(b)*4+16)
-		if s.injectionPhrase(decoded) != "" || s.payload.MatchString(decoded) {
+		if s.injectionPhrase(decoded) != "" || s.payload.MatchString(stripDeleted(decoded)) {
 			res.denyCode = verdict.PromptEncodedPayload
 			res.message = preview(decoded)
 			return
