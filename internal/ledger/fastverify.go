@@ -191,6 +191,17 @@ func newKeyVerifier(pub ed25519.PublicKey) *keyVerifier {
 // verify reports whether sig is a valid Ed25519 signature of msg by the
 // key, with crypto/ed25519.Verify's acceptance rules.
 func (v *keyVerifier) verify(msg, sig []byte) bool {
+	var r extPoint
+	if !v.recompute(msg, sig, &r) {
+		return false
+	}
+	enc := r.bytes()
+	return subtle.ConstantTimeCompare(enc[:], sig[:32]) == 1
+}
+
+// recompute sets r = [S]B − [k]A for sig over msg, or reports false when
+// the signature is malformed.
+func (v *keyVerifier) recompute(msg, sig []byte, r *extPoint) bool {
 	if v.negA == nil || len(sig) != ed25519.SignatureSize || sig[63]&224 != 0 {
 		return false
 	}
@@ -207,10 +218,45 @@ func (v *keyVerifier) verify(msg, sig []byte) bool {
 	if err != nil {
 		return false
 	}
-	var r extPoint
 	r.setIdentity()
 	r.addMul(baseTable(), S.Bytes())
 	r.addMul(v.negA, k.Bytes())
-	enc := r.bytes()
-	return subtle.ConstantTimeCompare(enc[:], sig[:32]) == 1
+	return true
+}
+
+// verifyMany sets ok[i] to whether sigs[i] verifies msgs[i], like verify,
+// sharing one field inversion among all of them (Montgomery's trick).
+func (v *keyVerifier) verifyMany(msgs, sigs [][]byte, ok []bool) {
+	n := len(msgs)
+	pts := make([]extPoint, n)
+	prefix := make([]field.Element, n)
+	var acc field.Element
+	acc.One()
+	for i := range n {
+		ok[i] = v.recompute(msgs[i], sigs[i], &pts[i])
+		if !ok[i] {
+			pts[i].setIdentity() // Z = 1 keeps the product invertible
+		}
+		acc.Multiply(&acc, &pts[i].Z)
+		prefix[i] = acc
+	}
+	var inv, zinv, x, y field.Element
+	inv.Invert(&acc)
+	for i := n - 1; i >= 0; i-- {
+		if i > 0 {
+			zinv.Multiply(&inv, &prefix[i-1])
+		} else {
+			zinv = inv
+		}
+		inv.Multiply(&inv, &pts[i].Z)
+		if !ok[i] {
+			continue
+		}
+		x.Multiply(&pts[i].X, &zinv)
+		y.Multiply(&pts[i].Y, &zinv)
+		var enc [32]byte
+		copy(enc[:], y.Bytes())
+		enc[31] |= byte(x.IsNegative() << 7)
+		ok[i] = subtle.ConstantTimeCompare(enc[:], sigs[i][:32]) == 1
+	}
 }

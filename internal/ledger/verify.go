@@ -262,12 +262,43 @@ func checkSignatures(in *VerifyInput, r *Report) Check {
 			fast[k] = newKeyVerifier(ed25519.PublicKey(k))
 		}
 	}
-	bad := parallelFirst(len(items), func(i int) bool {
-		if v := fast[string(items[i].pub)]; v != nil {
-			return !v.verify(items[i].ev.Hash[:], items[i].ev.Signature)
+	// Signatures are checked in blocks of sigBlock on all CPUs; a block
+	// of one fast-path key shares its field inversions.
+	blocks := (len(items) + sigBlock - 1) / sigBlock
+	badInBlock := make([]int, blocks)
+	blk := parallelFirst(blocks, func(bi int) bool {
+		lo, hi := bi*sigBlock, min((bi+1)*sigBlock, len(items))
+		badInBlock[bi] = -1
+		var msgs, sigs [][]byte
+		var idx []int
+		var v *keyVerifier
+		for i := lo; i < hi; i++ {
+			kv := fast[string(items[i].pub)]
+			if kv == nil || (v != nil && kv != v) {
+				if !verifySig(items[i].pub, items[i].ev) {
+					badInBlock[bi] = i
+					return true
+				}
+				continue
+			}
+			v = kv
+			msgs, sigs, idx = append(msgs, items[i].ev.Hash[:]), append(sigs, items[i].ev.Signature), append(idx, i)
 		}
-		return !verifySig(items[i].pub, items[i].ev)
+		if v != nil {
+			ok := make([]bool, len(msgs))
+			v.verifyMany(msgs, sigs, ok)
+			for j, good := range ok {
+				if !good && (badInBlock[bi] < 0 || idx[j] < badInBlock[bi]) {
+					badInBlock[bi] = idx[j]
+				}
+			}
+		}
+		return badInBlock[bi] >= 0
 	})
+	bad := -1
+	if blk >= 0 {
+		bad = badInBlock[blk]
+	}
 	if bad >= 0 {
 		ev := items[bad].ev
 		what := "signature"
@@ -305,6 +336,9 @@ func keyMismatchSeq(rows []KeyRecord, keys []chainKeyAt) uint64 {
 	return keys[len(rows)].from
 }
 
+// sigBlock is how many signatures one verification task checks.
+const sigBlock = 64
+
 // fastVerifyMin is how many signatures a key must have before building its
 // table (about the cost of three plain verifications) pays off.
 const fastVerifyMin = 16
@@ -313,7 +347,7 @@ const fastVerifyMin = 16
 // smallest i for which it is true, or -1.
 func parallelFirst(n int, bad func(int) bool) int {
 	workers := runtime.GOMAXPROCS(0)
-	if n < 64 || workers == 1 {
+	if n < 2 || workers == 1 {
 		for i := range n {
 			if bad(i) {
 				return i

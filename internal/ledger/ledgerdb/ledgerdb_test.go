@@ -1,7 +1,11 @@
 package ledgerdb
 
 import (
+	"errors"
+	"time"
+
 	"context"
+	"go.uber.org/goleak"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,5 +92,33 @@ func TestOpenDefaultAndMemory(t *testing.T) {
 	defer l.Close(ctx)
 	if ss, _ := l.Sessions(ctx, ledger.SessionFilter{}); len(ss) != 0 {
 		t.Fatalf("%d sessions in a fresh in-memory ledger", len(ss))
+	}
+}
+
+// TestCloseStopsGoroutines: the committer, the lease renewer and the
+// checkpoint timer are owned by the Ledger and gone after Close.
+func TestCloseStopsGoroutines(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ctx := context.Background()
+	for _, url := range []string{"sqlite::memory:", "sqlite://" + filepath.Join(t.TempDir(), "l.db")} {
+		l, err := Open(ctx, url, 0, ledger.Options{DataDir: t.TempDir(), CheckpointInterval: 10 * time.Millisecond, LeaseRenewInterval: 5 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := l.CreateSession(ctx, ledger.SessionSpec{Goal: "leak check"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Append(ctx, s.ID, ledger.TypeThought, map[string]any{"content": "x"})
+		time.Sleep(30 * time.Millisecond)
+		if err := l.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Close(ctx); !errors.Is(err, ledger.ErrClosed) {
+			t.Fatalf("second Close: %v; want ErrClosed", err)
+		}
+		if _, err := l.Append(ctx, s.ID, ledger.TypeThought, nil); !errors.Is(err, ledger.ErrClosed) {
+			t.Fatalf("Append after Close: %v; want ErrClosed", err)
+		}
 	}
 }
