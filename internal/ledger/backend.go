@@ -121,6 +121,9 @@ type ReadTx interface {
 	// RunningSessions returns the heads of the running sessions other than
 	// the instance session.
 	RunningSessions(ctx context.Context) ([]SessionHead, error)
+	// SessionCounts counts the sessions other than the instance session by
+	// status.
+	SessionCounts(ctx context.Context) (map[Status]int64, error)
 
 	// Token returns one API token by hash, or ErrNotFound.
 	Token(ctx context.Context, hash string) (Token, error)

@@ -110,6 +110,47 @@ func (l *Ledger) fillKeys(ctx context.Context, tx ReadTx, evs []Event) error {
 	return nil
 }
 
+// Stats are the ledger-wide counts behind the API's metrics (api.md §6.8).
+type Stats struct {
+	// Sessions counts sessions by status (the instance session excluded).
+	Sessions map[Status]int64
+	// TotalSessions is the sum of Sessions.
+	TotalSessions int64
+	// TotalEvents is the number of events in the log, all chains.
+	TotalEvents int64
+}
+
+// Stats counts sessions and events; the counts come from the ledger, so
+// they survive restarts.
+func (l *Ledger) Stats(ctx context.Context) (Stats, error) {
+	st := Stats{Sessions: map[Status]int64{StatusRunning: 0, StatusCompleted: 0, StatusFailed: 0, StatusAborted: 0}}
+	err := l.b.View(ctx, func(tx ReadTx) error {
+		counts, err := tx.SessionCounts(ctx)
+		if err != nil {
+			return err
+		}
+		for k, v := range counts {
+			st.Sessions[k] = v
+			st.TotalSessions += v
+		}
+		st.TotalEvents, err = tx.LogSize(ctx)
+		return err
+	})
+	if err != nil {
+		return Stats{}, fmt.Errorf("ledger: stats: %w", err)
+	}
+	return st, nil
+}
+
+// Ping checks that the database answers (readiness probes bound it with
+// ctx).
+func (l *Ledger) Ping(ctx context.Context) error {
+	if err := l.b.View(ctx, func(tx ReadTx) error { _, err := tx.LogSize(ctx); return err }); err != nil {
+		return fmt.Errorf("ledger: ping: %w", err)
+	}
+	return nil
+}
+
 // LogSize returns the number of events in the Merkle log.
 func (l *Ledger) LogSize(ctx context.Context) (int64, error) {
 	var n int64

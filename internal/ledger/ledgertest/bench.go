@@ -269,9 +269,10 @@ func frontier(size int64) []int64 {
 	return out
 }
 
-// BenchInclusionProof measures building an inclusion proof (event lookup
-// plus the audit path read from the stored hashes) for random events of
-// the big log against its newest checkpoint, and checks each proof.
+// BenchInclusionProof measures building an inclusion proof (event lookup,
+// checkpoint read and the audit path read from the stored hashes) for
+// random events of the big log against its newest checkpoint; each proof
+// is also verified, inside the timed loop.
 func BenchInclusionProof(b *testing.B, g *BigLog) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -283,13 +284,9 @@ func BenchInclusionProof(b *testing.B, g *BigLog) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if len(p.Path) < 19 {
-			b.Fatalf("path of %d hashes in a tree of %d", len(p.Path), p.TreeSize)
+		if err := ledger.VerifyInclusion(p.Path, p.TreeSize, p.Root, p.LogIndex, p.EventHash); err != nil {
+			b.Fatal(err)
 		}
 	}
-	b.StopTimer()
-	p, _ := g.L.InclusionProof(ctx, g.Session, uint64(g.N/3), 0)
-	if err := ledger.VerifyInclusion(p.Path, p.TreeSize, p.Root, p.LogIndex, p.EventHash); err != nil {
-		b.Fatal(err)
-	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/proof")
 }

@@ -301,6 +301,16 @@ func testListing(t *testing.T, h Harness) {
 	if len(p1) != 3 || len(p2) != 3 || p1[2].ID == p2[0].ID {
 		t.Fatalf("pages overlap or have the wrong size: %d, %d", len(p1), len(p2))
 	}
+	st, err := e.l.Stats(ctx())
+	if err != nil || st.TotalSessions != 7 || st.Sessions[ledger.StatusFailed] != 1 || st.Sessions[ledger.StatusRunning] != 6 || st.Sessions[ledger.StatusAborted] != 0 {
+		t.Fatalf("Stats = %+v, %v", st, err)
+	}
+	if size, _ := e.l.LogSize(ctx()); st.TotalEvents != size || size < 16 {
+		t.Fatalf("TotalEvents %d, log size %d", st.TotalEvents, size)
+	}
+	if err := e.l.Ping(ctx()); err != nil {
+		t.Fatal(err)
+	}
 	failed, _ := e.l.Sessions(ctx(), ledger.SessionFilter{Status: ledger.StatusFailed})
 	if len(failed) != 1 || failed[0].ID != ids[1] {
 		t.Fatalf("status filter: %v", failed)

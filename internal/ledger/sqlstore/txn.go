@@ -341,6 +341,25 @@ func (t *txn) RunningSessions(ctx context.Context) ([]ledger.SessionHead, error)
 	return t.heads(ctx, `s.status = 'running' AND s.id <> ?`, ledger.InstanceSessionID[:])
 }
 
+// SessionCounts implements ledger.ReadTx.
+func (t *txn) SessionCounts(ctx context.Context) (map[ledger.Status]int64, error) {
+	rows, err := t.query(ctx, `SELECT status, count(*) FROM sessions WHERE id <> ? GROUP BY status`, ledger.InstanceSessionID[:])
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: count sessions: %w", err)
+	}
+	defer rows.Close()
+	out := map[ledger.Status]int64{}
+	for rows.Next() {
+		var st string
+		var n int64
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, fmt.Errorf("sqlstore: count sessions: %w", err)
+		}
+		out[ledger.Status(st)] = n
+	}
+	return out, rows.Err()
+}
+
 const eventCols = `log_index, session_id, seq, type, payload, created_at, prev_hash, hash, signature, key_id, signer`
 
 func scanEvents(rows *sql.Rows) ([]ledger.Event, error) {
