@@ -75,9 +75,13 @@ func Open(ctx context.Context, dsn string, poolSize int) (*sqlstore.Store, error
 		return nil, fmt.Errorf("postgres: connect to %s: %w", Redact(dsn), err)
 	}
 	var schema sql.NullString
-	if err := db.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&schema); err != nil || !schema.Valid {
+	if err := db.QueryRowContext(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("postgres: %s: no current schema (check search_path): %v", Redact(dsn), err)
+		return nil, fmt.Errorf("postgres: %s: read current schema: %w", Redact(dsn), err)
+	}
+	if !schema.Valid {
+		db.Close()
+		return nil, fmt.Errorf("postgres: %s: no current schema: set search_path to a schema that exists", Redact(dsn))
 	}
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {

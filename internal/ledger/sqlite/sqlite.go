@@ -47,12 +47,12 @@ var migrations embed.FS
 // Memory is the path that selects an in-memory database.
 const Memory = ":memory:"
 
-func dialect() sqlstore.Dialect {
+func dialect() (sqlstore.Dialect, error) {
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
-		panic(err) // the embed pattern above guarantees the directory
+		return sqlstore.Dialect{}, fmt.Errorf("sqlite: embedded migrations: %w", err)
 	}
-	return sqlstore.Dialect{Name: "sqlite", Migrations: sub}
+	return sqlstore.Dialect{Name: "sqlite", Migrations: sub}, nil
 }
 
 const pragmas = "_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)"
@@ -99,7 +99,13 @@ func Open(ctx context.Context, path string) (*sqlstore.Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s for reading: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
-	s := sqlstore.New(dialect(), w, r, nil)
+	d, err := dialect()
+	if err != nil {
+		w.Close()
+		r.Close()
+		return nil, err
+	}
+	s := sqlstore.New(d, w, r, nil)
 	if err := s.Migrate(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
@@ -122,7 +128,12 @@ func openMemory(ctx context.Context) (*sqlstore.Store, error) {
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	s := sqlstore.New(dialect(), db, db, nil)
+	d, err := dialect()
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s := sqlstore.New(d, db, db, nil)
 	if err := s.Migrate(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: migrate in-memory database: %w", err)
