@@ -41,28 +41,6 @@ func TestFastVerifyMatchesStdlib(t *testing.T) {
 	if got, want := newKeyVerifier(pub).verify([]byte("m"), bad), ed25519.Verify(pub, []byte("m"), bad); got != want || got {
 		t.Fatalf("S+L: fast %v, stdlib %v; want both false", got, want)
 	}
-	// verifyMany agrees with verify on a mix of good and bad signatures.
-	var msgs, sigs [][]byte
-	for i := range 100 {
-		m := []byte{byte(i)}
-		sg := ed25519.Sign(priv, m)
-		if i%3 == 0 {
-			sg = append([]byte(nil), sg...)
-			sg[i%64] ^= 4
-		}
-		if i == 50 {
-			sg = sg[:10]
-		}
-		msgs, sigs = append(msgs, m), append(sigs, sg)
-	}
-	ok := make([]bool, len(msgs))
-	kv := newKeyVerifier(pub)
-	kv.verifyMany(msgs, sigs, ok)
-	for i := range msgs {
-		if want := len(sigs[i]) == 64 && ed25519.Verify(pub, msgs[i], sigs[i]); ok[i] != want {
-			t.Fatalf("verifyMany[%d] = %v; stdlib %v", i, ok[i], want)
-		}
-	}
 	// A public key that does not decode fails every signature.
 	if newKeyVerifier(make([]byte, 31)).verify([]byte("m"), sig) {
 		t.Fatal("short public key verified")
@@ -107,16 +85,5 @@ func BenchmarkVerifySignature(b *testing.B) {
 		for b.Loop() {
 			v.verify(msg, sig)
 		}
-	})
-	b.Run("fixed-base-batch64", func(b *testing.B) {
-		v := newKeyVerifier(pub)
-		msgs, sigs, ok := make([][]byte, 64), make([][]byte, 64), make([]bool, 64)
-		for i := range msgs {
-			msgs[i], sigs[i] = msg, sig
-		}
-		for b.Loop() {
-			v.verifyMany(msgs, sigs, ok)
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/64, "ns/sig")
 	})
 }

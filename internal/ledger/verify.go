@@ -262,43 +262,12 @@ func checkSignatures(in *VerifyInput, r *Report) Check {
 			fast[k] = newKeyVerifier(ed25519.PublicKey(k))
 		}
 	}
-	// Signatures are checked in blocks of sigBlock on all CPUs; a block
-	// of one fast-path key shares its field inversions.
-	blocks := (len(items) + sigBlock - 1) / sigBlock
-	badInBlock := make([]int, blocks)
-	blk := parallelFirst(blocks, func(bi int) bool {
-		lo, hi := bi*sigBlock, min((bi+1)*sigBlock, len(items))
-		badInBlock[bi] = -1
-		var msgs, sigs [][]byte
-		var idx []int
-		var v *keyVerifier
-		for i := lo; i < hi; i++ {
-			kv := fast[string(items[i].pub)]
-			if kv == nil || (v != nil && kv != v) {
-				if !verifySig(items[i].pub, items[i].ev) {
-					badInBlock[bi] = i
-					return true
-				}
-				continue
-			}
-			v = kv
-			msgs, sigs, idx = append(msgs, items[i].ev.Hash[:]), append(sigs, items[i].ev.Signature), append(idx, i)
+	bad := parallelFirst(len(items), func(i int) bool {
+		if v := fast[string(items[i].pub)]; v != nil {
+			return !v.verify(items[i].ev.Hash[:], items[i].ev.Signature)
 		}
-		if v != nil {
-			ok := make([]bool, len(msgs))
-			v.verifyMany(msgs, sigs, ok)
-			for j, good := range ok {
-				if !good && (badInBlock[bi] < 0 || idx[j] < badInBlock[bi]) {
-					badInBlock[bi] = idx[j]
-				}
-			}
-		}
-		return badInBlock[bi] >= 0
+		return !verifySig(items[i].pub, items[i].ev)
 	})
-	bad := -1
-	if blk >= 0 {
-		bad = badInBlock[blk]
-	}
 	if bad >= 0 {
 		ev := items[bad].ev
 		what := "signature"
@@ -335,9 +304,6 @@ func keyMismatchSeq(rows []KeyRecord, keys []chainKeyAt) uint64 {
 	}
 	return keys[len(rows)].from
 }
-
-// sigBlock is how many signatures one verification task checks.
-const sigBlock = 64
 
 // fastVerifyMin is how many signatures a key must have before building its
 // table (about the cost of three plain verifications) pays off.
