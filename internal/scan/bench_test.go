@@ -145,3 +145,30 @@ func BenchmarkCapStream(b *testing.B) {
 	data := []byte(benignLog(1 << 20))
 	benchP50(b, len(data), func() { CapStream(data, int64(len(data))) })
 }
+
+// BenchmarkScanPathological scans 32 KiB inputs built to defeat the
+// prefilters (long runs, a prefix on every byte, deep braces); scan time
+// must stay linear, within the dense target.
+func BenchmarkScanPathological(b *testing.B) {
+	s := newScanner(b, High)
+	const size = 32 << 10
+	rep := func(unit string) string { return strings.Repeat(unit, size/len(unit)+1)[:size] }
+	for _, tc := range []struct{ name, text string }{
+		{"equals-run", rep("=")},
+		{"dash-lines", rep("----- \n")},
+		{"curl-no-pipe", rep("curl ")},
+		{"pipes", rep("| ")},
+		{"open-braces", rep("{")},
+		{"quoted-keys", rep(`{"system":`)},
+		{"action-json", rep(`"action":"complete" `)},
+		{"jwt-token", "eyJ" + rep("A")},
+		{"backticks", rep("`")},
+		{"subst", rep("$(")},
+		{"zero-width", rep("a\u200b")},
+		{"cyrillic-mix", rep("aб ")},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			benchP50(b, len(tc.text), func() { s.Scan(tc.text) })
+		})
+	}
+}

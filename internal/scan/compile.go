@@ -56,11 +56,85 @@ type variant struct {
 	// or exact (the unrelaxed anchored variant) decides.
 	bounds []repeatBound
 	exact  *regexp.Regexp
+	// run, when set, is a leading run the matcher measures itself.
+	run *runSkip
 	// prefixHint is the id of prefix in the scanner's hintIndex.
 	prefixHint uint8
 	wordStart  bool // a leading \b was removed
 	lineStart  bool // a leading (?m)^ was removed
 	indent     bool // with lineStart: a [ \t]* after the ^ was removed too
+}
+
+// runSkip describes a greedy, unbounded run of one ASCII character class
+// that a match must take whole: what follows it cannot start with a byte of
+// the class. The matcher measures such a run with a byte loop and gives the
+// regexp only what follows, instead of making the regexp's engine step
+// through a long run ("=====…", a long base64 token) byte by byte.
+type runSkip struct {
+	class  [256]bool
+	min    int            // the run's minimum length
+	offset int            // where the run starts, from the candidate
+	rest   *regexp.Regexp // \A(?:what follows the run)
+	budget int            // maxNonSpace of what follows
+}
+
+// newRunSkip returns the runSkip for a run element followed by rest, or nil
+// when the run does not qualify.
+func newRunSkip(run *syntax.Regexp, rest []*syntax.Regexp, offset int) (*runSkip, error) {
+	minLen := 0
+	switch {
+	case run.Op == syntax.OpStar:
+	case run.Op == syntax.OpPlus:
+		minLen = 1
+	case run.Op == syntax.OpRepeat && run.Max < 0:
+		minLen = run.Min
+	default:
+		return nil, nil
+	}
+	if run.Flags&syntax.NonGreedy != 0 || !oneRune(run.Sub[0]) || run.Sub[0].Op == syntax.OpAnyChar || run.Sub[0].Op == syntax.OpAnyCharNotNL {
+		return nil, nil
+	}
+	r := &runSkip{min: minLen, offset: offset, budget: maxNonSpace(concat(rest))}
+	sub := run.Sub[0]
+	ranges := sub.Rune
+	if sub.Op == syntax.OpLiteral {
+		ranges = []rune{sub.Rune[0], sub.Rune[0]}
+	}
+	for i := 0; i+1 < len(ranges); i += 2 {
+		if ranges[i+1] >= utf8.RuneSelf {
+			return nil, nil // the byte loop handles ASCII classes only
+		}
+		for c := ranges[i]; c <= ranges[i+1]; c++ {
+			r.class[c] = true
+		}
+	}
+	// Taking the run whole is forced only if what follows cannot begin
+	// inside it; when what follows can be empty, the whole run is the
+	// preferred (greedy) choice and succeeds.
+	if first := firstBytes(rest); first != nil {
+		for c := range first {
+			if first[c] && r.class[c] {
+				return nil, nil
+			}
+		}
+	}
+	expr, err := regexpString(concat(rest))
+	if err != nil {
+		return nil, err
+	}
+	if r.rest, err = regexp.Compile(`\A(?:` + expr + `)`); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// runPrefix returns the literal prefix a leading run of one character
+// contributes (c{m,} gives m copies of c), or "".
+func runPrefix(re *syntax.Regexp) string {
+	if re.Op != syntax.OpRepeat || re.Max >= 0 || re.Min < 1 || re.Sub[0].Op != syntax.OpLiteral || len(re.Sub[0].Rune) != 1 {
+		return ""
+	}
+	return strings.Repeat(string(re.Sub[0].Rune[0]), re.Min)
 }
 
 // repeatBound is the original bound of a relaxed repeat.
@@ -200,6 +274,16 @@ func analyseVariant(w variant, rest *syntax.Regexp) (variant, error) {
 				break // a prefix of the list is still a necessary condition
 			}
 			w.lits = append(w.lits, l)
+		}
+		if k < len(elems) {
+			if w.run, err = newRunSkip(elems[k], elems[k+1:], len(w.prefix)); err != nil {
+				return w, err
+			}
+		}
+	} else if k == 0 && len(elems) > 0 && runPrefix(elems[0]) == w.prefix {
+		// The prefix is the mandatory part of a leading run (={4,}).
+		if w.run, err = newRunSkip(elems[0], elems[1:], 0); err != nil {
+			return w, err
 		}
 	}
 	if relaxed, bounds := relaxRepeats(elems); bounds != nil {

@@ -89,37 +89,45 @@ func newCompactView(t string, deleted []span) *view {
 // ^, $ and \b see the same neighbours as in the whole view. A match longer
 // than those three lines that spans a junction is not found here.
 func (v *view) junctionExcerpts() []*view {
-	var out []*view
 	n := len(v.lower)
-	lastEnd := -1
-	var cur *[2]int
+	// Offsets of the newlines, once, so each junction finds its lines by a
+	// forward-moving index instead of searching (which is quadratic on one
+	// long line full of zero-width characters).
+	var nls []int
+	for i := 0; ; {
+		k := bytes.IndexByte(v.lower[i:], '\n')
+		if k < 0 {
+			break
+		}
+		nls = append(nls, i+k)
+		i += k + 1
+	}
+	lineStart := func(li int) int { // li: line number, 0-based
+		if li <= 0 {
+			return 0
+		}
+		return nls[li-1] + 1
+	}
+	lineEnd := func(li int) int {
+		if li >= len(nls) {
+			return n
+		}
+		return nls[li]
+	}
 	var ranges [][2]int
+	li := 0 // the line of the current junction
 	for _, j := range v.junctions {
-		// Start of the line before j's line.
-		a := bytes.LastIndexByte(v.lower[:min(j, n)], '\n')
-		if a >= 0 {
-			a = bytes.LastIndexByte(v.lower[:a], '\n')
+		for li < len(nls) && nls[li] < j {
+			li++
 		}
-		a++
-		// End of the line after j's line.
-		b := n
-		if k := bytes.IndexByte(v.lower[min(j, n):], '\n'); k >= 0 {
-			b = min(j, n) + k
-			if k2 := bytes.IndexByte(v.lower[b+1:], '\n'); k2 >= 0 {
-				b = b + 1 + k2
-			} else {
-				b = n
-			}
-		}
-		if cur != nil && a <= lastEnd+1 {
-			cur[1] = max(cur[1], b)
-			lastEnd = cur[1]
+		a, b := lineStart(li-1), lineEnd(li+1)
+		if k := len(ranges) - 1; k >= 0 && a <= ranges[k][1]+1 {
+			ranges[k][1] = max(ranges[k][1], b)
 			continue
 		}
 		ranges = append(ranges, [2]int{a, b})
-		cur = &ranges[len(ranges)-1]
-		lastEnd = b
 	}
+	out := make([]*view, 0, len(ranges))
 	for _, r := range ranges {
 		out = append(out, &view{
 			orig: v.orig[r[0]:r[1]], lower: v.lower[r[0]:r[1]], off: v.off[r[0]:r[1]], base: v.base,
@@ -352,6 +360,15 @@ func (w *variant) matches(buf []byte, from0 int, spaces *spaceIndex, emit func(s
 				continue
 			}
 		}
+		if w.run != nil {
+			if e, ok := w.runMatch(buf, p, limit, spaces); ok {
+				emit(span{start, e})
+				if e > p {
+					pos = e
+				}
+			}
+			continue
+		}
 		var m []int
 		if w.bounds == nil {
 			m = w.anchored.FindIndex(buf[p:limit])
@@ -377,6 +394,54 @@ func (w *variant) matches(buf []byte, from0 int, spaces *spaceIndex, emit func(s
 			pos = p + m[1]
 		}
 	}
+}
+
+// runMatch matches a variant with a leading run at candidate p: the run is
+// measured with a byte loop and only what follows it goes to a regexp, over
+// a window of its own. It returns the match end.
+func (w *variant) runMatch(buf []byte, p, limit int, spaces *spaceIndex) (int, bool) {
+	r := w.run
+	a := p + r.offset
+	e := a
+	for e < len(buf) && r.class[buf[e]] {
+		e++
+	}
+	if e-a < r.min || e > limit {
+		return 0, false
+	}
+	restLimit := limit
+	if r.budget >= 0 {
+		restLimit = min(limit, windowEnd(buf, e, r.budget, spaces))
+	}
+	m := r.rest.FindIndex(buf[e:restLimit])
+	if m == nil {
+		return 0, false
+	}
+	return e + m[1], true
+}
+
+// windowEnd returns the end of the window that starts at p and holds b
+// non-whitespace bytes, plus the next character as lookahead.
+func windowEnd(buf []byte, p, b int, spaces *spaceIndex) int {
+	n := len(buf)
+	var end int
+	if b > farBudget {
+		end = spaces.after(buf, p, b)
+	} else {
+		end = p
+		for count := 0; end < n && (isSpaceByte(buf[end]) || count < b); end++ {
+			if !isSpaceByte(buf[end]) {
+				count++
+			}
+		}
+	}
+	if end < n {
+		end++
+		for end < n && !utf8.RuneStart(buf[end]) {
+			end++
+		}
+	}
+	return end
 }
 
 // withinLines reports whether buf[from:to] holds at most n newlines.
