@@ -42,7 +42,9 @@
 //     is split, a leading  or (?m)^ is checked by hand, and at each prefix
 //     occurrence cheap necessary conditions (the byte after the prefix, the
 //     literals the match must hold) are tested before an anchored regexp
-//     runs over a window that provably holds any match starting there;
+//     runs over a window that provably holds any match starting there (a
+//     greedy run such as "={4,}" or a long base64 token is measured with a
+//     byte loop, and the regexp only reads what follows it);
 //   - runs the detectors (invisible and bidi characters, mixed-script words,
 //     base64 runs) as one hand-written pass, eight bytes at a time on ASCII.
 //

@@ -92,6 +92,8 @@ func TestScanGoal(t *testing.T) {
 		{name: "pe binary of 16 bytes in hex", goal: "blob " + hex.EncodeToString(mz16), code: verdict.PromptEncodedBinary},
 		{name: "pe binary in base64", goal: "blob " + b64(string(mz16)+"\x00\x00"), code: verdict.PromptEncodedBinary},
 		{name: "other binary ignored", goal: "blob " + b64(string(digest[:])), code: verdict.OK},
+		{name: "hex run of 32 is decoded", goal: "x " + hex.EncodeToString([]byte("sudo id;sudo ls!")) + " y", code: verdict.PromptEncodedPayload},
+		{name: "hex run of 30 is not", goal: "x " + hex.EncodeToString([]byte("sudo id;sudo ls")) + " y", code: verdict.OK},
 		{name: "base64 of 23 chars ignored", goal: "x " + strings.TrimRight(b64("sudo id; sudo lsx"), "=") + " y", code: verdict.OK},
 		{name: "base64 of 24 chars decoded", goal: "x " + b64("sudo id; sudo lsxx") + " y", code: verdict.PromptEncodedPayload},
 	} {

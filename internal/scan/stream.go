@@ -25,6 +25,9 @@ type Collector struct {
 	total int64  // guarded by mu
 }
 
+// NewCollector returns an empty Collector; the zero value works as well.
+func NewCollector() *Collector { return &Collector{} }
+
 // Write implements io.Writer. It always reports len(p) bytes written.
 func (c *Collector) Write(p []byte) (int, error) {
 	c.mu.Lock()
