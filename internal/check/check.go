@@ -112,6 +112,24 @@ const (
 	DecidedByCLI        = "operator:cli"
 )
 
+// Sink receives the records of a step as they happen, so that the caller
+// can append them to the ledger in order — in particular approval_required
+// before the pipeline waits for the decision. An error from the sink stops
+// the pipeline with a denial: what cannot be recorded does not run.
+type Sink interface {
+	// Proposed is called once the schema check parsed (or failed to parse)
+	// the reply, before its verdict; in is nil when parsing failed.
+	Proposed(ctx context.Context, raw string, in *intent.Intent) error
+	// Verdict is called for every check that ran, in order.
+	Verdict(ctx context.Context, v Timed) error
+	// ApprovalRequired is called when an approval request opens, before
+	// the approver is asked.
+	ApprovalRequired(ctx context.Context, req ApprovalRequest) error
+	// ApprovalDecided is called with the decision, before the approval
+	// verdict.
+	ApprovalDecided(ctx context.Context, d ApprovalDecision) error
+}
+
 // Pipeline holds the checks of one session. Fields are read-only once Run
 // is called; a Pipeline is safe for concurrent use if its parts are.
 type Pipeline struct {
@@ -125,6 +143,8 @@ type Pipeline struct {
 	Approver      Approver
 	// Observations resolves findings evidence for complete.
 	Observations intent.Observations
+	// Sink, when set, receives every record as it happens.
+	Sink Sink
 	// Now defaults to time.Now; tests pin it.
 	Now func() time.Time
 }
@@ -161,6 +181,9 @@ type Result struct {
 	Decision *ApprovalDecision
 	// Flags are the flags raised by this step.
 	Flags []string
+	// RecordErr is set when the Sink failed; the pipeline then stopped
+	// with a denial.
+	RecordErr error
 }
 
 // Allowed reports whether every check allowed (or skipped).
@@ -185,7 +208,7 @@ func (p *Pipeline) Run(ctx context.Context, in Input) *Result {
 
 	// [1] schema
 	var parsed *intent.Intent
-	if !p.step(res, verdict.CheckSchema, func() verdict.Verdict {
+	if !p.stepThen(ctx, res, verdict.CheckSchema, 0, func() verdict.Verdict {
 		in, err := intent.Parse(in.Raw, intent.Options{MinJustification: minJustify, Observations: p.Observations})
 		if err != nil {
 			var e *intent.Error
@@ -196,13 +219,18 @@ func (p *Pipeline) Run(ctx context.Context, in Input) *Result {
 		}
 		parsed = in
 		return verdict.Pass(verdict.CheckSchema)
+	}, func() error {
+		if p.Sink == nil {
+			return nil
+		}
+		return p.Sink.Proposed(ctx, in.Raw, parsed)
 	}) {
 		return res
 	}
 	res.Intent = parsed
 	if p.Tripwire == nil {
 		// Without a tripwire nothing can be checked: fail closed.
-		p.record(res, verdict.Denial(verdict.CheckTripwire, verdict.CheckInternalError, "no tripwire configured"), 0)
+		p.record(ctx, res, verdict.Denial(verdict.CheckTripwire, verdict.CheckInternalError, "no tripwire configured"), 0)
 		return res
 	}
 	start := now()
@@ -211,7 +239,7 @@ func (p *Pipeline) Run(ctx context.Context, in Input) *Result {
 
 	// [2] policy
 	var policyVerdict verdict.Verdict
-	if !p.step(res, verdict.CheckPolicy, func() verdict.Verdict {
+	if !p.step(ctx, res, verdict.CheckPolicy, func() verdict.Verdict {
 		if p.Policy == nil {
 			v := verdict.Pass(verdict.CheckPolicy)
 			v.Message = "no policy loaded"
@@ -225,18 +253,18 @@ func (p *Pipeline) Run(ctx context.Context, in Input) *Result {
 	}
 
 	// [3] tripwire (the view was computed once; its cost is charged here)
-	if !p.stepExtra(res, verdict.CheckTripwire, viewCost, func() verdict.Verdict {
+	if !p.stepThen(ctx, res, verdict.CheckTripwire, viewCost, func() verdict.Verdict {
 		v := p.Tripwire.Check(res.View)
 		res.Flags = append(res.Flags, v.Flags...)
 		return v
-	}) {
+	}, nil) {
 		return res
 	}
 
 	// [3a] approval
 	if p.Policy != nil {
 		if gr, ok := p.Policy.TriggeredGates(res.View, policyVerdict); ok {
-			if !p.step(res, verdict.CheckApproval, func() verdict.Verdict {
+			if !p.step(ctx, res, verdict.CheckApproval, func() verdict.Verdict {
 				return p.approve(ctx, res, in.Step, gr)
 			}) {
 				return res
@@ -245,7 +273,7 @@ func (p *Pipeline) Run(ctx context.Context, in Input) *Result {
 	}
 
 	// [4] guard
-	p.step(res, verdict.CheckGuard, func() verdict.Verdict {
+	p.step(ctx, res, verdict.CheckGuard, func() verdict.Verdict {
 		if p.Guard == nil {
 			msg := p.GuardDisabled
 			if msg == "" {
@@ -268,23 +296,48 @@ func (p *Pipeline) now() time.Time {
 
 // step runs one check, records its verdict and reports whether the
 // pipeline continues.
-func (p *Pipeline) step(res *Result, c verdict.Check, f func() verdict.Verdict) bool {
-	return p.stepExtra(res, c, 0, f)
+func (p *Pipeline) step(ctx context.Context, res *Result, c verdict.Check, f func() verdict.Verdict) bool {
+	return p.stepThen(ctx, res, c, 0, f, nil)
 }
 
-func (p *Pipeline) stepExtra(res *Result, c verdict.Check, extra time.Duration, f func() verdict.Verdict) bool {
+// stepThen is step with extra time charged to the check and a hook that
+// runs between the check and the recording of its verdict.
+func (p *Pipeline) stepThen(ctx context.Context, res *Result, c verdict.Check, extra time.Duration, f func() verdict.Verdict, before func() error) bool {
+	if res.RecordErr != nil {
+		return false
+	}
 	start := p.now()
 	v := safely(c, f)
-	p.record(res, v, p.now().Sub(start)+extra)
-	return !v.Denied()
+	d := p.now().Sub(start) + extra
+	if before != nil {
+		if err := before(); err != nil {
+			p.failRecord(res, c, err)
+			return false
+		}
+	}
+	p.record(ctx, res, v, d)
+	return res.RecordErr == nil && !v.Denied()
 }
 
-func (p *Pipeline) record(res *Result, v verdict.Verdict, d time.Duration) {
+func (p *Pipeline) record(ctx context.Context, res *Result, v verdict.Verdict, d time.Duration) {
 	if v.Phase == "" {
 		v.Phase = verdict.PhasePre
 	}
-	res.Verdicts = append(res.Verdicts, Timed{Verdict: v, DurationMicros: d.Microseconds()})
+	t := Timed{Verdict: v, DurationMicros: d.Microseconds()}
+	res.Verdicts = append(res.Verdicts, t)
 	res.Decisive = v
+	if p.Sink != nil && res.RecordErr == nil {
+		if err := p.Sink.Verdict(ctx, t); err != nil {
+			p.failRecord(res, v.Check, err)
+		}
+	}
+}
+
+// failRecord stops the step: an intent whose checks cannot be recorded
+// must not run.
+func (p *Pipeline) failRecord(res *Result, c verdict.Check, err error) {
+	res.RecordErr = err
+	res.Decisive = verdict.Denial(c, verdict.CheckInternalError, "could not record the step: "+err.Error())
 }
 
 // safely turns a panic inside a check into a deny: a bug in a check must
@@ -314,6 +367,12 @@ func (p *Pipeline) approve(ctx context.Context, res *Result, step int, gr GateRe
 		req.Reasons = []string{}
 	}
 	res.Approval = &req
+	if p.Sink != nil {
+		if err := p.Sink.ApprovalRequired(ctx, req); err != nil {
+			res.RecordErr = err
+			return verdict.Denial(verdict.CheckApproval, verdict.CheckInternalError, "could not record the approval request: "+err.Error())
+		}
+	}
 	var d ApprovalDecision
 	if p.Approver == nil {
 		// No approver: the request resolves at once as a timeout.
@@ -327,6 +386,12 @@ func (p *Pipeline) approve(ctx context.Context, res *Result, step int, gr GateRe
 		d.Reason = &r
 	}
 	res.Decision = &d
+	if p.Sink != nil {
+		if err := p.Sink.ApprovalDecided(ctx, d); err != nil {
+			res.RecordErr = err
+			return verdict.Denial(verdict.CheckApproval, verdict.CheckInternalError, "could not record the approval decision: "+err.Error())
+		}
+	}
 	outcome := "rejected"
 	code := verdict.ApprovalRejected
 	switch {

@@ -2,10 +2,13 @@ package check
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/ironvise/ironvise/internal/intent"
 	"github.com/ironvise/ironvise/internal/tripwire"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
@@ -184,6 +187,64 @@ func BenchmarkPipelineRunCommand(b *testing.B) {
 	for b.Loop() {
 		if r := p.Run(ctx, Input{Raw: raw, Step: 1}); !r.Allowed() {
 			b.Fatal(r.Decisive)
+		}
+	}
+}
+
+// recSink records what the pipeline streams, failing on the n-th call.
+type recSink struct {
+	log    []string
+	failAt int
+}
+
+func (r *recSink) add(s string) error {
+	r.log = append(r.log, s)
+	if r.failAt > 0 && len(r.log) == r.failAt {
+		return errors.New("disk full")
+	}
+	return nil
+}
+func (r *recSink) Proposed(_ context.Context, _ string, in *intent.Intent) error {
+	if in == nil {
+		return r.add("proposed:null")
+	}
+	return r.add("proposed")
+}
+func (r *recSink) Verdict(_ context.Context, v Timed) error { return r.add(string(v.Check)) }
+func (r *recSink) ApprovalRequired(context.Context, ApprovalRequest) error {
+	return r.add("approval_required")
+}
+func (r *recSink) ApprovalDecided(context.Context, ApprovalDecision) error {
+	return r.add("approval_decision")
+}
+
+func TestSinkOrderAndFailure(t *testing.T) {
+	tw := newTripwire(t)
+	guard := &fixedGuard{v: verdict.New(verdict.CheckGuard, verdict.Allow, verdict.GuardAllow, "ALLOW")}
+	s := &recSink{}
+	p := &Pipeline{Tripwire: tw, Policy: gatePolicy{gateProgram: "ls", onTimeout: "deny"}, Guard: guard, Approver: fixedApprover{true}, Sink: s}
+	if r := p.Run(context.Background(), Input{Raw: rcLS, Step: 1}); !r.Allowed() {
+		t.Fatalf("denied: %+v", r.Decisive)
+	}
+	want := "proposed schema policy tripwire approval_required approval_decision approval guard"
+	if got := strings.Join(s.log, " "); got != want {
+		t.Fatalf("order %q; want %q", got, want)
+	}
+	s = &recSink{}
+	p.Sink = s
+	p.Run(context.Background(), Input{Raw: "not json", Step: 1})
+	if got := strings.Join(s.log, " "); got != "proposed:null schema" {
+		t.Fatalf("schema failure order %q", got)
+	}
+	for failAt := 1; failAt <= 8; failAt++ {
+		s = &recSink{failAt: failAt}
+		p.Sink = s
+		r := p.Run(context.Background(), Input{Raw: rcLS, Step: 1})
+		if r.Allowed() || r.RecordErr == nil || r.Decisive.Code != verdict.CheckInternalError {
+			t.Fatalf("sink failing at call %d: allowed=%v %+v", failAt, r.Allowed(), r.Decisive)
+		}
+		if len(s.log) != failAt {
+			t.Fatalf("sink failing at call %d: pipeline went on to %v", failAt, s.log)
 		}
 	}
 }
