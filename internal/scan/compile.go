@@ -37,6 +37,7 @@ type variant struct {
 	anchored *regexp.Regexp // \A(?:variant)
 	prefix   string         // every match starts with it
 	prefixB  []byte         // prefix, as bytes for bytes.Index
+	anchor   int            // offset in prefix of the byte searched for
 	complete bool           // the variant matches exactly prefix
 	// follow holds the bytes that can come right after the prefix in a
 	// match; nil when anything (or nothing) can.
@@ -248,6 +249,7 @@ func analyseVariant(w variant, rest *syntax.Regexp) (variant, error) {
 	}
 	w.prefix, w.complete = w.re.LiteralPrefix()
 	w.prefixB = []byte(w.prefix)
+	w.anchor = rarestByte(w.prefix)
 	if w.prefix == "" {
 		return w, fmt.Errorf("variant %q has no literal prefix", expr)
 	}
@@ -430,6 +432,25 @@ func maxNonSpace(re *syntax.Regexp) int {
 		return most
 	}
 	return 0 // empty-width operators
+}
+
+// rarestByte returns the offset of the byte of s least frequent in
+// English and log text, the one worth searching for.
+func rarestByte(s string) int {
+	// Letters from most to least frequent; other bytes (punctuation,
+	// digits) count as rarer than any letter.
+	const byFrequency = "etaoinsrhldcumfpgwybvkxjqz"
+	best, bestRank := 0, -1
+	for i := 0; i < len(s); i++ {
+		rank := strings.IndexByte(byFrequency, s[i]|0x20)
+		if s[i] < 'A' || s[i]|0x20 < 'a' || s[i]|0x20 > 'z' {
+			rank = len(byFrequency)
+		}
+		if rank > bestRank {
+			best, bestRank = i, rank
+		}
+	}
+	return best
 }
 
 // canMatchSpace reports whether a match of re can hold an RE2 \s byte.

@@ -27,6 +27,8 @@ type view struct {
 	// spaces counts whitespace for the windows of long patterns; built on
 	// first use.
 	spaces spaceIndex
+	// occ caches the offsets of each variant prefix, by prefix.
+	occ map[string][]int32
 }
 
 // origBytes returns orig as a byte slice for the raw patterns.
@@ -231,7 +233,7 @@ func (p *pattern) matches(v *view, found uint64, emit func(span)) {
 		if found&(1<<w.prefixHint) == 0 {
 			continue
 		}
-		w.matches(buf, int(v.first[w.prefixHint]), &v.spaces, emit)
+		w.matches(buf, v.occurrences(w, buf, p.raw), &v.spaces, emit)
 	}
 }
 
@@ -242,7 +244,7 @@ const maxLits = 8
 // occurrence of the prefix is a candidate start; the removed leading
 // assertion and the prefilters are checked there, and the anchored regexp
 // runs over a window that holds every match starting there.
-func (w *variant) matches(buf []byte, from0 int, spaces *spaceIndex, emit func(span)) {
+func (w *variant) matches(buf []byte, occ []int32, spaces *spaceIndex, emit func(span)) {
 	n := len(buf)
 	// Window state, shared by the increasing candidates (the window end
 	// only moves forward): count is the number of non-whitespace bytes
@@ -265,12 +267,12 @@ func (w *variant) matches(buf []byte, from0 int, spaces *spaceIndex, emit func(s
 		next[i], nextFrom[i] = k, at
 		return k
 	}
-	for pos := from0; pos < n; {
-		k := bytes.Index(buf[pos:], w.prefixB)
-		if k < 0 {
-			return
+	pos := 0
+	for _, o := range occ {
+		p := int(o)
+		if p < pos {
+			continue // inside a match already reported, or skipped
 		}
-		p := pos + k
 		pos = p + 1
 		start := p
 		if w.wordStart && p > 0 && isWordByte(buf[p-1]) {
@@ -394,6 +396,55 @@ func (w *variant) matches(buf []byte, from0 int, spaces *spaceIndex, emit func(s
 			pos = p + m[1]
 		}
 	}
+}
+
+// occurrences returns the offsets of w's prefix in buf (the view's lowered
+// copy, or its original for raw patterns), found once per view and shared
+// by every variant with the same prefix ("curl" starts three of them).
+func (v *view) occurrences(w *variant, buf []byte, raw bool) []int32 {
+	if v.occ == nil {
+		v.occ = make(map[string][]int32)
+	}
+	key := w.prefix
+	if raw {
+		key = "\x00" + key // case-sensitive, on the original
+	}
+	if occ, ok := v.occ[key]; ok {
+		return occ
+	}
+	var occ []int32
+	for pos := int(v.first[w.prefixHint]); ; {
+		p := w.nextPrefix(buf, pos)
+		if p < 0 {
+			break
+		}
+		occ = append(occ, int32(p))
+		pos = p + 1
+	}
+	v.occ[key] = occ
+	return occ
+}
+
+// nextPrefix returns the next occurrence of the prefix at or after pos, or
+// -1. It searches for the prefix's rarest byte, so that a prefix starting
+// with a common letter ("new") does not stop at every 'n'.
+func (w *variant) nextPrefix(buf []byte, pos int) int {
+	a := w.anchor
+	pre := w.prefixB
+	c := pre[a]
+	for i := pos + a; i < len(buf); {
+		k := bytes.IndexByte(buf[i:], c)
+		if k < 0 {
+			return -1
+		}
+		i += k
+		p := i - a
+		if p+len(pre) <= len(buf) && string(buf[p:p+len(pre)]) == string(pre) {
+			return p
+		}
+		i++
+	}
+	return -1
 }
 
 // runMatch matches a variant with a leading run at candidate p: the run is
