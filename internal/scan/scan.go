@@ -163,8 +163,7 @@ func (s *Scanner) Sensitivity() Sensitivity { return s.sens }
 // invalid UTF-8, applies NFKC and caps the text at MaxScanBytes itself, so
 // any input is safe.
 func (s *Scanner) Scan(text string) Result {
-	sum := sha256.Sum256([]byte(text))
-	res := Result{RawSHA256: hex.EncodeToString(sum[:])}
+	res := Result{RawSHA256: sha256Hex(text)}
 	t, cut := normalize(text, MaxScanBytes)
 	res.Truncated = cut
 
@@ -269,6 +268,20 @@ func (h *hits) sortedLabels() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// sha256Hex hashes s through a small stack buffer rather than a copy of
+// the whole text, which would be the largest allocation of a scan.
+func sha256Hex(s string) string {
+	h := sha256.New()
+	var buf [4096]byte
+	for len(s) > 0 {
+		n := copy(buf[:], s)
+		h.Write(buf[:n])
+		s = s[n:]
+	}
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0]))
 }
 
 // bug marks a failure that cannot happen unless the built-in lists are
