@@ -161,6 +161,7 @@ recorded in a signed, hash-chained ledger that an auditor can verify offline.`,
 	root.AddCommand(
 		a.versionCommand(),
 		a.checkCommand(),
+		a.execCommand(),
 		a.policyCommand(),
 		a.sandboxCommand(),
 		a.sessionsCommand(),

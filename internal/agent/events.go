@@ -1,0 +1,84 @@
+package agent
+
+import (
+	"github.com/ironvise/ironvise/internal/verdict"
+)
+
+// Payloads of the events the agent writes (checks.md §11, api.md §6.3,
+// agent.md §1). Field names are wire names read by SDK clients and the
+// dashboard; never rename them.
+
+// MaxRawRecorded caps intent_proposed.raw (checks.md §11: ≤ 16 KiB).
+const MaxRawRecorded = 16 << 10
+
+type intentProposedEvent struct {
+	Step         int    `json:"step"`
+	Raw          string `json:"raw"`
+	RawTruncated bool   `json:"raw_truncated"`
+	RawSHA256    string `json:"raw_sha256"`
+	Intent       any    `json:"intent"`
+	IntentID     string `json:"intent_id"`
+	Source       string `json:"source"`
+}
+
+type checkVerdictEvent struct {
+	Step       int              `json:"step"`
+	Check      verdict.Check    `json:"check"`
+	Phase      verdict.Phase    `json:"phase"`
+	Decision   verdict.Decision `json:"decision"`
+	Code       verdict.Code     `json:"code"`
+	Message    string           `json:"message"`
+	Rule       string           `json:"rule,omitempty"`
+	Flags      []string         `json:"flags,omitempty"`
+	Gates      []string         `json:"gates,omitempty"`
+	DurationUS int64            `json:"duration_us"`
+	IntentID   *string          `json:"intent_id"`
+}
+
+type actionEvent struct {
+	Step      int            `json:"step"`
+	IntentSeq uint64         `json:"intent_seq"`
+	Name      string         `json:"name"`
+	Params    map[string]any `json:"params"`
+}
+
+type observationEvent struct {
+	Step       int      `json:"step"`
+	ActionSeq  uint64   `json:"action_seq"`
+	Content    string   `json:"content"`
+	Labels     []string `json:"labels"`
+	Truncated  bool     `json:"truncated"`
+	Suspicious bool     `json:"suspicious"`
+	RawSHA256  string   `json:"raw_sha256"`
+}
+
+type sessionHaltedEvent struct {
+	Step    int    `json:"step"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Count   int    `json:"count"`
+}
+
+type circuitBreakerEvent struct {
+	Step                int    `json:"step"`
+	Reason              string `json:"reason"`
+	ConsecutiveFailures int    `json:"consecutive_failures"`
+}
+
+type schemaErrorEvent struct {
+	Step        int    `json:"step"`
+	Message     string `json:"message"`
+	Attempt     int    `json:"attempt"`
+	MaxAttempts int    `json:"max_attempts"`
+	Raw         string `json:"raw"`
+}
+
+type thoughtEvent struct {
+	Content string `json:"content"`
+}
+
+type snapshotEvent struct {
+	Step        int    `json:"step"`
+	StateSHA256 string `json:"state_sha256"`
+	State       any    `json:"state"`
+}

@@ -1,0 +1,332 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/ironvise/ironvise/internal/action"
+	"github.com/ironvise/ironvise/internal/check"
+	"github.com/ironvise/ironvise/internal/intent"
+	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/policy"
+	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/scan"
+	"github.com/ironvise/ironvise/internal/tripwire"
+)
+
+// Env is what every session of a process shares.
+type Env struct {
+	Ledger  *ledger.Ledger
+	Tier    sandbox.Tier
+	Scanner *scan.Scanner
+	// Logger receives operational messages; nil discards them.
+	Logger *slog.Logger
+	// HTTPTLS overrides the TLS configuration of http_get (tests trust a
+	// local CA); nil uses the system roots.
+	HTTPTLS *tls.Config
+	// SandboxEnv is the candidate environment for commands; the tier keeps
+	// only its allowlist.
+	SandboxEnv []string
+}
+
+// Config is what one session enforces.
+type Config struct {
+	Workspace string
+	Tripwire  *tripwire.Tripwire
+	Policy    *policy.Policy
+	// Guard is nil when the guard is disabled; GuardDisabled then names
+	// why (the message of the skip verdict).
+	Guard         check.Guard
+	GuardDisabled string
+	Approver      check.Approver
+}
+
+// Session runs intents for one ledger session: the checks, the commit, the
+// execution and the observation, each recorded before the next happens.
+// Steps of one session must not run concurrently; Session serialises them.
+type Session struct {
+	ID   uuid.UUID
+	Goal string
+
+	env *Env
+	cfg Config
+	log *slog.Logger
+
+	// mu serialises steps; the fields below are guarded by it.
+	mu    sync.Mutex
+	flags []string // deterministic flags raised so far (checks.md §8)
+}
+
+// Open binds a session that exists in the ledger to its checks.
+func Open(env *Env, id uuid.UUID, goal string, cfg Config) *Session {
+	log := env.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Session{ID: id, Goal: goal, env: env, cfg: cfg, log: log.With("session", id.String())}
+}
+
+// AddFlags records flags that later steps forward to the guard (the prompt
+// scan's flags).
+func (s *Session) AddFlags(flags ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flags = appendUnique(s.flags, flags...)
+}
+
+// Source says who proposed an intent (api.md §6.3).
+type Source string
+
+// Sources of intents.
+const (
+	SourceLLM Source = "llm"
+	SourceAPI Source = "api"
+)
+
+// StepResult is the outcome of one step.
+type StepResult struct {
+	Step     int
+	IntentID string
+	Check    *check.Result
+	// Committed reports that the action event was written (the step
+	// passed every check); ActionSeq is its sequence number.
+	Committed bool
+	ActionSeq uint64
+	// Sandbox is set for a run_command that reached the sandbox.
+	Sandbox *sandbox.Result
+	// Observation is the recorded observation, when one was written.
+	Observation *Observation
+	// Halted is set when an observation rule with action abort fired: the
+	// session must end aborted (session_halted was written).
+	Halted string
+	// Completed reports a committed complete action.
+	Completed bool
+}
+
+// Observation is a recorded observation.
+type Observation struct {
+	Seq        uint64
+	Content    string
+	Labels     []string
+	Truncated  bool
+	Suspicious bool
+}
+
+// Step checks, commits, executes and observes one proposed intent. Every
+// record is appended to the ledger before the next thing happens; an error
+// is returned only when the ledger cannot be written, and then nothing
+// more was executed.
+func (s *Session) Step(ctx context.Context, step int, raw string, src Source) (*StepResult, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	res := &StepResult{Step: step, IntentID: uuid.NewString()}
+	rec := &recorder{s: s, step: step, intentID: res.IntentID, src: src}
+	p := &check.Pipeline{
+		Tripwire: s.cfg.Tripwire, Policy: check.PolicyCheck(s.cfg.Policy),
+		Guard: s.cfg.Guard, GuardDisabled: s.cfg.GuardDisabled, Approver: s.cfg.Approver,
+		Observations: ledgerObservations{ctx: ctx, l: s.env.Ledger, session: s.ID}, Sink: rec,
+	}
+	cr := p.Run(ctx, check.Input{SessionID: s.ID.String(), Step: step, Goal: s.Goal, Raw: raw, SessionFlags: s.flags})
+	res.Check = cr
+	if cr.RecordErr != nil {
+		return res, fmt.Errorf("record step %d: %w", step, cr.RecordErr)
+	}
+	s.flags = appendUnique(s.flags, cr.Flags...)
+	if !cr.Allowed() {
+		return res, nil
+	}
+	// Commit: the approved intent is signed into the chain before it runs
+	// (verify-then-commit, then execute).
+	in := cr.Intent
+	ev, err := s.env.Ledger.Append(ctx, s.ID, ledger.TypeAction, actionEvent{
+		Step: step, IntentSeq: rec.intentSeq, Name: string(in.Action), Params: in.Params(),
+	})
+	if err != nil {
+		return res, fmt.Errorf("commit step %d: %w", step, err)
+	}
+	res.Committed, res.ActionSeq = true, ev.Seq
+	if in.Action == intent.Complete {
+		res.Completed = true
+		return res, nil
+	}
+	text, err := s.execute(ctx, res, in)
+	if err != nil {
+		return res, err
+	}
+	return res, s.observe(ctx, res, text)
+}
+
+// execute runs a committed intent and returns the observation text before
+// scanning. Failures of the action itself are observations, not errors.
+func (s *Session) execute(ctx context.Context, res *StepResult, in *intent.Intent) (string, error) {
+	switch in.Action {
+	case intent.RunCommand:
+		sr := s.env.Tier.Run(ctx, sandbox.Request{Command: in.Command, Workspace: s.cfg.Workspace, Env: s.env.SandboxEnv})
+		res.Sandbox = &sr
+		if err := s.appendSandboxResult(ctx, res.IntentID, sr); err != nil {
+			return "", err
+		}
+		return sr.Observation(), nil
+	case intent.ReadFile:
+		out, denied, err := action.ReadFile(s.cfg.Tripwire, in.Path)
+		if denied != nil {
+			if err := s.appendVerdict(ctx, res, *denied); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("[read_file denied at execution by tripwire: %s: %s]", denied.Code, denied.Message), nil
+		}
+		if err != nil {
+			return fmt.Sprintf("[read_file failed: %v]", err), nil
+		}
+		text, _ := scan.CapStream(out.Data, out.Total)
+		return text, nil
+	case intent.HTTPGet:
+		h := &action.HTTP{Tripwire: s.cfg.Tripwire, TLS: s.env.HTTPTLS}
+		hr, verdicts, err := h.Get(ctx, in.URL)
+		// The first request's verdict repeats the pre-execution tripwire
+		// check; the redirect hops are new and are recorded.
+		for i, v := range verdicts {
+			if i == 0 && !v.Denied() {
+				continue
+			}
+			if err := s.appendVerdict(ctx, res, v); err != nil {
+				return "", err
+			}
+		}
+		if last := verdicts[len(verdicts)-1]; last.Denied() {
+			return fmt.Sprintf("[http_get denied at execution by tripwire: %s: %s]", last.Code, last.Message), nil
+		}
+		if err != nil {
+			return fmt.Sprintf("[http_get failed: %v]", err), nil
+		}
+		body, _ := scan.CapStream(hr.Body.Data, hr.Body.Total)
+		return hr.Summary() + "\n" + body, nil
+	}
+	return "", fmt.Errorf("execute: unexpected action %q", in.Action)
+}
+
+// observe scans the observation text, applies the policy's observation
+// rules and records the observation (and session_halted for an abort rule).
+func (s *Session) observe(ctx context.Context, res *StepResult, text string) error {
+	sr := s.env.Scanner.Scan(text)
+	var abort string
+	if s.cfg.Policy != nil {
+		sr, abort = scan.ApplyRules(sr, s.cfg.Policy.ObservationRules())
+	}
+	labels := sr.Labels
+	if labels == nil {
+		labels = []string{}
+	}
+	ev, err := s.env.Ledger.Append(ctx, s.ID, ledger.TypeObservation, observationEvent{
+		Step: res.Step, ActionSeq: res.ActionSeq, Content: sr.Sanitized, Labels: labels,
+		Truncated: sr.Truncated, Suspicious: sr.Suspicious, RawSHA256: sr.RawSHA256,
+	})
+	if err != nil {
+		return fmt.Errorf("record observation of step %d: %w", res.Step, err)
+	}
+	res.Observation = &Observation{Seq: ev.Seq, Content: sr.Sanitized, Labels: labels, Truncated: sr.Truncated, Suspicious: sr.Suspicious}
+	if abort != "" {
+		res.Halted = abort
+		if _, err := s.env.Ledger.Append(ctx, s.ID, ledger.TypeSessionHalted, sessionHaltedEvent{
+			Step: res.Step, Code: "halt_observation_abort", Message: "rule " + abort, Count: 1,
+		}); err != nil {
+			return fmt.Errorf("record session_halted: %w", err)
+		}
+	}
+	return nil
+}
+
+// appendSandboxResult records what the sandbox enforced and how the
+// command ended. The streams themselves are not stored here: they reach
+// the ledger scanned and redacted in the observation, and this record
+// commits to the raw streams by SHA-256 so redaction never stores a secret.
+func (s *Session) appendSandboxResult(ctx context.Context, intentID string, r sandbox.Result) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("encode sandbox_result: %w", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("encode sandbox_result: %w", err)
+	}
+	m["intent_id"] = intentID
+	m["stdout"], m["stderr"] = nil, nil
+	m["stdout_sha256"], m["stderr_sha256"] = sha256Hex(r.Stdout), sha256Hex(r.Stderr)
+	if _, err := s.env.Ledger.Append(ctx, s.ID, ledger.TypeSandboxResult, m); err != nil {
+		return fmt.Errorf("record sandbox_result: %w", err)
+	}
+	return nil
+}
+
+// ledgerObservations resolves findings evidence from this session's
+// observation events (checks.md §3 step 9).
+type ledgerObservations struct {
+	ctx     context.Context
+	l       *ledger.Ledger
+	session uuid.UUID
+}
+
+// Observation implements intent.Observations.
+func (o ledgerObservations) Observation(seq int64) (string, bool, error) {
+	if seq < 0 {
+		return "", false, nil
+	}
+	evs, err := o.l.Events(o.ctx, o.session, uint64(seq), 1)
+	if err != nil {
+		return "", false, err
+	}
+	if len(evs) == 0 || evs[0].Seq != uint64(seq) || evs[0].Type != ledger.TypeObservation {
+		return "", false, nil
+	}
+	var p struct {
+		Content string `json:"content"`
+	}
+	if err := json.Unmarshal(evs[0].Payload, &p); err != nil {
+		return "", false, fmt.Errorf("decode observation %d: %w", seq, err)
+	}
+	return p.Content, true, nil
+}
+
+// ErrClosed is returned for steps on a session that ended.
+var ErrClosed = errors.New("agent: session has ended")
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+func appendUnique(list []string, add ...string) []string {
+	for _, a := range add {
+		found := false
+		for _, x := range list {
+			found = found || x == a
+		}
+		if !found {
+			list = append(list, a)
+		}
+	}
+	return list
+}
+
+// truncateRaw caps a raw reply for intent_proposed at a rune boundary.
+func truncateRaw(raw string) (string, bool) {
+	raw = strings.ToValidUTF8(raw, "\uFFFD")
+	if len(raw) <= MaxRawRecorded {
+		return raw, false
+	}
+	cut := MaxRawRecorded
+	for cut > 0 && raw[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return raw[:cut], true
+}

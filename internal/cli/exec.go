@@ -1,0 +1,259 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/ironvise/ironvise/internal/agent"
+	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/sandbox"
+)
+
+// Exit codes of `ironvise exec` (cli.md).
+const (
+	ExitExecDenied  = 126
+	ExitExecAborted = sandbox.ExitSandboxAborted
+)
+
+func (a *app) execCommand() *cobra.Command {
+	var sessionFlag, wsFlag, policyRef, policyPin, justification string
+	cmd := &cobra.Command{
+		Use:   "exec [flags] -- COMMAND [ARG...]",
+		Short: "Run one command through the checks and the sandbox, recorded in the ledger",
+		Long: `Builds a run_command intent from COMMAND, runs the checks (schema, policy,
+tripwire, approval; the guard when GUARD_LLM_BACKEND is configured), then runs
+the command in the selected sandbox tier. Every step is recorded in the ledger:
+a new session per exec, or appended to a running session with --session.
+
+The exit code is the command's own, 126 when a check denied it, 125 when the
+sandbox aborted it, 128 + N when signal N killed it (the wall-clock timeout
+included), 2 on a usage or configuration error.
+
+A single COMMAND argument is a shell script ('ls -la | wc -l'); several
+arguments are quoted and joined into one command line.`,
+		Example: `  ironvise exec -- ls -la
+  ironvise exec --workspace ./repo --justification "list recent commits" -- git log --oneline -5
+  ironvise exec -- 'grep -rn TODO . | wc -l'
+  ironvise exec --session 0193e1c2-… -- cat config.yaml`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.runExec(execOptions{
+				command: joinCommand(args), session: sessionFlag, workspace: wsFlag,
+				policy: policyRef, policyPin: policyPin, justification: justification,
+			})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&sessionFlag, "session", "", "append to this running session instead of creating one")
+	f.StringVar(&wsFlag, "workspace", "", "workspace directory, read-only inside the sandbox (default: the current directory)")
+	f.StringVar(&policyRef, "policy", "", "policy file or shipped pack name (see 'ironvise policy list')")
+	f.StringVar(&policyPin, "policy-sha256", "", "refuse the policy unless its SHA-256 is this hex value")
+	f.StringVar(&justification, "justification", "operator command run with ironvise exec", "why the command runs (recorded; at least min_justification_length characters)")
+	return cmd
+}
+
+type execOptions struct {
+	command, session, workspace, policy, policyPin, justification string
+}
+
+// joinCommand turns exec's arguments into one sh command line: one argument
+// is a script as written; several are single-quoted where needed.
+func joinCommand(args []string) string {
+	if len(args) == 1 {
+		return args[0]
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = shellQuote(a)
+	}
+	return strings.Join(out, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func (a *app) runExec(o execOptions) error {
+	ctx := a.ctx
+	cfg, err := a.config()
+	if err != nil {
+		return err
+	}
+	ws, err := resolveWorkspace(o.workspace)
+	if err != nil {
+		return err
+	}
+	tw, err := a.loadTripwire(cfg, ws)
+	if err != nil {
+		return err
+	}
+	pol, polHash, err := a.loadPolicy(cfg, o.policy, o.policyPin)
+	if err != nil {
+		return err
+	}
+	tier, err := a.sandboxTier("")
+	if err != nil {
+		return err
+	}
+	scanner, err := a.scanner(cfg)
+	if err != nil {
+		return err
+	}
+	l, err := a.openLedgerForWrite()
+	if err != nil {
+		return err
+	}
+	defer closeLedger(l)
+	g, gerr := a.optionalGuard(cfg)
+	if gerr != nil {
+		return gerr
+	}
+	defer g.close()
+
+	if cfg.Sandbox.Permissive {
+		fmt.Fprintln(a.stderr, "ironvise: WARNING: ECTO_SANDBOX_PERMISSIVE=true — the command runs WITHOUT OS confinement (recorded as permissive)")
+	}
+	var id uuid.UUID
+	goal := "exec: " + o.command
+	step := 1
+	if o.session != "" {
+		id, goal, step, err = a.resumeSession(ctx, l, o.session)
+		if err != nil {
+			return err
+		}
+	} else {
+		s, err := l.CreateSession(ctx, ledger.SessionSpec{
+			Goal: goal, PolicyHash: deref(polHash), TripwireHash: tw.Config().SHA256,
+			GuardRequired: g.guard != nil, SandboxTier: string(tier.Name()),
+		})
+		if err != nil {
+			return exitCode(ExitUsage, fmt.Errorf("create session: %w", err))
+		}
+		id = s.ID
+	}
+	env := &agent.Env{Ledger: l, Tier: tier, Scanner: scanner, SandboxEnv: a.sandboxEnv()}
+	sess := agent.Open(env, id, goal, agent.Config{
+		Workspace: ws, Tripwire: tw, Policy: pol, Guard: g.checkGuard(), GuardDisabled: g.skip,
+	})
+	raw, err := json.Marshal(map[string]any{
+		"action": "run_command", "params": map[string]string{"command": o.command}, "justification": o.justification,
+	})
+	if err != nil {
+		return exitCode(ExitUsage, err)
+	}
+	res, err := sess.Step(ctx, step, string(raw), agent.SourceAPI)
+	if err != nil {
+		return exitCode(ExitUsage, fmt.Errorf("ledger: %w (nothing more was run)", err))
+	}
+	code := 0
+	status := ledger.StatusCompleted
+	switch {
+	case !res.Check.Allowed():
+		d := res.Check.Decisive
+		fmt.Fprintf(a.stderr, "ironvise: denied by %s: %s: %s\n", d.Check, d.Code, d.Message)
+		code, status = ExitExecDenied, ledger.StatusAborted
+	case res.Sandbox != nil:
+		sr := res.Sandbox
+		fmt.Fprint(a.stdout, sr.Stdout)
+		fmt.Fprint(a.stderr, sr.Stderr)
+		code = sr.ProcessExitCode()
+		switch sr.Status {
+		case sandbox.StatusAborted:
+			fmt.Fprintf(a.stderr, "ironvise: sandbox aborted: %s\n", sr.Reason)
+			status = ledger.StatusAborted
+		case sandbox.StatusTimeout:
+			fmt.Fprintf(a.stderr, "ironvise: %s\n", sr.Reason)
+		case sandbox.StatusPermissive:
+			fmt.Fprintf(a.stderr, "ironvise: WARNING: %s\n", sr.Reason)
+		}
+	}
+	if res.Halted != "" {
+		status = ledger.StatusAborted
+		fmt.Fprintf(a.stderr, "ironvise: output matched observation rule %q (abort); session aborted\n", res.Halted)
+	}
+	if o.session == "" {
+		if err := endAndSeal(ctx, l, id, status); err != nil {
+			return exitCode(ExitUsage, err)
+		}
+	}
+	fmt.Fprintf(a.stderr, "ironvise: recorded in session %s (verify: ironvise verify-session %s)\n", id, id)
+	if code != 0 {
+		return exitCode(code, nil)
+	}
+	return nil
+}
+
+// resumeSession checks that a session can take another step and returns
+// its goal and the next step number.
+func (a *app) resumeSession(ctx context.Context, l *ledger.Ledger, ref string) (uuid.UUID, string, int, error) {
+	id, err := uuid.Parse(ref)
+	if err != nil {
+		return uuid.Nil, "", 0, exitCode(ExitUsage, fmt.Errorf("--session %q is not a session id", ref))
+	}
+	s, err := l.Session(ctx, id)
+	if err != nil {
+		return uuid.Nil, "", 0, exitCode(ExitUsage, fmt.Errorf("--session %s: %w", id, err))
+	}
+	if s.Status != ledger.StatusRunning || s.Sealed() {
+		return uuid.Nil, "", 0, exitCode(ExitUsage, fmt.Errorf("--session %s is %s%s: start a new session instead", id, s.Status, map[bool]string{true: " and sealed"}[s.Sealed()]))
+	}
+	steps, err := countSteps(ctx, l, id)
+	if err != nil {
+		return uuid.Nil, "", 0, exitCode(ExitUsage, err)
+	}
+	return id, s.Goal, steps + 1, nil
+}
+
+// countSteps counts the intents proposed so far in a session.
+func countSteps(ctx context.Context, l *ledger.Ledger, id uuid.UUID) (int, error) {
+	n := 0
+	var from uint64
+	for {
+		evs, err := l.Events(ctx, id, from, 1000)
+		if err != nil {
+			return 0, fmt.Errorf("read session %s: %w", id, err)
+		}
+		for _, e := range evs {
+			if e.Type == ledger.TypeIntentProposed {
+				n++
+			}
+		}
+		if len(evs) < 1000 {
+			return n, nil
+		}
+		from = evs[len(evs)-1].Seq + 1
+	}
+}
+
+// endAndSeal records the session's outcome and seals its chain.
+func endAndSeal(ctx context.Context, l *ledger.Ledger, id uuid.UUID, status ledger.Status) error {
+	if err := l.EndSession(ctx, id, status); err != nil {
+		return fmt.Errorf("end session %s: %w", id, err)
+	}
+	if _, err := l.Seal(ctx, id, "operator:cli"); err != nil {
+		return fmt.Errorf("seal session %s: %w", id, err)
+	}
+	return nil
+}
+
+func closeLedger(l *ledger.Ledger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = l.Close(ctx)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
