@@ -3,9 +3,9 @@ package check
 import (
 	"context"
 	"errors"
-	"strings"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ironvise/ironvise/internal/intent"
