@@ -130,6 +130,16 @@ type VerifyInput struct {
 	MissingLeaf int64
 	// SealCheckpoint is the checkpoint the seal event names (nil: absent).
 	SealCheckpoint *Checkpoint
+
+	// signed, when set, is the signatures check already run on Events
+	// and Keys (VerifySession runs it while it reads the log evidence).
+	signed *signedOutcome
+}
+
+// signedOutcome is the result of checkSignatures run ahead of time.
+type signedOutcome struct {
+	check        Check
+	issuerSigned []uint64
 }
 
 // VerifyEvents runs the five checks on in.
@@ -142,7 +152,11 @@ func VerifyEvents(in *VerifyInput) Report {
 		r.Sealed = in.Session.Sealed()
 	}
 	r.Chain = checkChain(in)
-	r.Signatures = checkSignatures(in, &r)
+	if in.signed != nil {
+		r.Signatures, r.IssuerSigned = in.signed.check, in.signed.issuerSigned
+	} else {
+		r.Signatures = checkSignatures(in, &r)
+	}
 	r.Goal = checkGoal(in)
 	r.Log = checkLog(in, &r)
 	r.Seal = checkSeal(in)
@@ -523,7 +537,17 @@ func (l *Ledger) VerifySession(ctx context.Context, id uuid.UUID) (Report, error
 		if in.Keys, err = tx.Keys(ctx, id); err != nil {
 			return err
 		}
-		return l.collectLogEvidence(ctx, tx, in)
+		// Signatures need only the events and keys: check them on the
+		// other cores while this goroutine reads the log evidence.
+		done := make(chan *signedOutcome, 1)
+		go func() {
+			r := Report{IssuerSigned: []uint64{}}
+			c := checkSignatures(in, &r)
+			done <- &signedOutcome{c, r.IssuerSigned}
+		}()
+		err = l.collectLogEvidence(ctx, tx, in)
+		in.signed = <-done
+		return err
 	})
 	if err != nil {
 		return Report{}, fmt.Errorf("ledger: verify session %s: %w", id, err)
