@@ -131,9 +131,9 @@ func (t *txn) ReadHashes(ctx context.Context, indexes []int64) ([]ledger.Hash, e
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: read log hashes: %w", err)
 		}
+		var b sql.RawBytes
 		for rows.Next() {
 			var ix int64
-			var b []byte
 			if err := rows.Scan(&ix, &b); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("sqlstore: read log hashes: %w", err)
@@ -171,9 +171,9 @@ func (t *txn) HashRange(ctx context.Context, lo, hi int64) ([]ledger.StoredHash,
 	}
 	defer rows.Close()
 	out := make([]ledger.StoredHash, 0, max(0, min(hi-lo, 1<<16)))
+	var b sql.RawBytes
 	for rows.Next() {
 		var sh ledger.StoredHash
-		var b []byte
 		if err := rows.Scan(&sh.Index, &b); err != nil {
 			return nil, fmt.Errorf("sqlstore: read log hash range: %w", err)
 		}
@@ -365,11 +365,22 @@ const eventCols = `log_index, session_id, seq, type, payload, created_at, prev_h
 func scanEvents(rows *sql.Rows) ([]ledger.Event, error) {
 	defer rows.Close()
 	var out []ledger.Event
+	// RawBytes avoids database/sql's second copy of every blob; hashes go
+	// into fixed arrays and payloads and signatures into one growing slab.
+	var sid, prev, hash, payload, sig sql.RawBytes
+	var slab []byte
+	keep := func(b []byte) []byte {
+		if cap(slab)-len(slab) < len(b) {
+			slab = make([]byte, 0, max(64<<10, 2*len(b)))
+		}
+		start := len(slab)
+		slab = append(slab, b...)
+		return slab[start:len(slab):len(slab)]
+	}
 	for rows.Next() {
 		var ev ledger.Event
-		var sid, prev, hash []byte
 		var seq int64
-		if err := rows.Scan(&ev.LogIndex, &sid, &seq, &ev.Type, &ev.Payload, &ev.CreatedMicros, &prev, &hash, &ev.Signature, &ev.KeyID, &ev.Signer); err != nil {
+		if err := rows.Scan(&ev.LogIndex, &sid, &seq, &ev.Type, &payload, &ev.CreatedMicros, &prev, &hash, &sig, &ev.KeyID, &ev.Signer); err != nil {
 			return nil, fmt.Errorf("sqlstore: read events: %w", err)
 		}
 		ev.Seq = uint64(seq)
@@ -383,6 +394,7 @@ func scanEvents(rows *sql.Rows) ([]ledger.Event, error) {
 		if ev.Hash, err = toHash(hash); err != nil {
 			return nil, err
 		}
+		ev.Payload, ev.Signature = keep(payload), keep(sig)
 		out = append(out, ev)
 	}
 	return out, rows.Err()
