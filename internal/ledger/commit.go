@@ -130,6 +130,10 @@ func (l *Ledger) runBatch(reqs []*request) {
 	}
 }
 
+// maxCachedChains bounds the per-process caches of session keys and goal
+// hashes.
+const maxCachedChains = 10000
+
 // batch is the state of one write transaction.
 type batch struct {
 	l   *Ledger
@@ -431,6 +435,7 @@ func (l *Ledger) afterCommit(b *batch) {
 		if k := l.keys[id]; k != nil {
 			if h.Sealed {
 				delete(l.keys, id) // a sealed chain never signs again
+				delete(l.goals, id)
 				continue
 			}
 			k.seenSeq = h.LastSeq
@@ -438,6 +443,15 @@ func (l *Ledger) afterCommit(b *batch) {
 	}
 	for id, g := range b.goals {
 		l.goals[id] = g
+	}
+	// Both maps are caches of what the database holds (keys are
+	// re-decrypted, goals re-read from genesis), so a process that touches
+	// very many sessions drops them rather than growing without bound.
+	if len(l.keys) > maxCachedChains {
+		l.keys = map[uuid.UUID]*chainKey{}
+	}
+	if len(l.goals) > maxCachedChains {
+		l.goals = map[uuid.UUID]string{}
 	}
 	// Keep only the frontier of the new size: exactly what the next
 	// append and tree hash read.
