@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/demo"
 	"github.com/ironvise/ironvise/internal/guard"
 	"github.com/ironvise/ironvise/internal/llm"
 )
@@ -100,9 +101,6 @@ func confineWorker() error {
 }
 
 // builtinMockScript is the built-in demo script the mock backend replays
-// when MOCK_LLM_SCRIPT is not set; its guard lines make the mock guard's
-// replies. Nil until the demo scenario lands: the mock guard then answers
-// "DENY: mock guard" unless GUARD_MOCK_REPLY is set.
-func builtinMockScript() []byte {
-	return nil
-}
+// when MOCK_LLM_SCRIPT is not set (cli.md); its guard lines are the mock
+// guard's replies.
+func builtinMockScript() []byte { return demo.Script() }

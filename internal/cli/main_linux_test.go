@@ -3,17 +3,23 @@
 package cli
 
 import (
+	"context"
 	"os"
 	"testing"
 
+	"github.com/ironvise/ironvise/internal/guard"
 	"github.com/ironvise/ironvise/internal/sandbox/native"
 )
 
-// TestMain dispatches the sandbox launcher: the native tier re-executes
-// /proc/self/exe, which in these tests is the test binary.
+// TestMain lets this test binary stand in for the ironvise binary when
+// IronVise re-executes itself: the native tier runs /proc/self/exe as its
+// sandbox launcher, and the guard host starts os.Executable() guard-worker.
 func TestMain(m *testing.M) {
 	if native.IsLauncher(os.Args) {
 		os.Exit(native.LauncherMain(os.Args))
+	}
+	if len(os.Args) > 1 && os.Args[1] == guard.WorkerArg {
+		os.Exit(Run(context.Background(), os.Args, os.Stdin, os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }

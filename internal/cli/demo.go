@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/ironvise/ironvise/internal/agent"
+	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/demo"
+	"github.com/ironvise/ironvise/internal/guard"
+	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/llm"
+	"github.com/ironvise/ironvise/internal/policy"
+	"github.com/ironvise/ironvise/internal/tripwire"
+)
+
+func (a *app) demoCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "demo",
+		Short: "Run a complete scripted audit of a bundled sample service (no LLM, no network, no setup)",
+		Long: `Writes a small sample service with real misconfigurations to
+$ECTO_DATA_DIR/demo-workspace and audits it with the deterministic mock LLM
+(which also plays the guard), under the shipped ISO/IEC 42001 policy pack and
+the real sandbox. You will see allowed reads and commands, a command blocked by
+the tripwire, a path escape blocked, a policy denial, a prompt injection caught
+in a file, a guard denial, findings backed by verified evidence, and the
+session's verification. The session stays in your ledger: verify or export it
+afterwards with the commands printed at the end.`,
+		Example: `  ironvise demo
+  ECTO_DATA_DIR=$(mktemp -d) ironvise demo   # keep your own ledger untouched`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error { return a.runDemo() },
+	}
+}
+
+func (a *app) runDemo() error {
+	cfg, err := a.config()
+	if err != nil {
+		return err
+	}
+	ws, err := demo.WriteWorkspace(filepath.Join(cfg.DataDir, "demo-workspace"))
+	if err != nil {
+		return exitCode(ExitUsage, err)
+	}
+	// The demo's rules are fixed so that it shows the same run everywhere:
+	// the default tripwire (not the data dir's tripwire.json) and a shipped
+	// pack.
+	tc, err := tripwire.DefaultConfig(tripwire.LoadOptions{Workspace: ws})
+	if err != nil {
+		return exitCode(ExitUsage, err)
+	}
+	tw := tripwire.New(tc, tripwire.Options{Workspace: ws})
+	pol, err := policy.Load(demo.Policy, policy.Options{})
+	if err != nil {
+		return exitCode(ExitUsage, err)
+	}
+	mock := config.LLM{Backend: llm.BackendMock}
+	client, err := llm.New(mock, llm.Options{Logger: a.logger(), BuiltinScript: demo.Script()})
+	if err != nil {
+		return exitCode(ExitUsage, err)
+	}
+	// The mock guard runs in a real guard worker, over the authenticated
+	// protocol, replaying the script's guard replies.
+	gcfg := config.Guard{Required: true, Backend: llm.BackendMock, Model: llm.MockModel, TimeoutSecs: 30}
+	opts, err := guard.ConfigHostOptions(a.lookup, gcfg, mock)
+	if err != nil {
+		return exitCode(ExitUsage, err)
+	}
+	opts.Logger = a.logger()
+	h, err := guard.NewHost(opts)
+	if err != nil {
+		return exitCode(ExitUsage, fmt.Errorf("start the guard: %w", err))
+	}
+	g := &guardHandle{guard: h}
+	defer g.close()
+	fmt.Fprintf(a.stdout, "IronVise demo: auditing the sample service in %s\npolicy: %s (%s)\n\n", ws, pol.Name(), pol.SHA256()[:16])
+	out, err := a.runAgent(cfg, agentRun{goal: demo.Goal, workspace: ws, tw: tw, pol: pol, llm: client, guard: g,
+		limits: agent.Limits{MaxSteps: 20}})
+	if err != nil {
+		return err
+	}
+	l, err := a.openLedger()
+	if err != nil {
+		return err
+	}
+	defer closeLedger(l)
+	rep, err := l.VerifySession(a.ctx, mustUUID(out.SessionID))
+	if err != nil {
+		return exitCode(ExitUsage, fmt.Errorf("verify session: %w", err))
+	}
+	fmt.Fprintln(a.stdout, "\nverification of the recorded session:")
+	a.printVerifyText(&rep)
+	if out.Status != ledger.StatusCompleted || !rep.OK() {
+		return exitCode(ExitDenied, fmt.Errorf("the demo did not complete as scripted (status %s)", out.Status))
+	}
+	return nil
+}
+
+func mustUUID(s string) uuid.UUID {
+	id, err := uuid.Parse(s)
+	if err != nil {
+		// Session ids come from the ledger itself.
+		panic(fmt.Sprintf("demo: bad session id %q: %v", s, err))
+	}
+	return id
+}
