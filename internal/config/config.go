@@ -135,22 +135,6 @@ func (r *reader) intRange(name string, def, lo, hi int) (v int, set bool) {
 	return n, true
 }
 
-// boolStrict reads true/false (also 1/0, yes/no), case-insensitive.
-func (r *reader) boolStrict(name string, def bool) bool {
-	s, ok := r.get(name)
-	if !ok {
-		return def
-	}
-	switch strings.ToLower(s) {
-	case "true", "1", "yes":
-		return true
-	case "false", "0", "no":
-		return false
-	}
-	r.fail(name, s, "not a boolean", "true, false, 1, 0, yes, no")
-	return def
-}
-
 // enum reads one of the allowed values, case-insensitive, returned lowercase.
 func (r *reader) enum(name, def string, allowed ...string) string {
 	s, ok := r.get(name)
