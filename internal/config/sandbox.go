@@ -20,10 +20,41 @@ type Sandbox struct {
 	// User is ECTO_SANDBOX_USER: when IronVise runs as root, the native
 	// Linux tier runs commands as this user (a name or a numeric uid).
 	User string
-	// DockerImage is ECTO_DOCKER_IMAGE and FCBinary is ECTO_FC_BINARY,
-	// read here only for tier selection (sandbox.md §2).
+	// DockerImage is ECTO_DOCKER_IMAGE and FCBinary is ECTO_FC_BINARY;
+	// setting them selects the tier (sandbox.md §2).
 	DockerImage string
 	FCBinary    string
+	// Docker configures the container tier (sandbox.md §6).
+	Docker Docker
+	// Firecracker configures the microVM tier (sandbox.md §7).
+	Firecracker Firecracker
+}
+
+// Docker is the ECTO_DOCKER_* configuration of the container tier.
+type Docker struct {
+	// Runtime is ECTO_DOCKER_RUNTIME: auto (default), docker or podman.
+	Runtime string
+	// Memory is ECTO_DOCKER_MEMORY, normalised to lower case ("256m"), and
+	// MemoryBytes its value in bytes.
+	Memory      string
+	MemoryBytes int64
+	// CPUs is ECTO_DOCKER_CPUS ("1", "0.5").
+	CPUs string
+	// TimeoutSecs is ECTO_DOCKER_TIMEOUT, the wall-clock limit per command.
+	TimeoutSecs int
+	// ExtraArgs is ECTO_DOCKER_EXTRA_ARGS split into words like a POSIX
+	// shell would (quotes and backslashes; no expansion, nothing executed).
+	ExtraArgs []string
+}
+
+// Firecracker is the ECTO_FC_* configuration of the microVM tier.
+type Firecracker struct {
+	// Kernel and Rootfs are ECTO_FC_KERNEL and ECTO_FC_ROOTFS.
+	Kernel, Rootfs string
+	// VCPUs and MemMiB are ECTO_FC_VCPUS and ECTO_FC_MEM_MIB.
+	VCPUs, MemMiB int
+	// TimeoutSecs is ECTO_FC_TIMEOUT_SECS.
+	TimeoutSecs int
 }
 
 // Defaults of the native tier (sandbox.md §3).
@@ -32,6 +63,19 @@ const (
 	DefaultSandboxCPUSecs     = 30
 	DefaultSandboxMemMiB      = 512
 	DefaultSandboxNoFile      = 64
+)
+
+// Defaults of the container and microVM tiers (sandbox.md §6, §7).
+const (
+	DefaultDockerRuntime     = "auto"
+	DefaultDockerMemory      = "256m"
+	DefaultDockerCPUs        = "1"
+	DefaultDockerTimeoutSecs = 30
+	DefaultFCKernel          = "/opt/ectoledger/vmlinux"
+	DefaultFCRootfs          = "/opt/ectoledger/rootfs.ext4"
+	DefaultFCVCPUs           = 1
+	DefaultFCMemMiB          = 128
+	DefaultFCTimeoutSecs     = 30
 )
 
 func loadSandbox(r *reader) Sandbox {
@@ -57,5 +101,7 @@ func loadSandbox(r *reader) Sandbox {
 	s.User = r.str("ECTO_SANDBOX_USER", "")
 	s.DockerImage = r.str("ECTO_DOCKER_IMAGE", "")
 	s.FCBinary = r.absPath("ECTO_FC_BINARY", "")
+	s.Docker = loadDocker(r)
+	s.Firecracker = loadFirecracker(r)
 	return s
 }
