@@ -176,9 +176,16 @@ func TestHostCase44Replies(t *testing.T) {
 }
 
 func TestHostMockGuardDefaultDenies(t *testing.T) {
-	// No GUARD_MOCK_REPLY and no script guard lines: "DENY: mock guard".
+	// No GUARD_MOCK_REPLY and a script without guard lines: "DENY: mock
+	// guard". (Without MOCK_LLM_SCRIPT the built-in demo script would play
+	// the guard.)
+	script := filepath.Join(t.TempDir(), "agent-only.jsonl")
+	if err := os.WriteFile(script, []byte(`{"role":"agent","content":"{}"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	s := defaultSetup()
 	s.guard.MockReplySet, s.guard.MockReply = false, ""
+	s.llm.MockScript, s.llm.MockScriptIsSet = script, true
 	h, _ := newTestHost(t, s)
 	wantVerdict(t, review(t, h, 1), verdict.Deny, verdict.GuardDeny, "mock guard")
 }
