@@ -77,22 +77,11 @@ type agentRun struct {
 }
 
 func (a *app) runAudit(o auditOptions) error {
-	cfg, err := a.config()
+	r, err := a.loadRules(o.workspace, o.policy, o.policyPin)
 	if err != nil {
 		return err
 	}
-	ws, err := resolveWorkspace(o.workspace)
-	if err != nil {
-		return err
-	}
-	tw, err := a.loadTripwire(cfg, ws)
-	if err != nil {
-		return err
-	}
-	pol, _, err := a.loadPolicy(cfg, o.policy, o.policyPin)
-	if err != nil {
-		return err
-	}
+	cfg, ws, tw, pol := r.cfg, r.ws, r.tw, r.pol
 	if o.maxStepsSet && (o.maxSteps < 1 || o.maxSteps > 100000) {
 		return exitCode(ExitUsage, fmt.Errorf("--max-steps %d: must be from 1 to 100000", o.maxSteps))
 	}

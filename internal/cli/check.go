@@ -47,22 +47,11 @@ tool only on exit code 0.`,
   ironvise check --policy soc2-audit < intent.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := a.config()
+			r, err := a.loadRules(wsFlag, policyRef, policyPin)
 			if err != nil {
 				return err
 			}
-			ws, err := resolveWorkspace(wsFlag)
-			if err != nil {
-				return err
-			}
-			tw, err := a.loadTripwire(cfg, ws)
-			if err != nil {
-				return err
-			}
-			pol, hash, err := a.loadPolicy(cfg, policyRef, policyPin)
-			if err != nil {
-				return err
-			}
+			tw, pol, hash := r.tw, r.pol, r.polHash
 			raw, err := io.ReadAll(io.LimitReader(a.stdin, maxCheckInput+1))
 			if err != nil {
 				return exitCode(ExitUsage, fmt.Errorf("read stdin: %w", err))

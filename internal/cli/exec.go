@@ -84,22 +84,11 @@ func shellQuote(s string) string {
 
 func (a *app) runExec(o execOptions) error {
 	ctx := a.ctx
-	cfg, err := a.config()
+	r, err := a.loadRules(o.workspace, o.policy, o.policyPin)
 	if err != nil {
 		return err
 	}
-	ws, err := resolveWorkspace(o.workspace)
-	if err != nil {
-		return err
-	}
-	tw, err := a.loadTripwire(cfg, ws)
-	if err != nil {
-		return err
-	}
-	pol, polHash, err := a.loadPolicy(cfg, o.policy, o.policyPin)
-	if err != nil {
-		return err
-	}
+	cfg, ws, tw, pol, polHash := r.cfg, r.ws, r.tw, r.pol, r.polHash
 	tier, err := a.sandboxTier("")
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/policy"
 	"github.com/ironvise/ironvise/internal/tripwire"
 )
 
@@ -53,4 +54,37 @@ func (a *app) loadTripwire(cfg *config.Config, ws string) (*tripwire.Tripwire, e
 		return nil, exitCode(ExitUsage, err)
 	}
 	return tripwire.New(tc, tripwire.Options{Workspace: ws}), nil
+}
+
+// rules is what every command that checks intents loads first: the
+// configuration, the workspace, its tripwire and the policy.
+type rules struct {
+	cfg *config.Config
+	ws  string
+	tw  *tripwire.Tripwire
+	pol *policy.Policy
+	// polHash is nil when no policy is loaded.
+	polHash *string
+}
+
+// loadRules loads the rules of one command run; every failure is a
+// configuration error (exit 2) naming what to fix.
+func (a *app) loadRules(wsFlag, policyRef, policyPin string) (*rules, error) {
+	cfg, err := a.config()
+	if err != nil {
+		return nil, err
+	}
+	ws, err := resolveWorkspace(wsFlag)
+	if err != nil {
+		return nil, err
+	}
+	tw, err := a.loadTripwire(cfg, ws)
+	if err != nil {
+		return nil, err
+	}
+	pol, hash, err := a.loadPolicy(cfg, policyRef, policyPin)
+	if err != nil {
+		return nil, err
+	}
+	return &rules{cfg: cfg, ws: ws, tw: tw, pol: pol, polHash: hash}, nil
 }
