@@ -19,6 +19,9 @@ type intentProposedEvent struct {
 	Intent       any    `json:"intent"`
 	IntentID     string `json:"intent_id"`
 	Source       string `json:"source"`
+	// LLM is an IronVise addition: which model produced the reply and
+	// the tokens it used (omitted for intents submitted through the API).
+	LLM *LLMCall `json:"llm,omitempty"`
 }
 
 type checkVerdictEvent struct {

@@ -226,7 +226,12 @@ func (s *Session) loop(ctx context.Context, o RunOptions, lim Limits, st *loopSt
 		}
 		st.Counters.LLMErrors = 0
 		st.Step++
-		res, err := s.Step(ctx, st.Step, prop.Reply, SourceLLM)
+		call := &LLMCall{Backend: o.LLM.Backend(), Model: prop.Model, InputTokens: prop.Usage.InputTokens,
+			OutputTokens: prop.Usage.OutputTokens, UsageReported: prop.Usage.Reported, Repaired: prop.Repaired}
+		if call.Model == "" {
+			call.Model = o.LLM.Model()
+		}
+		res, err := s.step(ctx, st.Step, prop.Reply, SourceLLM, call)
 		if err != nil {
 			return nil, err
 		}

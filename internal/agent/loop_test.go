@@ -269,6 +269,11 @@ func TestDenialShownToModelNextStep(t *testing.T) {
 	if !strings.Contains(m.prompts[1], "Your last intent was denied: check=tripwire code=cmd_banned_program") {
 		t.Fatalf("second prompt does not quote the denial:\n%s", m.prompts[1])
 	}
+	p := payloadOf(t, h.events(t, s.ID.String()), ledger.TypeIntentProposed)
+	call, _ := p["llm"].(map[string]any)
+	if call["backend"] != "mock" || call["model"] != "mock-v1" || call["output_tokens"].(float64) <= 0 {
+		t.Fatalf("intent_proposed does not record the model call: %v", p)
+	}
 }
 
 func TestInjectionInObservationIsMarkedAndRedacted(t *testing.T) {

@@ -17,6 +17,7 @@ type recorder struct {
 	step      int
 	intentID  string
 	src       Source
+	call      *LLMCall
 	intentSeq uint64
 }
 
@@ -25,7 +26,7 @@ func (r *recorder) Proposed(ctx context.Context, raw string, in *intent.Intent) 
 	stored, cut := truncateRaw(raw)
 	p := intentProposedEvent{
 		Step: r.step, Raw: stored, RawTruncated: cut, RawSHA256: sha256Hex(raw),
-		IntentID: r.intentID, Source: string(r.src),
+		IntentID: r.intentID, Source: string(r.src), LLM: r.call,
 	}
 	if in != nil {
 		p.Intent = in

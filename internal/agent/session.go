@@ -127,10 +127,26 @@ type Observation struct {
 // is returned only when the ledger cannot be written, and then nothing
 // more was executed.
 func (s *Session) Step(ctx context.Context, step int, raw string, src Source) (*StepResult, error) {
+	return s.step(ctx, step, raw, src, nil)
+}
+
+// LLMCall describes the model call that produced a reply; it is recorded
+// with the proposal (token usage when the API reported it, never a key).
+type LLMCall struct {
+	Backend      string `json:"backend"`
+	Model        string `json:"model"`
+	InputTokens  int    `json:"input_tokens"`
+	OutputTokens int    `json:"output_tokens"`
+	// UsageReported is false when the API said nothing about usage.
+	UsageReported bool `json:"usage_reported"`
+	Repaired      bool `json:"repaired"`
+}
+
+func (s *Session) step(ctx context.Context, step int, raw string, src Source, call *LLMCall) (*StepResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	res := &StepResult{Step: step, IntentID: uuid.NewString()}
-	rec := &recorder{s: s, step: step, intentID: res.IntentID, src: src}
+	rec := &recorder{s: s, step: step, intentID: res.IntentID, src: src, call: call}
 	p := &check.Pipeline{
 		Tripwire: s.cfg.Tripwire, Policy: check.PolicyCheck(s.cfg.Policy),
 		Guard: s.cfg.Guard, GuardDisabled: s.cfg.GuardDisabled, Approver: s.cfg.Approver,
