@@ -73,6 +73,7 @@ type Config struct {
 	LLM     LLM
 	Sandbox Sandbox
 	Ledger  Ledger
+	Webhook Webhook
 }
 
 // Load reads and validates every variable. It returns all problems at once,
@@ -87,6 +88,7 @@ func Load(look Lookup) (*Config, error) {
 	c.LLM = loadLLM(r)
 	c.Sandbox = loadSandbox(r)
 	c.Ledger = loadLedger(r)
+	c.Webhook = loadWebhook(r)
 	if len(r.errs) > 0 {
 		return nil, errors.Join(r.errs...)
 	}
