@@ -74,6 +74,7 @@ type Config struct {
 	Sandbox Sandbox
 	Ledger  Ledger
 	Webhook Webhook
+	Server  Server
 }
 
 // Load reads and validates every variable. It returns all problems at once,
@@ -88,6 +89,7 @@ func Load(look Lookup) (*Config, error) {
 	c.LLM = loadLLM(r)
 	c.Sandbox = loadSandbox(r)
 	c.Ledger = loadLedger(r)
+	c.Server = loadServer(r)
 	c.Webhook = loadWebhook(r)
 	if len(r.errs) > 0 {
 		return nil, errors.Join(r.errs...)
