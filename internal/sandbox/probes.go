@@ -186,7 +186,10 @@ func (p *prober) limitProbes(ctx context.Context, f findings, perl bool) []Guara
 	// working limit into a timeout; a working limit ends each probe in
 	// about a second.
 	cpu := p.t.Run(ctx, Request{Command: "while :; do :; done", Workspace: p.ws, Limits: Limits{CPUSecs: 1}, Timeout: 60 * time.Second})
-	add(GLimitCPU, cpu.Status == StatusOK && cpu.Signal != "", true,
+	// A container runtime reports a killed PID 1 as exit 128+N; the busy
+	// loop cannot exit any other way.
+	cpuKilled := cpu.Signal != "" || (cpu.ExitCode != nil && *cpu.ExitCode > 128)
+	add(GLimitCPU, cpu.Status == StatusOK && cpuKilled, true,
 		fmt.Sprintf("busy loop with a 1 s CPU limit: %s after %.1f s", cpu.Headline(), cpu.Duration.Seconds()))
 
 	mem := p.t.Run(ctx, Request{Command: `awk 'BEGIN { s = "x"; for (;;) s = s s }'`, Workspace: p.ws, Limits: Limits{MemMiB: 64}, Timeout: 60 * time.Second})

@@ -78,6 +78,36 @@ type Enforced struct {
 	SeatbeltProfileSHA256 string `json:"seatbelt_profile_sha256,omitempty"`
 	// JobObject lists the Windows Job Object limits in force.
 	JobObject []string `json:"job_object,omitempty"`
+	// Container is what a container ran with (container tier).
+	Container *ContainerConfig `json:"container,omitempty"`
+	// VM is the microVM's machine configuration (microVM tier).
+	VM *VMMachine `json:"vm,omitempty"`
+}
+
+// ContainerConfig records the limits and site flags a container ran with
+// (IronVise addition to sandbox.md §1.1).
+type ContainerConfig struct {
+	// MemoryBytes is the memory limit, swap included (--memory and
+	// --memory-swap).
+	MemoryBytes int64 `json:"memory_bytes"`
+	// CPUs is the CPU quota (--cpus), e.g. "1".
+	CPUs string `json:"cpus"`
+	// PidsLimit is the process-count limit (--pids-limit).
+	PidsLimit int `json:"pids_limit"`
+	// CPUSecs and NoFile are the per-process rlimits (--ulimit cpu, nofile).
+	CPUSecs int `json:"ulimit_cpu_secs"`
+	NoFile  int `json:"ulimit_nofile"`
+	// TmpfsMiB is the size of the writable /tmp.
+	TmpfsMiB int `json:"tmpfs_mib"`
+	// ExtraArgs are the site flags of ECTO_DOCKER_EXTRA_ARGS.
+	ExtraArgs []string `json:"extra_args,omitempty"`
+}
+
+// VMMachine is a microVM's machine configuration (IronVise addition to
+// sandbox.md §1.1).
+type VMMachine struct {
+	VCPUs  int `json:"vcpus"`
+	MemMiB int `json:"mem_mib"`
 }
 
 // RLimits are the resource limits in force (sandbox.md §1.1).

@@ -29,9 +29,10 @@
 // # Limitations
 //
 // The package never reads environment variables: internal/config does, and
-// the caller passes [Options]. The container and microVM tiers are not built
-// yet: selecting them reports [ErrNotBuilt]. Permissive mode runs the
-// command with no OS confinement at all; it exists for development only.
+// the caller passes [Options]. It does not import the tiers either: the
+// composition root passes their constructors in [Factories]; a tier without
+// a constructor reports [ErrNotBuilt]. Permissive mode runs the command with
+// no OS confinement at all; it exists for development only.
 package sandbox
 
 import (
@@ -183,9 +184,53 @@ type Options struct {
 	// User is ECTO_SANDBOX_USER: when IronVise runs as root, the native
 	// Linux tier switches to this user (a name or a numeric uid).
 	User string
+	// Container configures the Docker / Podman tier (sandbox.md §6).
+	Container ContainerOptions
+	// MicroVM configures the Firecracker tier (sandbox.md §7).
+	MicroVM MicroVMOptions
 	// Logger receives warnings (permissive runs); nil discards them.
 	Logger *slog.Logger
 }
+
+// ContainerOptions configure the Docker / Podman tier (ECTO_DOCKER_*,
+// sandbox.md §6). The image is Options.DockerImage.
+type ContainerOptions struct {
+	// Runtime is ECTO_DOCKER_RUNTIME: "auto" (or ""), "docker" or "podman".
+	Runtime string
+	// Memory is ECTO_DOCKER_MEMORY as the runtime takes it ("256m") and
+	// MemoryBytes its value; empty means DefaultContainerMemory.
+	Memory      string
+	MemoryBytes int64
+	// CPUs is ECTO_DOCKER_CPUS ("1", "0.5"); empty means "1".
+	CPUs string
+	// Timeout is ECTO_DOCKER_TIMEOUT; zero means DefaultTimeout.
+	Timeout time.Duration
+	// ExtraArgs is ECTO_DOCKER_EXTRA_ARGS, already split into words.
+	ExtraArgs []string
+}
+
+// MicroVMOptions configure the Firecracker tier (ECTO_FC_*, sandbox.md §7).
+// The VMM binary is Options.FCBinary.
+type MicroVMOptions struct {
+	// Kernel and Rootfs are ECTO_FC_KERNEL and ECTO_FC_ROOTFS; empty means
+	// DefaultFCKernel and DefaultFCRootfs.
+	Kernel, Rootfs string
+	// VCPUs and MemMiB are ECTO_FC_VCPUS and ECTO_FC_MEM_MIB; zero means 1
+	// and 128.
+	VCPUs, MemMiB int
+	// Timeout is ECTO_FC_TIMEOUT_SECS; zero means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Defaults of the container and microVM tiers (sandbox.md §6, §7).
+const (
+	DefaultContainerMemory = "256m"
+	DefaultContainerCPUs   = "1"
+	DefaultFCKernel        = "/opt/ectoledger/vmlinux"
+	DefaultFCRootfs        = "/opt/ectoledger/rootfs.ext4"
+	DefaultFCVCPUs         = 1
+	DefaultFCMemMiB        = 128
+)
 
 // WithDefaults returns o with zero fields set to their defaults.
 func (o Options) WithDefaults() Options {

@@ -1,0 +1,214 @@
+package container
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ironvise/ironvise/internal/sandbox"
+)
+
+// Exit codes the runtimes use for their own failures (docker run(1),
+// podman-run(1)).
+const (
+	exitRuntimeError  = 125 // the runtime itself failed
+	exitCannotInvoke  = 126 // the container's command cannot be invoked
+	exitNotFound      = 127 // the container's command was not found
+	clientGracePeriod = 10 * time.Second
+)
+
+// Run implements sandbox.Tier.
+func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
+	start := time.Now()
+	abort := func(format string, args ...any) sandbox.Result {
+		return sandbox.Aborted(t.Name(), fmt.Sprintf(format, args...), time.Since(start))
+	}
+	if err := sandbox.ValidateRequest(req); err != nil {
+		return abort("%v", err)
+	}
+	pre, err := t.preflight(ctx)
+	if err != nil {
+		return abort("%v", err)
+	}
+	ws, err := filepath.EvalSymlinks(req.Workspace)
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = os.Stat(ws); err == nil && !fi.IsDir() {
+			err = errors.New("not a directory")
+		}
+	}
+	if err != nil {
+		return abort("workspace %s: %v", req.Workspace, err)
+	}
+	if !filepath.IsAbs(ws) || !mountSafe(ws) {
+		return abort("workspace %q cannot be bind-mounted: its path contains a comma, a quote or a line break; fix: use a workspace path without them", ws)
+	}
+	name, err := containerName()
+	if err != nil {
+		return abort("name the container: %v", err)
+	}
+
+	limits := t.opts.Limits.Tighten(req.Limits)
+	memBytes, memory := t.memBytes, t.memory
+	if m := int64(req.Limits.MemMiB) << 20; m > 0 && m < memBytes {
+		memBytes, memory = m, fmt.Sprintf("%dm", req.Limits.MemMiB)
+	}
+	spec := runSpec{
+		runtime: t.runtime, name: name, image: pre.imageID, workspace: ws, command: req.Command,
+		env:    sandbox.CommandEnv(req.Env, map[string]string{"HOME": "/tmp", "TMPDIR": "/tmp"}),
+		memory: memory, cpus: t.cpus, pids: limits.NProc, cpuSecs: limits.CPUSecs, noFile: limits.NoFile,
+		extra: t.extra,
+	}
+	timeout := t.timeout
+	if req.Timeout > 0 && req.Timeout < timeout {
+		timeout = req.Timeout
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	var stdout, stderr sandbox.Collector
+	cmd := exec.CommandContext(rctx, t.bin, spec.argv()...)
+	cmd.Stdin = nil // the container reads /dev/null
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Security: on timeout or cancellation, remove the container itself;
+	// the client is killed only after the grace period.
+	cmd.Cancel = func() error {
+		t.removeContainer(context.WithoutCancel(ctx), name, cmd)
+		return nil
+	}
+	cmd.WaitDelay = clientGracePeriod
+	runErr := cmd.Run()
+	dur := time.Since(start)
+	timedOut := rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+	if rctx.Err() != nil {
+		// The client may have died before the container existed (docker's
+		// daemon then still creates it): sweep once more by name.
+		t.sweep(context.WithoutCancel(ctx), name)
+	}
+
+	res := sandbox.Result{Tier: t.Name(), Status: sandbox.StatusOK, Duration: dur, Enforced: t.enforced(pre, spec, memBytes)}
+	res.Stdout, res.StdoutTruncated = stdout.Capped()
+	res.Stderr, res.StderrTruncated = stderr.Capped()
+	switch {
+	case timedOut:
+		res.Status, res.Signal, res.ExitCode = sandbox.StatusTimeout, "SIGKILL", nil
+		res.Reason = fmt.Sprintf("wall-clock timeout of %d s exceeded; the container %s was killed and removed", int(timeout.Seconds()), name)
+		res.Duration = max(dur, timeout)
+		return res
+	case ctx.Err() != nil:
+		return abort("run cancelled: %v; the container %s was removed", ctx.Err(), name)
+	case cmd.ProcessState == nil:
+		return abort("start %s: %v", t.bin, runErr)
+	}
+	code := cmd.ProcessState.ExitCode()
+	if code < 0 {
+		t.forget()
+		return abort("the %s client was killed (%v) before the command finished", t.runtime, runErr)
+	}
+	if reason, failed := t.runtimeFailure(code, stderr.Bytes()); failed {
+		t.forget()
+		return abort("%s", reason)
+	}
+	res.ExitCode = &code
+	return res
+}
+
+// runtimeFailure decides whether exit code came from the runtime rather
+// than the command (sandbox.md §6): 125 always; 126 and 127 only when the
+// runtime's own error line ends stderr, because sh -c in a started
+// container returns them for the command's "not executable"/"not found".
+// A command can forge that line, but only to have its own run recorded as
+// aborted — the fail-closed direction, and no more than exiting 125 does.
+func (t *Tier) runtimeFailure(code int, stderr []byte) (string, bool) {
+	last := lastLine(string(stderr))
+	switch code {
+	case exitRuntimeError:
+		if last == "" {
+			last = "no message"
+		}
+		return fmt.Sprintf("the %s runtime failed (exit 125): %s", t.runtime, last), true
+	case exitCannotInvoke, exitNotFound:
+		if t.isRuntimeError(last) {
+			return fmt.Sprintf("the container did not start (%s exit %d): %s", t.runtime, code, last), true
+		}
+	}
+	return "", false
+}
+
+// isRuntimeError reports whether line is the runtime client's own error
+// line: Podman prints "Error: …", Docker "docker: Error response …" or
+// "docker: …".
+func (t *Tier) isRuntimeError(line string) bool {
+	if t.runtime == "podman" {
+		return strings.HasPrefix(line, "Error: ")
+	}
+	return strings.HasPrefix(line, "docker: ")
+}
+
+// removeContainer kills and removes the container by name, retrying while
+// the client runs: the container may not exist yet when the timeout fires.
+func (t *Tier) removeContainer(ctx context.Context, name string, client *exec.Cmd) {
+	deadline := time.Now().Add(clientGracePeriod)
+	for {
+		t.sweep(ctx, name)
+		if time.Now().After(deadline) || !processAlive(client) {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// sweep force-removes the container; a missing container is not an error.
+func (t *Tier) sweep(ctx context.Context, name string) {
+	cctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+	defer cancel()
+	args := []string{"rm", "--force", name}
+	if t.runtime == "podman" {
+		// -t 0: SIGKILL at once instead of SIGTERM and a 10 s wait;
+		// --ignore: no error when it is already gone.
+		args = []string{"rm", "--force", "--time", "0", "--ignore", name}
+	}
+	cmd := exec.CommandContext(cctx, t.bin, args...)
+	cmd.WaitDelay = time.Second
+	if out, err := cmd.CombinedOutput(); err != nil && !strings.Contains(strings.ToLower(string(out)), "no such container") {
+		t.log.Warn("sandbox container: remove container", "name", name, "err", err, "output", lastLine(string(out)))
+	}
+}
+
+// processAlive reports whether the client still runs: signal 0 fails once
+// Wait has reaped it (and always on Windows, which then relies on the
+// sweep after Wait).
+func processAlive(c *exec.Cmd) bool {
+	return c.Process != nil && c.Process.Signal(syscall.Signal(0)) == nil
+}
+
+// containerName returns a unique name: the key for removing the container.
+func containerName() (string, error) {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return "ironvise-" + hex.EncodeToString(b[:]), nil
+}
+
+// enforced is the record of what a run had in force.
+func (t *Tier) enforced(p *preflight, s runSpec, memBytes int64) *sandbox.Enforced {
+	nnp := true
+	return &sandbox.Enforced{
+		Capabilities: "none", NoNewPrivs: &nnp, Network: "none", ScratchDir: "/tmp",
+		Runtime: t.runtime, RuntimeVersion: p.version, Image: t.image, ImageDigest: p.imageID,
+		Namespaces: []string{"pid", "mount", "network", "ipc", "uts"},
+		Container: &sandbox.ContainerConfig{
+			MemoryBytes: memBytes, CPUs: s.cpus, PidsLimit: s.pids, CPUSecs: s.cpuSecs, NoFile: s.noFile,
+			TmpfsMiB: TmpfsMiB, ExtraArgs: s.extra,
+		},
+	}
+}
