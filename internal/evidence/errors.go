@@ -1,0 +1,25 @@
+package evidence
+
+import "errors"
+
+// Sentinel errors. Compare with errors.Is; the wrapped text names the
+// session, format or field concerned.
+var (
+	// ErrUnknownFormat reports a report format other than the six of
+	// ledger.md §8.
+	ErrUnknownFormat = errors.New("ironvise/evidence: unknown report format")
+	// ErrMalformedCertificate reports a document that is not an .elc
+	// certificate of a version this build reads; such a document is
+	// invalid, never partially trusted.
+	ErrMalformedCertificate = errors.New("ironvise/evidence: malformed certificate")
+	// ErrNoCredential reports a session without a verifiable_credential
+	// event (it did not complete, or completed before credentials were
+	// issued).
+	ErrNoCredential = errors.New("ironvise/evidence: session has no verifiable credential")
+	// ErrInvalidCredential reports a VC-JWT that is malformed, badly
+	// signed, not yet valid or expired.
+	ErrInvalidCredential = errors.New("ironvise/evidence: invalid verifiable credential")
+	// ErrInstanceChain reports an export request for the instance chain,
+	// which is verified with verify-session rather than exported.
+	ErrInstanceChain = errors.New("ironvise/evidence: the instance chain has no report or certificate")
+)

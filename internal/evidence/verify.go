@@ -1,0 +1,437 @@
+package evidence
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ironvise/ironvise/internal/ledger"
+)
+
+// MaxCertificateBytes bounds the certificate a verifier reads (a
+// 10,000-event session is a few MB).
+const MaxCertificateBytes = 1 << 30
+
+// The five pillars of ledger.md §8, in report order.
+const (
+	PillarIssuer     = "issuer_signature"
+	PillarChain      = "hash_chain"
+	PillarSignatures = "event_signatures"
+	PillarInclusion  = "merkle_inclusion"
+	PillarBinding    = "binding_and_findings"
+)
+
+// PillarNames lists the pillars in report order.
+var PillarNames = [5]string{PillarIssuer, PillarChain, PillarSignatures, PillarInclusion, PillarBinding}
+
+// PillarTitle returns the human name of a pillar.
+func PillarTitle(name string) string {
+	switch name {
+	case PillarIssuer:
+		return "issuer signature"
+	case PillarChain:
+		return "hash chain"
+	case PillarSignatures:
+		return "event signatures and key rotations"
+	case PillarInclusion:
+		return "Merkle inclusion in the signed checkpoint"
+	case PillarBinding:
+		return "goal/policy binding and findings evidence"
+	}
+	return name
+}
+
+// Pillar is the outcome of one pillar.
+type Pillar struct {
+	Name string `json:"name"`
+	OK   bool   `json:"ok"`
+	// Sequence is the first broken event sequence, when the problem is
+	// tied to one.
+	Sequence *int64 `json:"sequence"`
+	Problem  string `json:"problem,omitempty"`
+	Note     string `json:"note,omitempty"`
+}
+
+// CertificateResult is the outcome of verifying a certificate. Valid is
+// true only when all five pillars pass.
+type CertificateResult struct {
+	Valid     bool   `json:"valid"`
+	SessionID string `json:"session_id"`
+	Goal      string `json:"goal"`
+	Status    string `json:"status"`
+	Sealed    bool   `json:"sealed"`
+	IssuedAt  string `json:"issued_at"`
+	// EventCount counts the events in the certificate; TipHash is the last.
+	EventCount int    `json:"event_count"`
+	TipHash    string `json:"tip_hash"`
+	// TreeSize is the size of the checkpoint the events are proven in.
+	TreeSize int64 `json:"tree_size"`
+	// IssuerKeyID names the key the certificate was checked against;
+	// IssuerPinned says whether the caller supplied it.
+	IssuerKeyID  string   `json:"issuer_key_id"`
+	IssuerPinned bool     `json:"issuer_pinned"`
+	Findings     int      `json:"findings"`
+	Pillars      []Pillar `json:"pillars"`
+}
+
+// FirstFailure returns the first failed pillar, and false when all passed.
+func (r *CertificateResult) FirstFailure() (Pillar, bool) {
+	for _, p := range r.Pillars {
+		if !p.OK {
+			return p, true
+		}
+	}
+	return Pillar{}, false
+}
+
+// Pillar returns the pillar called name.
+func (r *CertificateResult) Pillar(name string) Pillar {
+	for _, p := range r.Pillars {
+		if p.Name == name {
+			return p
+		}
+	}
+	return Pillar{Name: name}
+}
+
+func passP(name, note string) Pillar { return Pillar{Name: name, OK: true, Note: note} }
+
+func failP(name string, seq int64, format string, args ...any) Pillar {
+	p := Pillar{Name: name, Problem: fmt.Sprintf(format, args...)}
+	if seq >= 0 {
+		p.Sequence = &seq
+	}
+	return p
+}
+
+func fromCheck(name string, c ledger.Check) Pillar {
+	if c.OK {
+		return passP(name, c.Note)
+	}
+	return failP(name, c.Seq, "%s", c.Problem)
+}
+
+// malformed returns the result of a document that could not be read: every
+// pillar fails, the first with the reason.
+func malformed(err error) (*CertificateResult, error) {
+	r := &CertificateResult{Pillars: make([]Pillar, len(PillarNames))}
+	for i, n := range PillarNames {
+		r.Pillars[i] = failP(n, -1, "not checked: the document is not a readable certificate")
+	}
+	r.Pillars[0].Problem = err.Error()
+	return r, fmt.Errorf("evidence: verify certificate: %w", err)
+}
+
+// ParseCertificate reads an .elc document strictly: valid I-JSON (no
+// duplicate keys), no unknown fields, this build's format version. It does
+// not verify anything; it returns the body, its canonical bytes and the
+// signature (nil when absent).
+func ParseCertificate(data []byte) (*Certificate, []byte, *CertSignature, error) {
+	if len(data) > MaxCertificateBytes {
+		return nil, nil, nil, fmt.Errorf("%w: %d bytes (max %d)", ErrMalformedCertificate, len(data), MaxCertificateBytes)
+	}
+	// Canonicalize rejects duplicate member names, invalid UTF-8 and
+	// trailing data: a document two parsers could read differently must
+	// never verify.
+	if _, err := ledger.Canonicalize(data); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: not a single valid JSON document: %w", ErrMalformedCertificate, err)
+	}
+	var doc struct {
+		Certificate json.RawMessage `json:"certificate"`
+		Signature   *CertSignature  `json:"signature"`
+	}
+	if err := strictDecode(data, &doc); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: %w", ErrMalformedCertificate, err)
+	}
+	if len(doc.Certificate) == 0 || string(doc.Certificate) == "null" {
+		return nil, nil, nil, fmt.Errorf("%w: no certificate member", ErrMalformedCertificate)
+	}
+	var c Certificate
+	if err := strictDecode(doc.Certificate, &c); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: certificate: %w", ErrMalformedCertificate, err)
+	}
+	if c.Format != CertificateFormatVersion {
+		return nil, nil, nil, fmt.Errorf("%w: format %q (this build reads %q)", ErrMalformedCertificate, c.Format, CertificateFormatVersion)
+	}
+	body, err := ledger.Canonicalize(doc.Certificate)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: certificate: %w", ErrMalformedCertificate, err)
+	}
+	return &c, body, doc.Signature, nil
+}
+
+func strictDecode(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("trailing data")
+	}
+	return nil
+}
+
+// VerifyCertificate verifies an .elc document offline and reports the five
+// pillars. pinned is the issuer public key the caller trusts; nil trusts
+// the key the certificate names, which proves only self-consistency (the
+// result says so). The error is non-nil only when the document cannot be
+// read at all; the result is then invalid too.
+func VerifyCertificate(data []byte, pinned ed25519.PublicKey) (*CertificateResult, error) {
+	c, body, sig, err := ParseCertificate(data)
+	if err != nil {
+		return malformed(err)
+	}
+	return verifyParsed(c, body, sig, pinned), nil
+}
+
+func verifyParsed(c *Certificate, body []byte, sig *CertSignature, pinned ed25519.PublicKey) *CertificateResult {
+	res := &CertificateResult{
+		SessionID: c.Session.ID, Goal: c.Session.Goal, Status: c.Session.Status, Sealed: c.Session.SealedAt != nil,
+		IssuedAt: c.IssuedAt, EventCount: len(c.Events), TreeSize: c.Checkpoint.TreeSize, Findings: len(c.Findings),
+		IssuerPinned: pinned != nil,
+	}
+	if n := len(c.Events); n > 0 {
+		res.TipHash = c.Events[n-1].Hash.String()
+	}
+	issuer, p1 := checkIssuer(c, body, sig, pinned)
+	res.IssuerKeyID = ledger.KeyID(issuer)
+	in, problem, seq := verifyInput(c, issuer)
+	if problem != "" {
+		// The certificate's data cannot even be put into ledger form:
+		// nothing past the issuer signature can be trusted.
+		res.Pillars = []Pillar{p1}
+		for _, n := range PillarNames[1:] {
+			res.Pillars = append(res.Pillars, failP(n, seq, "%s", problem))
+		}
+		return res
+	}
+	r := ledger.VerifyEvents(in)
+
+	p2 := fromCheck(PillarChain, r.Chain)
+	if p2.OK {
+		p2 = fromCheck(PillarChain, r.Seal)
+	}
+	if p2.OK && c.Session.EventCount != len(c.Events) {
+		p2 = failP(PillarChain, -1, "the header counts %d events, the certificate holds %d", c.Session.EventCount, len(c.Events))
+	}
+	if p2.OK && !res.Sealed {
+		p2.Note = fmt.Sprintf("session not sealed: the certificate covers its first %d events", len(c.Events))
+	}
+
+	p3 := fromCheck(PillarSignatures, r.Signatures)
+
+	p4 := fromCheck(PillarInclusion, r.Log)
+	if p4.OK && r.Uncovered > 0 {
+		p4 = failP(PillarInclusion, -1, "%d event(s) are not covered by checkpoint %d", r.Uncovered, c.Checkpoint.TreeSize)
+	}
+	if p4.OK && len(c.InclusionProofs) != len(c.Events) {
+		p4 = failP(PillarInclusion, -1, "%d inclusion proofs for %d events", len(c.InclusionProofs), len(c.Events))
+	}
+	if p4.OK {
+		p4.Note = fmt.Sprintf("%d events in checkpoint %d (root %s)", len(c.Events), c.Checkpoint.TreeSize, c.Checkpoint.RootHash)
+	}
+
+	p5 := fromCheck(PillarBinding, r.Goal)
+	if p5.OK {
+		p5 = checkBinding(c, in.Events)
+	}
+	res.Pillars = []Pillar{p1, p2, p3, p4, p5}
+	res.Valid = p1.OK && p2.OK && p3.OK && p4.OK && p5.OK
+	return res
+}
+
+// checkIssuer verifies pillar 1 and returns the key the rest of the
+// verification trusts: the pinned key when given, else the named one.
+func checkIssuer(c *Certificate, body []byte, sig *CertSignature, pinned ed25519.PublicKey) (ed25519.PublicKey, Pillar) {
+	named := ed25519.PublicKey(c.Issuer.PublicKey)
+	trusted := pinned
+	if trusted == nil {
+		trusted = named
+	}
+	if len(trusted) != ed25519.PublicKeySize {
+		return ed25519.PublicKey(make([]byte, ed25519.PublicKeySize)), failP(PillarIssuer, -1, "the certificate names no valid issuer public key")
+	}
+	switch {
+	case sig == nil:
+		// An unsigned certificate is not evidence of anything.
+		return trusted, failP(PillarIssuer, -1, "not signed: the certificate carries no issuer signature")
+	case len(named) != ed25519.PublicKeySize || !issuerKeyOK(&c.Issuer, named):
+		return trusted, failP(PillarIssuer, -1, "the issuer block is inconsistent (key id, did:key and origin must all derive from the public key)")
+	case pinned != nil && !named.Equal(pinned):
+		return trusted, failP(PillarIssuer, -1, "the certificate names issuer key %s, the pinned issuer key is %s: it was not issued by the key you trust", ledger.KeyID(named), ledger.KeyID(pinned))
+	case sig.Alg != "Ed25519":
+		return trusted, failP(PillarIssuer, -1, "signature algorithm %q (want Ed25519)", sig.Alg)
+	case sig.KeyID != ledger.KeyID(trusted):
+		return trusted, failP(PillarIssuer, -1, "signed by key %s, the issuer key is %s", sig.KeyID, ledger.KeyID(trusted))
+	}
+	d := certDigest(body)
+	if len(sig.Value) != ed25519.SignatureSize || !ed25519.Verify(trusted, d[:], sig.Value) {
+		return trusted, failP(PillarIssuer, -1, "the issuer signature does not verify with key %s: the certificate was changed after it was signed", ledger.KeyID(trusted))
+	}
+	if pinned == nil {
+		return trusted, passP(PillarIssuer, fmt.Sprintf("issuer key %s NOT PINNED: this proves only that the certificate is self-consistent; pass the issuer's public key (--issuer-key) to trust it", ledger.KeyID(trusted)))
+	}
+	return trusted, passP(PillarIssuer, fmt.Sprintf("signed by the pinned issuer key %s", ledger.KeyID(trusted)))
+}
+
+// verifyInput converts the certificate into the ledger's verification
+// input. A problem means the data is not even well-formed (seq: where).
+func verifyInput(c *Certificate, issuer ed25519.PublicKey) (in *ledger.VerifyInput, problem string, seq int64) {
+	id, err := uuid.Parse(c.Session.ID)
+	if err != nil || len(c.Session.ID) != 36 {
+		return nil, fmt.Sprintf("session id %q is not a UUID", c.Session.ID), -1
+	}
+	if id == ledger.InstanceSessionID {
+		return nil, "the instance chain is not certified", -1
+	}
+	if len(c.Session.SessionPublicKey) != ed25519.PublicKeySize {
+		return nil, "the session public key is not 32 bytes", -1
+	}
+	s := &ledger.Session{
+		ID: id, Goal: c.Session.Goal, GoalHash: c.Session.GoalHash, Status: ledger.Status(c.Session.Status),
+		PublicKey: ed25519.PublicKey(c.Session.SessionPublicKey), DID: c.Session.SessionDID,
+	}
+	if c.Session.PolicyHash != nil {
+		s.PolicyHash = *c.Session.PolicyHash
+	}
+	if c.Session.SealedAt != nil {
+		t, err := time.Parse(ledger.TimeFormat, *c.Session.SealedAt)
+		if err != nil || t.IsZero() {
+			return nil, fmt.Sprintf("sealed_at %q is not a timestamp", *c.Session.SealedAt), -1
+		}
+		s.SealedAt = t
+	}
+	in = &ledger.VerifyInput{
+		SessionID: id, Session: s, IssuerKey: issuer, Origin: ledger.OriginPrefix + ledger.KeyID(issuer),
+		MissingLeaf: -1, Paths: make(map[int64][]ledger.Hash, len(c.InclusionProofs)),
+	}
+	in.Events = make([]ledger.Event, len(c.Events))
+	for i := range c.Events {
+		e := &c.Events[i]
+		in.Events[i] = ledger.Event{
+			LogIndex: e.LogIndex, SessionID: id, Seq: e.Seq, Type: e.Type, Payload: []byte(e.Payload),
+			CreatedMicros: e.CreatedAtMicros, PrevHash: e.PrevHash, Hash: e.Hash, Signature: e.Signature,
+			KeyID: e.KeyID, Signer: e.Signer,
+		}
+	}
+	in.Keys = make([]ledger.KeyRecord, len(c.Keys))
+	for i, k := range c.Keys {
+		in.Keys[i] = ledger.KeyRecord{SessionID: id, ValidFromSeq: k.ValidFromSeq, KeyID: k.KeyID, PublicKey: ed25519.PublicKey(k.PublicKey)}
+	}
+	for _, p := range c.InclusionProofs {
+		if _, dup := in.Paths[p.LogIndex]; dup {
+			return nil, fmt.Sprintf("two inclusion proofs for log index %d", p.LogIndex), -1
+		}
+		in.Paths[p.LogIndex] = p.Path
+	}
+	cp, problem := ledgerCheckpoint(&c.Checkpoint)
+	if problem != "" {
+		return nil, "checkpoint: " + problem, -1
+	}
+	in.Checkpoint = cp
+	if c.SealCheckpoint != nil {
+		if in.SealCheckpoint, problem = ledgerCheckpoint(c.SealCheckpoint); problem != "" {
+			return nil, "seal checkpoint: " + problem, -1
+		}
+	}
+	return in, "", -1
+}
+
+func ledgerCheckpoint(c *CertCheckpoint) (*ledger.Checkpoint, string) {
+	if c.TreeSize <= 0 {
+		return nil, fmt.Sprintf("tree size %d", c.TreeSize)
+	}
+	return &ledger.Checkpoint{
+		TreeSize: c.TreeSize, Root: c.RootHash, KeyID: c.KeyID, PublicKey: ed25519.PublicKey(c.PublicKey),
+		Signature: c.Signature, Note: []byte(c.Note),
+	}, ""
+}
+
+// checkBinding is pillar 5 after goal anchoring: the policy hash is the
+// one the chain started with, every high or critical finding cites
+// observations of this session whose text contains its quotes, and the
+// findings are exactly those the chain's complete action recorded.
+func checkBinding(c *Certificate, evs []ledger.Event) Pillar {
+	if !samePtr(c.PolicyHash, c.Session.PolicyHash) {
+		return failP(PillarBinding, 0, "the certificate's policy_hash %s differs from the session's %s", strOr(c.PolicyHash, "null"), strOr(c.Session.PolicyHash, "null"))
+	}
+	if p := checkFindingsEvidence(c.Findings, evs); !p.OK {
+		return p
+	}
+	chain, problem := extractFindings(evs)
+	if problem != "" {
+		return failP(PillarBinding, -1, "%s", problem)
+	}
+	if len(chain) != len(c.Findings) || (len(chain) > 0 && !reflect.DeepEqual(chain, c.Findings)) {
+		return failP(PillarBinding, -1, "the certificate lists %d finding(s) that differ from the %d recorded by the chain's complete action", len(c.Findings), len(chain))
+	}
+	policy := "no policy"
+	if c.PolicyHash != nil {
+		policy = "policy " + *c.PolicyHash
+	}
+	return passP(PillarBinding, fmt.Sprintf("goal anchored, %s, %d finding(s) with verified evidence", policy, len(c.Findings)))
+}
+
+// checkFindingsEvidence applies the finding rules of checks.md §1 to
+// findings against the events: high and critical findings need evidence,
+// every cited sequence is an observation recorded before the finding, and
+// every non-empty quote is a substring of its observation's content.
+func checkFindingsEvidence(fs []Finding, evs []ledger.Event) Pillar {
+	content := map[int64]string{}
+	for i := range evs {
+		if evs[i].Type != ledger.TypeObservation {
+			continue
+		}
+		var p observationPayload
+		if json.Unmarshal(evs[i].Payload, &p) == nil {
+			content[int64(evs[i].Seq)] = p.Content
+		}
+	}
+	for i, f := range fs {
+		at := int64(f.ActionSeq)
+		what := fmt.Sprintf("finding %d (%s, %q)", i+1, f.Severity, f.Title)
+		if severityRank(f.Severity) == 0 {
+			return failP(PillarBinding, at, "%s: unknown severity", what)
+		}
+		if NeedsEvidence(f.Severity) && len(f.EvidenceSequence) == 0 {
+			return failP(PillarBinding, at, "%s cites no observation: high and critical findings need evidence_sequence", what)
+		}
+		if len(f.EvidenceQuotes) > len(f.EvidenceSequence) {
+			return failP(PillarBinding, at, "%s has more quotes than cited sequences", what)
+		}
+		for j, seq := range f.EvidenceSequence {
+			text, ok := content[seq]
+			if !ok {
+				return failP(PillarBinding, at, "%s cites sequence %d, which is not an observation of this session", what, seq)
+			}
+			if seq >= at {
+				return failP(PillarBinding, at, "%s cites sequence %d, recorded after the finding", what, seq)
+			}
+			if j < len(f.EvidenceQuotes) && f.EvidenceQuotes[j] != "" && !strings.Contains(text, f.EvidenceQuotes[j]) {
+				return failP(PillarBinding, at, "%s quotes %q, which is not in observation %d", what, f.EvidenceQuotes[j], seq)
+			}
+		}
+	}
+	return passP(PillarBinding, "")
+}
+
+func samePtr(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func strOr(p *string, def string) string {
+	if p == nil {
+		return def
+	}
+	return *p
+}
