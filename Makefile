@@ -18,8 +18,8 @@ build:
 demo: build
 	./scripts/demo.sh
 
-## test: formatting, vet (linux, darwin, windows), staticcheck, race-enabled tests
-test: fmt-check vet lint unit
+## test: formatting, vet (linux, darwin, windows), staticcheck, cross-builds, race-enabled tests
+test: fmt-check vet lint cross unit
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
