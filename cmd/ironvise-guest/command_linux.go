@@ -202,7 +202,7 @@ func killAll(pid int, pid1 bool) {
 // commandEnv is the command's environment: what the host sent, else a
 // minimal default; PATH, HOME and TMPDIR are always the guest's.
 func commandEnv(cfg config, hostEnv []string) []string {
-	env := []string{"PATH=" + commandPath, "HOME=" + cfg.workdir, "TMPDIR=" + cfg.workdir, "PWD=" + cfg.workdir, "SHELL=/bin/sh"}
+	env := []string{"PATH=" + commandPath, "HOME=" + cfg.scratch, "TMPDIR=" + cfg.scratch, "PWD=" + cfg.workdir, "SHELL=/bin/sh"}
 	hasLang := false
 	for _, kv := range hostEnv {
 		name, _, ok := cutEnv(kv)

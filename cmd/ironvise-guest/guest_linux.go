@@ -16,7 +16,11 @@ import (
 const (
 	defaultIntent  = "/dev/vdb"
 	defaultConsole = "/dev/ttyS0"
-	defaultWorkdir = "/tmp"
+	// defaultWorkdir is the command's working directory: an empty,
+	// read-only directory of the rootfs (there is no workspace in the VM),
+	// "/" when the rootfs has none. defaultScratch is HOME and TMPDIR.
+	defaultWorkdir = "/workspace"
+	defaultScratch = "/tmp"
 	// defaultTimeout applies when the intent carries none.
 	defaultTimeout = 30 * time.Second
 	// nobody is the uid and gid the command runs as when the guest is root.
@@ -28,8 +32,8 @@ const (
 
 // config is one guest run.
 type config struct {
-	intent, console, workdir string
-	pid1                     bool
+	intent, console, workdir, scratch string
+	pid1                              bool
 }
 
 // run is main without the exit.
@@ -37,11 +41,13 @@ func run(args []string) int {
 	if len(args) >= 2 && args[1] == launcherArg {
 		return launcherMain(args[2:])
 	}
-	cfg := config{intent: defaultIntent, console: defaultConsole, workdir: defaultWorkdir, pid1: os.Getpid() == 1}
+	defaults := config{intent: defaultIntent, console: defaultConsole, workdir: defaultWorkdir, scratch: defaultScratch, pid1: os.Getpid() == 1}
+	cfg := defaults
 	fs := flag.NewFlagSet("ironvise-guest", flag.ContinueOnError)
 	fs.StringVar(&cfg.intent, "intent", defaultIntent, "the intent image (the VM's /dev/vdb)")
 	fs.StringVar(&cfg.console, "console", defaultConsole, "where the framed result goes (the VM's /dev/ttyS0)")
 	fs.StringVar(&cfg.workdir, "workdir", defaultWorkdir, "the command's working directory")
+	fs.StringVar(&cfg.scratch, "scratch", defaultScratch, "the command's HOME and TMPDIR")
 	if cfg.pid1 {
 		fs.SetOutput(io.Discard)
 	}
@@ -51,7 +57,7 @@ func run(args []string) int {
 		}
 		// As init, the arguments come from the kernel command line: a
 		// parameter the kernel did not know is not a reason to stop.
-		cfg = config{intent: defaultIntent, console: defaultConsole, workdir: defaultWorkdir, pid1: true}
+		cfg = defaults
 	}
 	// As PID 1, a panic would become a kernel panic and a VM without a
 	// result: the host aborts anyway, but a frame says why.
@@ -68,6 +74,9 @@ func run(args []string) int {
 			powerOff()
 			return 1
 		}
+	}
+	if _, err := os.Stat(cfg.workdir); err != nil {
+		cfg.workdir = "/"
 	}
 	console, err := openConsole(cfg)
 	if err != nil {

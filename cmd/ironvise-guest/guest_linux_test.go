@@ -75,7 +75,7 @@ func runGuest(t *testing.T, img []byte) []byte {
 	if err := os.WriteFile(console, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(guestBin, "-intent", intent, "-console", console, "-workdir", dir)
+	cmd := exec.Command(guestBin, "-intent", intent, "-console", console, "-workdir", dir, "-scratch", dir)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("guest: %v %s", err, out)
@@ -309,7 +309,7 @@ func TestGuestAsPID1(t *testing.T) {
 	defer os.RemoveAll(dir)
 	intent, console := filepath.Join(dir, "vdb.img"), filepath.Join(dir, "ttyS0")
 	marker := fmt.Sprintf("%d.%d", 500+os.Getpid()%100, time.Now().UnixNano()%1000000)
-	cmd := `echo "uid=$(id -u)"; pwd; touch /tmp/w && echo tmp-writable; ` +
+	cmd := `echo "uid=$(id -u)"; pwd; echo "home=$HOME"; touch /tmp/w && echo tmp-writable; ` +
 		`setsid sleep ` + marker + ` & (sleep 0.1; exit 0) & p=$!; wait $p; echo done`
 	if err := os.WriteFile(intent, image(t, cmd, guestproto.Run{TimeoutSecs: 10}), 0o600); err != nil {
 		t.Fatal(err)
@@ -330,7 +330,12 @@ func TestGuestAsPID1(t *testing.T) {
 		t.Fatalf("result %+v", r)
 	}
 	got := string(r.Stdout)
-	if got != "uid=65534\n/tmp\ntmp-writable\ndone\n" {
+	// The command starts in /workspace, or in "/" where there is none.
+	wd := "/workspace"
+	if _, err := os.Stat(wd); err != nil {
+		wd = "/"
+	}
+	if got != "uid=65534\n"+wd+"\nhome=/tmp\ntmp-writable\ndone\n" {
 		t.Fatalf("stdout %q", got)
 	}
 	// The setsid'd sleep holds the output pipe open and is outside the

@@ -18,14 +18,15 @@
 // Started as an ordinary process — by tests, or by a stand-in VMM — it does
 // no mounting and no reboot, and takes flags:
 //
-//	ironvise-guest -intent intent.img -console out.txt [-workdir DIR]
+//	ironvise-guest -intent intent.img -console out.txt [-workdir DIR] [-scratch DIR]
 //
 // # Limitations
 //
 // It is static Go without cgo and imports no database driver and no HTTP
 // server (ARCHITECTURE.md), so the root filesystem needs nothing but it and
 // a /bin/sh. The command runs as uid 65534 with no_new_privs when the guest
-// runs as root; there is no workspace inside the VM.
+// runs as root. There is no workspace inside the VM: the command starts in
+// the rootfs's empty, read-only /workspace, with HOME and TMPDIR on /tmp.
 package main
 
 import (
