@@ -170,6 +170,7 @@ recorded in a signed, hash-chained ledger that an auditor can verify offline.`,
 		a.sessionsCommand(),
 		a.verifySessionCommand(),
 		a.guardWorkerCommand(),
+		a.serveCommand(),
 	)
 	return root
 }

@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/server"
+)
+
+func (a *app) serveCommand() *cobra.Command {
+	var (
+		verifyFull bool
+		workspace  string
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the HTTP API, the live event stream, Prometheus metrics and the dashboard",
+		Long: `Starts the IronVise server (docs/api.md): the REST API that the EctoLedger SDK
+clients (0.6.3) speak, plus the intents endpoint for external agents, the live
+event stream (SSE), Prometheus metrics at /metrics and the dashboard at /.
+
+Before it listens, serve opens and migrates the ledger, bootstraps the tokens,
+verifies the ledger's tail (the whole ledger with --verify-full) and runs the
+sandbox self-test; it refuses to start if any of these fails (the sandbox
+self-test only warns with ECTO_SANDBOX_PERMISSIVE=true). Without OBSERVER_TOKEN
+it prints a one-run admin token once.
+
+Sessions created through the API work in the workspace (--workspace, default
+the current directory) under the data dir's tripwire.json and the policy each
+session names. SIGINT or SIGTERM stops it gracefully: running sessions are
+stopped and their end recorded, and a final checkpoint is written.`,
+		Example: `  OBSERVER_TOKEN=$(openssl rand -hex 32) ironvise serve --workspace ./service
+  ECTO_BIND_HOST=0.0.0.0 ECTO_BIND_PORT=8080 ironvise serve --verify-full
+  LLM_BACKEND=mock GUARD_REQUIRED=false ironvise serve   # offline, for trying the API`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error { return a.runServe(workspace, verifyFull) },
+	}
+	cmd.Flags().BoolVar(&verifyFull, "verify-full", false, "verify the whole ledger (every chain, the whole Merkle log) before listening")
+	cmd.Flags().StringVar(&workspace, "workspace", "", "workspace directory of API sessions (default: the current directory)")
+	return cmd
+}
+
+func (a *app) runServe(workspace string, verifyFull bool) error {
+	cfg, err := a.config()
+	if err != nil {
+		return err
+	}
+	ws, err := resolveWorkspace(workspace)
+	if err != nil {
+		return err
+	}
+	tier, err := a.sandboxTier("")
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(a.ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := server.New(ctx, server.Options{
+		Config: cfg, Lookup: a.lookup, Workspace: ws, Tier: tier, VerifyFull: verifyFull, Version: version,
+		Stdout: a.stdout, Stderr: a.stderr, Logger: a.logger(), SandboxEnv: a.sandboxEnv(),
+	})
+	if err != nil {
+		if errors.Is(err, ledger.ErrTampered) {
+			return exitCode(ExitDenied, err)
+		}
+		return exitCode(ExitUsage, err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		srv.Shutdown(context.WithoutCancel(ctx))
+		return exitCode(ExitUsage, err)
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return exitCode(ExitUsage, err)
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/ledger/ledgerdb"
+)
+
+// adminChangeEvent is the admin_change payload (api.md §6.3): never a token,
+// a webhook bearer token or a database password.
+type adminChangeEvent struct {
+	Target string  `json:"target"`
+	Action string  `json:"action"`
+	Name   *string `json:"name"`
+	Actor  string  `json:"actor"`
+}
+
+// adminChange records an administrative write on the instance chain.
+func (s *Server) adminChange(rc *reqCtx, target, action string, name *string) error {
+	_, err := s.ledger().Append(context.WithoutCancel(rc.r.Context()), ledger.InstanceSessionID, ledger.TypeAdminChange,
+		adminChangeEvent{Target: target, Action: action, Name: name, Actor: rc.who.actor()})
+	if err != nil {
+		return fmt.Errorf("record admin_change: %w", err)
+	}
+	return nil
+}
+
+// handleResetDemo is route 44: the embedded ledger is replaced, never
+// edited (api.md §5.10). Tokens, webhooks, policies and config carry over.
+func (s *Server) handleResetDemo(rc *reqCtx) {
+	if !s.cfg.Server.DemoMode {
+		rc.fail(errf(http.StatusForbidden, "reset-demo is only available with ECTO_DEMO_MODE=true"))
+		return
+	}
+	if s.target.Kind == ledgerdb.KindPostgres {
+		rc.fail(errf(http.StatusConflict, "reset needs an embedded ledger"))
+		return
+	}
+	if err := s.resetDemo(rc); err != nil {
+		rc.fail(err)
+		return
+	}
+	rc.writeRawJSON(http.StatusOK, []byte(`{"ok":true,"message":"demo ledger reset"}`))
+}
+
+func (s *Server) resetDemo(rc *reqCtx) error {
+	ctx := context.WithoutCancel(rc.r.Context())
+	// Tokens and webhooks are carried over into the new ledger.
+	old := s.ledger()
+	tokens, err := old.Tokens(ctx)
+	if err != nil {
+		return err
+	}
+	hooks, err := old.Webhooks(ctx)
+	if err != nil {
+		return err
+	}
+	// Stop the sessions, end the open streams.
+	s.runners.stopAll(ctx)
+	s.resetMu.Lock()
+	close(s.streamsReset)
+	s.streamsReset = make(chan struct{})
+	s.resetMu.Unlock()
+
+	s.lmu.Lock()
+	defer s.lmu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := old.Close(cctx); err != nil {
+		s.log.Warn("reset-demo: closing the old ledger", "err", err)
+	}
+	if s.target.Kind == ledgerdb.KindSQLite {
+		dst := s.target.Path + ".reset-" + strconv.FormatInt(time.Now().Unix(), 10)
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			if err := os.Rename(s.target.Path+suffix, dst+suffix); err != nil && !os.IsNotExist(err) {
+				return fmt.Errorf("reset-demo: move the old ledger aside: %w", err)
+			}
+		}
+	}
+	b, _, err := ledgerdb.OpenBackend(ctx, s.cfg.Ledger.DatabaseURL, s.cfg.DataDir, s.cfg.Ledger.PoolSize)
+	if err != nil {
+		return fmt.Errorf("reset-demo: open a new ledger: %w", err)
+	}
+	l, err := ledger.New(ctx, &observedBackend{Backend: b, committed: s.committed}, s.ledgerOptions())
+	if err != nil {
+		b.Close()
+		return fmt.Errorf("reset-demo: open a new ledger: %w", err)
+	}
+	s.l = l
+	for _, t := range tokens {
+		if err := l.PutToken(ctx, t); err != nil {
+			return fmt.Errorf("reset-demo: carry over tokens: %w", err)
+		}
+	}
+	for _, w := range hooks {
+		if _, err := l.CreateWebhook(ctx, w); err != nil {
+			return fmt.Errorf("reset-demo: carry over webhooks: %w", err)
+		}
+	}
+	size, err := l.LogSize(ctx)
+	if err != nil {
+		return err
+	}
+	s.feed.reset(size)
+	s.sec.reset()
+	_, err = l.Append(ctx, ledger.InstanceSessionID, ledger.TypeAdminChange,
+		adminChangeEvent{Target: "demo_reset", Action: "update", Actor: rc.who.actor()})
+	return err
+}

@@ -1,0 +1,31 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/ironvise/ironvise/web"
+)
+
+// dashboardCSP is the page's Content-Security-Policy (api.md §9): nothing
+// but this origin, no forms posting anywhere, no <base> rewriting.
+const dashboardCSP = "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'none'"
+
+// dashboardPage is the self-contained page: the three files of web/ in one
+// document. It embeds no token and no data.
+var dashboardPage = []byte(strings.Replace(strings.Replace(web.Index, "/*STYLE*/", web.Style, 1), "/*SCRIPT*/", web.Script, 1))
+
+// handleDashboard is route 1.
+func (s *Server) handleDashboard(rc *reqCtx) {
+	h := rc.w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", dashboardCSP)
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(len(dashboardPage)))
+	rc.w.WriteHeader(http.StatusOK)
+	rc.status = http.StatusOK
+	if rc.r.Method != http.MethodHead {
+		rc.w.Write(dashboardPage)
+	}
+}

@@ -1,0 +1,160 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/ironvise/ironvise/internal/ledger"
+)
+
+// queryFirst returns the first value of a query parameter (api.md §3.2:
+// for repeated parameters the first counts).
+func queryFirst(r *http.Request, name string) (string, bool) {
+	v, ok := r.URL.Query()[name]
+	if !ok || len(v) == 0 {
+		return "", false
+	}
+	return v[0], true
+}
+
+// parseUUID accepts only the 36-character hyphenated form, either case.
+func parseUUID(s string) (uuid.UUID, error) {
+	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
+		return uuid.Nil, fmt.Errorf("%q is not a UUID (expected the 36-character form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", s)
+	}
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("%q is not a UUID", s)
+	}
+	return id, nil
+}
+
+// sessionParam parses the {id} path parameter (400 when it is not a UUID).
+func (rc *reqCtx) sessionParam() (uuid.UUID, error) {
+	id, err := parseUUID(rc.params["id"])
+	if err != nil {
+		return uuid.Nil, errf(http.StatusBadRequest, "session id: %v", err)
+	}
+	return id, nil
+}
+
+// sessionByID returns a listed session, or 404. The instance session (the
+// nil UUID) is not a session of the API.
+func (s *Server) sessionByID(rc *reqCtx, id uuid.UUID) (*ledger.Session, error) {
+	if id == uuid.Nil {
+		return nil, errf(http.StatusNotFound, "session %s not found", id)
+	}
+	sess, err := s.ledger().Session(rc.r.Context(), id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return nil, errf(http.StatusNotFound, "session %s not found", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return sess, nil
+}
+
+// object is a JSON object body whose fields are read with their types
+// checked: a wrong type or a missing required field is a 422 (api.md §3.5).
+type object map[string]json.RawMessage
+
+// bodyObject decodes the body (already checked to be valid JSON) as an
+// object; any other top-level value is a 422.
+func (rc *reqCtx) bodyObject() (object, error) {
+	var o object
+	dec := json.NewDecoder(bytes.NewReader(rc.body))
+	if err := dec.Decode(&o); err != nil || o == nil {
+		return nil, errf(http.StatusUnprocessableEntity, "the body must be a JSON object")
+	}
+	return o, nil
+}
+
+func (o object) present(key string) bool {
+	v, ok := o[key]
+	return ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null"))
+}
+
+// str reads a string field; null counts as absent.
+func (o object) str(key string, required bool) (string, bool, error) {
+	if !o.present(key) {
+		if required {
+			return "", false, errf(http.StatusUnprocessableEntity, "missing required field %q", key)
+		}
+		return "", false, nil
+	}
+	var s string
+	if err := json.Unmarshal(o[key], &s); err != nil {
+		return "", false, errf(http.StatusUnprocessableEntity, "field %q must be a string", key)
+	}
+	return s, true, nil
+}
+
+// boolean reads a boolean field.
+func (o object) boolean(key string, required bool) (bool, bool, error) {
+	if !o.present(key) {
+		if required {
+			return false, false, errf(http.StatusUnprocessableEntity, "missing required field %q", key)
+		}
+		return false, false, nil
+	}
+	var b bool
+	if err := json.Unmarshal(o[key], &b); err != nil {
+		return false, false, errf(http.StatusUnprocessableEntity, "field %q must be a boolean", key)
+	}
+	return b, true, nil
+}
+
+// integer reads an integer field.
+func (o object) integer(key string) (int64, bool, error) {
+	if !o.present(key) {
+		return 0, false, nil
+	}
+	var n json.Number
+	dec := json.NewDecoder(bytes.NewReader(o[key]))
+	dec.UseNumber()
+	if err := dec.Decode(&n); err != nil {
+		return 0, false, errf(http.StatusUnprocessableEntity, "field %q must be an integer", key)
+	}
+	i, err := n.Int64()
+	if err != nil {
+		return 0, false, errf(http.StatusUnprocessableEntity, "field %q must be an integer", key)
+	}
+	return i, true, nil
+}
+
+// strings reads an array of strings.
+func (o object) strings(key string) ([]string, bool, error) {
+	if !o.present(key) {
+		return nil, false, nil
+	}
+	var ss []string
+	if err := json.Unmarshal(o[key], &ss); err != nil {
+		return nil, false, errf(http.StatusUnprocessableEntity, "field %q must be an array of strings", key)
+	}
+	if ss == nil {
+		ss = []string{}
+	}
+	return ss, true, nil
+}
+
+// isUnavailable reports a database that cannot be reached (503 rather than
+// 500).
+func isUnavailable(err error) bool {
+	if errors.Is(err, ledger.ErrClosed) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	s := err.Error()
+	return strings.Contains(s, "connection refused") || strings.Contains(s, "database is locked") || strings.Contains(s, "failed to connect")
+}

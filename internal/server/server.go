@@ -1,0 +1,436 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/guard"
+	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/ledger/ledgerdb"
+	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/scan"
+)
+
+// Options configure a Server. Config, Workspace and Tier are required.
+type Options struct {
+	// Config is the validated environment (internal/config); settings.json
+	// in its data dir is applied on top (api.md §5.9).
+	Config *config.Config
+	// Lookup reads the environment for the guard workers' environment.
+	Lookup config.Lookup
+	// Workspace is the absolute, symlink-resolved directory API sessions
+	// work in.
+	Workspace string
+	// Tier is the selected sandbox tier; its self-test runs before the
+	// listener opens.
+	Tier sandbox.Tier
+	// VerifyFull verifies the whole ledger at startup (serve --verify-full)
+	// instead of its tail.
+	VerifyFull bool
+	// Version is reported by /api/status.
+	Version string
+	// Stdout receives the one-run token lines; Stderr the listening line.
+	Stdout, Stderr io.Writer
+	// Logger receives operational messages (nil: warnings and errors to
+	// Stderr). Nothing is logged per request above debug level.
+	Logger *slog.Logger
+	// GuardExecutable is the binary started as `guard-worker` for each
+	// session ("" means this executable). Tests point it elsewhere.
+	GuardExecutable string
+	// SandboxEnv is the candidate environment of sandboxed commands.
+	SandboxEnv []string
+	// FeedPoll is how often the event feed looks for events committed by
+	// other instances (default 200 ms; local commits wake it at once).
+	FeedPoll time.Duration
+	// ApprovalPoll is how often a waiting approval gate reads the table
+	// (default 100 ms; local decisions wake it at once).
+	ApprovalPoll time.Duration
+	// Evidence builds reports, certificates and credentials (routes 12–14,
+	// 20, 21 and the VC of completed sessions); nil answers 503 there.
+	Evidence Evidence
+	// Webhooks delivers committed events to SIEM endpoints; nil disables
+	// API-registered webhook delivery.
+	Webhooks Webhooks
+}
+
+// Server is one `ironvise serve` instance. Create it with New, then Start;
+// the caller must call Shutdown.
+type Server struct {
+	opts  Options
+	cfg   *config.Config
+	log   *slog.Logger
+	start time.Time
+
+	router  router
+	limits  rateLimits
+	tokens  tokenCache
+	metrics *metrics
+
+	corsAny     bool
+	corsOrigins map[string]struct{}
+
+	// lmu guards l, which reset-demo replaces.
+	lmu         sync.RWMutex
+	l           *ledger.Ledger
+	target      ledgerdb.Target
+	backendKind string
+
+	scanner  *scan.Scanner
+	settings *settingsStore
+	sandbox  *sandboxState
+
+	genToken string // the one-run admin token ("" when OBSERVER_TOKEN is set)
+
+	feed    *feed
+	sec     *secWindow
+	runners *runners
+	wake    *broadcast // decisions stored by this process
+
+	// bg is the context of everything the server runs in the background
+	// (sessions, the feed); stop cancels it at shutdown.
+	bg   context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+	// inflight counts handlers that keep working after their client left
+	// (intents), so Shutdown waits for them before closing the ledger.
+	inflight sync.WaitGroup
+
+	// streamsDone ends every open stream (shutdown); resetMu guards
+	// streamsReset, which a demo reset closes and replaces.
+	streamsDone  chan struct{}
+	resetMu      sync.Mutex
+	streamsReset chan struct{}
+
+	verifyFailures atomic.Int64
+	streams        atomic.Int64 // open event streams
+
+	httpSrv *http.Server
+	ln      net.Listener
+	closed  atomic.Bool
+}
+
+// New prepares a server: steps 1–5 of api.md §2's startup order. Nothing
+// listens yet; on error everything opened so far is closed again.
+func New(ctx context.Context, o Options) (srv *Server, err error) {
+	if o.Config == nil || o.Tier == nil || o.Workspace == "" {
+		return nil, errors.New("server: Config, Tier and Workspace are required")
+	}
+	if o.Stdout == nil {
+		o.Stdout = io.Discard
+	}
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
+	}
+	if o.Lookup == nil {
+		o.Lookup = config.MapLookup(nil)
+	}
+	if o.FeedPoll <= 0 {
+		o.FeedPoll = 200 * time.Millisecond
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(o.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	s := &Server{opts: o, log: log, start: time.Now(), streamsDone: make(chan struct{}), streamsReset: make(chan struct{}), wake: newBroadcast()}
+	s.bg, s.stop = context.WithCancel(context.WithoutCancel(ctx))
+	defer func() {
+		if err != nil {
+			s.stop()
+			if l := s.l; l != nil {
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+				l.Close(cctx)
+				cancel()
+			}
+		}
+	}()
+
+	// (1) Configuration: settings.json over the environment, then the
+	// files the sessions will read, so a broken file stops serve now.
+	cfg := *o.Config
+	s.settings, err = openSettings(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	s.cfg = s.settings.apply(&cfg)
+	if err := s.checkStartupFiles(); err != nil {
+		return nil, err
+	}
+	if _, err := s.guardPlan(); err != nil {
+		return nil, err
+	}
+	sens, err := scan.ParseSensitivity(s.cfg.Scanner.Sensitivity)
+	if err != nil {
+		return nil, err
+	}
+	if s.scanner, err = scan.New(sens); err != nil {
+		return nil, err
+	}
+	sc := s.cfg.Server
+	s.limits = rateLimits{
+		global:  newBuckets(sc.APIRate, sc.APIBurst),
+		session: newBuckets(sc.SessionRate, sc.SessionBurst),
+		sse:     newBuckets(sc.SSERate, sc.SSEBurst),
+	}
+	s.tokens.m = map[string]cachedToken{}
+	s.corsAny = sc.CORSOrigins == nil
+	s.corsOrigins = map[string]struct{}{}
+	for _, o := range sc.CORSOrigins {
+		s.corsOrigins[o] = struct{}{}
+	}
+	s.metrics = newMetrics(s)
+	s.routes()
+	s.runners = newRunners()
+	s.sec = newSecWindow()
+
+	// (1, 3) The database with its migrations; the ledger creates the
+	// issuer key, and on an empty ledger the instance genesis and the
+	// first checkpoint.
+	if err := s.openLedger(ctx); err != nil {
+		return nil, err
+	}
+	// (2) Tokens.
+	if s.genToken, err = s.bootstrapTokens(ctx); err != nil {
+		return nil, err
+	}
+	// (4) Crash recovery, then the ledger's verification: refuse to start
+	// on tampering.
+	if _, err := s.ledger().Recover(ctx); err != nil {
+		return nil, fmt.Errorf("server: ledger recovery: %w", err)
+	}
+	var rep ledger.StartupReport
+	if o.VerifyFull {
+		rep, err = s.ledger().VerifyFull(ctx)
+	} else {
+		rep, err = s.ledger().VerifyStartup(ctx)
+	}
+	if err == nil {
+		err = rep.Err()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("server: ledger verification failed, refusing to serve it (run 'ironvise verify-session' on the sessions named, or restore the database): %w", err)
+	}
+	// (5) The sandbox self-test.
+	s.sandbox = newSandboxState(s)
+	if err := s.sandbox.selfTest(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// openLedger opens the configured database behind the observing wrapper.
+func (s *Server) openLedger(ctx context.Context) error {
+	b, t, err := ledgerdb.OpenBackend(ctx, s.cfg.Ledger.DatabaseURL, s.cfg.DataDir, s.cfg.Ledger.PoolSize)
+	if err != nil {
+		return fmt.Errorf("server: open the ledger: %w", err)
+	}
+	s.target, s.backendKind = t, b.Kind()
+	wrapped := &observedBackend{Backend: b, committed: s.committed}
+	l, err := ledger.New(ctx, wrapped, s.ledgerOptions())
+	if err != nil {
+		b.Close()
+		return fmt.Errorf("server: open the ledger: %w", err)
+	}
+	s.lmu.Lock()
+	s.l = l
+	s.lmu.Unlock()
+	return nil
+}
+
+func (s *Server) ledgerOptions() ledger.Options {
+	lc := s.cfg.Ledger
+	return ledger.Options{
+		DataDir: s.cfg.DataDir, Passphrase: ledger.Secret(lc.KeyPassphrase.Reveal()),
+		CheckpointEvents: lc.CheckpointEvents, CheckpointInterval: time.Duration(lc.CheckpointSecs) * time.Second,
+		Logger: s.log,
+	}
+}
+
+// ledger returns the current ledger.
+func (s *Server) ledger() *ledger.Ledger {
+	s.lmu.RLock()
+	defer s.lmu.RUnlock()
+	return s.l
+}
+
+// committed is called after every write transaction of this process that
+// added events.
+func (s *Server) committed(evs []ledger.Event, d time.Duration) {
+	s.metrics.committed(s.backendKind, evs, d)
+	if f := s.feed; f != nil {
+		f.poke()
+	}
+	if s.opts.Webhooks != nil {
+		s.opts.Webhooks.Committed(evs)
+	}
+}
+
+// Start opens the listener (step 6), prints the one-run token and the
+// address, and serves in the background.
+func (s *Server) Start(ctx context.Context) error {
+	sc := s.cfg.Server
+	addr := net.JoinHostPort(sc.BindHost, strconv.Itoa(sc.BindPort))
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	if err != nil {
+		return fmt.Errorf("server: listen on %s: %w (set ECTO_BIND_HOST/ECTO_BIND_PORT, or stop what uses the port)", addr, err)
+	}
+	s.ln = ln
+	if !isLoopbackHost(sc.BindHost) {
+		s.log.Warn("listening on a non-loopback address: tokens travel in clear text unless TLS is terminated in front of IronVise", "host", sc.BindHost)
+	}
+	if s.cfg.Sandbox.Permissive {
+		s.log.Warn("ECTO_SANDBOX_PERMISSIVE=true: commands of API sessions run WITHOUT OS confinement (each run is recorded as permissive); development only")
+	}
+	s.httpSrv = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return s.bg },
+	}
+	s.feed = newFeed(s)
+	s.wg.Add(3)
+	go func() { defer s.wg.Done(); s.feed.run() }()
+	go func() { defer s.wg.Done(); s.housekeeping() }()
+	go func() { defer s.wg.Done(); s.sec.backfill(s.bg, s, s.feed.startIndex()) }()
+	s.sandbox.startDoctor()
+	host := displayHost(sc.BindHost)
+	port := ln.Addr().(*net.TCPAddr).Port
+	base := "http://" + net.JoinHostPort(host, strconv.Itoa(port))
+	if s.genToken != "" {
+		// Printed once, to stdout only; never logged (api.md §2.1).
+		fmt.Fprintf(s.opts.Stdout, "OBSERVER_TOKEN is not set; generated a one-run admin token: %s\nDashboard: %s/?token=%s\n", s.genToken, base, s.genToken)
+	}
+	fmt.Fprintf(s.opts.Stderr, "listening on %s\n", base)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("server: serve failed", "err", err)
+		}
+	}()
+	return nil
+}
+
+// Addr returns the listener's address ("" before Start).
+func (s *Server) Addr() string {
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+// URL returns the base URL clients use ("" before Start).
+func (s *Server) URL() string {
+	if s.ln == nil {
+		return ""
+	}
+	return "http://" + s.ln.Addr().String()
+}
+
+// ShutdownGrace bounds how long in-flight requests may finish at shutdown.
+const ShutdownGrace = 10 * time.Second
+
+// Shutdown stops the server gracefully (api.md §2): no new connections, open
+// streams end, in-flight requests get ShutdownGrace to finish, the running
+// sessions are stopped and their end recorded, the one-run token is deleted,
+// and the ledger writes its final checkpoint and closes.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	close(s.streamsDone)
+	var errs []error
+	if s.httpSrv != nil {
+		sctx, cancel := context.WithTimeout(ctx, ShutdownGrace)
+		if err := s.httpSrv.Shutdown(sctx); err != nil {
+			s.httpSrv.Close()
+		}
+		cancel()
+	}
+	// Stop the sessions: loops record halt_interrupted and seal
+	// themselves; externally driven sessions are ended aborted.
+	s.runners.stopAll(ctx)
+	s.stop()
+	s.inflight.Wait()
+	s.wg.Wait()
+	if s.genToken != "" {
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := s.ledger().DeleteToken(dctx, TokenHash(s.genToken)); err != nil && !errors.Is(err, ledger.ErrNotFound) {
+			errs = append(errs, fmt.Errorf("server: delete the one-run token: %w", err))
+		}
+		cancel()
+	}
+	if s.opts.Webhooks != nil {
+		s.opts.Webhooks.Close(ctx)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := s.ledger().Close(cctx); err != nil {
+		errs = append(errs, fmt.Errorf("server: close the ledger: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// housekeeping drops idle rate-limit buckets.
+func (s *Server) housekeeping() {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.bg.Done():
+			return
+		case now := <-t.C:
+			s.limits.sweep(now)
+		}
+	}
+}
+
+func isLoopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// displayHost is the host printed in URLs: the wildcard addresses are shown
+// as localhost.
+func displayHost(h string) string {
+	if h == "0.0.0.0" || h == "::" {
+		return "localhost"
+	}
+	return h
+}
+
+// streamsEnded returns a channel closed when open streams must end
+// (shutdown or a demo reset).
+func (s *Server) resetChan() chan struct{} {
+	s.resetMu.Lock()
+	defer s.resetMu.Unlock()
+	return s.streamsReset
+}
+
+// guardPlan resolves the guard for new sessions (checks.md §7): required
+// but unconfigured is a startup error, and a 503 for sessions after a
+// configuration change.
+func (s *Server) guardPlan() (guard.Plan, error) {
+	c := s.sessionConfig()
+	p, err := guard.Resolve(c.Guard, c.LLM.Backend, guard.Flags{})
+	if err != nil {
+		return p, fmt.Errorf("server: %w", err)
+	}
+	return p, nil
+}
+
+func (s *Server) openStreams() int64 { return s.streams.Load() }

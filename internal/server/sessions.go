@@ -1,0 +1,478 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/ironvise/ironvise/internal/agent"
+	"github.com/ironvise/ironvise/internal/check"
+	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/demo"
+	"github.com/ironvise/ironvise/internal/guard"
+	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/llm"
+	"github.com/ironvise/ironvise/internal/policy"
+	"github.com/ironvise/ironvise/internal/tripwire"
+)
+
+// handleListSessions is route 5.
+func (s *Server) handleListSessions(rc *reqCtx) {
+	f := ledger.SessionFilter{Limit: 100}
+	for _, p := range []struct {
+		name string
+		dst  *int
+	}{{"limit", &f.Limit}, {"offset", &f.Offset}} {
+		if v, ok := queryFirst(rc.r, p.name); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				rc.fail(errf(http.StatusBadRequest, "%s: %q is not an integer", p.name, v))
+				return
+			}
+			*p.dst = n
+		}
+	}
+	f.Limit = min(max(f.Limit, 1), 500)
+	f.Offset = max(f.Offset, 0)
+	if v, ok := queryFirst(rc.r, "status"); ok {
+		// An unknown status matches nothing; it never reaches a query.
+		if !ledger.Status(v).Valid() {
+			rc.writeRawJSON(http.StatusOK, []byte("[]"))
+			return
+		}
+		f.Status = ledger.Status(v)
+	}
+	list, err := s.ledger().Sessions(rc.r.Context(), f)
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	out := make([]sessionJSON, 0, len(list))
+	for i := range list {
+		out = append(out, toSession(&list[i]))
+	}
+	rc.writeJSON(http.StatusOK, out)
+}
+
+// handleGetSession is route 7.
+func (s *Server) handleGetSession(rc *reqCtx) {
+	id, err := rc.sessionParam()
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	sess, err := s.sessionByID(rc, id)
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	rc.writeJSON(http.StatusOK, toSession(sess))
+}
+
+// handleEvents is route 10.
+func (s *Server) handleEvents(rc *reqCtx) {
+	v, ok := queryFirst(rc.r, "session_id")
+	if !ok {
+		rc.fail(errf(http.StatusBadRequest, "session_id is required"))
+		return
+	}
+	id, err := parseUUID(v)
+	if err != nil {
+		rc.fail(errf(http.StatusBadRequest, "session_id: %v", err))
+		return
+	}
+	if id == uuid.Nil {
+		rc.writeRawJSON(http.StatusOK, []byte("[]"))
+		return
+	}
+	evs, err := s.ledger().Events(rc.r.Context(), id, 0, 0)
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	rc.writeRawJSON(http.StatusOK, eventsJSON(evs))
+}
+
+// createRequest is the body of route 6 (api.md §5.2).
+type createRequest struct {
+	goal       string
+	policy     string
+	policyHash string
+	agentLoop  bool
+}
+
+// handleCreateSession is route 6.
+func (s *Server) handleCreateSession(rc *reqCtx) {
+	o, err := rc.bodyObject()
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	var req createRequest
+	var e1, e2, e3, e4 error
+	req.goal, _, e1 = o.str("goal", true)
+	req.policy, _, e2 = o.str("policy", false)
+	req.policyHash, _, e3 = o.str("policy_hash", false)
+	loop, set, e4 := o.boolean("agent_loop", false)
+	if err := errors.Join(e1, e2, e3, e4); err != nil {
+		rc.fail(firstAPIError(e1, e2, e3, e4))
+		return
+	}
+	req.agentLoop = loop || !set
+	req.goal = strings.TrimSpace(req.goal)
+	if req.goal == "" {
+		rc.fail(errf(http.StatusBadRequest, "goal must not be empty"))
+		return
+	}
+	if strings.ContainsRune(req.goal, 0) {
+		rc.fail(errf(http.StatusBadRequest, "goal must not contain NUL characters"))
+		return
+	}
+	sess, err := s.createSession(rc.r.Context(), req)
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	rc.writeJSON(http.StatusOK, toSession(sess))
+}
+
+// firstAPIError returns the first non-nil error.
+func firstAPIError(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// createSession creates and starts an API session: it resolves the policy,
+// the guard, the tripwire and the limits, commits sequences 0 and 1, and
+// starts the loop or prepares for submitted intents.
+func (s *Server) createSession(ctx context.Context, req createRequest) (*ledger.Session, error) {
+	cfg := s.sessionConfig()
+	pol, err := s.resolvePolicy(req.policy, req.policyHash)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := guard.Resolve(cfg.Guard, cfg.LLM.Backend, guard.Flags{})
+	if err != nil {
+		return nil, errf(http.StatusServiceUnavailable, "the guard is required but not configured: %v (set GUARD_LLM_BACKEND and GUARD_LLM_MODEL, or GUARD_REQUIRED=false, through PUT /api/config)", err)
+	}
+	tc, err := s.loadTripwireConfig(cfg)
+	if err != nil {
+		// checks.md §6.4: the text goes to the log, the client gets a 500.
+		return nil, err
+	}
+	tw := tripwire.New(tc, tripwire.Options{Workspace: s.opts.Workspace})
+	var client llm.Client
+	spec := ledger.SessionSpec{
+		Goal: req.goal, TripwireHash: tc.SHA256, GuardRequired: plan.Enabled,
+		SandboxTier: string(s.opts.Tier.Name()), AgentLoop: req.agentLoop,
+	}
+	if pol != nil {
+		spec.PolicyHash = pol.SHA256()
+	}
+	if req.agentLoop {
+		client, err = llm.New(cfg.LLM, llm.Options{Logger: s.log, BuiltinScript: demo.Script()})
+		if err != nil {
+			return nil, errf(http.StatusServiceUnavailable, "the LLM backend is not usable: %v", err)
+		}
+		spec.LLMBackend, spec.LLMModel = client.Backend(), client.Model()
+	}
+	var host *guard.Host
+	if plan.Enabled {
+		opts, err := guard.ConfigHostOptions(s.opts.Lookup, plan.Guard, cfg.LLM)
+		if err != nil {
+			return nil, errf(http.StatusServiceUnavailable, "the guard cannot be started: %v", err)
+		}
+		opts.Logger = s.log
+		if s.opts.GuardExecutable != "" {
+			opts.Executable = s.opts.GuardExecutable
+		}
+		if host, err = guard.NewHost(opts); err != nil {
+			return nil, errf(http.StatusServiceUnavailable, "the guard cannot be started: %v", err)
+		}
+	}
+	created, err := s.ledger().CreateSession(ctx, spec)
+	if err != nil {
+		if host != nil {
+			host.Close(context.Background())
+		}
+		return nil, err
+	}
+	r := &runner{s: s, id: created.ID, loop: req.agentLoop, guard: host, done: make(chan struct{}), sealReq: make(chan *sealRequest)}
+	r.ctx, r.cancel = context.WithCancel(s.bg)
+	acfg := agent.Config{Workspace: s.opts.Workspace, Tripwire: tw, Policy: pol, GuardDisabled: plan.SkipMessage,
+		Approver: &agent.APIApprover{Ledger: s.ledger(), SessionID: created.ID, Poll: s.opts.ApprovalPoll, Wake: s.wake.wait}}
+	var cg check.Guard
+	if host != nil {
+		cg = host
+	}
+	acfg.Guard = cg
+	env := &agent.Env{Ledger: s.ledger(), Tier: s.opts.Tier, Scanner: s.scanner, Logger: s.log, SandboxEnv: s.opts.SandboxEnv}
+	sess := agent.Open(env, created.ID, created.Goal, acfg)
+	lim := limitsFor(cfg.Agent, pol)
+	s.runners.add(r)
+	if req.agentLoop {
+		go r.runLoop(sess, client, lim)
+		return s.ledger().Session(ctx, created.ID)
+	}
+	eo := agent.ExternalOptions{Limits: lim, Complete: func(ctx context.Context) error { return s.appendCredential(ctx, created.ID) }}
+	if host != nil {
+		eo.Guard = host
+	}
+	r.ext = agent.NewExternal(sess, eo)
+	// The prompt scan runs on every new session (api.md §5.2); a denial
+	// ends it aborted before any intent.
+	if _, stop, err := r.ext.PromptScan(ctx); err != nil {
+		return nil, err
+	} else if stop != nil {
+		s.runners.remove(created.ID)
+		r.cancel()
+		r.closeGuard()
+	}
+	return s.ledger().Session(ctx, created.ID)
+}
+
+// limitsFor computes the effective limits (checks.md §2): the step limit is
+// min(policy max_steps, operator limit) when both are set, else whichever
+// is set, else 20.
+func limitsFor(ac config.Agent, pol *policy.Policy) agent.Limits {
+	steps := config.DefaultMaxSteps
+	pmax, pset := 0, false
+	if pol != nil {
+		pmax, pset = pol.MaxSteps()
+	}
+	switch {
+	case ac.MaxStepsSet && pset:
+		steps = min(ac.MaxSteps, pmax)
+	case ac.MaxStepsSet:
+		steps = ac.MaxSteps
+	case pset:
+		steps = pmax
+	}
+	return agent.Limits{
+		MaxSteps: steps, LLMErrorLimit: ac.LLMErrorLimit, CheckDenialLimit: ac.CheckDenialLimit,
+		JustificationFailureLimit: ac.JustificationFailureLimit, GuardDenialLimit: ac.GuardDenialLimit,
+		TokenBudget: ac.TokenBudget, SnapshotInterval: ac.SnapshotInterval, KeyRotationSteps: ac.KeyRotationSteps,
+	}
+}
+
+// resolvePolicy finds the policy a session enforces: by name, else by hash,
+// else none (api.md §5.2).
+func (s *Server) resolvePolicy(name, hash string) (*policy.Policy, error) {
+	hash = strings.ToLower(strings.TrimSpace(hash))
+	if name == "" && hash == "" {
+		return nil, nil
+	}
+	if name == "" {
+		entries, err := policy.List(s.cfg.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if e.Err == nil && e.SHA256 == hash {
+				name = e.Name
+				break
+			}
+		}
+		if name == "" {
+			return nil, errf(http.StatusBadRequest, "policy_hash %s matches no available policy (GET /api/policies lists them)", hash)
+		}
+	}
+	data, err := s.policyBytes(name)
+	if err != nil {
+		return nil, err
+	}
+	p, err := policy.Parse(name+".toml", data, policy.Options{})
+	if err != nil {
+		return nil, errf(http.StatusBadRequest, "policy %s does not load: %v", name, err)
+	}
+	if hash != "" && p.SHA256() != hash {
+		return nil, errf(http.StatusBadRequest, "policy %s has hash %s, which disagrees with policy_hash %s", name, p.SHA256(), hash)
+	}
+	return p, nil
+}
+
+// policyBytes returns a shipped pack or a data-dir policy by name; an
+// unknown name is a 400 for session creation.
+func (s *Server) policyBytes(name string) ([]byte, error) {
+	if b, ok := policy.PackBytes(name); ok {
+		return b, nil
+	}
+	if !validPolicyName(name) {
+		return nil, errf(http.StatusBadRequest, "policy %q: not a valid policy name", name)
+	}
+	b, err := os.ReadFile(filepath.Join(s.cfg.DataDir, "policies", name+".toml"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, errf(http.StatusBadRequest, "policy %q not found (GET /api/policies lists them)", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read policy %s: %w", name, err)
+	}
+	return b, nil
+}
+
+// handleSeal is route 8.
+func (s *Server) handleSeal(rc *reqCtx) {
+	id, err := rc.sessionParam()
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	if _, err := s.sessionByID(rc, id); err != nil {
+		rc.fail(err)
+		return
+	}
+	res, err := s.seal(rc.r.Context(), id, rc.who)
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	out := map[string]any{
+		"ok": true, "session_id": id.String(), "status": string(res.Status), "sealed_at": ts(res.SealedAt),
+		"already_sealed": res.AlreadySealed, "seal_event": map[string]any{"id": res.Event.ID(), "sequence": res.Event.Seq, "content_hash": res.Event.Hash.String()},
+	}
+	rc.writeJSON(http.StatusOK, out)
+}
+
+// clientTypes are the payload types a client may append as-is (api.md
+// §5.3), with their exact fields.
+var clientTypes = map[string]map[string]string{
+	ledger.TypeObservation: {"content": "string"},
+	ledger.TypeThought:     {"content": "string"},
+	ledger.TypeAction:      {"name": "string", "params": "object"},
+}
+
+// knownTypes are the server-side payload types a client cannot forge.
+var knownTypes = map[string]bool{
+	ledger.TypeGenesis: true, ledger.TypePromptInput: true, ledger.TypeSchemaError: true, ledger.TypeCircuitBreaker: true,
+	ledger.TypeApprovalRequired: true, ledger.TypeApprovalDecision: true, ledger.TypeKeyRotation: true, ledger.TypeKeyRevocation: true,
+	ledger.TypeVerifiableCredential: true, ledger.TypeChatMessage: true, ledger.TypeAnchor: true, ledger.TypeCrossLedgerSeal: true,
+	ledger.TypeIntentProposed: true, ledger.TypeCheckVerdict: true, ledger.TypeSessionHalted: true, ledger.TypeSandboxResult: true,
+	ledger.TypeSessionSealed: true, ledger.TypeCheckpoint: true, ledger.TypeAdminChange: true, ledger.TypeSnapshot: true,
+	ledger.TypeRecovery: true,
+}
+
+// classifyAppend decides how a route-9 body is stored: as-is for an exact
+// client variant, refused for a server type, wrapped otherwise.
+func classifyAppend(body []byte) (typ string, payload []byte, err error) {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return "", nil, errf(http.StatusBadRequest, "invalid JSON: %v", err)
+	}
+	if m, ok := v.(map[string]any); ok {
+		if t, ok := m["type"].(string); ok {
+			if fields, ok := clientTypes[t]; ok && exactVariant(m, fields) {
+				return t, body, nil
+			}
+			if knownTypes[t] {
+				return "", nil, errf(http.StatusUnprocessableEntity, "event type %q is written by IronVise itself and cannot be appended (client types: observation, thought, action)", t)
+			}
+		}
+	}
+	// Anything else is kept, faithfully, as an observation's content.
+	compact, err := marshalPlain(v)
+	if err != nil {
+		return "", nil, errf(http.StatusBadRequest, "invalid JSON: %v", err)
+	}
+	wrapped, err := marshalPlain(map[string]string{"type": ledger.TypeObservation, "content": string(compact)})
+	if err != nil {
+		return "", nil, err
+	}
+	return ledger.TypeObservation, wrapped, nil
+}
+
+// exactVariant reports whether m has exactly type plus the variant's
+// fields, with the right JSON types.
+func exactVariant(m map[string]any, fields map[string]string) bool {
+	if len(m) != len(fields)+1 {
+		return false
+	}
+	for k, kind := range fields {
+		v, ok := m[k]
+		if !ok {
+			return false
+		}
+		switch kind {
+		case "string":
+			if _, ok := v.(string); !ok {
+				return false
+			}
+		case "object":
+			if _, ok := v.(map[string]any); !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// handleAppend is route 9.
+func (s *Server) handleAppend(rc *reqCtx) {
+	typ, payload, err := classifyAppend(rc.body)
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	id, err := rc.sessionParam()
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	sess, err := s.sessionByID(rc, id)
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	if sess.Sealed() {
+		rc.fail(errf(http.StatusConflict, "session %s is sealed: its chain is closed for good", id))
+		return
+	}
+	ev, err := s.ledger().Append(rc.r.Context(), id, typ, json.RawMessage(payload))
+	switch {
+	case errors.Is(err, ledger.ErrSealed):
+		rc.fail(errf(http.StatusConflict, "session %s is sealed: its chain is closed for good", id))
+		return
+	case errors.Is(err, ledger.ErrNotFound):
+		rc.fail(errf(http.StatusNotFound, "session %s not found", id))
+		return
+	case errors.Is(err, ledger.ErrInvalidPayload):
+		rc.fail(errf(http.StatusBadRequest, "the payload cannot be stored: %v", err))
+		return
+	case errors.Is(err, ledger.ErrGoalMismatch):
+		rc.fail(errf(http.StatusConflict, "session %s failed goal anchoring and was aborted", id))
+		return
+	case err != nil:
+		rc.fail(err)
+		return
+	}
+	rc.writeJSON(http.StatusCreated, map[string]any{
+		"id": ev.ID(), "sequence": ev.Seq, "payload_hash": ev.Hash.String(), "content_hash": ev.Hash.String(),
+		"session_id": id.String(), "type": ev.Type,
+	})
+}
+
+// marshalPlain is json.Marshal without HTML escaping, so text keeps its
+// characters (object keys come out sorted).
+func marshalPlain(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}

@@ -1,0 +1,277 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/tripwire"
+)
+
+// settingsFile is $ECTO_DATA_DIR/settings.json: what the dashboard's
+// settings page saves through PUT /api/config (api.md §5.9). Absent fields
+// leave the environment's value in force.
+type settingsFile struct {
+	DatabaseURL         *string   `json:"database_url,omitempty"`
+	LLMBackend          *string   `json:"llm_backend,omitempty"`
+	OllamaBaseURL       *string   `json:"ollama_base_url,omitempty"`
+	OllamaModel         *string   `json:"ollama_model,omitempty"`
+	GuardRequired       *bool     `json:"guard_required,omitempty"`
+	GuardLLMBackend     *string   `json:"guard_llm_backend,omitempty"`
+	GuardLLMModel       *string   `json:"guard_llm_model,omitempty"`
+	MaxSteps            *int      `json:"max_steps,omitempty"`
+	AgentAllowedDomains *[]string `json:"agent_allowed_domains,omitempty"`
+}
+
+// settingsStore holds settings.json; writes are atomic (temp file, rename).
+type settingsStore struct {
+	path string
+	mu   sync.Mutex
+	cur  settingsFile // guarded by mu
+}
+
+// SettingsFile is the name of the settings file in the data dir.
+const SettingsFile = "settings.json"
+
+func openSettings(dataDir string) (*settingsStore, error) {
+	st := &settingsStore{path: filepath.Join(dataDir, SettingsFile)}
+	b, err := os.ReadFile(st.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("server: read %s: %w", st.path, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&st.cur); err != nil {
+		return nil, fmt.Errorf("server: %s is not valid settings JSON: %w (fix or remove the file)", st.path, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("server: %s: trailing data after the JSON object (fix or remove the file)", st.path)
+	}
+	if err := st.cur.validate(); err != nil {
+		return nil, fmt.Errorf("server: %s: %w (fix or remove the file)", st.path, err)
+	}
+	return st, nil
+}
+
+func (st *settingsStore) get() settingsFile {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.cur
+}
+
+// apply returns a copy of base with the settings in force: settings.json
+// over the environment, except database_url, where DATABASE_URL wins.
+func (st *settingsStore) apply(base *config.Config) *config.Config {
+	c := *base
+	f := st.get()
+	if f.DatabaseURL != nil && c.Ledger.DatabaseURL == "" {
+		c.Ledger.DatabaseURL = *f.DatabaseURL
+	}
+	if f.LLMBackend != nil {
+		c.LLM.Backend = *f.LLMBackend
+	}
+	if f.OllamaBaseURL != nil {
+		c.LLM.OllamaBaseURL = *f.OllamaBaseURL
+	}
+	if f.OllamaModel != nil {
+		c.LLM.OllamaModel = *f.OllamaModel
+	}
+	if f.GuardRequired != nil {
+		c.Guard.Required = *f.GuardRequired
+	}
+	if f.GuardLLMBackend != nil {
+		c.Guard.Backend = *f.GuardLLMBackend
+	}
+	if f.GuardLLMModel != nil {
+		c.Guard.Model = *f.GuardLLMModel
+	}
+	if f.MaxSteps != nil {
+		c.Agent.MaxSteps, c.Agent.MaxStepsSet = *f.MaxSteps, true
+	}
+	if f.AgentAllowedDomains != nil {
+		c.Agent.AllowedDomains, c.Agent.AllowedDomainsSet = append([]string(nil), (*f.AgentAllowedDomains)...), true
+	}
+	return &c
+}
+
+// merge validates a patch, merges it and saves the file atomically.
+func (st *settingsStore) merge(p settingsFile) error {
+	if err := p.validate(); err != nil {
+		return errf(http.StatusBadRequest, "%v", err)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	next := st.cur
+	set := func(dst **string, v *string) {
+		if v != nil {
+			*dst = v
+		}
+	}
+	set(&next.DatabaseURL, p.DatabaseURL)
+	set(&next.LLMBackend, p.LLMBackend)
+	set(&next.OllamaBaseURL, p.OllamaBaseURL)
+	set(&next.OllamaModel, p.OllamaModel)
+	set(&next.GuardLLMBackend, p.GuardLLMBackend)
+	set(&next.GuardLLMModel, p.GuardLLMModel)
+	if p.GuardRequired != nil {
+		next.GuardRequired = p.GuardRequired
+	}
+	if p.MaxSteps != nil {
+		next.MaxSteps = p.MaxSteps
+	}
+	if p.AgentAllowedDomains != nil {
+		next.AgentAllowedDomains = p.AgentAllowedDomains
+	}
+	b, err := json.MarshalIndent(next, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(st.path, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	st.cur = next
+	return nil
+}
+
+var llmBackends = []string{"ollama", "openai", "anthropic", "mock"}
+
+// validate checks the values (api.md §5.9); a bad value is a 400.
+func (f *settingsFile) validate() error {
+	if f.DatabaseURL != nil {
+		u := *f.DatabaseURL
+		ok := u == "sqlite::memory:" || (strings.HasPrefix(u, "sqlite:") && strings.TrimPrefix(strings.TrimPrefix(u, "sqlite:"), "//") != "") ||
+			strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://")
+		if !ok {
+			return errors.New("database_url: unknown scheme or empty path (accepted: sqlite://PATH, sqlite:PATH, sqlite::memory:, postgres://…, postgresql://…)")
+		}
+	}
+	if f.LLMBackend != nil && !oneOf(*f.LLMBackend, llmBackends) {
+		return fmt.Errorf("llm_backend %q: unknown backend (accepted: %s)", *f.LLMBackend, strings.Join(llmBackends, ", "))
+	}
+	if f.OllamaBaseURL != nil {
+		u, err := url.Parse(*f.OllamaBaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("ollama_base_url %q: not an http(s) URL", *f.OllamaBaseURL)
+		}
+	}
+	if f.OllamaModel != nil && strings.TrimSpace(*f.OllamaModel) == "" {
+		return errors.New("ollama_model: must not be empty")
+	}
+	if f.GuardLLMBackend != nil && *f.GuardLLMBackend != "" && !oneOf(*f.GuardLLMBackend, llmBackends) {
+		return fmt.Errorf("guard_llm_backend %q: unknown backend (accepted: %s, or empty for none)", *f.GuardLLMBackend, strings.Join(llmBackends, ", "))
+	}
+	if f.MaxSteps != nil && (*f.MaxSteps < 1 || *f.MaxSteps > 1000) {
+		return fmt.Errorf("max_steps %d: must be from 1 to 1000", *f.MaxSteps)
+	}
+	if f.AgentAllowedDomains != nil {
+		for _, d := range *f.AgentAllowedDomains {
+			if strings.TrimSpace(d) == "" {
+				return errors.New("agent_allowed_domains: entries must be non-empty strings")
+			}
+		}
+		// The same rules as tripwire.json's allowed_domains.
+		probe, _ := json.Marshal(map[string]any{"allowed_domains": *f.AgentAllowedDomains})
+		if _, err := tripwire.LoadConfigBytes(probe, tripwire.LoadOptions{Workspace: "/"}); err != nil {
+			return fmt.Errorf("agent_allowed_domains: %s", strings.ReplaceAll(err.Error(), "tripwire.json: $.allowed_domains", "entry"))
+		}
+	}
+	return nil
+}
+
+func oneOf(v string, set []string) bool {
+	for _, s := range set {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// writeFileAtomic writes a file through a temporary file in the same
+// directory and a rename, so a reader never sees half a file.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("server: create %s: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("server: write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("server: write %s: %w", path, err)
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return fmt.Errorf("server: write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("server: write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("server: write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("server: write %s: %w", path, err)
+	}
+	ok = true
+	return nil
+}
+
+// sessionConfig is the configuration new sessions use: the startup
+// configuration with the current settings (guard, step limit, domains apply
+// to sessions created after a PUT /api/config).
+func (s *Server) sessionConfig() *config.Config {
+	c := s.settings.apply(s.opts.Config)
+	// The LLM backend and the database apply at the next start only.
+	c.LLM = s.cfg.LLM
+	c.Ledger = s.cfg.Ledger
+	return c
+}
+
+// checkStartupFiles stops serve when tripwire.json cannot be used, naming
+// the file (api.md §5.9).
+func (s *Server) checkStartupFiles() error {
+	if _, err := s.loadTripwireConfig(s.cfg); err != nil {
+		return err
+	}
+	return nil
+}
+
+// loadTripwireConfig reads $ECTO_DATA_DIR/tripwire.json for the server's
+// workspace.
+func (s *Server) loadTripwireConfig(cfg *config.Config) (*tripwire.Config, error) {
+	path := filepath.Join(cfg.DataDir, tripwireFile)
+	tc, err := tripwire.LoadConfig(path, tripwire.LoadOptions{
+		Workspace: s.opts.Workspace, EnvDomains: cfg.Agent.AllowedDomains, EnvDomainsSet: cfg.Agent.AllowedDomainsSet,
+		Warn: func(msg string) { s.log.Debug("tripwire", "note", msg) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: %s cannot be used: %w", path, err)
+	}
+	return tc, nil
+}
+
+// tripwireFile is the tripwire configuration's name in the data dir.
+const tripwireFile = "tripwire.json"

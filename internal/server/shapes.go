@@ -1,0 +1,133 @@
+package server
+
+import (
+	"encoding/hex"
+	"strconv"
+
+	"github.com/google/uuid"
+
+	"github.com/ironvise/ironvise/internal/ledger"
+)
+
+// sessionJSON is the Session of api.md §6.1; every key is always present.
+type sessionJSON struct {
+	ID                     string  `json:"id"`
+	Goal                   string  `json:"goal"`
+	GoalHash               string  `json:"goal_hash"`
+	Status                 string  `json:"status"`
+	LLMBackend             *string `json:"llm_backend"`
+	LLMModel               *string `json:"llm_model"`
+	CreatedAt              string  `json:"created_at"`
+	FinishedAt             *string `json:"finished_at"`
+	PolicyHash             *string `json:"policy_hash"`
+	SessionPublicKey       string  `json:"session_public_key"`
+	SessionDID             string  `json:"session_did"`
+	EnclaveAttestationJSON *string `json:"enclave_attestation_json"`
+	Sealed                 bool    `json:"sealed"`
+	SealedAt               *string `json:"sealed_at"`
+	EventCount             int64   `json:"event_count"`
+	AgentLoop              bool    `json:"agent_loop"`
+	SandboxTier            string  `json:"sandbox_tier"`
+}
+
+func toSession(s *ledger.Session) sessionJSON {
+	return sessionJSON{
+		ID: s.ID.String(), Goal: s.Goal, GoalHash: s.GoalHash, Status: string(s.Status),
+		LLMBackend: optStr(s.LLMBackend), LLMModel: optStr(s.LLMModel), CreatedAt: ts(s.CreatedAt),
+		FinishedAt: optTS(s.FinishedAt), PolicyHash: optStr(s.PolicyHash), SessionPublicKey: hex.EncodeToString(s.PublicKey),
+		SessionDID: s.DID, Sealed: s.Sealed(), SealedAt: optTS(s.SealedAt), EventCount: s.EventCount, AgentLoop: s.AgentLoop,
+		SandboxTier: s.SandboxTier,
+	}
+}
+
+// appendEventJSON appends the Event of api.md §6.2 to b. payload replaces
+// the stored payload (the stream's redacted copy); redacted, when non-nil,
+// adds the stream's "redacted" member. It is hand-written because the feed
+// renders every event once and the payload must stay byte for byte.
+func appendEventJSON(b []byte, e *ledger.Event, payload []byte, redacted *bool) []byte {
+	b = append(b, `{"id":`...)
+	b = strconv.AppendInt(b, e.ID(), 10)
+	b = append(b, `,"session_id":`...)
+	if e.SessionID == uuid.Nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '"')
+		b = append(b, e.SessionID.String()...)
+		b = append(b, '"')
+	}
+	b = append(b, `,"sequence":`...)
+	b = strconv.AppendUint(b, e.Seq, 10)
+	b = append(b, `,"previous_hash":"`...)
+	b = hex.AppendEncode(b, e.PrevHash[:])
+	b = append(b, `","content_hash":"`...)
+	b = hex.AppendEncode(b, e.Hash[:])
+	b = append(b, `","payload":`...)
+	if payload == nil {
+		payload = e.Payload
+	}
+	b = append(b, payload...)
+	b = append(b, `,"created_at":"`...)
+	b = append(b, ts(e.CreatedAt())...)
+	b = append(b, `","signature":"`...)
+	b = hex.AppendEncode(b, e.Signature)
+	b = append(b, `","public_key":"`...)
+	b = hex.AppendEncode(b, e.PublicKey)
+	b = append(b, '"')
+	if redacted != nil {
+		b = append(b, `,"redacted":`...)
+		b = strconv.AppendBool(b, *redacted)
+	}
+	return append(b, '}')
+}
+
+// eventsJSON renders a list of events.
+func eventsJSON(evs []ledger.Event) []byte {
+	b := make([]byte, 0, 512*len(evs)+2)
+	b = append(b, '[')
+	for i := range evs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendEventJSON(b, &evs[i], nil, nil)
+	}
+	return append(b, ']')
+}
+
+// eventRef is the short event reference of IntentResult and SealResult.
+type eventRef struct {
+	ID          int64  `json:"id"`
+	Sequence    uint64 `json:"sequence"`
+	Type        string `json:"type,omitempty"`
+	ContentHash string `json:"content_hash"`
+}
+
+func refOf(e *ledger.Event) eventRef {
+	return eventRef{ID: e.ID(), Sequence: e.Seq, Type: e.Type, ContentHash: e.Hash.String()}
+}
+
+// checkpointJSON is the Checkpoint of api.md §6.4.
+type checkpointJSON struct {
+	TreeSize  int64  `json:"tree_size"`
+	RootHash  string `json:"root_hash"`
+	Timestamp string `json:"timestamp"`
+	KeyID     string `json:"key_id"`
+	PublicKey string `json:"public_key"`
+	Signature string `json:"signature"`
+	EventID   *int64 `json:"event_id"`
+	Note      string `json:"note"`
+	Origin    string `json:"origin"`
+}
+
+func toCheckpoint(c *ledger.Checkpoint, origin string) checkpointJSON {
+	out := checkpointJSON{
+		TreeSize: c.TreeSize, RootHash: c.Root.String(), Timestamp: ts(c.CreatedAt()), KeyID: c.KeyID,
+		PublicKey: hex.EncodeToString(c.PublicKey), Signature: hex.EncodeToString(c.Signature), Note: string(c.Note), Origin: origin,
+	}
+	// The checkpoint event is written in the same commit as the checkpoint;
+	// its log index is recorded with it.
+	if c.EventLogIndex >= 0 && c.TreeSize > 0 {
+		id := c.EventLogIndex + 1
+		out.EventID = &id
+	}
+	return out
+}

@@ -1,0 +1,110 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ironvise/ironvise/internal/ledger"
+)
+
+type tokenRow struct {
+	TokenHash string  `json:"token_hash"`
+	Role      string  `json:"role"`
+	Label     *string `json:"label"`
+	CreatedAt string  `json:"created_at"`
+	ExpiresAt *string `json:"expires_at"`
+}
+
+// handleListTokens is route 37: hashes only, never a token.
+func (s *Server) handleListTokens(rc *reqCtx) {
+	list, err := s.ledger().Tokens(rc.r.Context())
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	out := make([]tokenRow, 0, len(list))
+	for _, t := range list {
+		out = append(out, tokenRow{TokenHash: t.Hash, Role: t.Role, Label: optStr(t.Label), CreatedAt: ts(t.CreatedAt), ExpiresAt: optTS(t.ExpiresAt)})
+	}
+	rc.writeJSON(http.StatusOK, out)
+}
+
+// handleCreateToken is route 38: the token is shown once, in this answer.
+func (s *Server) handleCreateToken(rc *reqCtx) {
+	o, err := rc.bodyObject()
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	role, _, e1 := o.str("role", true)
+	label, hasLabel, e2 := o.str("label", false)
+	days, hasDays, e3 := o.integer("expires_in_days")
+	if err := firstAPIError(e1, e2, e3); err != nil {
+		rc.fail(err)
+		return
+	}
+	switch role {
+	case RoleAdmin, RoleAuditor, RoleAgent:
+	default:
+		rc.fail(errf(http.StatusBadRequest, "role %q is unknown (accepted: admin, auditor, agent)", role))
+		return
+	}
+	if hasDays && (days < 1 || days > 3650) {
+		rc.fail(errf(http.StatusBadRequest, "expires_in_days %d: must be from 1 to 3650", days))
+		return
+	}
+	if len(label) > 200 || strings.ContainsAny(label, "\x00\n\r") {
+		rc.fail(errf(http.StatusBadRequest, "label must be at most 200 characters on one line"))
+		return
+	}
+	tok, err := newToken()
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	row := ledger.Token{Hash: TokenHash(tok), Role: role, Label: label}
+	if hasDays {
+		row.ExpiresAt = time.Now().UTC().Add(time.Duration(days) * 24 * time.Hour).Truncate(time.Microsecond)
+	}
+	if err := s.ledger().PutToken(rc.r.Context(), row); err != nil {
+		rc.fail(err)
+		return
+	}
+	if err := s.adminChange(rc, "token", "create", &row.Hash); err != nil {
+		rc.fail(err)
+		return
+	}
+	var lab *string
+	if hasLabel {
+		lab = &label
+	}
+	rc.writeJSON(http.StatusOK, map[string]any{"token": tok, "token_hash": row.Hash, "role": role, "label": lab, "expires_at": optTS(row.ExpiresAt)})
+}
+
+// handleDeleteToken is route 39; the token fails at once here and within
+// tokenCacheTTL on other instances.
+func (s *Server) handleDeleteToken(rc *reqCtx) {
+	h := rc.params["hash"]
+	if _, err := ledger.ParseHash(h); err != nil || len(h) != 64 {
+		rc.fail(errf(http.StatusBadRequest, "token hash %q is not 64 hex digits", h))
+		return
+	}
+	h = strings.ToLower(h)
+	err := s.ledger().DeleteToken(rc.r.Context(), h)
+	if errors.Is(err, ledger.ErrNotFound) {
+		rc.fail(errf(http.StatusNotFound, "no token with hash %s", h))
+		return
+	}
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	s.tokens.forget(h)
+	if err := s.adminChange(rc, "token", "delete", &h); err != nil {
+		rc.fail(err)
+		return
+	}
+	rc.noContent()
+}

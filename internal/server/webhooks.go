@@ -1,0 +1,252 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/ironvise/ironvise/internal/ledger"
+)
+
+// webhookKinds are the filter kinds of api.md §8.
+var webhookKinds = []string{"observation", "guard_denial", "tripwire_rejection", "policy_denial", "sandbox_aborted", "session_aborted"}
+
+// defaultWebhookKinds are ledger.md §9's four kinds.
+var defaultWebhookKinds = []string{"guard_denial", "tripwire_rejection", "sandbox_aborted", "session_aborted"}
+
+var siemFormats = []string{"json", "cef", "leef"}
+
+type webhookJSON struct {
+	ID             string   `json:"id"`
+	Label          string   `json:"label"`
+	URL            string   `json:"url"`
+	SIEMFormat     string   `json:"siem_format"`
+	FilterKinds    []string `json:"filter_kinds"`
+	Enabled        bool     `json:"enabled"`
+	CreatedAt      string   `json:"created_at"`
+	UpdatedAt      string   `json:"updated_at"`
+	HasBearerToken bool     `json:"has_bearer_token"`
+}
+
+func toWebhook(w *ledger.Webhook) webhookJSON {
+	kinds := w.FilterKinds
+	if kinds == nil {
+		kinds = []string{}
+	}
+	return webhookJSON{ID: w.ID.String(), Label: w.Label, URL: w.URL, SIEMFormat: w.SIEMFormat, FilterKinds: kinds, Enabled: w.Enabled,
+		CreatedAt: ts(w.CreatedAt), UpdatedAt: ts(w.UpdatedAt), HasBearerToken: w.BearerToken != ""}
+}
+
+// handleListWebhooks is route 40: never a bearer token.
+func (s *Server) handleListWebhooks(rc *reqCtx) {
+	list, err := s.ledger().Webhooks(rc.r.Context())
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	out := make([]webhookJSON, 0, len(list))
+	for i := range list {
+		out = append(out, toWebhook(&list[i]))
+	}
+	rc.writeJSON(http.StatusOK, out)
+}
+
+// handleCreateWebhook is route 41.
+func (s *Server) handleCreateWebhook(rc *reqCtx) {
+	o, err := rc.bodyObject()
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	label, _, e1 := o.str("label", true)
+	rawURL, _, e2 := o.str("url", true)
+	bearer, _, e3 := o.str("bearer_token", false)
+	format, hasFormat, e4 := o.str("siem_format", false)
+	kinds, hasKinds, e5 := o.strings("filter_kinds")
+	enabled, hasEnabled, e6 := o.boolean("enabled", false)
+	if err := firstAPIError(e1, e2, e3, e4, e5, e6); err != nil {
+		rc.fail(err)
+		return
+	}
+	label = strings.TrimSpace(label)
+	if label == "" || len(label) > 200 {
+		rc.fail(errf(http.StatusBadRequest, "label must be a non-empty name of at most 200 characters"))
+		return
+	}
+	if !hasFormat {
+		format = "json"
+	}
+	if !oneOf(format, siemFormats) {
+		rc.fail(errf(http.StatusBadRequest, "siem_format %q is unknown (accepted: json, cef, leef)", format))
+		return
+	}
+	if !hasKinds {
+		kinds = append([]string(nil), defaultWebhookKinds...)
+	}
+	for _, k := range kinds {
+		if !oneOf(k, webhookKinds) {
+			rc.fail(errf(http.StatusBadRequest, "filter kind %q is unknown (accepted: %s)", k, strings.Join(webhookKinds, ", ")))
+			return
+		}
+	}
+	if strings.ContainsAny(bearer, "\r\n") {
+		rc.fail(errf(http.StatusBadRequest, "bearer_token must not contain line breaks"))
+		return
+	}
+	if problem := s.checkWebhookTarget(rc.r.Context(), rawURL); problem != "" {
+		rc.fail(errf(http.StatusBadRequest, "url: %s", problem))
+		return
+	}
+	if !hasEnabled {
+		enabled = true
+	}
+	w, err := s.ledger().CreateWebhook(rc.r.Context(), ledger.Webhook{
+		Label: label, URL: rawURL, SIEMFormat: format, FilterKinds: kinds, Enabled: enabled, BearerToken: bearer,
+	})
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	id := w.ID.String()
+	if err := s.adminChange(rc, "webhook", "create", &id); err != nil {
+		rc.fail(err)
+		return
+	}
+	s.reloadWebhooks(rc)
+	rc.writeJSON(http.StatusCreated, toWebhook(&w))
+}
+
+// checkWebhookTarget applies the URL rules of api.md §5.10; it returns ""
+// when the URL is acceptable. SSRF: a webhook must never make IronVise
+// post ledger content to its own host, the cloud metadata service or the
+// internal network, so every literal and every address the name resolves to
+// now must be public (delivery re-checks at connect time).
+func (s *Server) checkWebhookTarget(ctx context.Context, raw string) string {
+	u, err := url.Parse(raw)
+	switch {
+	case raw == "":
+		return "must not be empty"
+	case err != nil:
+		return "not a URL"
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "scheme must be http or https"
+	case u.Host == "" || u.Hostname() == "":
+		return "has no host"
+	case u.User != nil:
+		return "must not carry user:password@"
+	}
+	if s.cfg.Webhook.AllowPrivateTargets {
+		return ""
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") || strings.HasSuffix(host, ".local") || strings.HasSuffix(host, ".internal") {
+		return "names a local host"
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if !publicAddr(ip) {
+			return "is a loopback, private, link-local or otherwise non-public address"
+		}
+		return ""
+	}
+	lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupNetIP(lctx, "ip", host)
+	if err != nil {
+		return "" // a failed lookup is accepted; delivery checks again
+	}
+	for _, a := range addrs {
+		if !publicAddr(a) {
+			return "resolves to a non-public address (" + a.String() + ")"
+		}
+	}
+	return ""
+}
+
+// cgnatPrefix is RFC 6598 shared address space.
+var cgnatPrefix = netip.MustParsePrefix("100.64.0.0/10")
+
+// publicAddr refuses loopback, private, link-local, CGNAT, ULA, multicast,
+// unspecified and the IPv4-mapped forms of these.
+func publicAddr(a netip.Addr) bool {
+	a = a.Unmap()
+	return a.IsGlobalUnicast() && !a.IsPrivate() && !cgnatPrefix.Contains(a)
+}
+
+func (rc *reqCtx) webhookID() (ledger.Webhook, error) {
+	id, err := parseUUID(rc.params["id"])
+	if err != nil {
+		return ledger.Webhook{}, errf(http.StatusBadRequest, "webhook id: %v", err)
+	}
+	return ledger.Webhook{ID: id}, nil
+}
+
+// handleToggleWebhook is route 42: sets enabled to the given value.
+func (s *Server) handleToggleWebhook(rc *reqCtx) {
+	o, err := rc.bodyObject()
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	enabled, _, err := o.boolean("enabled", true)
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	ref, err := rc.webhookID()
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	w, err := s.ledger().SetWebhookEnabled(rc.r.Context(), ref.ID, enabled)
+	if errors.Is(err, ledger.ErrNotFound) {
+		rc.fail(errf(http.StatusNotFound, "webhook %s not found", ref.ID))
+		return
+	}
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	id := w.ID.String()
+	if err := s.adminChange(rc, "webhook", "update", &id); err != nil {
+		rc.fail(err)
+		return
+	}
+	s.reloadWebhooks(rc)
+	rc.writeJSON(http.StatusOK, toWebhook(&w))
+}
+
+// handleDeleteWebhook is route 43.
+func (s *Server) handleDeleteWebhook(rc *reqCtx) {
+	ref, err := rc.webhookID()
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	err = s.ledger().DeleteWebhook(rc.r.Context(), ref.ID)
+	if errors.Is(err, ledger.ErrNotFound) {
+		rc.fail(errf(http.StatusNotFound, "webhook %s not found", ref.ID))
+		return
+	}
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	id := ref.ID.String()
+	if err := s.adminChange(rc, "webhook", "delete", &id); err != nil {
+		rc.fail(err)
+		return
+	}
+	s.reloadWebhooks(rc)
+	rc.noContent()
+}
+
+func (s *Server) reloadWebhooks(rc *reqCtx) {
+	if s.opts.Webhooks != nil {
+		s.opts.Webhooks.Reload(context.WithoutCancel(rc.r.Context()))
+	}
+}
