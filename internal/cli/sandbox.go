@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"strings"
 	"time"
 
@@ -12,11 +13,23 @@ import (
 
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/sandbox/container"
+	"github.com/ironvise/ironvise/internal/sandbox/microvm"
 	"github.com/ironvise/ironvise/internal/sandbox/native"
 )
 
-// sandboxFactories are the tiers built into this binary.
-var sandboxFactories = sandbox.Factories{Native: native.New}
+// sandboxFactories are the tiers built into this binary. The container
+// tier's constructor may ask the Docker daemon whether it answers, so it
+// takes the command's context.
+func (a *app) sandboxFactories() sandbox.Factories {
+	return sandbox.Factories{
+		Native: native.New,
+		Container: func(o sandbox.Options) (sandbox.Tier, error) {
+			return container.New(a.ctx, o)
+		},
+		MicroVM: microvm.New,
+	}
+}
 
 // sandboxOptions converts the configuration into the sandbox's typed
 // options. tier, when non-empty, overrides ECTO_SANDBOX_TIER.
@@ -29,6 +42,16 @@ func sandboxOptions(c config.Sandbox, tier string, log *slog.Logger) sandbox.Opt
 		Timeout: time.Duration(c.TimeoutSecs) * time.Second,
 		Limits:  sandbox.Limits{CPUSecs: c.CPUSecs, MemMiB: c.MemMiB, NoFile: c.NoFile},
 		User:    c.User, Logger: log,
+		Container: sandbox.ContainerOptions{
+			Runtime: c.Docker.Runtime, Memory: c.Docker.Memory, MemoryBytes: c.Docker.MemoryBytes,
+			CPUs: c.Docker.CPUs, Timeout: time.Duration(c.Docker.TimeoutSecs) * time.Second,
+			ExtraArgs: c.Docker.ExtraArgs,
+		},
+		MicroVM: sandbox.MicroVMOptions{
+			Kernel: c.Firecracker.Kernel, Rootfs: c.Firecracker.Rootfs,
+			VCPUs: c.Firecracker.VCPUs, MemMiB: c.Firecracker.MemMiB,
+			Timeout: time.Duration(c.Firecracker.TimeoutSecs) * time.Second,
+		},
 	}
 }
 
@@ -41,7 +64,7 @@ func (a *app) sandboxTier(tierFlag string) (sandbox.Tier, error) {
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	t, err := sandbox.Select(sandboxOptions(cfg.Sandbox, tierFlag, log), sandboxFactories)
+	t, err := sandbox.Select(sandboxOptions(cfg.Sandbox, tierFlag, log), a.sandboxFactories())
 	if err != nil {
 		return nil, exitCode(ExitUsage, err)
 	}
@@ -80,10 +103,17 @@ ptrace, signal IronVise, exceed the CPU, memory, descriptor and process limits,
 and leave background processes behind. Each guarantee is reported as enforced,
 not_enforced or not_applicable, with the evidence.
 
+For the container tier, availability means the runtime (docker or podman)
+answers and the image is present locally; for the Firecracker tier, that /dev/kvm
+opens, the binary is Firecracker 1.5 or newer and the kernel and rootfs are there.
+The probes then run in real containers or microVMs. The other tiers are listed
+with their availability only.
+
 Exits 1 when the selected tier cannot be used here, naming the fix.`,
 		Example: `  ironvise sandbox doctor
   ironvise sandbox doctor --json
-  ironvise sandbox doctor --tier docker`,
+  ironvise sandbox doctor --tier docker
+  ECTO_FC_BINARY=/usr/local/bin/firecracker ironvise sandbox doctor`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch tier {
@@ -110,8 +140,14 @@ Exits 1 when the selected tier cannot be used here, naming the fix.`,
 				// The other tiers: availability only (probing every tier
 				// would run containers and VMs).
 				for _, kind := range []string{"native", "docker", "firecracker"} {
-					t, err := sandbox.Select(sandboxOptions(cfg.Sandbox, kind, nil), sandboxFactories)
-					if err != nil || t.Name() == selected.Name() {
+					t, err := sandbox.Select(sandboxOptions(cfg.Sandbox, kind, nil), a.sandboxFactories())
+					if err != nil {
+						// A configuration the tier rejects (e.g. an
+						// ECTO_DOCKER_EXTRA_ARGS flag) is a finding too.
+						rep.Tiers = append(rep.Tiers, sandbox.TierReport{Tier: kindTier(kind), Problem: err.Error()})
+						continue
+					}
+					if t.Name() == selected.Name() {
 						continue
 					}
 					tr := sandbox.TierReport{Tier: t.Name(), Available: true}
@@ -139,6 +175,17 @@ Exits 1 when the selected tier cannot be used here, naming the fix.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print machine-readable JSON")
 	cmd.Flags().StringVar(&tier, "tier", "", "probe this tier instead of the selected one: native, docker or firecracker")
 	return cmd
+}
+
+// kindTier names the tier of an ECTO_SANDBOX_TIER value for a report.
+func kindTier(kind string) sandbox.TierName {
+	switch kind {
+	case "docker":
+		return sandbox.TierDocker
+	case "firecracker":
+		return sandbox.TierFirecracker
+	}
+	return sandbox.NativeTierName(runtime.GOOS)
 }
 
 // permissiveReport describes ECTO_SANDBOX_PERMISSIVE=true without probing:
@@ -220,6 +267,25 @@ func describeEnforced(e *sandbox.Enforced) string {
 	}
 	if e.Network != "" {
 		parts = append(parts, "network "+e.Network)
+	}
+	if e.Runtime != "" {
+		parts = append(parts, strings.TrimSpace(e.Runtime+" "+e.RuntimeVersion))
+	}
+	if e.Image != "" {
+		parts = append(parts, "image "+e.Image+" ("+e.ImageDigest+")")
+	}
+	if c := e.Container; c != nil {
+		parts = append(parts, fmt.Sprintf("memory %d MiB, cpus %s, pids %d, ulimit cpu %d s, nofile %d, /tmp %d MiB",
+			c.MemoryBytes>>20, c.CPUs, c.PidsLimit, c.CPUSecs, c.NoFile, c.TmpfsMiB))
+		if len(c.ExtraArgs) > 0 {
+			parts = append(parts, "site flags "+strings.Join(c.ExtraArgs, " "))
+		}
+	}
+	if v := e.VM; v != nil {
+		parts = append(parts, fmt.Sprintf("%d vCPU, %d MiB", v.VCPUs, v.MemMiB))
+	}
+	if e.VMKernelSHA256 != "" {
+		parts = append(parts, "kernel "+e.VMKernelSHA256[:min(12, len(e.VMKernelSHA256))]+", rootfs "+e.VMRootfsSHA256[:min(12, len(e.VMRootfsSHA256))])
 	}
 	return strings.Join(parts, "; ")
 }

@@ -160,6 +160,17 @@ func tierNotes(name TierName, e *Enforced) []string {
 			fmt.Sprintf("the %d MiB address-space cap stops Go, JVM and Node.js programs from starting (\"failed to reserve page summary memory\"); raise ECTO_SANDBOX_MEM_MIB for them", as),
 			"rlimits are per process: use the container or microVM tier for an aggregate memory limit",
 		}
+	case TierDocker, TierPodman:
+		return []string{
+			"the container shares the host kernel: use the Firecracker tier for untrusted workloads",
+			"the workspace is mounted read-only at /workspace and must be readable by the image's nobody user",
+			"no perl or bash in a minimal image means the socket and ptrace probes are not attempted; --network=none and --cap-drop ALL hold regardless",
+		}
+	case TierFirecracker:
+		return []string{
+			"the command sees the guest's filesystem, not the workspace: it starts in the rootfs's empty, read-only /workspace",
+			"the VMM runs without Firecracker's jailer, with IronVise's privileges; KVM is the boundary",
+		}
 	case TierNativeDarwin:
 		return []string{
 			"no resource limits on macOS (Seatbelt has none)",
