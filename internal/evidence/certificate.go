@@ -40,12 +40,12 @@ type Certificate struct {
 	// Events are the session's events in sequence order, each exactly as
 	// stored.
 	Events []CertEvent `json:"events"`
-	// Checkpoint is the signed tree head that covers every event; each
-	// event has an inclusion path to its root in InclusionProofs.
-	Checkpoint      CertCheckpoint  `json:"checkpoint"`
-	SealCheckpoint  *CertCheckpoint `json:"seal_checkpoint"`
-	InclusionProofs []CertProof     `json:"inclusion_proofs"`
-	Findings        []Finding       `json:"findings"`
+	// Checkpoint is the signed tree head that covers every event;
+	// InclusionProof proves all of them in it at once.
+	Checkpoint     CertCheckpoint  `json:"checkpoint"`
+	SealCheckpoint *CertCheckpoint `json:"seal_checkpoint"`
+	InclusionProof CertInclusion   `json:"inclusion_proof"`
+	Findings       []Finding       `json:"findings"`
 }
 
 // CertIssuer identifies the issuer key that signed the certificate and
@@ -110,12 +110,6 @@ type CertCheckpoint struct {
 	PublicKey HexBytes    `json:"public_key"`
 	Signature HexBytes    `json:"signature"`
 	Note      string      `json:"note"`
-}
-
-// CertProof is the RFC 6962 audit path of one event's leaf, leaf to root.
-type CertProof struct {
-	LogIndex int64         `json:"log_index"`
-	Path     []ledger.Hash `json:"path"`
 }
 
 // CertSignature is the issuer's signature over the certificate body.
@@ -232,9 +226,9 @@ func certificateBody(ctx context.Context, l *ledger.Ledger, id uuid.UUID, now ti
 		for i := range evs {
 			c.Events[i] = certEvent(&evs[i])
 		}
-		c.InclusionProofs, err = proveEvents(ctx, tx, cp.TreeSize, evs)
+		c.InclusionProof, err = proveMulti(cp.TreeSize, evs, &txHashes{ctx: ctx, tx: tx})
 		if err != nil {
-			return err
+			return fmt.Errorf("prove %d events in tree %d: %w", len(evs), cp.TreeSize, err)
 		}
 		c.Findings, _ = extractFindings(evs)
 		return nil
@@ -291,83 +285,30 @@ func certCheckpoint(cp ledger.Checkpoint) CertCheckpoint {
 	}
 }
 
-// proveEvents returns the inclusion path of every event in the tree of
-// size, reading the stored Merkle hashes once.
-func proveEvents(ctx context.Context, tx ledger.ReadTx, size int64, evs []ledger.Event) ([]CertProof, error) {
-	out := make([]CertProof, 0, len(evs))
-	if len(evs) == 0 {
-		return out, nil
-	}
-	r := &txHashes{ctx: ctx, tx: tx, memo: map[int64]tlog.Hash{}}
-	lo, hi := evs[0].LogIndex, evs[len(evs)-1].LogIndex+1
-	// One range read when the session's leaves are dense enough in the
-	// log; otherwise each proof reads its own few hashes (memoised).
-	if hi-lo <= 16*int64(len(evs))+1024 {
-		if err := r.prefetch(lo, hi); err != nil {
-			return nil, err
-		}
-	}
-	for i := range evs {
-		p, err := tlog.ProveRecord(size, evs[i].LogIndex, r)
-		if err != nil {
-			return nil, fmt.Errorf("prove leaf %d in tree %d: %w", evs[i].LogIndex, size, err)
-		}
-		path := make([]ledger.Hash, len(p))
-		for j, h := range p {
-			path[j] = ledger.Hash(h)
-		}
-		out = append(out, CertProof{LogIndex: evs[i].LogIndex, Path: path})
-	}
-	return out, nil
-}
-
 // txHashes reads stored Merkle hashes through a read transaction for
-// tlog, remembering what it read.
+// tlog.
 type txHashes struct {
-	ctx  context.Context
-	tx   ledger.ReadTx
-	memo map[int64]tlog.Hash
+	ctx context.Context
+	tx  ledger.ReadTx
 }
 
 // ReadHashes implements tlog.HashReader.
 func (r *txHashes) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
-	out := make([]tlog.Hash, len(indexes))
-	var missing []int64
-	var at []int
-	for i, ix := range indexes {
-		if h, ok := r.memo[ix]; ok {
-			out[i] = h
-		} else {
-			missing = append(missing, ix)
-			at = append(at, i)
-		}
+	if len(indexes) == 0 {
+		return nil, nil
 	}
-	if len(missing) == 0 {
-		return out, nil
-	}
-	hs, err := r.tx.ReadHashes(r.ctx, missing)
+	hs, err := r.tx.ReadHashes(r.ctx, indexes)
 	if err != nil {
 		return nil, fmt.Errorf("read log hashes: %w", err)
 	}
-	if len(hs) != len(missing) {
-		return nil, fmt.Errorf("read %d log hashes, got %d", len(missing), len(hs))
+	if len(hs) != len(indexes) {
+		return nil, fmt.Errorf("read %d log hashes, got %d", len(indexes), len(hs))
 	}
-	for j, h := range hs {
-		out[at[j]] = tlog.Hash(h)
-		r.memo[missing[j]] = tlog.Hash(h)
+	out := make([]tlog.Hash, len(hs))
+	for i, h := range hs {
+		out[i] = tlog.Hash(h)
 	}
 	return out, nil
-}
-
-func (r *txHashes) prefetch(lo, hi int64) error {
-	rows, err := r.tx.HashRange(r.ctx, tlog.StoredHashIndex(0, lo), tlog.StoredHashCount(hi))
-	if err != nil {
-		return fmt.Errorf("read log hashes: %w", err)
-	}
-	for _, h := range rows {
-		r.memo[h.Index] = tlog.Hash(h.Hash)
-	}
-	return nil
 }
 
 // certDigest is what the issuer signs: SHA-256(domain ‖ 0x00 ‖ JCS(body)).

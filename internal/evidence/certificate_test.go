@@ -122,14 +122,12 @@ func TestCertificateTampering(t *testing.T) {
 		{"dropped event", func() []byte {
 			return edit(t, data, func(c *Certificate) {
 				c.Events = append(c.Events[:5:5], c.Events[6:]...)
-				c.InclusionProofs = append(c.InclusionProofs[:5:5], c.InclusionProofs[6:]...)
 				c.Session.EventCount--
 			})
 		}, nil, PillarChain, "missing, duplicated or out of order"},
 		{"dropped last event (the seal)", func() []byte {
 			return edit(t, data, func(c *Certificate) {
-				n := len(c.Events) - 1
-				c.Events, c.InclusionProofs = c.Events[:n], c.InclusionProofs[:n]
+				c.Events = c.Events[:len(c.Events)-1]
 				c.Session.EventCount--
 			})
 		}, nil, PillarChain, "no session_sealed event"},
@@ -171,13 +169,26 @@ func TestCertificateTampering(t *testing.T) {
 			})
 		}, nil, PillarInclusion, "checkpoint"},
 		{"bad inclusion proof", func() []byte {
-			return edit(t, data, func(c *Certificate) { c.InclusionProofs[4].Path[0][5] ^= 0x40 })
-		}, nil, PillarInclusion, "not included in checkpoint"},
-		{"missing inclusion proof", func() []byte {
-			return edit(t, data, func(c *Certificate) { c.InclusionProofs = c.InclusionProofs[1:] })
-		}, nil, PillarInclusion, "no inclusion proof"},
+			return edit(t, data, func(c *Certificate) { c.InclusionProof.Nodes[0].Hash[5] ^= 0x40 })
+		}, nil, PillarInclusion, "an event or a proof hash was changed"},
+		{"inclusion proof node missing", func() []byte {
+			return edit(t, data, func(c *Certificate) { c.InclusionProof.Nodes = c.InclusionProof.Nodes[1:] })
+		}, nil, PillarInclusion, "proof node 0 is at level"},
+		{"inclusion proof node added", func() []byte {
+			return edit(t, data, func(c *Certificate) {
+				c.InclusionProof.Nodes = append(c.InclusionProof.Nodes, c.InclusionProof.Nodes[0])
+			})
+		}, nil, PillarInclusion, "does not use"},
+		{"event moved to another log index", func() []byte {
+			return edit(t, data, func(c *Certificate) { c.Events[7].LogIndex = c.Events[6].LogIndex })
+		}, nil, PillarInclusion, "is not after the previous event's log index"},
+		{"checkpoint smaller than the events", func() []byte {
+			return edit(t, data, func(c *Certificate) { c.InclusionProof.TreeSize = 3 })
+		}, nil, PillarInclusion, "the inclusion proof is for tree size 3"},
 		{"high finding without evidence", func() []byte {
-			return edit(t, data, func(c *Certificate) { c.Findings[1].EvidenceSequence, c.Findings[1].EvidenceQuotes = []int64{}, []string{} })
+			return edit(t, data, func(c *Certificate) {
+				c.Findings[1].EvidenceSequence, c.Findings[1].EvidenceQuotes = []int64{}, []string{}
+			})
 		}, nil, PillarBinding, "high and critical findings need evidence_sequence"},
 		{"quote not in the cited observation", func() []byte {
 			return edit(t, data, func(c *Certificate) { c.Findings[0].EvidenceQuotes[0] = "admin_password: hunter3" })
@@ -192,7 +203,10 @@ func TestCertificateTampering(t *testing.T) {
 			return edit(t, data, func(c *Certificate) { p := sum("other policy"); c.PolicyHash = &p })
 		}, nil, PillarBinding, "policy_hash"},
 		{"goal changed", func() []byte {
-			return edit(t, data, func(c *Certificate) { c.Session.Goal = "Something else"; c.Session.GoalHash = ledger.GoalHash("Something else") })
+			return edit(t, data, func(c *Certificate) {
+				c.Session.Goal = "Something else"
+				c.Session.GoalHash = ledger.GoalHash("Something else")
+			})
 		}, nil, PillarBinding, "goal"},
 		{"seal removed from header", func() []byte {
 			return edit(t, data, func(c *Certificate) { c.Session.SealedAt = nil })

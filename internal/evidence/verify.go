@@ -129,41 +129,64 @@ func malformed(err error) (*CertificateResult, error) {
 }
 
 // ParseCertificate reads an .elc document strictly: valid I-JSON (no
-// duplicate keys), no unknown fields, this build's format version. It does
-// not verify anything; it returns the body, its canonical bytes and the
-// signature (nil when absent).
+// duplicate member names at any depth, valid UTF-8, safe numbers), no
+// unknown fields, this build's format version. It does not verify
+// anything; it returns the body, its canonical bytes (what the issuer
+// signed) and the signature (nil when absent).
 func ParseCertificate(data []byte) (*Certificate, []byte, *CertSignature, error) {
 	if len(data) > MaxCertificateBytes {
 		return nil, nil, nil, fmt.Errorf("%w: %d bytes (max %d)", ErrMalformedCertificate, len(data), MaxCertificateBytes)
 	}
 	// Canonicalize rejects duplicate member names, invalid UTF-8 and
-	// trailing data: a document two parsers could read differently must
-	// never verify.
-	if _, err := ledger.Canonicalize(data); err != nil {
+	// unsafe numbers: a document two parsers could read differently must
+	// never verify. Its output also contains the canonical body, which is
+	// what the issuer signed.
+	canon, err := ledger.Canonicalize(data)
+	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%w: not a single valid JSON document: %w", ErrMalformedCertificate, err)
 	}
 	var doc struct {
-		Certificate json.RawMessage `json:"certificate"`
-		Signature   *CertSignature  `json:"signature"`
+		Certificate *Certificate   `json:"certificate"`
+		Signature   *CertSignature `json:"signature"`
 	}
-	if err := strictDecode(data, &doc); err != nil {
+	if err := strictDecode(canon, &doc); err != nil {
 		return nil, nil, nil, fmt.Errorf("%w: %w", ErrMalformedCertificate, err)
 	}
-	if len(doc.Certificate) == 0 || string(doc.Certificate) == "null" {
+	if doc.Certificate == nil {
 		return nil, nil, nil, fmt.Errorf("%w: no certificate member", ErrMalformedCertificate)
 	}
-	var c Certificate
-	if err := strictDecode(doc.Certificate, &c); err != nil {
-		return nil, nil, nil, fmt.Errorf("%w: certificate: %w", ErrMalformedCertificate, err)
+	if doc.Certificate.Format != CertificateFormatVersion {
+		return nil, nil, nil, fmt.Errorf("%w: format %q (this build reads %q)", ErrMalformedCertificate, doc.Certificate.Format, CertificateFormatVersion)
 	}
-	if c.Format != CertificateFormatVersion {
-		return nil, nil, nil, fmt.Errorf("%w: format %q (this build reads %q)", ErrMalformedCertificate, c.Format, CertificateFormatVersion)
+	body, ok := canonicalBody(canon, doc.Signature != nil)
+	if !ok {
+		return nil, nil, nil, fmt.Errorf("%w: cannot locate the certificate body", ErrMalformedCertificate)
 	}
-	body, err := ledger.Canonicalize(doc.Certificate)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%w: certificate: %w", ErrMalformedCertificate, err)
+	return doc.Certificate, body, doc.Signature, nil
+}
+
+// canonicalBody cuts the certificate body out of the canonical document.
+// JCS sorts members, so the document is {"certificate":BODY} optionally
+// followed by ,"signature":SIG before the final brace; the strict decode
+// has already refused any other member. A signature object holds only
+// strings and the body ends with its own brace, so the last
+// `,"signature":` is the top-level one when a signature is present.
+func canonicalBody(canon []byte, signed bool) ([]byte, bool) {
+	const head, sigKey, nullSig = `{"certificate":`, `,"signature":`, `,"signature":null}`
+	if !bytes.HasPrefix(canon, []byte(head)) || !bytes.HasSuffix(canon, []byte("}")) {
+		return nil, false
 	}
-	return &c, body, doc.Signature, nil
+	end := len(canon) - 1
+	switch {
+	case signed:
+		end = bytes.LastIndex(canon, []byte(sigKey))
+	case bytes.HasSuffix(canon, []byte(nullSig)):
+		end = len(canon) - len(nullSig)
+	}
+	if end < len(head) {
+		return nil, false
+	}
+	return canon[len(head):end], true
 }
 
 func strictDecode(data []byte, v any) error {
@@ -212,6 +235,10 @@ func verifyParsed(c *Certificate, body []byte, sig *CertSignature, pinned ed2551
 		}
 		return res
 	}
+	// The events' leaves and the proof's gap hashes give a tree head; the
+	// log check then compares it with the signed checkpoint's root.
+	root, proofErr := multiRoot(&c.InclusionProof, in.Events)
+	in.StoredRoot = &root
 	r := ledger.VerifyEvents(in)
 
 	p2 := fromCheck(PillarChain, r.Chain)
@@ -227,15 +254,26 @@ func verifyParsed(c *Certificate, body []byte, sig *CertSignature, pinned ed2551
 
 	p3 := fromCheck(PillarSignatures, r.Signatures)
 
-	p4 := fromCheck(PillarInclusion, r.Log)
-	if p4.OK && r.Uncovered > 0 {
-		p4 = failP(PillarInclusion, -1, "%d event(s) are not covered by checkpoint %d", r.Uncovered, c.Checkpoint.TreeSize)
-	}
-	if p4.OK && len(c.InclusionProofs) != len(c.Events) {
-		p4 = failP(PillarInclusion, -1, "%d inclusion proofs for %d events", len(c.InclusionProofs), len(c.Events))
-	}
-	if p4.OK {
-		p4.Note = fmt.Sprintf("%d events in checkpoint %d (root %s)", len(c.Events), c.Checkpoint.TreeSize, c.Checkpoint.RootHash)
+	var p4 Pillar
+	cpErr := ledger.VerifyCheckpoint(in.Checkpoint, in.Origin, issuer)
+	switch {
+	case cpErr != nil:
+		p4 = failP(PillarInclusion, -1, "checkpoint %d: %v", c.Checkpoint.TreeSize, cpErr)
+	case c.InclusionProof.TreeSize != c.Checkpoint.TreeSize:
+		p4 = failP(PillarInclusion, -1, "the inclusion proof is for tree size %d, the checkpoint is %d", c.InclusionProof.TreeSize, c.Checkpoint.TreeSize)
+	case proofErr != nil:
+		p4 = failP(PillarInclusion, -1, "inclusion proof: %v", proofErr)
+	case root != c.Checkpoint.RootHash:
+		p4 = failP(PillarInclusion, -1, "the events and the proof's %d subtree hashes give root %s for tree size %d, the signed checkpoint says %s: an event or a proof hash was changed",
+			len(c.InclusionProof.Nodes), root, c.Checkpoint.TreeSize, c.Checkpoint.RootHash)
+	default:
+		p4 = fromCheck(PillarInclusion, r.Log)
+		if p4.OK && r.Uncovered > 0 {
+			p4 = failP(PillarInclusion, -1, "%d event(s) are not covered by checkpoint %d", r.Uncovered, c.Checkpoint.TreeSize)
+		}
+		if p4.OK {
+			p4.Note = fmt.Sprintf("%d events proven in checkpoint %d (root %s) with %d subtree hashes", len(c.Events), c.Checkpoint.TreeSize, c.Checkpoint.RootHash, len(c.InclusionProof.Nodes))
+		}
 	}
 
 	p5 := fromCheck(PillarBinding, r.Goal)
@@ -310,7 +348,7 @@ func verifyInput(c *Certificate, issuer ed25519.PublicKey) (in *ledger.VerifyInp
 	}
 	in = &ledger.VerifyInput{
 		SessionID: id, Session: s, IssuerKey: issuer, Origin: ledger.OriginPrefix + ledger.KeyID(issuer),
-		MissingLeaf: -1, Paths: make(map[int64][]ledger.Hash, len(c.InclusionProofs)),
+		MissingLeaf: -1, TreeChecked: true, NotIncluded: -1,
 	}
 	in.Events = make([]ledger.Event, len(c.Events))
 	for i := range c.Events {
@@ -324,12 +362,6 @@ func verifyInput(c *Certificate, issuer ed25519.PublicKey) (in *ledger.VerifyInp
 	in.Keys = make([]ledger.KeyRecord, len(c.Keys))
 	for i, k := range c.Keys {
 		in.Keys[i] = ledger.KeyRecord{SessionID: id, ValidFromSeq: k.ValidFromSeq, KeyID: k.KeyID, PublicKey: ed25519.PublicKey(k.PublicKey)}
-	}
-	for _, p := range c.InclusionProofs {
-		if _, dup := in.Paths[p.LogIndex]; dup {
-			return nil, fmt.Sprintf("two inclusion proofs for log index %d", p.LogIndex), -1
-		}
-		in.Paths[p.LogIndex] = p.Path
 	}
 	cp, problem := ledgerCheckpoint(&c.Checkpoint)
 	if problem != "" {
