@@ -164,8 +164,21 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (*Outcome, error) {
 	if err := s.env.Ledger.EndSession(fctx, s.ID, stop.status); err != nil {
 		return out, fmt.Errorf("end session: %w", err)
 	}
-	if _, err := s.env.Ledger.Seal(fctx, s.ID, "agent"); err != nil {
+	var credErr error
+	if stop.status == ledger.StatusCompleted && s.env.Credentials != nil {
+		// The credential is part of the chain, so it goes in before the
+		// seal; a failure still seals the session, then is reported.
+		credErr = s.env.Credentials.IssueCredential(fctx, s.ID)
+	}
+	seal, err := s.env.Ledger.Seal(fctx, s.ID, "agent")
+	if err != nil {
 		return out, fmt.Errorf("seal session: %w", err)
+	}
+	if stop.status == ledger.StatusAborted {
+		s.Notify(seal.Event)
+	}
+	if credErr != nil {
+		return out, fmt.Errorf("issue the verifiable credential (the session was sealed without one): %w", credErr)
 	}
 	return out, nil
 }

@@ -65,11 +65,15 @@ func (s *Session) appendVerdictTimed(ctx context.Context, step int, intentID str
 	if t.Check == verdict.CheckPromptScan {
 		id = nil
 	}
-	if _, err := s.env.Ledger.Append(ctx, s.ID, ledger.TypeCheckVerdict, checkVerdictEvent{
+	ev, err := s.env.Ledger.Append(ctx, s.ID, ledger.TypeCheckVerdict, checkVerdictEvent{
 		Step: step, Check: t.Check, Phase: t.Phase, Decision: t.Decision, Code: t.Code, Message: t.Message,
 		Rule: t.Rule, Flags: t.Flags, Gates: t.Gates, DurationUS: t.DurationMicros, IntentID: id,
-	}); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("append check_verdict: %w", err)
+	}
+	if t.Decision == verdict.Deny {
+		s.Notify(ev)
 	}
 	return nil
 }

@@ -37,6 +37,12 @@ type Env struct {
 	// SandboxEnv is the candidate environment for commands; the tier keeps
 	// only its allowlist.
 	SandboxEnv []string
+	// Notifier, when set, receives denials, sandbox aborts, observations
+	// and aborted seals for SIEM egress (hooks.go).
+	Notifier Notifier
+	// Credentials, when set, issues the verifiable credential of a
+	// session that completes, before its seal (hooks.go).
+	Credentials CredentialIssuer
 }
 
 // Config is what one session enforces.
@@ -250,6 +256,7 @@ func (s *Session) observe(ctx context.Context, res *StepResult, text string) err
 	if err != nil {
 		return fmt.Errorf("record observation of step %d: %w", res.Step, err)
 	}
+	s.Notify(ev)
 	res.Observation = &Observation{Seq: ev.Seq, Content: sr.Sanitized, Labels: labels, Truncated: sr.Truncated, Suspicious: sr.Suspicious}
 	if abort != "" {
 		res.Halted = abort
@@ -278,8 +285,12 @@ func (s *Session) appendSandboxResult(ctx context.Context, intentID string, r sa
 	m["intent_id"] = intentID
 	m["stdout"], m["stderr"] = nil, nil
 	m["stdout_sha256"], m["stderr_sha256"] = sha256Hex(r.Stdout), sha256Hex(r.Stderr)
-	if _, err := s.env.Ledger.Append(ctx, s.ID, ledger.TypeSandboxResult, m); err != nil {
+	ev, err := s.env.Ledger.Append(ctx, s.ID, ledger.TypeSandboxResult, m)
+	if err != nil {
 		return fmt.Errorf("record sandbox_result: %w", err)
+	}
+	if r.Status == sandbox.StatusAborted {
+		s.Notify(ev)
 	}
 	return nil
 }
