@@ -10,6 +10,9 @@ import (
 	"syscall"
 
 	"github.com/ironvise/ironvise/internal/cli"
+	// The sandbox launcher runs from this package's initialisation, before
+	// the rest of the binary is initialised (see its documentation).
+	_ "github.com/ironvise/ironvise/internal/sandbox/native/launch/early"
 )
 
 func main() {

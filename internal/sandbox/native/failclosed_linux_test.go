@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/sandbox/native/launch"
 )
 
 // TestFailClosed injects kernel errors into the launcher's steps (the
@@ -27,22 +28,22 @@ func TestFailClosed(t *testing.T) {
 		errno syscall.Errno
 		want  []string
 	}{
-		{stepLandlock, syscall.ENOSYS, []string{"landlock is not supported by this kernel", "CONFIG_SECURITY_LANDLOCK", "lsm="}},
-		{stepLandlock, syscall.EOPNOTSUPP, []string{"not enabled at boot", "ECTO_DOCKER_IMAGE"}},
-		{stepSeccomp, syscall.EINVAL, []string{"the kernel rejected the seccomp filter", "CONFIG_SECCOMP_FILTER"}},
-		{stepSeccomp, syscall.EACCES, []string{"seccomp", "permission denied"}},
-		{stepFDs, syscall.ENOSYS, []string{"close_range", "Linux 5.11"}},
-		{stepMounts, syscall.EPERM, []string{"mount namespace", "unprivileged user namespaces"}},
-		{stepNNP, syscall.EINVAL, []string{"PR_SET_NO_NEW_PRIVS"}},
-		{stepCaps, syscall.EPERM, []string{"capabilit"}},
-		{stepRlimits, syscall.EPERM, []string{"setrlimit"}},
-		{stepPidMax, syscall.EPERM, []string{"pid_max"}},
-		{stepExec, syscall.ENOENT, []string{"execve /bin/sh", "install a POSIX shell"}},
+		{launch.StepLandlock, syscall.ENOSYS, []string{"landlock is not supported by this kernel", "CONFIG_SECURITY_LANDLOCK", "lsm="}},
+		{launch.StepLandlock, syscall.EOPNOTSUPP, []string{"not enabled at boot", "ECTO_DOCKER_IMAGE"}},
+		{launch.StepSeccomp, syscall.EINVAL, []string{"the kernel rejected the seccomp filter", "CONFIG_SECCOMP_FILTER"}},
+		{launch.StepSeccomp, syscall.EACCES, []string{"seccomp", "permission denied"}},
+		{launch.StepFDs, syscall.ENOSYS, []string{"close_range", "Linux 5.11"}},
+		{launch.StepMounts, syscall.EPERM, []string{"mount namespace", "unprivileged user namespaces"}},
+		{launch.StepNNP, syscall.EINVAL, []string{"PR_SET_NO_NEW_PRIVS"}},
+		{launch.StepCaps, syscall.EPERM, []string{"capabilit"}},
+		{launch.StepRlimits, syscall.EPERM, []string{"setrlimit"}},
+		{launch.StepPidMax, syscall.EPERM, []string{"pid_max"}},
+		{launch.StepExec, syscall.ENOENT, []string{"execve /bin/sh", "install a POSIX shell"}},
 	}
 	fx := newFixture(t)
 	for _, tc := range cases {
 		t.Run(tc.step+"_"+tc.errno.Error(), func(t *testing.T) {
-			if tc.step == stepPidMax && !pidMaxNamespaced() {
+			if tc.step == launch.StepPidMax && !launch.PidMaxNamespaced() {
 				t.Skip("pid_max is not namespaced on this kernel: the step does not run")
 			}
 			tier := newTestTier(t, sandbox.Options{})
@@ -128,7 +129,7 @@ func TestLauncherFailuresAbort(t *testing.T) {
 		_, se := readStatus(pr)
 		pr.Close()
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != exitLaunchFailed || se == nil || se.Step != stepSpec {
+		if !errors.As(err, &ee) || ee.ExitCode() != launch.ExitFailed || se == nil || se.Step != launch.StepSpec {
 			t.Fatalf("launcher %q: err %v, status %+v", args, err, se)
 		}
 	}

@@ -6,10 +6,12 @@
 //
 // Go cannot run code between fork and exec, and the Go runtime is
 // multithreaded, so the tier re-executes the ironvise binary itself
-// (/proc/self/exe) as a small launcher: [IsLauncher] / [LauncherMain] are
-// dispatched at the very start of cli.Run, before any other work. The parent
-// starts the launcher in fresh PID and mount namespaces (plus a user
-// namespace when IronVise is not root). The launcher, in order:
+// (/proc/self/exe) as a small launcher (package launch) in fresh PID and
+// mount namespaces, plus a user namespace when IronVise is not root. The
+// launcher is dispatched before any other work of the binary: from package
+// early's initialisation in cmd/ironvise, and again at the very start of
+// cli.Run ([IsLauncher] / [LauncherMain]) for binaries that do not import
+// early. The launcher, in order:
 //
 //  1. marks every inherited descriptor above 2 close-on-exec;
 //  2. setsid (no controlling terminal: TIOCSTI has nothing to inject into),
@@ -19,8 +21,8 @@
 //     covers what Landlock does not govern (chmod, chown, utimes, xattrs);
 //  3. sets no_new_privs, drops every capability set including the bounding
 //     set, locks the securebits, and switches to ECTO_SANDBOX_USER if set;
-//  4. applies the rlimits (the address-space cap last, just before exec, so
-//     the Go launcher itself never runs under it);
+//  4. applies the rlimits (the address-space cap last, just before exec,
+//     so the Go launcher itself never runs under it);
 //  5. applies Landlock with every feature of the running ABI;
 //  6. installs the seccomp allowlist with TSYNC;
 //  7. execs /bin/sh -c <command> in the workspace with the scrubbed
@@ -48,18 +50,20 @@
 // files and filters no syscalls.
 package native
 
+import "github.com/ironvise/ironvise/internal/sandbox/native/launch"
+
 // LauncherArg is the hidden argv[1] that makes the ironvise binary act as
 // the sandbox launcher.
-const LauncherArg = "__ironvise-sandbox-launcher"
+const LauncherArg = launch.Arg
 
 // IsLauncher reports whether args (os.Args) ask for the launcher.
 func IsLauncher(args []string) bool {
-	return len(args) >= 2 && args[1] == LauncherArg
+	return launch.IsLauncher(args)
 }
 
 // LauncherMain runs the launcher. On success it does not return: the process
 // becomes the sandboxed command. Otherwise it returns the exit code for
 // main to exit with.
 func LauncherMain(args []string) int {
-	return launcherMain(args)
+	return launch.Main(args)
 }

@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/sandbox/native/launch"
 	"github.com/ironvise/ironvise/internal/sandbox/native/seccomp"
 )
 
@@ -106,9 +106,9 @@ func (t *Tier) Available(context.Context) error {
 	unavailable := func(reason, fix string, err error) error {
 		return &sandbox.UnavailableError{Tier: sandbox.TierNativeLinux, Reason: reason, Fix: fix, Err: err}
 	}
-	abi, err := landlockABI()
+	abi, err := launch.LandlockABI()
 	if err != nil || abi < 1 {
-		return unavailable("Landlock is not supported by this kernel or not enabled at boot", landlockFix, err)
+		return unavailable("Landlock is not supported by this kernel or not enabled at boot", launch.LandlockFix, err)
 	}
 	if t.seccompErr != nil {
 		return unavailable("no seccomp profile for this architecture", "use linux/amd64 or linux/arm64, or set ECTO_DOCKER_IMAGE", t.seccompErr)
@@ -180,13 +180,13 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	}
 
 	limits := t.opts.Limits.Tighten(req.Limits)
-	spec := launchSpec{
-		Command: req.Command, Workspace: ws, Scratch: scratch, Limits: limits,
+	spec := launch.Spec{
+		Command: req.Command, Workspace: ws, Scratch: scratch, Limits: launchLimits(limits),
 		SwitchUser: t.switchUser, UID: t.uid, GID: t.gid, UserNS: t.userNS, Inject: t.inject,
 		Seccomp: t.seccomp.Bytes(), SeccompSHA256: t.seccomp.SHA256,
 		Env: sandbox.CommandEnv(req.Env, t.commandEnv(ws, scratch)),
 	}
-	specJSON, err := json.Marshal(spec)
+	specArgs, err := spec.Args()
 	if err != nil {
 		return abort("encode launch specification: %v", err)
 	}
@@ -201,7 +201,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	}
 	defer statusR.Close()
 
-	cmd := exec.CommandContext(rctx, t.executable, LauncherArg, string(specJSON))
+	cmd := exec.CommandContext(rctx, t.executable, append([]string{launch.Arg}, specArgs...)...)
 	cmd.Dir = ws
 	// The launcher gets nothing of IronVise's environment. One P keeps its
 	// thread count low, which makes the all-thread Landlock and seccomp
@@ -266,6 +266,11 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	return res
 }
 
+// launchLimits converts the limits for the launcher.
+func launchLimits(l sandbox.Limits) launch.Limits {
+	return launch.Limits{CPUSecs: l.CPUSecs, MemMiB: l.MemMiB, NoFile: l.NoFile, NProc: l.NProc, FSizeMiB: l.FSizeMiB}
+}
+
 // commandEnv is what the tier sets in the command's environment.
 func (t *Tier) commandEnv(ws, scratch string) map[string]string {
 	env := map[string]string{
@@ -316,14 +321,14 @@ func startFailure(err error, userNS bool) string {
 // readStatus reads the launcher's status records until the pipe closes
 // (at exec, or when the launcher dies). A missing applied record means
 // the sandbox was not confirmed: the caller aborts.
-func readStatus(r io.Reader) (*appliedRecord, *setupError) {
-	var applied *appliedRecord
+func readStatus(r io.Reader) (*launch.Applied, *launch.SetupError) {
+	var applied *launch.Applied
 	sc := bufio.NewScanner(io.LimitReader(r, 1<<16))
 	sc.Buffer(make([]byte, 0, 4096), 1<<16)
 	for sc.Scan() {
-		var rec statusRecord
-		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-			return nil, &setupError{Step: "status", Message: "malformed status record from the launcher: " + err.Error()}
+		rec, err := launch.ParseStatus(sc.Bytes())
+		if err != nil {
+			return nil, &launch.SetupError{Step: "status", Message: "malformed status record from the launcher: " + err.Error()}
 		}
 		if rec.Error != nil {
 			return nil, rec.Error
@@ -336,13 +341,13 @@ func readStatus(r io.Reader) (*appliedRecord, *setupError) {
 }
 
 // enforced converts the launcher's record for the sandbox_result.
-func (t *Tier) enforced(a *appliedRecord, scratch string) *sandbox.Enforced {
+func (t *Tier) enforced(a *launch.Applied, scratch string) *sandbox.Enforced {
 	abi, uid, nnp := a.LandlockABI, a.UID, a.NoNewPrivs
 	caps := "none"
 	if a.CapEffective != 0 || a.CapPermitted != 0 {
 		caps = fmt.Sprintf("%#x", a.CapEffective)
 	}
-	rl := a.RLimits
+	rl := sandbox.RLimits{CPUSecs: a.RLimits.CPUSecs, ASMiB: a.RLimits.ASMiB, NoFile: a.RLimits.NoFile, NProc: a.RLimits.NProc, FSizeMiB: a.RLimits.FSizeMiB}
 	e := &sandbox.Enforced{
 		LandlockABI: &abi, SeccompProfileSHA256: a.SeccompSHA256, RLimits: &rl, UID: &uid,
 		Capabilities: caps, NoNewPrivs: &nnp, Network: "none", ScratchDir: scratch,

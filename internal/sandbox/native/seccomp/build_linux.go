@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"slices"
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
@@ -55,9 +56,32 @@ type Profile struct {
 	SHA256 string
 }
 
-// Build assembles the filter for the running architecture.
+// Build assembles the sandboxed commands' filter for the running
+// architecture.
 func Build() (*Profile, error) {
-	prog, err := program()
+	r, err := commandRules()
+	if err != nil {
+		return nil, err
+	}
+	return assemble(r)
+}
+
+// BuildHTTPSClient assembles the HTTPS-client filter for the process pid
+// (the caller's own: kill and tgkill are allowed towards it only).
+func BuildHTTPSClient(pid int) (*Profile, error) {
+	if pid <= 0 {
+		return nil, fmt.Errorf("seccomp: https client profile: pid %d is not a process id", pid)
+	}
+	r, err := httpsClientRules(uint32(pid))
+	if err != nil {
+		return nil, err
+	}
+	return assemble(r)
+}
+
+// assemble turns the rules into a program and its hash.
+func assemble(rules map[string][]bpf.Instruction) (*Profile, error) {
+	prog, err := program(rules)
 	if err != nil {
 		return nil, err
 	}
@@ -106,20 +130,164 @@ func FromBytes(b []byte) (*Profile, error) {
 	return p, nil
 }
 
-// program builds the instructions in the order documented on the package.
-func program() ([]bpf.Instruction, error) {
-	seen := map[string]bool{}
-	for _, list := range [][]string{alwaysDenied, ArgChecked(), allowed} {
-		for _, name := range list {
-			if seen[name] {
-				// Invariant: a syscall has exactly one rule, so widening
-				// the allowlist can never shadow an always-denied entry.
-				return nil, bug(fmt.Errorf("syscall %q listed twice", name))
-			}
-			seen[name] = true
+// A rule is the block of instructions that decides one syscall. It runs
+// with the syscall number in A, may load arguments, and always ends in a
+// return; jumps inside it are relative to it.
+
+// commandRules are the rules of the sandboxed commands' profile.
+func commandRules() (map[string][]bpf.Instruction, error) {
+	arg := map[string][]bpf.Instruction{
+		// clone: no namespace flags.
+		"clone": {
+			bpf.LoadAbsolute{Off: argLow(0), Size: 4},
+			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: cloneNamespaceFlags, SkipFalse: 1},
+			retEPERM,
+			retAllow,
+		},
+		// ioctl: the request is an unsigned int; the kernel ignores the
+		// upper 32 bits of the register, so only the low word is compared
+		// (a filter comparing 64 bits is bypassed with
+		// 0xffffffff00005412).
+		"ioctl": {
+			bpf.LoadAbsolute{Off: argLow(1), Size: 4},
+			// Security: TIOCSTI pushes bytes into a terminal's input
+			// queue (commands typed into the operator's shell).
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.TIOCSTI, SkipFalse: 1},
+			retEPERM,
+			// Security: TIOCLINUX can paste the console selection (same
+			// injection on a virtual console).
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.TIOCLINUX, SkipFalse: 1},
+			retEPERM,
+			retAllow,
+		},
+		// socketpair: AF_UNIX only. A connected pair is useful to shells
+		// and tools and reaches nothing outside the sandbox.
+		"socketpair": {
+			bpf.LoadAbsolute{Off: argLow(0), Size: 4},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_UNIX, SkipFalse: 1},
+			retAllow,
+			retEPERM,
+		},
+		// prlimit64: the caller's own limits only (pid 0). Another process
+		// of the same uid — IronVise itself when it runs as that uid —
+		// must not have its limits changed.
+		"prlimit64": {
+			bpf.LoadAbsolute{Off: argLow(0), Size: 4},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipFalse: 1},
+			retAllow,
+			retEPERM,
+		},
+	}
+	return rules(allowed, ArgChecked(), arg)
+}
+
+// httpsClientRules are the rules of the HTTPS-client profile for process
+// pid.
+func httpsClientRules(pid uint32) (map[string][]bpf.Instruction, error) {
+	// onlySelf allows a signal syscall whose first argument is pid.
+	onlySelf := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: argLow(0), Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: pid, SkipFalse: 1},
+		retAllow,
+		retEPERM,
+	}
+	arg := map[string][]bpf.Instruction{
+		// Security: clone makes threads only (CLONE_THREAD set, no
+		// namespace flags). A new process is the first step to running
+		// something else; the worker never needs one.
+		"clone": {
+			bpf.LoadAbsolute{Off: argLow(0), Size: 4},
+			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: cloneNamespaceFlags, SkipFalse: 1},
+			retEPERM,
+			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: unix.CLONE_THREAD, SkipFalse: 1},
+			retAllow,
+			retEPERM,
+		},
+		// Security: IPv4 and IPv6 stream and datagram sockets with the
+		// default protocol only, the low type bits compared without the
+		// SOCK_NONBLOCK and SOCK_CLOEXEC flags. No AF_UNIX (host daemons
+		// such as Docker or D-Bus listen there), no AF_NETLINK, no raw or
+		// packet sockets even for root.
+		"socket": {
+			bpf.LoadAbsolute{Off: argLow(0), Size: 4},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_INET, SkipTrue: 1},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_INET6, SkipFalse: 7},
+			bpf.LoadAbsolute{Off: argLow(2), Size: 4},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipFalse: 5},
+			bpf.LoadAbsolute{Off: argLow(1), Size: 4},
+			bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: 0xf}, // SOCK_TYPE_MASK
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SOCK_STREAM, SkipTrue: 1},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SOCK_DGRAM, SkipFalse: 1},
+			retAllow,
+			retEPERM,
+		},
+		// Security: signals to the process itself only (the Go runtime
+		// preempts its threads with tgkill and re-raises fatal signals
+		// with kill); other processes of the same user are out of reach
+		// even where Landlock cannot scope signals (ABI < 6).
+		"kill":   onlySelf,
+		"tgkill": onlySelf,
+	}
+	return rules(httpsClientAllowed, HTTPSClientArgChecked(), arg)
+}
+
+// rules maps every syscall of the always-denied list, argChecked (whose
+// blocks are in arg) and allowed to its rule. A name listed twice is a bug:
+// widening an allowlist must never shadow an always-denied entry.
+func rules(allowed, argChecked []string, arg map[string][]bpf.Instruction) (map[string][]bpf.Instruction, error) {
+	out := map[string][]bpf.Instruction{}
+	add := func(name string, r []bpf.Instruction) error {
+		if _, dup := out[name]; dup {
+			return bug(fmt.Errorf("syscall %q listed twice", name))
+		}
+		out[name] = r
+		return nil
+	}
+	for _, name := range alwaysDenied {
+		r := []bpf.Instruction{retEPERM}
+		if name == "clone3" {
+			// clone3 passes its flags in memory, which BPF cannot read:
+			// ENOSYS makes glibc fall back to clone, which is checked.
+			r = []bpf.Instruction{retENOSYS}
+		}
+		if err := add(name, r); err != nil {
+			return nil, err
 		}
 	}
+	for _, name := range argChecked {
+		r, ok := arg[name]
+		if !ok {
+			return nil, bug(fmt.Errorf("syscall %q has no argument rule", name))
+		}
+		if err := add(name, r); err != nil {
+			return nil, err
+		}
+	}
+	for _, name := range allowed {
+		if err := add(name, []bpf.Instruction{retAllow}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
 
+// interval is a run of syscall numbers, from lo up to the next interval's
+// lo, that share one rule.
+type interval struct {
+	lo   uint32
+	rule []bpf.Instruction
+}
+
+// program builds the filter: the architecture checks, then a binary search
+// over the syscall number; a number without a rule gets EPERM.
+func program(byName map[string][]bpf.Instruction) ([]bpf.Instruction, error) {
+	nums := sysnums()
+	byNr := map[uint32][]bpf.Instruction{}
+	for name, r := range byName {
+		if nr, ok := nums[name]; ok { // absent on this architecture otherwise
+			byNr[nr] = r
+		}
+	}
 	p := []bpf.Instruction{
 		bpf.LoadAbsolute{Off: offArch, Size: 4},
 		// Security: only the native ABI. Another ABI numbers syscalls
@@ -133,79 +301,85 @@ func program() ([]bpf.Instruction, error) {
 		// entry points under different numbers.
 		p = append(p, bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: x32SyscallBit, SkipFalse: 1}, retKill)
 	}
-	ret := func(nr uint32, r bpf.Instruction) {
-		p = append(p, bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: nr, SkipTrue: 1}, r)
+	tree, err := searchTree(intervals(byNr))
+	if err != nil {
+		return nil, err
 	}
-	for _, name := range alwaysDenied {
-		nr, ok := sysnums[name]
-		if !ok {
-			continue // absent on this architecture
-		}
-		if name == "clone3" {
-			// clone3 passes its flags in memory, which BPF cannot read:
-			// ENOSYS makes glibc fall back to clone, which is checked.
-			ret(nr, retENOSYS)
-			continue
-		}
-		ret(nr, retEPERM)
-	}
+	return append(p, tree...), nil
+}
 
-	// clone: no namespace flags.
-	p = append(p,
-		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: sysnums["clone"], SkipTrue: 4},
-		bpf.LoadAbsolute{Off: argLow(0), Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: cloneNamespaceFlags, SkipFalse: 1},
-		retEPERM,
-		retAllow,
-	)
-	// ioctl: the request is an unsigned int; the kernel ignores the upper
-	// 32 bits of the register, so only the low word is compared (a filter
-	// comparing 64 bits is bypassed with 0xffffffff00005412).
-	p = append(p,
-		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: sysnums["ioctl"], SkipTrue: 6},
-		bpf.LoadAbsolute{Off: argLow(1), Size: 4},
-		// Security: TIOCSTI pushes bytes into a terminal's input queue
-		// (commands typed into the operator's shell).
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.TIOCSTI, SkipFalse: 1},
-		retEPERM,
-		// Security: TIOCLINUX can paste the console selection (same
-		// injection on a virtual console).
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.TIOCLINUX, SkipFalse: 1},
-		retEPERM,
-		retAllow,
-	)
-	// socketpair: AF_UNIX only. A connected pair is useful to shells and
-	// tools and reaches nothing outside the sandbox.
-	p = append(p,
-		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: sysnums["socketpair"], SkipTrue: 4},
-		bpf.LoadAbsolute{Off: argLow(0), Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_UNIX, SkipFalse: 1},
-		retAllow,
-		retEPERM,
-	)
-	// prlimit64: the caller's own limits only (pid 0). Another process of
-	// the same uid — IronVise itself when it runs as that uid — must not
-	// have its limits changed.
-	p = append(p,
-		bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: sysnums["prlimit64"], SkipTrue: 4},
-		bpf.LoadAbsolute{Off: argLow(0), Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipFalse: 1},
-		retAllow,
-		retEPERM,
-	)
-	for _, name := range allowed {
-		if nr, ok := sysnums[name]; ok {
-			ret(nr, retAllow)
-		}
+// intervals partitions all syscall numbers into runs with one rule each:
+// neighbours with the same one-instruction rule (allow, EPERM, ENOSYS) are
+// merged, numbers without a rule get EPERM, and an argument-checking rule
+// (several instructions) is never merged, so its run is its own number.
+func intervals(byNr map[uint32][]bpf.Instruction) []interval {
+	nrs := make([]uint32, 0, len(byNr))
+	for nr := range byNr {
+		nrs = append(nrs, nr)
 	}
-	// Default: EPERM, not kill, so tools report the refusal.
-	return append(p, retEPERM), nil
+	slices.Sort(nrs)
+	deny := []bpf.Instruction{retEPERM}
+	var out []interval
+	push := func(lo uint32, r []bpf.Instruction) {
+		if n := len(out); n > 0 && len(r) == 1 && len(out[n-1].rule) == 1 && out[n-1].rule[0] == r[0] {
+			return // same plain action as the run before: extend it
+		}
+		out = append(out, interval{lo, r})
+	}
+	next := uint32(0) // the first number not covered yet
+	for _, nr := range nrs {
+		if nr > next {
+			push(next, deny)
+		}
+		push(nr, byNr[nr])
+		next = nr + 1
+	}
+	push(next, deny)
+	return out
+}
+
+// searchTree decides the syscall number in A, which lies in the runs of
+// list (sorted by lo; the first starts at 0 and the last runs to the end).
+// An inner node splits the runs at the middle one's lo: A ≥ lo goes to the
+// upper half, anything else to the lower half, which comes right after the
+// node. When the lower half is longer than a conditional jump reaches, the
+// node jumps over it with an unconditional jump (32-bit offset) instead.
+// A leaf is the run's rule. Every comparison uses K only, so the kernel's
+// filter cache can still prove the plainly allowed syscalls constant at
+// install time.
+func searchTree(list []interval) ([]bpf.Instruction, error) {
+	if len(list) == 1 {
+		if len(list[0].rule) == 0 {
+			return nil, bug(fmt.Errorf("empty rule at syscall %d", list[0].lo))
+		}
+		return list[0].rule, nil
+	}
+	mid := len(list) / 2
+	lower, err := searchTree(list[:mid])
+	if err != nil {
+		return nil, err
+	}
+	upper, err := searchTree(list[mid:])
+	if err != nil {
+		return nil, err
+	}
+	var p []bpf.Instruction
+	if len(lower) <= 255 {
+		p = append(p, bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: list[mid].lo, SkipTrue: uint8(len(lower))})
+	} else {
+		p = append(p,
+			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: list[mid].lo, SkipFalse: 1},
+			bpf.Jump{Skip: uint32(len(lower))},
+		)
+	}
+	p = append(p, lower...)
+	return append(p, upper...), nil
 }
 
 // SyscallNumber returns the number of the named syscall on this
 // architecture.
 func SyscallNumber(name string) (uint32, bool) {
-	nr, ok := sysnums[name]
+	nr, ok := sysnums()[name]
 	return nr, ok
 }
 

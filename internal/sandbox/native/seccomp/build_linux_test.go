@@ -16,6 +16,13 @@ import (
 // instructions Build emits, and fails the test on anything else.
 func eval(t *testing.T, p *Profile, arch, nr uint32, args ...uint64) uint32 {
 	t.Helper()
+	v, _ := run(t, p, arch, nr, args...)
+	return v
+}
+
+// run is eval that also counts the instructions executed.
+func run(t *testing.T, p *Profile, arch, nr uint32, args ...uint64) (action uint32, steps int) {
+	t.Helper()
 	data := make([]byte, 64)
 	binary.LittleEndian.PutUint32(data[0:], nr)
 	binary.LittleEndian.PutUint32(data[4:], arch)
@@ -24,6 +31,7 @@ func eval(t *testing.T, p *Profile, arch, nr uint32, args ...uint64) uint32 {
 	}
 	var acc uint32
 	for pc := 0; pc < len(p.Filter); pc++ {
+		steps++
 		ins := bpf.RawInstruction{Op: p.Filter[pc].Code, Jt: p.Filter[pc].Jt, Jf: p.Filter[pc].Jf, K: p.Filter[pc].K}.Disassemble()
 		switch i := ins.(type) {
 		case bpf.LoadAbsolute:
@@ -51,14 +59,21 @@ func eval(t *testing.T, p *Profile, arch, nr uint32, args ...uint64) uint32 {
 			} else {
 				pc += int(i.SkipFalse)
 			}
+		case bpf.Jump:
+			pc += int(i.Skip)
+		case bpf.ALUOpConstant:
+			if i.Op != bpf.ALUOpAnd {
+				t.Fatalf("unexpected ALU operation %v", i)
+			}
+			acc &= i.Val
 		case bpf.RetConstant:
-			return i.Val
+			return i.Val, steps
 		default:
 			t.Fatalf("unexpected instruction %#v", ins)
 		}
 	}
 	t.Fatal("the filter fell off its end")
-	return 0
+	return 0, steps
 }
 
 const (
@@ -75,9 +90,6 @@ func TestFilterDecisions(t *testing.T) {
 	}
 	n := func(name string) uint32 {
 		v, ok := SyscallNumber(name)
-		if extra, found := unlisted[name]; found {
-			v, ok = extra, true
-		}
 		if !ok {
 			t.Fatalf("no number for %s", name)
 		}
@@ -188,9 +200,6 @@ func TestProfileHashIsStable(t *testing.T) {
 	}
 }
 
-// unlisted are syscalls on no list, so absent from sysnums.
-var unlisted = map[string]uint32{"socket": unix.SYS_SOCKET, "memfd_create": unix.SYS_MEMFD_CREATE}
-
 func TestBytesRoundTrip(t *testing.T) {
 	p, err := Build()
 	if err != nil {
@@ -205,4 +214,178 @@ func TestBytesRoundTrip(t *testing.T) {
 			t.Errorf("FromBytes(%d bytes) accepted", len(bad))
 		}
 	}
+}
+
+// TestSearchTreeMatchesLists evaluates every syscall number (and numbers
+// beyond the last) through both profiles and compares the decision with the
+// lists themselves: the binary search must not lose, shadow or invent a
+// rule.
+func TestSearchTreeMatchesLists(t *testing.T) {
+	const pid = 4242
+	profiles := []struct {
+		name       string
+		build      func() (*Profile, error)
+		allowed    []string
+		argChecked []string
+	}{
+		{"command", Build, Allowed(), ArgChecked()},
+		{"https client", func() (*Profile, error) { return BuildHTTPSClient(pid) }, HTTPSClientAllowed(), HTTPSClientArgChecked()},
+	}
+	byNumber := map[uint32]string{}
+	maxNr := uint32(0)
+	for name, nr := range sysnums() {
+		byNumber[nr] = name
+		maxNr = max(maxNr, nr)
+	}
+	for _, pr := range profiles {
+		t.Run(pr.name, func(t *testing.T) {
+			p, err := pr.build()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for nr := uint32(0); nr <= maxNr+64; nr++ {
+				name := byNumber[nr]
+				if slices.Contains(pr.argChecked, name) {
+					continue
+				}
+				want := eperm
+				switch {
+				case name == "clone3":
+					want = enosys
+				case slices.Contains(pr.allowed, name):
+					want = allow
+				}
+				if got := eval(t, p, auditArch, nr); got != want {
+					t.Errorf("syscall %d (%q): got %#x; want %#x", nr, name, got, want)
+				}
+			}
+			for _, nr := range []uint32{maxNr + 1000, 1 << 20, x32SyscallBit - 1} {
+				if got := eval(t, p, auditArch, nr); got != eperm {
+					t.Errorf("syscall %d: got %#x; want EPERM", nr, got)
+				}
+			}
+			high := uint32(0xffffffff)
+			want := eperm
+			if rejectX32 {
+				want = kill
+			}
+			if got := eval(t, p, auditArch, high); got != want {
+				t.Errorf("syscall %#x: got %#x; want %#x", high, got, want)
+			}
+		})
+	}
+}
+
+func TestHTTPSClientDecisions(t *testing.T) {
+	const pid = 4242
+	p, err := BuildHTTPSClient(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := func(name string) uint32 {
+		v, ok := SyscallNumber(name)
+		if !ok {
+			t.Fatalf("no number for %s", name)
+		}
+		return v
+	}
+	thread := uint64(unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_SYSVSEM | unix.CLONE_THREAD)
+	cases := []struct {
+		name string
+		nr   uint32
+		args []uint64
+		want uint32
+	}{
+		{"read allowed", n("read"), nil, allow},
+		{"connect allowed", n("connect"), nil, allow},
+		{"execve denied", n("execve"), nil, eperm},
+		{"execveat denied", n("execveat"), nil, eperm},
+		{"ptrace denied", n("ptrace"), nil, eperm},
+		{"process_vm_readv denied", n("process_vm_readv"), nil, eperm},
+		{"mount denied", n("mount"), nil, eperm},
+		{"unshare denied", n("unshare"), nil, eperm},
+		{"bpf denied", n("bpf"), nil, eperm},
+		{"io_uring_setup denied", n("io_uring_setup"), nil, eperm},
+		{"bind denied", n("bind"), nil, eperm},
+		{"listen denied", n("listen"), nil, eperm},
+		{"accept4 denied", n("accept4"), nil, eperm},
+		{"memfd_create denied", n("memfd_create"), nil, eperm},
+		{"ioctl denied", n("ioctl"), []uint64{0, unix.TCGETS}, eperm},
+		{"clone3 ENOSYS", n("clone3"), nil, enosys},
+		{"clone for a thread allowed", n("clone"), []uint64{thread}, allow},
+		{"clone for a process denied", n("clone"), []uint64{uint64(unix.SIGCHLD)}, eperm},
+		{"clone vfork denied", n("clone"), []uint64{unix.CLONE_VM | unix.CLONE_VFORK | uint64(unix.SIGCHLD)}, eperm},
+		{"clone thread with NEWUSER denied", n("clone"), []uint64{thread | unix.CLONE_NEWUSER}, eperm},
+		{"socket tcp4 allowed", n("socket"), []uint64{unix.AF_INET, unix.SOCK_STREAM | unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC, 0}, allow},
+		{"socket udp6 allowed", n("socket"), []uint64{unix.AF_INET6, unix.SOCK_DGRAM | unix.SOCK_CLOEXEC, 0}, allow},
+		{"socket unix denied", n("socket"), []uint64{unix.AF_UNIX, unix.SOCK_STREAM, 0}, eperm},
+		{"socket netlink denied", n("socket"), []uint64{unix.AF_NETLINK, unix.SOCK_RAW, 0}, eperm},
+		{"socket packet denied", n("socket"), []uint64{unix.AF_PACKET, unix.SOCK_RAW, 0}, eperm},
+		{"socket raw ipv4 denied", n("socket"), []uint64{unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_ICMP}, eperm},
+		{"socket ping denied", n("socket"), []uint64{unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_ICMP}, eperm},
+		{"socket seqpacket denied", n("socket"), []uint64{unix.AF_INET, unix.SOCK_SEQPACKET, 0}, eperm},
+		{"socket family with high bits denied", n("socket"), []uint64{0x1_0000_0000 | unix.AF_UNIX, unix.SOCK_STREAM, 0}, eperm},
+		{"tgkill own thread allowed", n("tgkill"), []uint64{pid, pid + 1, uint64(unix.SIGURG)}, allow},
+		{"tgkill another process denied", n("tgkill"), []uint64{1, 1, uint64(unix.SIGKILL)}, eperm},
+		{"kill self allowed", n("kill"), []uint64{pid, uint64(unix.SIGABRT)}, allow},
+		{"kill parent denied", n("kill"), []uint64{pid - 1, uint64(unix.SIGKILL)}, eperm},
+		{"kill process group denied", n("kill"), []uint64{0, uint64(unix.SIGKILL)}, eperm},
+		{"kill everyone denied", n("kill"), []uint64{0xffffffffffffffff, uint64(unix.SIGKILL)}, eperm},
+		{"tkill denied", n("tkill"), []uint64{pid, uint64(unix.SIGKILL)}, eperm},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := eval(t, p, auditArch, tc.nr, tc.args...); got != tc.want {
+				t.Fatalf("got %#x; want %#x", got, tc.want)
+			}
+		})
+	}
+	if got := eval(t, p, unix.AUDIT_ARCH_I386, n("read")); got != kill {
+		t.Errorf("foreign architecture: got %#x; want kill", got)
+	}
+	if _, err := BuildHTTPSClient(0); err == nil {
+		t.Error("BuildHTTPSClient(0) accepted")
+	}
+}
+
+// TestHTTPSClientPolicy pins what the guard worker must never be allowed.
+func TestHTTPSClientPolicy(t *testing.T) {
+	for _, never := range []string{"execve", "execveat", "fork", "vfork", "ptrace", "process_vm_readv", "process_vm_writev",
+		"mount", "umount2", "unshare", "setns", "bpf", "perf_event_open", "io_uring_setup", "keyctl", "bind", "listen",
+		"accept", "accept4", "socketpair", "memfd_create", "ioctl", "prctl", "setuid", "capset", "chroot", "tkill",
+		"pidfd_open", "pidfd_send_signal", "mkdir", "mkdirat", "unlink", "unlinkat", "rename", "renameat", "renameat2",
+		"link", "linkat", "symlink", "symlinkat", "truncate", "ftruncate", "chmod", "fchmod", "fchmodat", "chown", "fchown",
+		"fchownat", "setxattr", "fsetxattr", "creat", "mknod", "mknodat"} {
+		if slices.Contains(HTTPSClientAllowed(), never) || slices.Contains(HTTPSClientArgChecked(), never) {
+			t.Errorf("%s is allowed to the HTTPS client", never)
+		}
+	}
+	for _, name := range append(HTTPSClientAllowed(), HTTPSClientArgChecked()...) {
+		if slices.Contains(AlwaysDenied(), name) {
+			t.Errorf("%s is both always denied and allowed", name)
+		}
+		if _, ok := SyscallNumber(name); !ok && !legacyOnly[name] {
+			t.Errorf("%s has no number on this architecture", name)
+		}
+	}
+}
+
+// TestTreeIsShallow bounds the work per syscall: the search visits about
+// log2(rules) inner nodes, never the whole list (the filter used to compare
+// the number with every listed syscall in turn, some 300 instructions for
+// the last one).
+func TestTreeIsShallow(t *testing.T) {
+	p, err := Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst := 0
+	for nr := uint32(0); nr < 1024; nr++ {
+		_, steps := run(t, p, auditArch, nr)
+		worst = max(worst, steps)
+	}
+	if worst > 32 {
+		t.Fatalf("%d instructions to decide the worst syscall; want a logarithmic search", worst)
+	}
+	t.Logf("at most %d instructions per syscall, %d in the program", worst, len(p.Filter))
 }

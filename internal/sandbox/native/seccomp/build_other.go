@@ -19,5 +19,11 @@ func Build() (*Profile, error) {
 	return nil, fmt.Errorf("seccomp: no profile for %s/%s: %w", runtime.GOOS, runtime.GOARCH, errors.ErrUnsupported)
 }
 
+// BuildHTTPSClient fails closed: there is no seccomp profile for this
+// platform.
+func BuildHTTPSClient(int) (*Profile, error) {
+	return nil, fmt.Errorf("seccomp: no https client profile for %s/%s: %w", runtime.GOOS, runtime.GOARCH, errors.ErrUnsupported)
+}
+
 // SyscallNumber reports nothing on this platform.
 func SyscallNumber(string) (uint32, bool) { return 0, false }

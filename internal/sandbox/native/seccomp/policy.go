@@ -1,10 +1,12 @@
-// Package seccomp generates the seccomp-BPF allowlist of the native Linux
-// sandbox tier (sandbox.md §3). It only builds the program; installing it is
-// the launcher's job (package sandbox/native/kernel).
+// Package seccomp generates the seccomp-BPF allowlists of IronVise: the
+// profile of the native Linux sandbox tier's commands (sandbox.md §3) and
+// the profile the guard worker confines itself with (agent.md §3). It only
+// builds the programs; installing them is package sandbox/native/kernel's
+// job.
 //
 // # Policy
 //
-// The filter is an allowlist. In evaluation order:
+// Each filter is an allowlist. In evaluation order:
 //
 //  1. the architecture must be the native one, else the process is killed
 //     (a foreign ABI such as i386 via int 0x80 or x32 syscall numbers would
@@ -12,27 +14,36 @@
 //  2. the [AlwaysDenied] syscalls fail with EPERM — clone3 with ENOSYS so
 //     that libc falls back to clone, whose flags a classic BPF filter can
 //     inspect (clone3 passes them in memory, out of reach);
-//  3. four syscalls are allowed only with safe arguments: clone without
-//     namespace flags, ioctl except TIOCSTI and TIOCLINUX (the low 32 bits
-//     are compared, as the kernel does), socketpair for AF_UNIX only, and
-//     prlimit64 on the caller itself;
-//  4. the [Allowed] syscalls are allowed;
+//  3. a few syscalls are allowed only with safe arguments ([ArgChecked],
+//     [HTTPSClientArgChecked]);
+//  4. the plain allowlist ([Allowed], [HTTPSClientAllowed]) is allowed;
 //  5. everything else fails with EPERM, so a tool prints "Operation not
 //     permitted" instead of dying mysteriously.
 //
-// socket(2) is on no list: no new socket of any family, AF_UNIX included,
-// can be created (Landlock cannot confine connecting to a pathname Unix
-// socket before ABI 9, and a host daemon behind one is an escape).
+// A syscall has exactly one rule, so the order of 2–4 is a matter of
+// documentation: the program finds the rule by a binary search over the
+// syscall number (about ten comparisons instead of one per listed syscall),
+// which keeps both the kernel's per-syscall evaluation and its one-off
+// analysis of the filter at install time short.
 //
-//	p, err := seccomp.Build()
-//	p.SHA256 // recorded with every command
+// The command profile allows no socket(2) of any family, AF_UNIX included
+// (Landlock cannot confine connecting to a pathname Unix socket before ABI
+// 9, and a host daemon behind one is an escape). The HTTPS-client profile
+// allows TCP and UDP sockets of AF_INET and AF_INET6 only, threads but no
+// new processes, no exec, and signals to its own process only.
+//
+//	p, err := seccomp.Build()                       // a sandboxed command
+//	p.SHA256                                        // recorded with every command
+//	q, err := seccomp.BuildHTTPSClient(os.Getpid()) // the guard worker
 //
 // # Limitations
 //
-// Only linux/amd64 and linux/arm64 are supported; elsewhere [Build] returns
-// an error wrapping errors.ErrUnsupported. The ioctl check only stops the two
-// terminal-injection requests; other device ioctls are confined by Landlock
-// (ABI ≥ 5) and by the sandbox having no terminal at all.
+// Only linux/amd64 and linux/arm64 are supported; elsewhere the builders
+// return an error wrapping errors.ErrUnsupported. The ioctl check only stops
+// the two terminal-injection requests; other device ioctls are confined by
+// Landlock (ABI ≥ 5) and by the sandbox having no terminal at all. A filter
+// cannot read memory, so connect(2) is not checked by address: the
+// HTTPS-client profile relies on its caller for where it connects.
 package seccomp
 
 import "slices"
@@ -50,6 +61,14 @@ func Allowed() []string { return slices.Clone(allowed) }
 
 // ArgChecked names the syscalls allowed only with checked arguments.
 func ArgChecked() []string { return []string{"clone", "ioctl", "socketpair", "prlimit64"} }
+
+// HTTPSClientAllowed is the plain allowlist of the HTTPS-client profile.
+func HTTPSClientAllowed() []string { return slices.Clone(httpsClientAllowed) }
+
+// HTTPSClientArgChecked names the syscalls the HTTPS-client profile allows
+// only with checked arguments: clone for threads only, socket for TCP and
+// UDP over IPv4 and IPv6 only, kill and tgkill to the process itself only.
+func HTTPSClientArgChecked() []string { return []string{"clone", "socket", "kill", "tgkill"} }
 
 var alwaysDenied = []string{
 	"ptrace", "process_vm_readv", "process_vm_writev", "io_uring_setup", "io_uring_enter",
@@ -99,4 +118,38 @@ var allowed = []string{
 	"epoll_pwait", "epoll_pwait2", "poll", "ppoll", "select", "pselect6", "pidfd_open",
 	"pidfd_send_signal", "sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg",
 	"shutdown", "getsockname", "getpeername", "getsockopt", "setsockopt",
+}
+
+// httpsClientAllowed is what a Go program needs to talk HTTPS to a model
+// API and nothing more: the runtime (memory, threads, signals, timers, the
+// network poller), reading files (Landlock decides which: TLS roots,
+// resolv.conf, hosts, zoneinfo), writing to descriptors it already holds
+// (its protocol pipes; Landlock forbids writing files), and client sockets
+// (connect, send, receive; no bind, listen or accept). execve, fork and
+// every process-inspection call are absent. It was derived from tracing the
+// guard worker through DNS over UDP and TCP, HTTP and HTTPS requests (see
+// the tests of ConfineSelf in sandbox/native).
+var httpsClientAllowed = []string{
+	// Files and descriptors (read side, governed by Landlock).
+	"read", "readv", "pread64", "preadv", "preadv2", "open", "openat", "openat2", "close", "close_range",
+	"lseek", "fstat", "stat", "lstat", "newfstatat", "statx", "fstatfs", "statfs", "access", "faccessat",
+	"faccessat2", "readlink", "readlinkat", "getdents64", "getcwd", "fcntl", "dup", "dup3",
+	"pipe2", "fadvise64",
+	// Writing to descriptors already open (stdout, stderr, sockets).
+	"write", "writev", "pwrite64",
+	// Memory.
+	"brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "mincore",
+	// Threads, scheduling, time.
+	"futex", "set_robust_list", "rseq", "set_tid_address", "arch_prctl", "sched_yield",
+	"sched_getaffinity", "gettid", "getpid", "getppid", "getuid", "geteuid", "getgid", "getegid",
+	"nanosleep", "clock_nanosleep", "clock_gettime", "clock_getres", "gettimeofday", "time",
+	"getrandom", "uname", "exit", "exit_group", "restart_syscall",
+	// Signals (delivery to the process itself: tgkill and kill are
+	// argument-checked).
+	"rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack",
+	// The network poller.
+	"epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait", "epoll_pwait2", "eventfd2", "poll", "ppoll",
+	// Client sockets.
+	"connect", "sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg", "shutdown",
+	"getsockname", "getpeername", "getsockopt", "setsockopt",
 }

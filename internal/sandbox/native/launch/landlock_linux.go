@@ -1,6 +1,6 @@
 //go:build linux
 
-package native
+package launch
 
 import (
 	"errors"
@@ -29,20 +29,21 @@ const (
 // execute).
 var systemExecDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64"}
 
-// landlockFix is the fix named when the kernel has no usable Landlock.
-const landlockFix = "use Linux 5.13 or newer built with CONFIG_SECURITY_LANDLOCK=y and list landlock in the lsm= boot parameter (for example lsm=landlock,lockdown,yama,apparmor,bpf), or set ECTO_DOCKER_IMAGE to use the container tier"
-
-// landlockConfigs are go-landlock's presets, indexed by ABI version: each
-// restricts everything that ABI can restrict.
-var landlockConfigs = []landlock.Config{
-	{}, landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6,
-	landlock.V7, landlock.V8, landlock.V9, landlock.V10, landlock.V11,
+// LandlockConfig returns go-landlock's preset for abi (1 or more): it
+// restricts everything that ABI can restrict. An ABI newer than go-landlock
+// knows gets its newest preset.
+func LandlockConfig(abi int) landlock.Config {
+	configs := [...]landlock.Config{
+		landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6,
+		landlock.V7, landlock.V8, landlock.V9, landlock.V10, landlock.V11,
+	}
+	return configs[min(max(abi, 1), len(configs))-1]
 }
 
-// landlockABI returns the usable ABI of the running kernel, downgraded the
+// LandlockABI returns the usable ABI of the running kernel, downgraded the
 // way go-landlock downgrades it when the signal-scoping erratum is not
 // fixed, so that the recorded ABI is the one enforced.
-func landlockABI() (int, error) {
+func LandlockABI() (int, error) {
 	v, err := kernel.LandlockABI()
 	if err != nil {
 		return 0, err
@@ -60,9 +61,9 @@ func landlockABI() (int, error) {
 // Landlock) is a failure, never a downgrade to nothing.
 func (l *launcher) applyLandlock() (int, error) {
 	var abi int
-	err := l.call(stepLandlock, func() error {
+	err := l.call(StepLandlock, func() error {
 		var err error
-		abi, err = landlockABI()
+		abi, err = LandlockABI()
 		return err
 	})
 	if err != nil {
@@ -70,20 +71,20 @@ func (l *launcher) applyLandlock() (int, error) {
 		if errors.Is(err, syscall.ENOSYS) || errors.Is(err, syscall.EOPNOTSUPP) {
 			msg = fmt.Errorf("landlock is not supported by this kernel or not enabled at boot: %w", err)
 		}
-		return 0, stepErr(stepLandlock, msg, landlockFix)
+		return 0, stepErr(StepLandlock, msg, LandlockFix)
 	}
 	if abi < 1 {
-		return 0, stepErr(stepLandlock, fmt.Errorf("kernel reports Landlock ABI %d", abi), landlockFix)
+		return 0, stepErr(StepLandlock, fmt.Errorf("kernel reports Landlock ABI %d", abi), LandlockFix)
 	}
-	cfg := landlockConfigs[min(abi, len(landlockConfigs)-1)]
+	cfg := LandlockConfig(abi)
 	rules := landlockRules(cfg, l.spec.Workspace, l.spec.Scratch)
 	// Security: with the full preset, everything not granted below is
 	// denied: writes anywhere but the scratch directory, reads outside the
 	// listed roots, TCP bind/connect (ABI ≥ 4; UDP at ≥ 10), device ioctls
 	// (≥ 5), signals and abstract Unix sockets towards processes outside
 	// the sandbox (≥ 6), pathname Unix sockets (≥ 9).
-	if err := l.call(stepLandlock, func() error { return cfg.Restrict(rules...) }); err != nil {
-		return 0, stepErr(stepLandlock, fmt.Errorf("landlock restrict (ABI %d): %w", abi, err), landlockFix)
+	if err := l.call(StepLandlock, func() error { return cfg.Restrict(rules...) }); err != nil {
+		return 0, stepErr(StepLandlock, fmt.Errorf("landlock restrict (ABI %d): %w", abi, err), LandlockFix)
 	}
 	return abi, nil
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package native
+package launch
 
 import (
 	"fmt"
@@ -11,5 +11,5 @@ import (
 // launcherMain: the re-executing launcher exists only on Linux.
 func launcherMain([]string) int {
 	fmt.Fprintf(os.Stderr, "ironvise: the sandbox launcher is Linux-only (this is %s)\n", runtime.GOOS)
-	return 125
+	return ExitFailed
 }

@@ -1,9 +1,8 @@
 //go:build linux
 
-package native
+package launch
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,14 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/sandbox/native/kernel"
 	"github.com/ironvise/ironvise/internal/sandbox/native/seccomp"
 )
-
-// exitLaunchFailed is the launcher's exit code when it could not apply the
-// sandbox (the parent reads the reason from the status pipe).
-const exitLaunchFailed = 125
 
 // Securebits (linux/securebits.h) locked so that uid 0 never regains
 // capabilities on exec, a uid switch does not touch the (already empty)
@@ -40,8 +34,8 @@ const (
 
 // launcher carries the state of one launch.
 type launcher struct {
-	spec    launchSpec
-	applied appliedRecord
+	spec    Spec
+	applied Applied
 }
 
 // call runs a kernel step, or returns the injected errno instead (test
@@ -61,31 +55,32 @@ func launcherMain(args []string) int {
 
 	l := &launcher{}
 	if len(args) < 3 {
-		return l.fail(&setupError{Step: stepSpec, Message: "missing launch specification"})
+		return l.fail(&SetupError{Step: StepSpec, Message: "missing launch specification"})
 	}
-	if err := json.Unmarshal([]byte(args[2]), &l.spec); err != nil {
-		return l.fail(&setupError{Step: stepSpec, Message: "decode launch specification: " + err.Error()})
+	spec, err := ParseArgs(args[2:])
+	if err != nil {
+		return l.fail(&SetupError{Step: StepSpec, Message: "decode launch specification: " + err.Error()})
 	}
+	l.spec = spec
 	if err := l.launch(); err != nil {
-		var se *setupError
+		var se *SetupError
 		if !errors.As(err, &se) {
-			se = &setupError{Step: "launch", Message: err.Error()}
+			se = &SetupError{Step: "launch", Message: err.Error()}
 		}
 		return l.fail(se)
 	}
-	return exitLaunchFailed // not reached: launch execs or fails
+	return ExitFailed // not reached: launch execs or fails
 }
 
 // fail reports se to the parent and returns the launcher's exit code.
-func (l *launcher) fail(se *setupError) int {
-	b, _ := json.Marshal(statusRecord{Error: se})
-	_ = kernel.Write(statusFD, append(b, '\n'))
-	return exitLaunchFailed
+func (l *launcher) fail(se *SetupError) int {
+	_ = kernel.Write(StatusFD, append(Status{Error: se}.Marshal(), '\n'))
+	return ExitFailed
 }
 
-// stepErr builds the setupError of a failed step.
+// stepErr builds the SetupError of a failed step.
 func stepErr(step string, err error, fix string) error {
-	se := &setupError{Step: step, Message: err.Error(), Fix: fix}
+	se := &SetupError{Step: step, Message: err.Error(), Fix: fix}
 	var e syscall.Errno
 	if errors.As(err, &e) {
 		se.Errno = int(e)
@@ -103,32 +98,32 @@ func (l *launcher) launch() error {
 	// them close-on-exec keeps the Go runtime's own ones valid until exec;
 	// the status pipe (fd 3) closes on exec too, which is how the parent
 	// learns that exec succeeded.
-	if err := l.call(stepFDs, func() error { return kernel.CloseRangeCloexec(statusFD) }); err != nil {
-		return stepErr(stepFDs, fmt.Errorf("close_range CLOEXEC: %w", err), "use Linux 5.11 or newer")
+	if err := l.call(StepFDs, func() error { return kernel.CloseRangeCloexec(StatusFD) }); err != nil {
+		return stepErr(StepFDs, fmt.Errorf("close_range CLOEXEC: %w", err), "use Linux 5.11 or newer")
 	}
 
 	// 2. Security: a new session detaches from any controlling terminal, so
 	// TIOCSTI has no terminal to inject keystrokes into; it also makes a new
 	// process group for the parent to kill.
-	if err := l.call(stepSetsid, kernel.Setsid); err != nil {
-		return stepErr(stepSetsid, fmt.Errorf("setsid: %w", err), "")
+	if err := l.call(StepSetsid, kernel.Setsid); err != nil {
+		return stepErr(StepSetsid, fmt.Errorf("setsid: %w", err), "")
 	}
-	if err := l.call(stepMounts, func() error { return setupMounts(s.Workspace, s.Scratch) }); err != nil {
-		return stepErr(stepMounts, err, "IronVise needs to create a mount namespace: run as root or enable unprivileged user namespaces")
+	if err := l.call(StepMounts, func() error { return setupMounts(s.Workspace, s.Scratch) }); err != nil {
+		return stepErr(StepMounts, err, "IronVise needs to create a mount namespace: run as root or enable unprivileged user namespaces")
 	}
 	if err := l.setPidMax(); err != nil {
 		return err
 	}
-	if err := l.call(stepMounts, func() error { return readOnlyRoot(s.Workspace, s.Scratch) }); err != nil {
-		return stepErr(stepMounts, err, "use Linux 5.12 or newer (mount_setattr)")
+	if err := l.call(StepMounts, func() error { return readOnlyRoot(s.Workspace, s.Scratch) }); err != nil {
+		return stepErr(StepMounts, err, "use Linux 5.12 or newer (mount_setattr)")
 	}
 	if err := kernel.Chdir(s.Workspace); err != nil {
-		return stepErr(stepMounts, fmt.Errorf("chdir %s: %w", s.Workspace, err), "check that the workspace exists and is a directory")
+		return stepErr(StepMounts, fmt.Errorf("chdir %s: %w", s.Workspace, err), "check that the workspace exists and is a directory")
 	}
 
 	// 3. Privileges.
-	if err := l.call(stepNNP, kernel.SetNoNewPrivs); err != nil {
-		return stepErr(stepNNP, fmt.Errorf("prctl PR_SET_NO_NEW_PRIVS: %w", err), "use Linux 3.5 or newer")
+	if err := l.call(StepNNP, kernel.SetNoNewPrivs); err != nil {
+		return stepErr(StepNNP, fmt.Errorf("prctl PR_SET_NO_NEW_PRIVS: %w", err), "use Linux 3.5 or newer")
 	}
 	if err := l.dropPrivileges(); err != nil {
 		return err
@@ -153,10 +148,10 @@ func (l *launcher) launch() error {
 		err = fmt.Errorf("seccomp program hash %s does not match the recorded %s", prof.SHA256, s.SeccompSHA256)
 	}
 	if err != nil {
-		return stepErr(stepSeccomp, err, "")
+		return stepErr(StepSeccomp, err, "")
 	}
-	if err := l.call(stepSeccomp, func() error { return kernel.SeccompInstall(prof.Filter) }); err != nil {
-		return stepErr(stepSeccomp, fmt.Errorf("the kernel rejected the seccomp filter: seccomp(SET_MODE_FILTER, TSYNC): %w", err),
+	if err := l.call(StepSeccomp, func() error { return kernel.SeccompInstall(prof.Filter) }); err != nil {
+		return stepErr(StepSeccomp, fmt.Errorf("the kernel rejected the seccomp filter: seccomp(SET_MODE_FILTER, TSYNC): %w", err),
 			"enable CONFIG_SECCOMP_FILTER in the kernel, or check that no other seccomp filter conflicts")
 	}
 	l.applied.SeccompSHA256 = prof.SHA256
@@ -170,45 +165,45 @@ func (l *launcher) dropPrivileges() error {
 	s := &l.spec
 	last, err := kernel.LastCap()
 	if err != nil {
-		return stepErr(stepCaps, err, "mount /proc")
+		return stepErr(StepCaps, err, "mount /proc")
 	}
 	// Security: the bounding set caps what any later exec (a setuid or
 	// file-capability binary) could regain; empty, root keeps only plain
 	// file ownership.
-	if err := l.call(stepCaps, func() error { return kernel.DropBoundingSet(last) }); err != nil {
-		return stepErr(stepCaps, fmt.Errorf("drop bounding set: %w", err), "")
+	if err := l.call(StepCaps, func() error { return kernel.DropBoundingSet(last) }); err != nil {
+		return stepErr(StepCaps, fmt.Errorf("drop bounding set: %w", err), "")
 	}
 	// Security: uid 0 would otherwise get a full permitted set back at
 	// execve; NOROOT (locked) stops that.
-	if err := l.call(stepCaps, func() error { return kernel.SetSecurebits(lockedSecurebits) }); err != nil {
-		return stepErr(stepCaps, fmt.Errorf("prctl PR_SET_SECUREBITS: %w", err), "")
+	if err := l.call(StepCaps, func() error { return kernel.SetSecurebits(lockedSecurebits) }); err != nil {
+		return stepErr(StepCaps, fmt.Errorf("prctl PR_SET_SECUREBITS: %w", err), "")
 	}
 	if s.SwitchUser {
-		if err := l.call(stepUser, func() error { return kernel.SetUser(s.UID, s.GID, []int{}) }); err != nil {
-			return stepErr(stepUser, err, "check ECTO_SANDBOX_USER")
+		if err := l.call(StepUser, func() error { return kernel.SetUser(s.UID, s.GID, []int{}) }); err != nil {
+			return stepErr(StepUser, err, "check ECTO_SANDBOX_USER")
 		}
 		// A credential change clears the parent-death signal; without it
 		// a dying IronVise could leave the command running.
 		if err := kernel.SetParentDeathSignal(syscall.SIGKILL); err != nil {
-			return stepErr(stepUser, fmt.Errorf("prctl PR_SET_PDEATHSIG: %w", err), "")
+			return stepErr(StepUser, fmt.Errorf("prctl PR_SET_PDEATHSIG: %w", err), "")
 		}
 	}
-	if err := l.call(stepCaps, kernel.ClearAmbient); err != nil {
-		return stepErr(stepCaps, fmt.Errorf("clear ambient capabilities: %w", err), "use Linux 4.3 or newer")
+	if err := l.call(StepCaps, kernel.ClearAmbient); err != nil {
+		return stepErr(StepCaps, fmt.Errorf("clear ambient capabilities: %w", err), "use Linux 4.3 or newer")
 	}
-	if err := l.call(stepCaps, kernel.ClearCapabilities); err != nil {
-		return stepErr(stepCaps, fmt.Errorf("capset: %w", err), "")
+	if err := l.call(StepCaps, kernel.ClearCapabilities); err != nil {
+		return stepErr(StepCaps, fmt.Errorf("capset: %w", err), "")
 	}
 	eff, prm, _, err := kernel.Capabilities()
 	if err != nil {
-		return stepErr(stepCaps, fmt.Errorf("capget: %w", err), "")
+		return stepErr(StepCaps, fmt.Errorf("capget: %w", err), "")
 	}
 	if eff != 0 || prm != 0 {
-		return stepErr(stepCaps, fmt.Errorf("capabilities remain after dropping: effective %#x, permitted %#x", eff, prm), "")
+		return stepErr(StepCaps, fmt.Errorf("capabilities remain after dropping: effective %#x, permitted %#x", eff, prm), "")
 	}
 	nnp, err := kernel.NoNewPrivs()
 	if err != nil || !nnp {
-		return stepErr(stepNNP, fmt.Errorf("no_new_privs is not set after prctl: %w", err), "")
+		return stepErr(StepNNP, fmt.Errorf("no_new_privs is not set after prctl: %w", err), "")
 	}
 	l.applied.CapEffective, l.applied.CapPermitted, l.applied.NoNewPrivs = eff, prm, nnp
 	l.applied.UID = os.Getuid()
@@ -255,14 +250,14 @@ func (l *launcher) applyRlimits() error {
 		// it read) to disk outside the sandbox's control.
 		{"RLIMIT_CORE", unix.RLIMIT_CORE, 0, 0},
 	}
-	got := sandbox.RLimits{}
+	got := RLimits{}
 	for _, r := range list {
 		cur, max, err := clamp(r.resource, r.cur, r.max)
 		if err == nil {
-			err = l.call(stepRlimits, func() error { return kernel.SetRlimit(r.resource, cur, max) })
+			err = l.call(StepRlimits, func() error { return kernel.SetRlimit(r.resource, cur, max) })
 		}
 		if err != nil {
-			return stepErr(stepRlimits, fmt.Errorf("setrlimit %s: %w", r.name, err), "")
+			return stepErr(StepRlimits, fmt.Errorf("setrlimit %s: %w", r.name, err), "")
 		}
 		switch r.resource {
 		case unix.RLIMIT_CPU:
@@ -283,17 +278,17 @@ func (l *launcher) applyRlimits() error {
 // kernel namespaces pid_max (Linux 6.14+). RLIMIT_NPROC does not apply to
 // uid 0, so for root this is the only process-count backstop.
 func (l *launcher) setPidMax() error {
-	if !pidMaxNamespaced() {
+	if !PidMaxNamespaced() {
 		return nil
 	}
 	// PIDs below 300 are not reused after the first wrap, so the
 	// namespace gets 300 extra to keep NProc usable over time.
 	v := l.spec.Limits.NProc + reservedPIDs + 1
-	err := l.call(stepPidMax, func() error {
+	err := l.call(StepPidMax, func() error {
 		return os.WriteFile("/proc/sys/kernel/pid_max", []byte(strconv.Itoa(v)), 0)
 	})
 	if err != nil {
-		return stepErr(stepPidMax, fmt.Errorf("set pid_max of the PID namespace: %w", err), "")
+		return stepErr(StepPidMax, fmt.Errorf("set pid_max of the PID namespace: %w", err), "")
 	}
 	l.applied.PidMax = v
 	return nil
@@ -302,10 +297,10 @@ func (l *launcher) setPidMax() error {
 // reservedPIDs is the kernel's RESERVED_PIDS.
 const reservedPIDs = 300
 
-// pidMaxNamespaced reports whether pid_max is per PID namespace (Linux
+// PidMaxNamespaced reports whether pid_max is per PID namespace (Linux
 // 6.14+). On older kernels the sysctl is global: writing it would change the
 // host's limit, so it is never touched there.
-func pidMaxNamespaced() bool {
+func PidMaxNamespaced() bool {
 	rel, err := kernel.KernelRelease()
 	if err != nil {
 		return false
@@ -335,34 +330,30 @@ func (l *launcher) exec() error {
 	s := &l.spec
 	x, err := kernel.PrepareExecve("/bin/sh", []string{"sh", "-c", s.Command}, s.Env)
 	if err != nil {
-		return stepErr(stepExec, fmt.Errorf("prepare exec: %w", err), "remove NUL bytes from the command")
+		return stepErr(StepExec, fmt.Errorf("prepare exec: %w", err), "remove NUL bytes from the command")
 	}
 	as := uint64(s.Limits.MemMiB) * mib
 	asCur, asMax, err := clamp(unix.RLIMIT_AS, as, as)
 	if err != nil {
-		return stepErr(stepRlimits, fmt.Errorf("getrlimit RLIMIT_AS: %w", err), "")
+		return stepErr(StepRlimits, fmt.Errorf("getrlimit RLIMIT_AS: %w", err), "")
 	}
 	l.applied.RLimits.ASMiB = int(asCur / mib)
 	l.applied.Namespaces = []string{"mount", "pid"}
 	if s.UserNS {
 		l.applied.Namespaces = append(l.applied.Namespaces, "user")
 	}
-	b, err := json.Marshal(statusRecord{Applied: &l.applied})
-	if err != nil {
-		return stepErr(stepExec, err, "")
-	}
-	if err := kernel.Write(statusFD, append(b, '\n')); err != nil {
-		return stepErr(stepExec, fmt.Errorf("write status: %w", err), "")
+	if err := kernel.Write(StatusFD, append(Status{Applied: &l.applied}.Marshal(), '\n')); err != nil {
+		return stepErr(StepExec, fmt.Errorf("write status: %w", err), "")
 	}
 	// The address-space cap comes last: the Go runtime reserves large
 	// virtual ranges and must not allocate under it. Nothing allocates
 	// between here and execve (the arguments are prepared above).
-	if err := l.call(stepRlimits, func() error { return kernel.SetRlimit(unix.RLIMIT_AS, asCur, asMax) }); err != nil {
-		return stepErr(stepRlimits, fmt.Errorf("setrlimit RLIMIT_AS: %w", err), "")
+	if err := l.call(StepRlimits, func() error { return kernel.SetRlimit(unix.RLIMIT_AS, asCur, asMax) }); err != nil {
+		return stepErr(StepRlimits, fmt.Errorf("setrlimit RLIMIT_AS: %w", err), "")
 	}
-	if e, ok := s.Inject[stepExec]; ok {
-		return stepErr(stepExec, fmt.Errorf("execve /bin/sh: %w", syscall.Errno(e)), "install a POSIX shell at /bin/sh")
+	if e, ok := s.Inject[StepExec]; ok {
+		return stepErr(StepExec, fmt.Errorf("execve /bin/sh: %w", syscall.Errno(e)), "install a POSIX shell at /bin/sh")
 	}
 	err = x.Exec()
-	return stepErr(stepExec, fmt.Errorf("execve /bin/sh: %w", err), "install a POSIX shell at /bin/sh")
+	return stepErr(StepExec, fmt.Errorf("execve /bin/sh: %w", err), "install a POSIX shell at /bin/sh")
 }

@@ -1,11 +1,10 @@
 //go:build linux
 
-package native
+package launch
 
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -24,8 +23,26 @@ var maskedFiles = []string{
 	"/etc/ssl/private", "/etc/krb5.keytab",
 }
 
-// maskedGlobs add files whose names vary (host private keys).
-var maskedGlobs = []string{"/etc/ssh/ssh_host_*_key"}
+// hostKeys are the files whose names vary that are masked too: the SSH
+// host private keys, /etc/ssh/ssh_host_*_key. (Matched by hand rather than
+// with path/filepath.Glob: importing path/filepath would make Go initialise
+// many unrelated packages of the ironvise binary before the launcher; see
+// package early.)
+func hostKeys() []string {
+	const dir, prefix, suffix = "/etc/ssh", "ssh_host_", "_key"
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil // no /etc/ssh: nothing to mask
+	}
+	var keys []string
+	for _, e := range ents {
+		n := e.Name()
+		if len(n) >= len(prefix)+len(suffix) && strings.HasPrefix(n, prefix) && strings.HasSuffix(n, suffix) {
+			keys = append(keys, dir+"/"+n)
+		}
+	}
+	return keys
+}
 
 // setupMounts builds the command's mount view inside its new mount
 // namespace. It runs while the launcher still has CAP_SYS_ADMIN over the
@@ -47,11 +64,7 @@ func setupMounts(workspace, scratch string) error {
 			return fmt.Errorf("bind workspace %s: %w", workspace, err)
 		}
 	}
-	paths := append([]string(nil), maskedFiles...)
-	for _, g := range maskedGlobs {
-		m, _ := filepath.Glob(g) // the pattern is constant and valid
-		paths = append(paths, m...)
-	}
+	paths := append(append([]string(nil), maskedFiles...), hostKeys()...)
 	for _, p := range paths {
 		fi, err := os.Lstat(p)
 		if err != nil || fi.Mode()&os.ModeSymlink != 0 {

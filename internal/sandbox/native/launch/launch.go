@@ -1,0 +1,177 @@
+// Package launch is the launcher half of the native Linux sandbox tier: the
+// code that runs in the re-executed ironvise binary between the tier's
+// clone and the exec of /bin/sh -c <command> (sandbox.md §3). The tier half,
+// which builds the [Spec] and reads the [Status] records, is package
+// sandbox/native.
+//
+// # Why a package of its own
+//
+// Every package the launcher imports is initialised before it runs, and
+// the launcher runs once per command. Keeping it apart from the tier lets
+// it depend on nothing but the kernel wrappers, go-landlock and strconv
+// (its wire formats are plain text, see [Spec.Args]): none of the checks,
+// the ledger, the LLM clients or their regular expressions and tables are
+// initialised in a launcher process (see package early, which dispatches
+// it before any of them).
+//
+// # The launch
+//
+// The parent starts the launcher in fresh PID and mount namespaces (plus a
+// user namespace when IronVise is not root) with the specification as
+// arguments and a close-on-exec status pipe as descriptor [StatusFD]. The
+// launcher, in order:
+//
+//  1. marks every inherited descriptor above 2 close-on-exec;
+//  2. setsid, then builds its mount view (no propagation to the host,
+//     secrets under /etc masked, a /proc of its own PID namespace,
+//     everything read-only and nosuid except the scratch directory);
+//  3. sets no_new_privs, drops every capability set including the bounding
+//     set, locks the securebits, and switches user if asked;
+//  4. applies the rlimits (the address-space cap last, just before exec);
+//  5. applies Landlock with every feature of the running ABI;
+//  6. installs the parent's seccomp program with TSYNC, after checking its
+//     hash;
+//  7. writes an [Applied] record and execs /bin/sh -c <command>.
+//
+// Any failure is written as a [SetupError] record and the launcher exits
+// with [ExitFailed]; the status pipe closes at exec, which is how the parent
+// tells a started command from a failed launch.
+//
+//	if launch.IsLauncher(os.Args) {
+//		os.Exit(launch.Main(os.Args))
+//	}
+//
+// # Limitations
+//
+// Linux only: elsewhere [Main] prints why and returns [ExitFailed]. The
+// wire types are internal to one ironvise binary (the parent re-executes
+// itself), so they carry no version.
+package launch
+
+import "syscall"
+
+// Arg is the hidden argv[1] that makes the ironvise binary act as the
+// sandbox launcher.
+const Arg = "__ironvise-sandbox-launcher"
+
+// StatusFD is the launcher's status pipe: the parent's ExtraFiles[0].
+const StatusFD = 3
+
+// ExitFailed is the launcher's exit code when it could not apply the
+// sandbox (the parent reads the reason from the status pipe).
+const ExitFailed = 125
+
+// IsLauncher reports whether args (os.Args) ask for the launcher.
+func IsLauncher(args []string) bool {
+	return len(args) >= 2 && args[1] == Arg
+}
+
+// Main runs the launcher with os.Args. On success it does not return: the
+// process becomes the sandboxed command. Otherwise it returns the exit code
+// for the process to exit with.
+func Main(args []string) int {
+	return launcherMain(args)
+}
+
+// Spec is what the parent tells the launcher (the arguments after Arg; see
+// [Spec.Args]).
+type Spec struct {
+	Command   string
+	Workspace string
+	Scratch   string
+	Env       []string
+	Limits    Limits
+	// UID and GID, when SwitchUser, are the user to become
+	// (ECTO_SANDBOX_USER).
+	SwitchUser bool
+	UID        int
+	GID        int
+	// UserNS says the launcher runs in a user namespace of its own (the
+	// parent is not root).
+	UserNS bool
+	// Seccomp is the filter program (seccomp.Profile.Bytes), built once by
+	// the parent; SeccompSHA256 is its hash, checked before install.
+	Seccomp       []byte
+	SeccompSHA256 string
+	// Inject is a test hook: step name → errno that step's kernel call
+	// returns instead of being made. It can only make a launch fail.
+	Inject map[string]int
+}
+
+// Limits are the resource limits to apply (sandbox.Limits).
+type Limits struct {
+	CPUSecs  int
+	MemMiB   int
+	NoFile   int
+	NProc    int
+	FSizeMiB int
+}
+
+// Status is one line the launcher writes to the status pipe (see
+// [Status.Marshal]).
+type Status struct {
+	Applied *Applied
+	Error   *SetupError
+}
+
+// Applied is what the launcher put in force, written just before exec.
+type Applied struct {
+	LandlockABI   int
+	SeccompSHA256 string
+	RLimits       RLimits
+	UID           int
+	CapEffective  uint64
+	CapPermitted  uint64
+	NoNewPrivs    bool
+	PidMax        int
+	Namespaces    []string
+}
+
+// RLimits are the soft limits actually set (sandbox.RLimits).
+type RLimits struct {
+	CPUSecs  int
+	ASMiB    int
+	NoFile   int
+	NProc    int
+	FSizeMiB int
+}
+
+// SetupError is a launcher failure: which step, the errno if any, and the
+// fix the operator should apply.
+type SetupError struct {
+	Step    string
+	Errno   int
+	Message string
+	Fix     string
+}
+
+// Error implements error.
+func (e *SetupError) Error() string {
+	s := e.Step + ": " + e.Message
+	if e.Errno != 0 {
+		s += " (" + syscall.Errno(e.Errno).Error() + ")"
+	}
+	if e.Fix != "" {
+		s += "; fix: " + e.Fix
+	}
+	return s
+}
+
+// Launcher steps, as named in SetupError.Step and in Spec.Inject.
+const (
+	StepSpec     = "spec"
+	StepFDs      = "fd_sweep"
+	StepSetsid   = "setsid"
+	StepMounts   = "mounts"
+	StepPidMax   = "pid_max"
+	StepNNP      = "no_new_privs"
+	StepCaps     = "capabilities"
+	StepUser     = "user"
+	StepRlimits  = "rlimits"
+	StepLandlock = "landlock"
+	StepSeccomp  = "seccomp"
+	StepExec     = "exec"
+)
+
+// LandlockFix is the fix named when the kernel has no usable Landlock.
+const LandlockFix = "use Linux 5.13 or newer built with CONFIG_SECURITY_LANDLOCK=y and list landlock in the lsm= boot parameter (for example lsm=landlock,lockdown,yama,apparmor,bpf), or set ECTO_DOCKER_IMAGE to use the container tier"

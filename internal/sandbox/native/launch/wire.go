@@ -1,0 +1,305 @@
+package launch
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The wire formats between the tier and the launcher are plain text built
+// with strconv, not JSON: encoding/json's reflection and its first-use type
+// caches cost the launcher more than everything it does with the kernel,
+// and the launcher runs once per command.
+//
+// The Spec travels as argv elements after Arg, one "key=value" each (argv
+// cannot carry NUL bytes, and neither can a path, a command or an
+// environment entry execve would accept). A Status is one line on the
+// status pipe: "applied" or "error" followed by space-separated key=value
+// fields whose strings are Go-quoted.
+
+// Spec argument keys.
+const (
+	keyCommand   = "command"
+	keyWorkspace = "workspace"
+	keyScratch   = "scratch"
+	keyEnv       = "env"
+	keyLimits    = "limits"
+	keyUser      = "user"
+	keyUserNS    = "userns"
+	keySeccomp   = "seccomp"
+	keySHA256    = "seccomp_sha256"
+	keyInject    = "inject"
+)
+
+// errNUL is returned for a value argv cannot carry.
+var errNUL = errors.New("launch: a value of the specification contains a NUL byte")
+
+// Args encodes s as the launcher's arguments (after Arg).
+func (s Spec) Args() ([]string, error) {
+	l := s.Limits
+	args := []string{
+		keyCommand + "=" + s.Command,
+		keyWorkspace + "=" + s.Workspace,
+		keyScratch + "=" + s.Scratch,
+		keyLimits + "=" + joinInts(l.CPUSecs, l.MemMiB, l.NoFile, l.NProc, l.FSizeMiB),
+		keySeccomp + "=" + base64.StdEncoding.EncodeToString(s.Seccomp),
+		keySHA256 + "=" + s.SeccompSHA256,
+	}
+	if s.SwitchUser {
+		args = append(args, keyUser+"="+strconv.Itoa(s.UID)+":"+strconv.Itoa(s.GID))
+	}
+	if s.UserNS {
+		args = append(args, keyUserNS+"=1")
+	}
+	for _, e := range s.Env {
+		args = append(args, keyEnv+"="+e)
+	}
+	for step, errno := range s.Inject {
+		args = append(args, keyInject+"="+step+":"+strconv.Itoa(errno))
+	}
+	for _, a := range args {
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, errNUL
+		}
+	}
+	return args, nil
+}
+
+// ParseArgs decodes the arguments Args produced. Every key but env and
+// inject must appear once; command, workspace, scratch, limits, seccomp and
+// seccomp_sha256 are required.
+func ParseArgs(args []string) (Spec, error) {
+	var s Spec
+	seen := map[string]bool{}
+	for _, a := range args {
+		k, v, ok := strings.Cut(a, "=")
+		if !ok {
+			return Spec{}, fmt.Errorf("launch: argument %q is not key=value", clip(a))
+		}
+		if k != keyEnv && k != keyInject {
+			if seen[k] {
+				return Spec{}, fmt.Errorf("launch: %s given twice", k)
+			}
+			seen[k] = true
+		}
+		var err error
+		switch k {
+		case keyCommand:
+			s.Command = v
+		case keyWorkspace:
+			s.Workspace = v
+		case keyScratch:
+			s.Scratch = v
+		case keyEnv:
+			s.Env = append(s.Env, v)
+		case keyLimits:
+			var n []int
+			if n, err = splitInts(v, ",", 5); err == nil {
+				s.Limits = Limits{CPUSecs: n[0], MemMiB: n[1], NoFile: n[2], NProc: n[3], FSizeMiB: n[4]}
+			}
+		case keyUser:
+			var n []int
+			if n, err = splitInts(v, ":", 2); err == nil {
+				s.SwitchUser, s.UID, s.GID = true, n[0], n[1]
+			}
+		case keyUserNS:
+			if v != "1" {
+				err = errors.New("want 1")
+			}
+			s.UserNS = true
+		case keySeccomp:
+			s.Seccomp, err = base64.StdEncoding.DecodeString(v)
+		case keySHA256:
+			s.SeccompSHA256 = v
+		case keyInject:
+			step, errno, _ := strings.Cut(v, ":")
+			var n int
+			if n, err = strconv.Atoi(errno); err == nil {
+				if s.Inject == nil {
+					s.Inject = map[string]int{}
+				}
+				s.Inject[step] = n
+			}
+		default:
+			return Spec{}, fmt.Errorf("launch: unknown key %q", clip(k))
+		}
+		if err != nil {
+			return Spec{}, fmt.Errorf("launch: %s: %w", k, err)
+		}
+	}
+	for _, k := range []string{keyCommand, keyWorkspace, keyScratch, keyLimits, keySeccomp, keySHA256} {
+		if !seen[k] {
+			return Spec{}, fmt.Errorf("launch: %s is missing", k)
+		}
+	}
+	return s, nil
+}
+
+// Marshal encodes st as one status line, without the newline.
+func (st Status) Marshal() []byte {
+	var b []byte
+	switch {
+	case st.Error != nil:
+		e := st.Error
+		b = append(b, "error"...)
+		b = appendQuoted(b, "step", e.Step)
+		b = appendInt(b, "errno", e.Errno)
+		b = appendQuoted(b, "message", e.Message)
+		b = appendQuoted(b, "fix", e.Fix)
+	case st.Applied != nil:
+		a := st.Applied
+		b = append(b, "applied"...)
+		b = appendInt(b, "landlock_abi", a.LandlockABI)
+		b = appendQuoted(b, "seccomp_sha256", a.SeccompSHA256)
+		b = appendInt(b, "uid", a.UID)
+		b = append(b, " cap_effective="...)
+		b = strconv.AppendUint(b, a.CapEffective, 10)
+		b = append(b, " cap_permitted="...)
+		b = strconv.AppendUint(b, a.CapPermitted, 10)
+		b = append(b, " no_new_privs="...)
+		b = strconv.AppendBool(b, a.NoNewPrivs)
+		b = appendInt(b, "pid_max", a.PidMax)
+		b = appendQuoted(b, "namespaces", strings.Join(a.Namespaces, ","))
+		r := a.RLimits
+		b = append(b, " rlimits="...)
+		b = append(b, joinInts(r.CPUSecs, r.ASMiB, r.NoFile, r.NProc, r.FSizeMiB)...)
+	}
+	return b
+}
+
+// ParseStatus decodes one status line (without its newline).
+func ParseStatus(line []byte) (Status, error) {
+	kind, rest, _ := strings.Cut(string(line), " ")
+	fields, err := parseFields(rest)
+	if err != nil {
+		return Status{}, err
+	}
+	num := func(k string) (int, error) { return strconv.Atoi(fields[k]) }
+	switch kind {
+	case "error":
+		e := &SetupError{Step: fields["step"], Message: fields["message"], Fix: fields["fix"]}
+		if e.Errno, err = num("errno"); err != nil {
+			return Status{}, fmt.Errorf("launch: status errno: %w", err)
+		}
+		if e.Step == "" {
+			return Status{}, errors.New("launch: status error without a step")
+		}
+		return Status{Error: e}, nil
+	case "applied":
+		a := &Applied{SeccompSHA256: fields["seccomp_sha256"]}
+		var errs []error
+		add := func(err error) {
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+		a.LandlockABI, err = num("landlock_abi")
+		add(err)
+		a.UID, err = num("uid")
+		add(err)
+		a.PidMax, err = num("pid_max")
+		add(err)
+		a.CapEffective, err = strconv.ParseUint(fields["cap_effective"], 10, 64)
+		add(err)
+		a.CapPermitted, err = strconv.ParseUint(fields["cap_permitted"], 10, 64)
+		add(err)
+		a.NoNewPrivs, err = strconv.ParseBool(fields["no_new_privs"])
+		add(err)
+		if ns := fields["namespaces"]; ns != "" {
+			a.Namespaces = strings.Split(ns, ",")
+		}
+		n, err := splitInts(fields["rlimits"], ",", 5)
+		add(err)
+		if err == nil {
+			a.RLimits = RLimits{CPUSecs: n[0], ASMiB: n[1], NoFile: n[2], NProc: n[3], FSizeMiB: n[4]}
+		}
+		if len(errs) > 0 {
+			return Status{}, fmt.Errorf("launch: status applied: %w", errors.Join(errs...))
+		}
+		return Status{Applied: a}, nil
+	}
+	return Status{}, fmt.Errorf("launch: status record %q is neither applied nor error", clip(kind))
+}
+
+// parseFields splits ` key=value key="quoted"…` into a map; a key given
+// twice is an error.
+func parseFields(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for {
+		s = strings.TrimLeft(s, " ")
+		if s == "" {
+			return out, nil
+		}
+		k, rest, ok := strings.Cut(s, "=")
+		if !ok || k == "" || strings.ContainsRune(k, ' ') {
+			return nil, fmt.Errorf("launch: status field %q is not key=value", clip(s))
+		}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("launch: status field %q given twice", clip(k))
+		}
+		var v string
+		if strings.HasPrefix(rest, `"`) {
+			q, err := strconv.QuotedPrefix(rest)
+			if err != nil {
+				return nil, fmt.Errorf("launch: status field %s: %w", k, err)
+			}
+			v, _ = strconv.Unquote(q) // QuotedPrefix returned a valid literal
+			rest = rest[len(q):]
+			if rest != "" && rest[0] != ' ' {
+				return nil, fmt.Errorf("launch: status field %s: text after the quoted value", k)
+			}
+		} else {
+			v, rest, _ = strings.Cut(rest, " ")
+		}
+		out[k] = v
+		s = rest
+	}
+}
+
+func appendQuoted(b []byte, k, v string) []byte {
+	b = append(append(append(b, ' '), k...), '=')
+	return strconv.AppendQuote(b, v)
+}
+
+func appendInt(b []byte, k string, v int) []byte {
+	b = append(append(append(b, ' '), k...), '=')
+	return strconv.AppendInt(b, int64(v), 10)
+}
+
+func joinInts(v ...int) string {
+	var b []byte
+	for i, n := range v {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(n), 10)
+	}
+	return string(b)
+}
+
+// splitInts parses exactly n integers separated by sep.
+func splitInts(s, sep string, n int) ([]int, error) {
+	parts := strings.Split(s, sep)
+	if len(parts) != n {
+		return nil, fmt.Errorf("want %d integers separated by %q", n, sep)
+	}
+	out := make([]int, n)
+	for i, p := range parts {
+		v, err := strconv.Atoi(p)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// clip shortens text quoted in an error.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}

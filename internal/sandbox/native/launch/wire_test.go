@@ -1,0 +1,205 @@
+package launch
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func testSpec() Spec {
+	return Spec{
+		Command:   `printf '%s\n' "a = b" | grep -c = ; echo "tab	and é"`,
+		Workspace: "/srv/ws with space", Scratch: "/tmp/ironvise-scratch-1",
+		Env:        []string{"PATH=/usr/bin:/bin", "HOME=/tmp/x", "EMPTY=", "WEIRD=a=b=c"},
+		Limits:     Limits{CPUSecs: 30, MemMiB: 512, NoFile: 64, NProc: 512, FSizeMiB: 256},
+		SwitchUser: true, UID: 1000, GID: 1001, UserNS: true,
+		Seccomp:       []byte{0x20, 0, 0, 0, 4, 0, 0, 0, 0xff, 0x06},
+		SeccompSHA256: strings.Repeat("ab", 32),
+		Inject:        map[string]int{StepLandlock: 38, StepExec: 2},
+	}
+}
+
+func TestSpecArgsRoundTrip(t *testing.T) {
+	cases := []struct {
+		name string
+		spec Spec
+	}{
+		{"everything", testSpec()},
+		{"minimal", Spec{Command: "true", Workspace: "/", Scratch: "/tmp/s", Seccomp: []byte{1}, SeccompSHA256: "x"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args, err := tc.spec.Args()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ParseArgs(args)
+			if err != nil {
+				t.Fatalf("ParseArgs(%q): %v", args, err)
+			}
+			if !reflect.DeepEqual(got, tc.spec) {
+				t.Fatalf("got %+v; want %+v", got, tc.spec)
+			}
+		})
+	}
+}
+
+func TestSpecArgsRejectsNUL(t *testing.T) {
+	s := testSpec()
+	s.Command = "echo a\x00b"
+	if _, err := s.Args(); err == nil {
+		t.Fatal("a NUL byte in the command was encoded")
+	}
+}
+
+func TestParseArgsRejects(t *testing.T) {
+	good, err := testSpec().Args()
+	if err != nil {
+		t.Fatal(err)
+	}
+	without := func(prefix string) []string {
+		var out []string
+		for _, a := range good {
+			if !strings.HasPrefix(a, prefix) {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"nothing", nil, "is missing"},
+		{"json of an older binary", []string{`{"command":"true"}`}, "not key=value"},
+		{"unknown key", slices.Concat(good, []string{"colour=red"}), "unknown key"},
+		{"command twice", slices.Concat(good, []string{"command=rm -rf /"}), "given twice"},
+		{"no command", without("command="), "command is missing"},
+		{"no workspace", without("workspace="), "workspace is missing"},
+		{"no seccomp", without("seccomp="), "seccomp is missing"},
+		{"no hash", without("seccomp_sha256="), "seccomp_sha256 is missing"},
+		{"no limits", without("limits="), "limits is missing"},
+		{"four limits", slices.Concat(without("limits="), []string{"limits=1,2,3,4"}), "want 5 integers"},
+		{"limit not a number", slices.Concat(without("limits="), []string{"limits=1,2,x,4,5"}), "limits"},
+		{"bad base64", slices.Concat(without("seccomp="), []string{"seccomp=@@@"}), "seccomp"},
+		{"bad user", slices.Concat(without("user="), []string{"user=1000"}), "user"},
+		{"bad userns", slices.Concat(without("userns="), []string{"userns=yes"}), "userns"},
+		{"bad inject", slices.Concat(good, []string{"inject=landlock"}), "inject"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseArgs(tc.args)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("ParseArgs = %v; want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestStatusRoundTrip(t *testing.T) {
+	cases := []struct {
+		name string
+		st   Status
+	}{
+		{"applied", Status{Applied: &Applied{LandlockABI: 7, SeccompSHA256: strings.Repeat("0f", 32), UID: 65534,
+			CapEffective: 0, CapPermitted: 1 << 40, NoNewPrivs: true, PidMax: 813, Namespaces: []string{"mount", "pid", "user"},
+			RLimits: RLimits{CPUSecs: 30, ASMiB: 512, NoFile: 64, NProc: 512, FSizeMiB: 256}}}},
+		{"applied without namespaces", Status{Applied: &Applied{LandlockABI: 1, SeccompSHA256: "x"}}},
+		{"error", Status{Error: &SetupError{Step: StepMounts, Errno: 1, Message: "mount /proc: \"quoted\"\nsecond line", Fix: "run as root"}}},
+		{"error without errno or fix", Status{Error: &SetupError{Step: StepSpec, Message: "missing launch specification"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			line := tc.st.Marshal()
+			if strings.ContainsAny(string(line), "\n\r") {
+				t.Fatalf("status line %q is not one line", line)
+			}
+			got, err := ParseStatus(line)
+			if err != nil {
+				t.Fatalf("ParseStatus(%q): %v", line, err)
+			}
+			if !reflect.DeepEqual(got, tc.st) {
+				t.Fatalf("got %+v / %+v; want %+v / %+v", got.Applied, got.Error, tc.st.Applied, tc.st.Error)
+			}
+		})
+	}
+}
+
+func TestParseStatusRejects(t *testing.T) {
+	for _, line := range []string{
+		"",
+		`{"applied":{}}`,
+		"applied landlock_abi=7",
+		"applied landlock_abi=x seccomp_sha256=\"a\" uid=0 cap_effective=0 cap_permitted=0 no_new_privs=true pid_max=0 namespaces=\"\" rlimits=1,2,3,4,5",
+		"error step=\"x\"",
+		"error errno=0 message=\"m\"",
+		"error step=\"x\" errno=0 message=\"unterminated",
+		"error step=\"x\"errno=0",
+		"error step=\"x\" step=\"y\" errno=0",
+		"error =1",
+		"exit code=0",
+	} {
+		if st, err := ParseStatus([]byte(line)); err == nil {
+			t.Errorf("ParseStatus(%q) = %+v; want an error", line, st)
+		}
+	}
+}
+
+func TestSetupErrorText(t *testing.T) {
+	e := &SetupError{Step: StepLandlock, Errno: 38, Message: "landlock_create_ruleset", Fix: "use Linux 5.13"}
+	if got, want := e.Error(), "landlock: landlock_create_ruleset (function not implemented); fix: use Linux 5.13"; got != want {
+		t.Fatalf("got %q; want %q", got, want)
+	}
+}
+
+// FuzzParseArgs: whatever the arguments, ParseArgs does not panic, and a
+// specification it accepts encodes back to arguments that decode to the
+// same specification.
+func FuzzParseArgs(f *testing.F) {
+	good, _ := testSpec().Args()
+	f.Add(strings.Join(good, "\x00"))                                                                     // a full, valid specification
+	f.Add("command=true\x00workspace=/\x00scratch=/s\x00limits=1,2,3,4,5\x00seccomp=\x00seccomp_sha256=") // empty program and hash
+	f.Add("command=a=b\x00command=c")                                                                     // a key twice, = in the value
+	f.Add("inject=:\x00inject=x:-1")                                                                      // empty step, negative errno
+	f.Add("limits=9999999999999999999999,0,0,0,0")                                                        // overflowing integer
+	f.Fuzz(func(t *testing.T, joined string) {
+		s, err := ParseArgs(strings.Split(joined, "\x00"))
+		if err != nil {
+			return
+		}
+		args, err := s.Args()
+		if err != nil {
+			t.Fatalf("accepted spec does not encode: %v", err)
+		}
+		again, err := ParseArgs(args)
+		if err != nil || !reflect.DeepEqual(again, s) {
+			t.Fatalf("round trip: %v\n%+v\n%+v", err, s, again)
+		}
+	})
+}
+
+// FuzzParseStatus: whatever the line, ParseStatus does not panic, and a
+// record it accepts marshals to a line that parses to the same record.
+func FuzzParseStatus(f *testing.F) {
+	f.Add(string(testStatusApplied().Marshal()))                                         // a full applied record
+	f.Add(`error step="mounts" errno=1 message="a \"b\"" fix=""`)                        // escaped quotes
+	f.Add(`error step="x" errno=0 message="\xff" fix="\u00e9"`)                          // escapes that are not UTF-8
+	f.Add(`applied rlimits=1,2,3,4,5 namespaces="a,,b" uid=-1 pid_max=0 landlock_abi=0`) // missing fields
+	f.Fuzz(func(t *testing.T, line string) {
+		st, err := ParseStatus([]byte(line))
+		if err != nil {
+			return
+		}
+		again, err := ParseStatus(st.Marshal())
+		if err != nil || !reflect.DeepEqual(again, st) {
+			t.Fatalf("round trip of %q: %v\n%+v %+v\n%+v %+v", line, err, st.Applied, st.Error, again.Applied, again.Error)
+		}
+	})
+}
+
+func testStatusApplied() Status {
+	return Status{Applied: &Applied{LandlockABI: 7, SeccompSHA256: "ab", NoNewPrivs: true, Namespaces: []string{"mount", "pid"},
+		RLimits: RLimits{CPUSecs: 30, ASMiB: 512, NoFile: 64, NProc: 512, FSizeMiB: 256}}}
+}
