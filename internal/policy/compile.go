@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -85,8 +86,11 @@ type (
 )
 
 var (
-	gateIDPattern  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
-	labelPattern   = regexp.MustCompile(`^[a-z0-9_]{1,64}$`)
+	// Compiled on first use: the bounded repetitions expand to large
+	// programs, and every run of the binary (the sandbox launcher and the
+	// guard worker included) would otherwise pay for them at start-up.
+	gateIDPattern  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`) })
+	labelPattern   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9_]{1,64}$`) })
 	decisions      = []verdict.Decision{verdict.Allow, verdict.Deny, verdict.RequireApproval}
 	pathKindNames  = map[string]pathKinds{string(tripwire.KindReadFile): pkReadFile, string(tripwire.KindRedirectRead): pkRedirectRead, string(tripwire.KindRedirectWrite): pkRedirectWrite}
 	observeActions = map[string]scan.RuleAction{"redact": scan.RuleRedact, "flag": scan.RuleFlag, "abort": scan.RuleAbort}
@@ -378,7 +382,7 @@ func (c *compiler) compileGate(p *Policy, path string, r *rawGate) {
 	ok := true
 	if id, present := c.required(path+".id", r.ID); present {
 		switch {
-		case !gateIDPattern.MatchString(id):
+		case !gateIDPattern().MatchString(id):
 			c.fail(path+".id", "%q does not match ^[a-z0-9][a-z0-9_-]{0,63}$", id)
 			ok = false
 		case id == DefaultGateID:
@@ -573,7 +577,7 @@ func (c *compiler) compileObservation(p *Policy, i int, r *rawObservationRule) {
 		or.ID = s
 	}
 	if s, present := c.required(path+".label", r.Label); present {
-		if !labelPattern.MatchString(s) {
+		if !labelPattern().MatchString(s) {
 			c.fail(path+".label", "%q does not match ^[a-z0-9_]{1,64}$", s)
 		}
 		or.Label = s

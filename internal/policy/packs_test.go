@@ -94,7 +94,7 @@ func TestPacksLoad(t *testing.T) {
 				t.Error("pack names an action that does not exist")
 			}
 			for _, r := range p.ObservationRules() {
-				if r.Pattern == nil || !labelPattern.MatchString(r.Label) {
+				if r.Pattern == nil || !labelPattern().MatchString(r.Label) {
 					t.Errorf("observation rule %+v", r)
 				}
 			}
