@@ -3,16 +3,18 @@ package guard
 import (
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
-// The two accepted reply forms (checks.md §7).
+// The two accepted reply forms (checks.md §7), compiled on first use so
+// that starting the binary does not pay for them.
 var (
-	allowRe = regexp.MustCompile(`(?i)^ALLOW$`)
-	denyRe  = regexp.MustCompile(`(?i)^DENY:\s*(\S.*)$`)
+	allowRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^ALLOW$`) })
+	denyRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^DENY:\s*(\S.*)$`) })
 )
 
 // Reply is the guard model's reply, parsed.
@@ -47,10 +49,10 @@ func ParseReply(text string) Reply {
 	s = strings.TrimSuffix(s, "\r")
 	s = strings.TrimSpace(s)
 	switch {
-	case allowRe.MatchString(s):
+	case allowRe().MatchString(s):
 		r.Code, r.Reason = verdict.GuardAllow, s
-	case denyRe.MatchString(s):
-		r.Code, r.Reason = verdict.GuardDeny, truncateRunes(denyRe.FindStringSubmatch(s)[1], MaxReasonRunes)
+	case denyRe().MatchString(s):
+		r.Code, r.Reason = verdict.GuardDeny, truncateRunes(denyRe().FindStringSubmatch(s)[1], MaxReasonRunes)
 	default:
 		r.Code, r.Reason = verdict.GuardUnparseable, truncateRunes(s, MaxReasonRunes)
 	}
