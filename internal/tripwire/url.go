@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/net/idna"
@@ -44,13 +45,14 @@ type URLView struct {
 
 // legacyIPLabel matches a label of a legacy numeric IPv4 form (0x7f.1,
 // 2130706433, 0177.0.0.1), which resolvers and browsers accept but
-// netip rejects.
-var legacyIPLabel = regexp.MustCompile(`^(0x[0-9a-f]*|[0-9]+)$`)
+// netip rejects. Compiled on first use, like blockedRanges, so that
+// starting the binary does not pay for it.
+var legacyIPLabel = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(0x[0-9a-f]*|[0-9]+)$`) })
 
 // blockedRanges are never dialled unless allowed_ip_ranges says so: the
 // host itself, private networks, link-local (cloud metadata), and ranges
 // that are not globally routable.
-var blockedRanges = func() []netip.Prefix {
+var blockedRanges = sync.OnceValue(func() []netip.Prefix {
 	var out []netip.Prefix
 	for _, s := range []string{
 		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
@@ -60,7 +62,7 @@ var blockedRanges = func() []netip.Prefix {
 		out = append(out, netip.MustParsePrefix(s))
 	}
 	return out
-}()
+})
 
 var nat64 = netip.MustParsePrefix("64:ff9b::/96")
 
@@ -78,7 +80,7 @@ func unmap(a netip.Addr) netip.Addr {
 // blockedRange returns the blocked range containing a, if any.
 func blockedRange(a netip.Addr) (netip.Prefix, bool) {
 	a = unmap(a)
-	for _, p := range blockedRanges {
+	for _, p := range blockedRanges() {
 		if p.Contains(a) {
 			return p, true
 		}
@@ -196,7 +198,7 @@ func (t *Tripwire) urlView(ctx context.Context, raw string) *URLView {
 
 func isLegacyIP(host string) bool {
 	for _, l := range strings.Split(host, ".") {
-		if !legacyIPLabel.MatchString(l) {
+		if !legacyIPLabel().MatchString(l) {
 			return false
 		}
 	}
