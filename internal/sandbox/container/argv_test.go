@@ -188,3 +188,24 @@ func TestMountSafe(t *testing.T) {
 		}
 	}
 }
+
+func TestRootlessPodmanOnCgroupV1IsRefused(t *testing.T) {
+	cases := []struct {
+		runtime, goos string
+		euid          int
+		v2            bool
+		refused       bool
+	}{
+		{"podman", "linux", 1000, false, true},
+		{"podman", "linux", 1000, true, false},
+		{"podman", "linux", 0, false, false},
+		{"docker", "linux", 1000, false, false},
+		{"podman", "darwin", 501, false, false}, // Podman runs in its own Linux VM there
+	}
+	for _, tc := range cases {
+		got := rootlessLimits(tc.runtime, tc.goos, tc.euid, tc.v2)
+		if (got != "") != tc.refused {
+			t.Errorf("%+v: %q", tc, got)
+		}
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"time"
 )
@@ -135,6 +137,12 @@ func (t *Tier) preflightLocked(ctx context.Context) (*preflight, error) {
 		}
 		return nil, t.unavailable(t.runtime+" does not answer", fix, err)
 	}
+	if reason := rootlessLimits(t.runtime, runtime.GOOS, os.Geteuid(), cgroupV2()); reason != "" {
+		// Security: "best effort" below the floor is a failure, not a
+		// downgrade: Podman would only warn and run without the limits.
+		return nil, t.unavailable(reason,
+			"run IronVise as root, or boot the host with cgroup v2 (systemd.unified_cgroup_hierarchy=1), or use the native or Firecracker tier", nil)
+	}
 	id, err := runtimeOutput(pctx, t.bin, "image", "inspect", "--format", "{{.Id}}", t.image)
 	if err != nil {
 		if pctx.Err() != nil {
@@ -150,6 +158,22 @@ func (t *Tier) preflightLocked(ctx context.Context) (*preflight, error) {
 		return nil, t.unavailable(fmt.Sprintf("%s image inspect %s returned an unexpected ID %q", t.runtime, t.image, id), "check the runtime's installation", nil)
 	}
 	return &preflight{version: firstLine(version), imageID: "sha256:" + id}, nil
+}
+
+// rootlessLimits explains why the cgroup limits cannot hold: rootless
+// Podman on a cgroup v1 host ignores --memory, --cpus and --pids-limit
+// with only a warning. "" when they hold.
+func rootlessLimits(rt, goos string, euid int, cgroupV2 bool) string {
+	if rt != "podman" || goos != "linux" || euid == 0 || cgroupV2 {
+		return ""
+	}
+	return "rootless Podman on a cgroup v1 host ignores --memory, --cpus and --pids-limit"
+}
+
+// cgroupV2 reports whether the host has the unified cgroup hierarchy.
+func cgroupV2() bool {
+	_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
+	return err == nil
 }
 
 // runtimeOutput runs the runtime client and returns its trimmed stdout, or
