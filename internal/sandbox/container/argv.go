@@ -61,6 +61,9 @@ func (s runSpec) argv() []string {
 		// A name IronVise knows, so a timeout can remove the container
 		// itself (killing the client alone leaves it running).
 		"--name", s.name,
+		// The image's ENTRYPOINT does not run: otherwise an image could
+		// receive "sh -c <command>" as arguments to anything.
+		"--entrypoint=",
 		// The workspace, read-only.
 		"--mount", "type=bind,source=" + s.workspace + ",target=" + workspaceTarget + ",readonly",
 		"--workdir", workspaceTarget,

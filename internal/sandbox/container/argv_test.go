@@ -60,8 +60,10 @@ func TestArgvCarriesSeedFlagsAndHardening(t *testing.T) {
 					t.Errorf("%s %q missing (got %q)", want[0], want[1], got)
 				}
 			}
-			if !slices.Contains(argv, "--pull=never") {
-				t.Error("--pull=never missing")
+			for _, f := range []string{"--pull=never", "--entrypoint="} {
+				if !slices.Contains(argv, f) {
+					t.Errorf("%s missing", f)
+				}
 			}
 			ul := flagValues(argv, "--ulimit")
 			for _, want := range []string{"cpu=30:30", "nofile=64:64", "nproc=4096:4096", "core=0:0"} {

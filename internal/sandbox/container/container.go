@@ -9,7 +9,7 @@
 //	run --rm --network=none --read-only --security-opt no-new-privileges
 //	    --user nobody --memory M --memory-swap M --cpus C
 //	    --cap-drop ALL --pids-limit P --tmpfs /tmp:… --pull=never
-//	    --name ironvise-<random> --mount type=bind,…,target=/workspace,readonly
+//	    --name ironvise-<random> --entrypoint= --mount type=bind,…,target=/workspace,readonly
 //	    --workdir /workspace --ulimit cpu=… --ulimit nofile=… …
 //	    [ECTO_DOCKER_EXTRA_ARGS] <image> sh -c <command>
 //

@@ -448,3 +448,24 @@ func TestPodmanPreflightIsCached(t *testing.T) {
 		t.Fatalf("runtime calls %q; want one preflight (version, image) and two runs", got)
 	}
 }
+
+// TestPodmanIgnoresTheImageEntrypoint: an image's ENTRYPOINT would receive
+// "sh -c <command>" as its arguments; the tier runs the shell itself.
+func TestPodmanIgnoresTheImageEntrypoint(t *testing.T) {
+	base := testImage(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "Containerfile"), []byte("FROM "+base+"\nENTRYPOINT [\"/bin/echo\", \"ENTRYPOINT-RAN\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	img := fmt.Sprintf("localhost/ironvise-test-entrypoint-%d:1", time.Now().UnixNano())
+	if out, err := exec.Command("podman", "build", "--pull=never", "-q", "-t", img, dir).CombinedOutput(); err != nil {
+		t.Fatalf("podman build: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("podman", "rmi", "-f", img).Run() })
+	tier := newPodman(t, func(o *sandbox.Options) { o.DockerImage = img })
+	res := run(t, tier, sandbox.Request{Command: "echo the-command"})
+	wantOK(t, res, 0)
+	if res.Stdout != "the-command\n" {
+		t.Fatalf("stdout %q", res.Stdout)
+	}
+}
