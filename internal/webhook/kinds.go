@@ -1,0 +1,99 @@
+package webhook
+
+import (
+	"encoding/json"
+
+	"github.com/ironvise/ironvise/internal/ledger"
+)
+
+// The kinds of event a webhook receives (ledger.md §9, api.md §8).
+const (
+	// KindGuardDenial is a deny verdict of the guard check.
+	KindGuardDenial = "guard_denial"
+	// KindTripwireRejection is a deny verdict of the tripwire check.
+	KindTripwireRejection = "tripwire_rejection"
+	// KindPolicyDenial is a deny verdict of the schema, policy or approval
+	// check.
+	KindPolicyDenial = "policy_denial"
+	// KindSandboxAborted is a sandbox_result with status aborted: the
+	// tier could not be applied and the command did not run.
+	KindSandboxAborted = "sandbox_aborted"
+	// KindSessionAborted is a session that reached status aborted (its
+	// seal event records the outcome).
+	KindSessionAborted = "session_aborted"
+	// KindObservation is an observation event.
+	KindObservation = "observation"
+)
+
+// DefaultKinds are what WEBHOOK_URL and a webhook created without
+// filter_kinds receive.
+var DefaultKinds = []string{KindGuardDenial, KindTripwireRejection, KindSandboxAborted, KindSessionAborted}
+
+// Kinds lists every kind a webhook may filter on.
+var Kinds = []string{KindObservation, KindGuardDenial, KindTripwireRejection, KindPolicyDenial, KindSandboxAborted, KindSessionAborted}
+
+// ValidKind reports whether k is one of Kinds.
+func ValidKind(k string) bool {
+	for _, v := range Kinds {
+		if v == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Classify returns the webhook kind of a committed ledger event, or ""
+// when no webhook kind applies.
+func Classify(ev *ledger.Event) string {
+	switch ev.Type {
+	case ledger.TypeObservation:
+		return KindObservation
+	case ledger.TypeCheckVerdict:
+		var v struct {
+			Check    string `json:"check"`
+			Decision string `json:"decision"`
+		}
+		if json.Unmarshal(ev.Payload, &v) != nil || v.Decision != "deny" {
+			return ""
+		}
+		switch v.Check {
+		case "guard":
+			return KindGuardDenial
+		case "tripwire":
+			return KindTripwireRejection
+		case "schema", "policy", "approval":
+			return KindPolicyDenial
+		}
+	case ledger.TypeSandboxResult:
+		var v struct {
+			Status string `json:"status"`
+		}
+		if json.Unmarshal(ev.Payload, &v) == nil && v.Status == "aborted" {
+			return KindSandboxAborted
+		}
+	case ledger.TypeSessionSealed:
+		var v struct {
+			Status string `json:"status"`
+		}
+		if json.Unmarshal(ev.Payload, &v) == nil && v.Status == string(ledger.StatusAborted) {
+			return KindSessionAborted
+		}
+	}
+	return ""
+}
+
+// severity is the SIEM severity of a kind on CEF's 0–10 scale (LEEF uses
+// the same numbers, 1–10).
+func severity(kind string) int {
+	switch kind {
+	case KindTripwireRejection:
+		return 8
+	case KindGuardDenial:
+		return 7
+	case KindSandboxAborted, KindSessionAborted:
+		return 6
+	case KindPolicyDenial:
+		return 5
+	}
+	return 3
+}
