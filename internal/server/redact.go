@@ -99,10 +99,37 @@ func sensitiveKey(k string) bool {
 // absolute paths, key=value secrets, IPv4 dotted quads, IPv6 addresses.
 func RedactString(s string) string {
 	s = redactPaths(s)
-	s = reKeyValue.ReplaceAllString(s, "${1}${2}"+redactedValue)
-	s = reIPv4.ReplaceAllString(s, redactedIP)
+	// Cheap necessary conditions first: the regular expressions are linear
+	// but slow on long observations, and most strings hold neither a key
+	// word nor a dotted number.
+	if strings.ContainsAny(s, ":=") && hasKeyWord(s) {
+		s = reKeyValue.ReplaceAllString(s, "${1}${2}"+redactedValue)
+	}
+	if hasDottedDigits(s) {
+		s = reIPv4.ReplaceAllString(s, redactedIP)
+	}
 	return redactIPv6(s)
 }
+
+// hasKeyWord reports whether s contains api_key, password, secret or token
+// in any case.
+func hasKeyWord(s string) bool {
+	l := strings.ToLower(s)
+	return strings.Contains(l, "token") || strings.Contains(l, "secret") || strings.Contains(l, "password") || strings.Contains(l, "api_key")
+}
+
+// hasDottedDigits reports whether s contains a digit, a dot and a digit in a
+// row (every dotted quad does).
+func hasDottedDigits(s string) bool {
+	for i := 1; i+1 < len(s); i++ {
+		if s[i] == '.' && isDigit(s[i-1]) && isDigit(s[i+1]) {
+			return true
+		}
+	}
+	return false
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // redactPaths replaces whitespace-delimited words that start with "/" and
 // are at least 31 characters long, keeping the whitespace around them.

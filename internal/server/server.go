@@ -55,6 +55,9 @@ type Options struct {
 	// ApprovalPoll is how often a waiting approval gate reads the table
 	// (default 100 ms; local decisions wake it at once).
 	ApprovalPoll time.Duration
+	// StreamWriteTimeout bounds one write to an event stream; a client
+	// that does not read for this long is dropped (default 10 s).
+	StreamWriteTimeout time.Duration
 	// Evidence builds reports, certificates and credentials (routes 12–14,
 	// 20, 21 and the VC of completed sessions); nil answers 503 there.
 	Evidence Evidence
@@ -133,6 +136,9 @@ func New(ctx context.Context, o Options) (srv *Server, err error) {
 	}
 	if o.Lookup == nil {
 		o.Lookup = config.MapLookup(nil)
+	}
+	if o.StreamWriteTimeout <= 0 {
+		o.StreamWriteTimeout = 10 * time.Second
 	}
 	if o.FeedPoll <= 0 {
 		o.FeedPoll = 200 * time.Millisecond

@@ -12,10 +12,6 @@ import (
 	"github.com/google/uuid"
 )
 
-// streamWriteTimeout bounds one write to a stream: a client that does not
-// read for this long is dropped (and counted) instead of holding a goroutine.
-const streamWriteTimeout = 10 * time.Second
-
 // streamPage is how many events one replay read returns.
 const streamPage = 500
 
@@ -240,7 +236,9 @@ func (st *streamState) replay(ctx context.Context) error {
 // write writes and flushes; every written frame restarts the keep-alive
 // timer, so a keep-alive follows only SSE_KEEPALIVE_SECS of silence.
 func (st *streamState) write(b []byte) error {
-	st.ctrl.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	// A client that does not read for this long is dropped (and counted)
+	// instead of holding a goroutine.
+	st.ctrl.SetWriteDeadline(time.Now().Add(st.s.opts.StreamWriteTimeout))
 	if _, err := st.rc.w.Write(b); err != nil {
 		return err
 	}

@@ -1,0 +1,445 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// frameShape checks the framing of api.md §7 on one event frame.
+func frameShape(t *testing.T, f sseFrame) map[string]any {
+	t.Helper()
+	if strings.Contains(f.raw, "\r") {
+		t.Fatalf("CR in frame %q", f.raw)
+	}
+	if !strings.HasSuffix(f.raw, "\n\n") || strings.Count(f.raw, "\n") != 4 {
+		t.Fatalf("frame %q: want exactly three lines and a blank line", f.raw)
+	}
+	if f.event != "event" || f.id == "" {
+		t.Fatalf("frame %q: event name %q, id %q", f.raw, f.event, f.id)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(f.data), &m); err != nil {
+		t.Fatalf("data %q: %v", f.data, err)
+	}
+	if m["id"] != mustFloat(f.id) || m["sequence"] == nil || m["payload"] == nil {
+		t.Fatalf("data %v does not carry id %s, sequence and payload", m, f.id)
+	}
+	if _, ok := m["redacted"].(bool); !ok {
+		t.Fatalf("data %v without redacted", m)
+	}
+	return m
+}
+
+func mustFloat(s string) float64 {
+	n, _ := strconv.ParseFloat(s, 64)
+	return n
+}
+
+// collect reads frames until none arrives for quiet.
+func collect(t *testing.T, c *sseClient, quiet time.Duration) []sseFrame {
+	t.Helper()
+	var out []sseFrame
+	for {
+		f, ok := c.next(t, quiet)
+		if !ok {
+			return out
+		}
+		out = append(out, f)
+	}
+}
+
+// TestStreamChecklist covers checklist items 24–26 and 28 and the cursor
+// rules of api.md §7.
+func TestStreamChecklist(t *testing.T) {
+	ts := startServer(t, tsOptions{})
+	a := ts.createSession(map[string]any{"goal": "first", "agent_loop": false})
+	b := ts.createSession(map[string]any{"goal": "second", "agent_loop": false})
+	for i := 0; i < 3; i++ {
+		ts.call("POST", "/api/sessions/"+a+"/events", adminTok, map[string]any{"type": "thought", "content": fmt.Sprint("a", i)})
+		ts.call("POST", "/api/sessions/"+b+"/events", adminTok, map[string]any{"type": "thought", "content": fmt.Sprint("b", i)})
+	}
+
+	t.Run("24 headers at once and framing", func(t *testing.T) {
+		start := time.Now()
+		c := ts.openStream("/api/stream", adminTok)
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("headers after %v", d)
+		}
+		if ct := c.res.Header.Get("Content-Type"); ct != "text/event-stream" || c.res.Header.Get("Cache-Control") != "no-cache" || c.res.Header.Get("X-Accel-Buffering") != "no" {
+			t.Errorf("headers %v", c.res.Header)
+		}
+		frames := collect(t, c, 500*time.Millisecond)
+		if len(frames) < 10 {
+			t.Fatalf("%d frames", len(frames))
+		}
+		last := 0.0
+		for _, f := range frames {
+			m := frameShape(t, f)
+			if id := m["id"].(float64); id <= last {
+				t.Errorf("ids out of order: %v after %v", id, last)
+			} else {
+				last = id
+			}
+		}
+		if f := frames[0]; frameShape(t, f)["session_id"] != nil {
+			t.Errorf("the first event (instance genesis) has a session id: %s", f.data)
+		}
+	})
+	t.Run("25 cursors", func(t *testing.T) {
+		for _, q := range []string{"?after=0", "?since=0", "?after=-5"} {
+			c := ts.openStream("/api/stream"+q, adminTok)
+			if f, ok := c.next(t, 5*time.Second); !ok || f.id != "1" {
+				t.Errorf("%s: first frame %+v", q, f)
+			}
+		}
+		c := ts.openStream("/api/stream?after=9999999999", adminTok)
+		if c.res.StatusCode != 200 {
+			t.Fatalf("far cursor: %d", c.res.StatusCode)
+		}
+		if f, ok := c.next(t, 700*time.Millisecond); ok {
+			t.Errorf("far cursor delivered %q", f.raw)
+		}
+		// since wins over after, after over Last-Event-ID.
+		c = ts.openStream("/api/stream?since=5&after=1", adminTok, "Last-Event-ID", "2")
+		if f, _ := c.next(t, 2*time.Second); f.id != "6" {
+			t.Errorf("since=5: first id %s", f.id)
+		}
+		c = ts.openStream("/api/stream?after=3", adminTok, "Last-Event-ID", "7")
+		if f, _ := c.next(t, 2*time.Second); f.id != "4" {
+			t.Errorf("after=3: first id %s", f.id)
+		}
+		c = ts.openStream("/api/stream", adminTok, "Last-Event-ID", "7")
+		if f, _ := c.next(t, 2*time.Second); f.id != "8" {
+			t.Errorf("Last-Event-ID 7: first id %s", f.id)
+		}
+		c = ts.openStream("/api/stream?session_id="+a+"&after=0", adminTok)
+		for _, f := range collect(t, c, 500*time.Millisecond) {
+			if frameShape(t, f)["session_id"] != a {
+				t.Errorf("foreign event on a session stream: %s", f.data)
+			}
+		}
+		for _, q := range []string{"?session_id=not-a-uuid", "?after=abc", "?since=1.5"} {
+			if r := ts.call("GET", "/api/stream"+q, adminTok, nil); r.status != 400 {
+				t.Errorf("%s: %d", q, r.status)
+			}
+		}
+		if r := ts.call("GET", "/api/stream?session_id="+someID, adminTok, nil); r.status != 404 {
+			t.Errorf("unknown session: %d", r.status)
+		}
+		if r := ts.call("GET", "/api/sessions/"+someID+"/events/stream", adminTok, nil); r.status != 404 {
+			t.Errorf("unknown session route 16: %d", r.status)
+		}
+	})
+	t.Run("26 simultaneous clients see identical ids", func(t *testing.T) {
+		var clients []*sseClient
+		for i := 0; i < 5; i++ {
+			clients = append(clients, ts.openStream("/api/stream?after=0", adminTok))
+		}
+		// Events committed during the replay are delivered once too.
+		for i := 0; i < 20; i++ {
+			ts.call("POST", "/api/sessions/"+a+"/events", adminTok, map[string]any{"type": "thought", "content": fmt.Sprint("live", i)})
+		}
+		var sets []string
+		for _, c := range clients {
+			var ids []string
+			seen := map[string]bool{}
+			for _, f := range collect(t, c, 700*time.Millisecond) {
+				if seen[f.id] {
+					t.Errorf("id %s sent twice", f.id)
+				}
+				seen[f.id] = true
+				ids = append(ids, f.id)
+			}
+			sets = append(sets, strings.Join(ids, ","))
+		}
+		for i := 1; i < len(sets); i++ {
+			if sets[i] != sets[0] {
+				t.Errorf("client %d saw %s; client 0 saw %s", i, sets[i], sets[0])
+			}
+		}
+	})
+	t.Run("28 per-session stream as the Python SDK reads it", func(t *testing.T) {
+		c := ts.openStream("/api/sessions/"+b+"/events/stream", adminTok)
+		var got []map[string]any
+		for _, f := range collect(t, c, 500*time.Millisecond) {
+			// The SDK splits on blank lines and json.loads every data: line.
+			for _, line := range strings.Split(f.raw, "\n") {
+				if strings.HasPrefix(line, "data:") {
+					var d map[string]any
+					if err := json.Unmarshal([]byte(strings.TrimSpace(line[5:])), &d); err != nil {
+						t.Fatalf("data line %q: %v", line, err)
+					}
+					got = append(got, d)
+				}
+			}
+		}
+		if len(got) != 6 {
+			t.Fatalf("%d events; want genesis, prompt_input, the prompt scan and three thoughts... got %v", len(got), got)
+		}
+		for i, d := range got {
+			if d["session_id"] != b || int(d["sequence"].(float64)) != i {
+				t.Errorf("event %d: %v", i, d)
+			}
+		}
+	})
+	t.Run("live events follow the replay", func(t *testing.T) {
+		c := ts.openStream("/api/sessions/"+a+"/events/stream", adminTok)
+		collect(t, c, 300*time.Millisecond)
+		r := ts.call("POST", "/api/sessions/"+a+"/events", adminTok, map[string]any{"type": "thought", "content": "fresh"})
+		want := strconv.Itoa(int(r.json(t)["id"].(float64)))
+		start := time.Now()
+		f, ok := c.next(t, time.Second)
+		if !ok || f.id != want {
+			t.Fatalf("live frame %+v; want id %s", f, want)
+		}
+		t.Logf("live event reached the stream %v after its append returned", time.Since(start))
+	})
+}
+
+// TestKeepAlive: a keep-alive comment only after SSE_KEEPALIVE_SECS of
+// silence, and never sooner (api.md §7, checklist item 27).
+func TestKeepAlive(t *testing.T) {
+	for _, secs := range []int{2, 10} {
+		t.Run(strconv.Itoa(secs)+"s", func(t *testing.T) {
+			t.Parallel()
+			ts := startServer(t, tsOptions{env: map[string]string{"SSE_KEEPALIVE_SECS": strconv.Itoa(secs)}})
+			id := ts.createSession(map[string]any{"goal": "quiet", "agent_loop": false})
+			time.Sleep(time.Second) // let the after-append checkpoint pass
+			c := ts.openStream("/api/stream?after=9999999999", adminTok)
+			opened := time.Now()
+			interval := time.Duration(secs) * time.Second
+			f, ok := c.next(t, interval+2*time.Second)
+			if !ok || f.raw != ": keep-alive\n\n" {
+				t.Fatalf("first frame %q", f.raw)
+			}
+			if d := f.at.Sub(opened); d < interval-100*time.Millisecond || d > interval+time.Second {
+				t.Errorf("keep-alive after %v of silence; want %v (±1 s, never sooner)", d, interval)
+			}
+			if secs != 2 {
+				return
+			}
+			// Traffic restarts the timer: the next keep-alive comes a full
+			// interval after the last frame written.
+			evs := ts.call("GET", "/api/events?session_id="+id, adminTok, nil).list(t)
+			head := int(evs[len(evs)-1]["id"].(float64))
+			c2 := ts.openStream("/api/stream?session_id="+id+"&after="+strconv.Itoa(head), adminTok)
+			time.Sleep(interval / 2)
+			ts.call("POST", "/api/sessions/"+id+"/events", adminTok, map[string]any{"type": "thought", "content": "tick"})
+			ev, ok := c2.next(t, time.Second)
+			if !ok || ev.event != "event" {
+				t.Fatalf("event frame %q", ev.raw)
+			}
+			ka, ok := c2.next(t, interval+2*time.Second)
+			if !ok || ka.raw != ": keep-alive\n\n" {
+				t.Fatalf("keep-alive %q", ka.raw)
+			}
+			if d := ka.at.Sub(ev.at); d < interval-100*time.Millisecond || d > interval+time.Second {
+				t.Errorf("keep-alive %v after the last event frame; want %v", d, interval)
+			}
+		})
+	}
+}
+
+// TestStreamRedaction: no secret, long path or address reaches a stream,
+// while the stored payload (GET /api/events) stays byte for byte.
+func TestStreamRedaction(t *testing.T) {
+	ts := startServer(t, tsOptions{})
+	id := ts.createSession(map[string]any{"goal": "redact", "agent_loop": false})
+	secrets := []string{"hunter2", "abc123tok", "sk-live-9999", "AKIAIOSFODNN7EXAMPLE", "/home/alice/projects/secret-service/config/database.yml", "10.20.30.40", "fe80::1ff:fe23:4567:890a"}
+	body := map[string]any{"type": "action", "name": "deploy", "params": map[string]any{
+		"note":     "password=hunter2 and token: abc123tok read /home/alice/projects/secret-service/config/database.yml from 10.20.30.40 or fe80::1ff:fe23:4567:890a at 10:00:00",
+		"api_key":  "sk-live-9999",
+		"nested":   map[string]any{"AWS_Access_Key_ID": "AKIAIOSFODNN7EXAMPLE", "count": 3},
+		"Bearer":   []any{"x"},
+		"harmless": "short /tmp/x path",
+	}}
+	r := ts.call("POST", "/api/sessions/"+id+"/events", adminTok, body)
+	if r.status != 201 {
+		t.Fatalf("append: %d %s", r.status, r.body)
+	}
+	c := ts.openStream("/api/sessions/"+id+"/events/stream", auditorTok)
+	var last sseFrame
+	for _, f := range collect(t, c, 500*time.Millisecond) {
+		last = f
+	}
+	for _, s := range secrets {
+		if strings.Contains(last.raw, s) {
+			t.Errorf("stream carries %q: %s", s, last.data)
+		}
+	}
+	m := frameShape(t, last)
+	p := m["payload"].(map[string]any)["params"].(map[string]any)
+	if m["redacted"] != true || p["api_key"] != "[REDACTED]" || p["Bearer"] != "[REDACTED]" {
+		t.Errorf("redaction: %v", m)
+	}
+	note := p["note"].(string)
+	for _, want := range []string{"password=[REDACTED]", "token: [REDACTED]", "[REDACTED_PATH]", "[REDACTED_IP]", "at 10:00:00"} {
+		if !strings.Contains(note, want) {
+			t.Errorf("note %q lacks %q", note, want)
+		}
+	}
+	if p["harmless"] != "short /tmp/x path" || p["nested"].(map[string]any)["count"] != float64(3) {
+		t.Errorf("harmless values changed: %v", p)
+	}
+	if m["content_hash"] == nil || m["sequence"] == nil {
+		t.Error("ids and hashes must stay")
+	}
+	stored := ts.call("GET", "/api/events?session_id="+id, adminTok, nil)
+	if !strings.Contains(string(stored.body), "hunter2") {
+		t.Error("the stored payload must be returned as stored")
+	}
+}
+
+// TestSlowClientDropped: a client that stops reading is dropped and counted,
+// and appends do not wait for it.
+func TestSlowClientDropped(t *testing.T) {
+	opts, _, _ := newOptions(t, tsOptions{})
+	opts.StreamWriteTimeout = time.Second
+	srv, err := New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+	ts := &testServer{Server: srv, t: t, url: srv.URL()}
+	id := ts.createSession(map[string]any{"goal": "flood", "agent_loop": false})
+
+	// A client with a tiny receive window that reads the headers and then
+	// nothing at all.
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	conn, err := d.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /api/stream?after=0 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", adminTok)
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("stream: %v", err)
+	}
+	healthy := ts.openStream("/api/stream?session_id="+id, adminTok)
+
+	big := strings.Repeat("x", 256<<10)
+	var worst time.Duration
+	for i := 0; i < 40; i++ {
+		start := time.Now()
+		r := ts.call("POST", "/api/sessions/"+id+"/events", adminTok, map[string]any{"type": "observation", "content": big})
+		if r.status != 201 {
+			t.Fatalf("append %d: %d", i, r.status)
+		}
+		worst = max(worst, time.Since(start))
+	}
+	if worst > time.Second {
+		t.Errorf("an append took %v while a client was stuck", worst)
+	}
+	got := 0
+	for _, f := range collect(t, healthy, time.Second) {
+		if f.event == "event" && strings.Contains(f.data, big[:100]) {
+			got++
+		} else {
+			t.Logf("frame %.200q", f.raw)
+		}
+	}
+	if got != 40 {
+		t.Errorf("the healthy client got %d of 40 events", got)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	re := regexp.MustCompile(`(?m)^ironvise_sse_dropped_total (\d+)`)
+	for {
+		m := re.FindStringSubmatch(string(ts.call("GET", "/metrics", adminTok, nil).body))
+		if len(m) == 2 && m[1] != "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stuck client was not dropped: %v", m)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("slowest append while a client was stuck: %v", worst)
+}
+
+// TestRedactString pins the string rules of api.md §7.
+func TestRedactString(t *testing.T) {
+	cases := map[string]string{
+		"password=hunter2":       "password=[REDACTED]",
+		"API_KEY : abc def":      "API_KEY : [REDACTED] def",
+		"Secret=x y":             "Secret=[REDACTED] y",
+		"at 10:00:00 sharp":      "at 10:00:00 sharp",
+		"host 192.168.1.1 up":    "host [REDACTED_IP] up",
+		"no 256.1.1.1 ip":        "no 256.1.1.1 ip",
+		"v6 ::1 and 2001:db8::1": "v6 [REDACTED_IP] and [REDACTED_IP]",
+		"  /usr/local/share/ironvise/very/long/file.txt\n": "  [REDACTED_PATH]\n",
+		"/short/path":   "/short/path",
+		"version 1.2.3": "version 1.2.3",
+	}
+	keys := make([]string, 0, len(cases))
+	for k := range cases {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, in := range keys {
+		if got := RedactString(in); got != cases[in] {
+			t.Errorf("RedactString(%q) = %q; want %q", in, got, cases[in])
+		}
+	}
+	if out, changed := RedactPayload([]byte(`{"type":"thought","content":"fine"}`)); changed || string(out) != `{"type":"thought","content":"fine"}` {
+		t.Errorf("unchanged payload rewritten: %s", out)
+	}
+}
+
+// FuzzRedactPayload: redaction never fails on a payload, and its output is
+// valid JSON holding no value of a sensitive key.
+func FuzzRedactPayload(f *testing.F) {
+	f.Add([]byte(`{"type":"thought","content":"password=x"}`))                // key=value rule
+	f.Add([]byte(`{"token":{"nested":[1,2]},"a":"10.0.0.1"}`))                // object value under a sensitive key
+	f.Add([]byte(`{"x":"` + strings.Repeat("/", 40) + `"}`))                  // long path word
+	f.Add([]byte(`{"n":1e400}`))                                              // number outside float range
+	f.Add([]byte(`[{"authorization":"Bearer z"}]`))                           // non-object top level
+	f.Add([]byte(`{"s":"fe80::1%eth0 ::ffff:1.2.3.4 12:34:56:78:9a:bc:de"}`)) // v6 forms
+	f.Fuzz(func(t *testing.T, in []byte) {
+		out, changed := RedactPayload(in)
+		if !changed {
+			if string(out) != string(in) {
+				t.Fatal("unchanged payload rewritten")
+			}
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("invalid JSON out: %q", out)
+		}
+		var v any
+		json.Unmarshal(out, &v)
+		var walk func(any)
+		walk = func(v any) {
+			switch x := v.(type) {
+			case map[string]any:
+				for k, val := range x {
+					if sensitiveKey(k) && val != "[REDACTED]" {
+						t.Fatalf("key %q kept %v", k, val)
+					}
+					walk(val)
+				}
+			case []any:
+				for _, e := range x {
+					walk(e)
+				}
+			}
+		}
+		walk(v)
+	})
+}
