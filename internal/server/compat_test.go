@@ -26,7 +26,9 @@ func TestCompatibilityChecklist(t *testing.T) {
 	hex64 := regexp.MustCompile(`^[0-9a-f]{64}$`)
 	hex128 := regexp.MustCompile(`^[0-9a-f]{128}$`)
 	uuidRe := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
-	ext := func() string { return ts.createSession(map[string]any{"goal": "inspect the notes", "agent_loop": false}) }
+	ext := func() string {
+		return ts.createSession(map[string]any{"goal": "inspect the notes", "agent_loop": false})
+	}
 
 	t.Run("01 healthz and unknown paths need no token", func(t *testing.T) {
 		if r := ts.call("GET", "/healthz", "", nil); r.status != 200 || string(r.body) != `{"status":"ok"}` {
