@@ -49,7 +49,8 @@ type Report struct {
 	// dense sequences from 0.
 	Chain Check `json:"chain"`
 	// Signatures: every event signed by the key valid at its sequence;
-	// rotations signed by the previous key; key table agrees with the chain.
+	// rotations signed by the previous key; the key table and the session
+	// row's key agree with the chain.
 	Signatures Check `json:"signatures"`
 	// Goal: the session's goal_hash matches its goal and the genesis event.
 	Goal Check `json:"goal"`
@@ -213,6 +214,12 @@ func checkSignatures(in *VerifyInput, r *Report) Check {
 	pub0, err := parsePublicKeyHex(g.Key)
 	if err != nil {
 		return fail(0, "genesis session_public_key: %v", err)
+	}
+	// Listings and the API show the session row's key and did:key as the
+	// session's identity: a row naming another key would have clients
+	// trust a key that never signed this chain.
+	if s := in.Session; s != nil && (!s.PublicKey.Equal(pub0) || s.DID != DIDKey(pub0)) {
+		return fail(0, "the session row names key %x (%s), the genesis event names %x: the session row was changed", []byte(s.PublicKey), s.DID, []byte(pub0))
 	}
 	instance := in.SessionID == InstanceSessionID
 	if instance && !pub0.Equal(in.IssuerKey) {

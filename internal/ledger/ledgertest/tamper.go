@@ -128,6 +128,11 @@ func testTamper(t *testing.T, h Harness) {
 		{"key", false, func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event) {
 			e.db.Tamper(t, `UPDATE keys SET public_key = ? WHERE session_id = ? AND valid_from_seq = 0`, randBytes(32), id[:])
 		}, "signatures", 0},
+		{"session row key", false, func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event) {
+			// The key listings show: another key and its did:key.
+			atk, _ := ledger.GenerateSigningKey(nil)
+			e.db.Tamper(t, `UPDATE sessions SET public_key = ?, did = ? WHERE id = ?`, []byte(atk.Public()), ledger.DIDKey(atk.Public()), id[:])
+		}, "signatures", 0},
 		{"deleted event", false, func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event) {
 			e.db.Tamper(t, `DELETE FROM events WHERE session_id = ? AND seq = 3`, id[:])
 		}, "chain", 3},
