@@ -2,7 +2,7 @@
 // passes (ledger.md §1): lifecycle, canonical payloads, concurrency, key
 // rotation and resumption, crash recovery, checkpoints and proofs,
 // immutability triggers, tamper detection by each named verification
-// check, and the operational tables.
+// check and by 1,000 random single mutations, and the operational tables.
 //
 // # Usage
 //
@@ -38,9 +38,22 @@ type DB interface {
 	// Tamper runs SQL with the append-only triggers bypassed, as an
 	// attacker with database access could; it fails the test on error.
 	Tamper(t testing.TB, query string, args ...any)
+	// Unguard switches the append-only triggers off until restore
+	// switches them on again, for tests that tamper thousands of times:
+	// tamper runs statements in one transaction on a connection of its
+	// own that does not wait for durability, and returns the database's
+	// error (nothing is applied then). The ledger must not write events,
+	// keys, log hashes or checkpoints meanwhile.
+	Unguard(t testing.TB) (tamper func(stmts ...Stmt) error, restore func())
 	// HasTruncate reports whether the database has TRUNCATE (and the
 	// suite should check that it is rejected).
 	HasTruncate() bool
+}
+
+// Stmt is one SQL statement with "?" placeholders and its arguments.
+type Stmt struct {
+	Query string
+	Args  []any
 }
 
 // Harness describes a backend under test.
@@ -61,6 +74,7 @@ func Run(t *testing.T, h Harness) {
 		{"Listing", testListing},
 		{"ConcurrentSessions", testConcurrentSessions},
 		{"ConcurrentOneSession", testConcurrentOneSession},
+		{"ConcurrentMixed", testConcurrentMixed},
 		{"KeyRotation", testKeyRotation},
 		{"ResumeInOtherProcess", testResume},
 		{"PassphraseAndIssuer", testPassphraseAndIssuer},
@@ -70,6 +84,7 @@ func Run(t *testing.T, h Harness) {
 		{"Proofs", testProofs},
 		{"Immutability", testImmutability},
 		{"Tamper", testTamper},
+		{"TamperRandomized", testTamperRandomized},
 		{"StartupAndFullVerification", testStartup},
 		{"OperationalTables", testOperationalTables},
 		{"Reopen", testReopen},

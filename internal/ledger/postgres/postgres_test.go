@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -128,6 +129,66 @@ func (d *testDB) Tamper(t testing.TB, query string, args ...any) {
 	}
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Unguard disables the user triggers once and enables them on restore;
+// tamper's transactions do not wait for their commit to be flushed.
+func (d *testDB) Unguard(t testing.TB) (func(...ledgertest.Stmt) error, func()) {
+	t.Helper()
+	db, err := sql.Open("pgx", d.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	toggle := func(how string) error {
+		for _, tb := range evidenceTables {
+			if _, err := db.Exec("ALTER TABLE " + tb + " " + how + " TRIGGER USER"); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := toggle("DISABLE"); err != nil {
+		db.Close()
+		t.Fatalf("disable the append-only triggers: %v", err)
+	}
+	// The same few statements run thousands of times: parse them once.
+	prepared := map[string]*sql.Stmt{}
+	run := func(stmts ...ledgertest.Stmt) error {
+		// Before Begin: the transaction holds the only connection.
+		for _, st := range stmts {
+			if _, ok := prepared[st.Query]; !ok {
+				ps, err := db.Prepare(rebind(st.Query))
+				if err != nil {
+					return fmt.Errorf("%s: %w", st.Query, err)
+				}
+				prepared[st.Query] = ps
+			}
+		}
+		tx, err := db.Begin()
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if _, err := tx.Exec("SET LOCAL synchronous_commit = off"); err != nil {
+			return err
+		}
+		for _, st := range stmts {
+			if _, err := tx.Stmt(prepared[st.Query]).Exec(st.Args...); err != nil {
+				return fmt.Errorf("%s: %w", st.Query, err)
+			}
+		}
+		return tx.Commit()
+	}
+	return run, func() {
+		defer db.Close()
+		for _, ps := range prepared {
+			ps.Close()
+		}
+		if err := toggle("ENABLE"); err != nil {
+			t.Errorf("enable the append-only triggers: %v", err)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -76,6 +77,66 @@ func (d *testDB) Tamper(t testing.TB, query string, args ...any) {
 	}
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Unguard drops the append-only triggers once and recreates them on
+// restore, so the randomized tamper test does not change the schema (and
+// make every connection prepare its statements again) on each edit.
+func (d *testDB) Unguard(t testing.TB) (func(...ledgertest.Stmt) error, func()) {
+	t.Helper()
+	db, err := sql.Open("sqlite", d.path+"?_txlock=immediate&_pragma=synchronous(0)&"+pragmas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	ddl, err := migrations.ReadFile("migrations/0001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trs := triggerRE.FindAllStringSubmatch(string(ddl), -1)
+	// The same few statements run thousands of times: parse them once.
+	prepared := map[string]*sql.Stmt{}
+	run := func(stmts ...ledgertest.Stmt) error {
+		// Before Begin: the transaction holds the only connection.
+		for _, st := range stmts {
+			if _, ok := prepared[st.Query]; !ok {
+				ps, err := db.Prepare(st.Query)
+				if err != nil {
+					return fmt.Errorf("%s: %w", st.Query, err)
+				}
+				prepared[st.Query] = ps
+			}
+		}
+		tx, err := db.Begin()
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		for _, st := range stmts {
+			if _, err := tx.Stmt(prepared[st.Query]).Exec(st.Args...); err != nil {
+				return fmt.Errorf("%s: %w", st.Query, err)
+			}
+		}
+		return tx.Commit()
+	}
+	var drop, create []ledgertest.Stmt
+	for _, m := range trs {
+		drop = append(drop, ledgertest.Stmt{Query: "DROP TRIGGER " + m[1]})
+		create = append(create, ledgertest.Stmt{Query: m[0]})
+	}
+	if err := run(drop...); err != nil {
+		db.Close()
+		t.Fatalf("drop the append-only triggers: %v", err)
+	}
+	return run, func() {
+		defer db.Close()
+		for _, ps := range prepared {
+			ps.Close()
+		}
+		if err := run(create...); err != nil {
+			t.Errorf("recreate the append-only triggers: %v", err)
+		}
 	}
 }
 
