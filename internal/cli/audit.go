@@ -173,6 +173,11 @@ func (a *app) runAgent(cfg *config.Config, r agentRun) (*agent.Outcome, error) {
 	p := newStepPrinter(a.stdout, isTerminal(a.stdout), a.lookup)
 	p.header(s.ID.String(), r.goal, string(tier.Name()), r.llm, r.guard, r.limits.MaxSteps)
 	env := &agent.Env{Ledger: l, Tier: tier, Scanner: scanner, Logger: a.logger(), SandboxEnv: a.sandboxEnv()}
+	stopEvidence, err := a.attachEvidence(cfg, l, env)
+	if err != nil {
+		return nil, err
+	}
+	defer stopEvidence()
 	sess := agent.Open(env, s.ID, r.goal, agent.Config{
 		Workspace: r.workspace, Tripwire: r.tw, Policy: r.pol,
 		Guard: r.guard.checkGuard(), GuardDisabled: r.guard.skip, Approver: r.approver,

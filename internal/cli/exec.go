@@ -130,6 +130,11 @@ func (a *app) runExec(o execOptions) error {
 		id = s.ID
 	}
 	env := &agent.Env{Ledger: l, Tier: tier, Scanner: scanner, SandboxEnv: a.sandboxEnv()}
+	stopEvidence, err := a.attachEvidence(cfg, l, env)
+	if err != nil {
+		return err
+	}
+	defer stopEvidence()
 	sess := agent.Open(env, id, goal, agent.Config{
 		Workspace: ws, Tripwire: tw, Policy: pol, Guard: g.checkGuard(), GuardDisabled: g.skip,
 	})
@@ -170,7 +175,11 @@ func (a *app) runExec(o execOptions) error {
 		fmt.Fprintf(a.stderr, "ironvise: output matched observation rule %q (abort); session aborted\n", res.Halted)
 	}
 	if o.session == "" {
-		if err := endAndSeal(ctx, l, id, status); err != nil {
+		seal, err := endAndSeal(ctx, l, id, status)
+		if status == ledger.StatusAborted && seal.Type != "" {
+			sess.Notify(seal)
+		}
+		if err != nil {
 			return exitCode(ExitUsage, err)
 		}
 	}
@@ -223,15 +232,17 @@ func countSteps(ctx context.Context, l *ledger.Ledger, id uuid.UUID) (int, error
 	}
 }
 
-// endAndSeal records the session's outcome and seals its chain.
-func endAndSeal(ctx context.Context, l *ledger.Ledger, id uuid.UUID, status ledger.Status) error {
+// endAndSeal records the session's outcome and seals its chain; it
+// returns the seal event.
+func endAndSeal(ctx context.Context, l *ledger.Ledger, id uuid.UUID, status ledger.Status) (ledger.Event, error) {
 	if err := l.EndSession(ctx, id, status); err != nil {
-		return fmt.Errorf("end session %s: %w", id, err)
+		return ledger.Event{}, fmt.Errorf("end session %s: %w", id, err)
 	}
-	if _, err := l.Seal(ctx, id, "operator:cli"); err != nil {
-		return fmt.Errorf("seal session %s: %w", id, err)
+	res, err := l.Seal(ctx, id, "operator:cli")
+	if err != nil {
+		return ledger.Event{}, fmt.Errorf("seal session %s: %w", id, err)
 	}
-	return nil
+	return res.Event, nil
 }
 
 func closeLedger(l *ledger.Ledger) {

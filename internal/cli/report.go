@@ -1,0 +1,323 @@
+package cli
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ironvise/ironvise/internal/evidence"
+	"github.com/ironvise/ironvise/internal/ledger"
+)
+
+func (a *app) reportCommand() *cobra.Command {
+	var format, output string
+	cmd := &cobra.Command{
+		Use:   "report <session-id>",
+		Short: "Export a session's evidence: JSON, SARIF, HTML, .elc certificate, GitHub Actions, GitLab Code Quality",
+		Long: `Writes the evidence of one session (ledger.md §8) in one of six formats:
+
+  json                session, findings, verdict summary and chain status (default)
+  sarif               SARIF 2.1.0: findings and denials as results (GitHub code scanning)
+  html                a self-contained human report (no external resources)
+  certificate         the .elc audit certificate, signed by the issuer key; verify it
+                      anywhere with 'ironvise verify-certificate' or 'verify-cert'
+  github_actions      workflow commands (::error / ::warning / ::notice)
+  gitlab_codequality  GitLab Code Quality JSON
+
+Exit status: 1 when any finding is high or critical (a CI gate), 0 otherwise,
+2 on an error (unknown session, unknown format, unreadable ledger). The file is
+written even when the gate fails.`,
+		Example: `  ironvise report 0190f1c2-7a3b-7cde-8f01-23456789abcd
+  ironvise report 0190f1c2-7a3b-7cde-8f01-23456789abcd --format sarif --output ironvise.sarif
+  ironvise report 0190f1c2-7a3b-7cde-8f01-23456789abcd --format certificate --output audit.elc
+  ironvise report "$SESSION" --format github_actions   # in a GitHub workflow step`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseSessionID(args[0])
+			if err != nil {
+				return exitCode(ExitUsage, err)
+			}
+			f, err := evidence.ParseFormat(format)
+			if err != nil {
+				return exitCode(ExitUsage, fmt.Errorf("--format: %w", err))
+			}
+			l, err := a.openLedger()
+			if err != nil {
+				return err
+			}
+			defer closeLedger(l)
+			var buf bytes.Buffer
+			gate, err := evidence.Export(a.ctx, l, id, f, &buf)
+			if errors.Is(err, ledger.ErrNotFound) {
+				return exitCode(ExitUsage, fmt.Errorf("session %s is not in this ledger (check DATABASE_URL and ECTO_DATA_DIR; 'ironvise sessions' lists what is there)", id))
+			}
+			if err != nil {
+				return exitCode(ExitUsage, err)
+			}
+			if err := writeOutput(a.stdout, output, buf.Bytes()); err != nil {
+				return exitCode(ExitUsage, err)
+			}
+			if output != "" {
+				fmt.Fprintf(a.stderr, "ironvise: wrote %s report of session %s to %s\n", f, id, output)
+			}
+			if gate {
+				fmt.Fprintf(a.stderr, "ironvise: session %s has high or critical findings (exit 1)\n", id)
+				return exitCode(ExitDenied, nil)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "json", "json, sarif, html, certificate, github_actions or gitlab_codequality")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of standard output")
+	return cmd
+}
+
+// writeOutput writes data to path atomically (temporary file, then
+// rename), or to w when path is empty.
+func writeOutput(w io.Writer, path string, data []byte) error {
+	if path == "" {
+		_, err := w.Write(data)
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// readKeyArg reads --issuer-key: a key, or a file holding one.
+func readKeyArg(s string) (ed25519.PublicKey, error) {
+	if s == "" {
+		return nil, nil
+	}
+	if st, err := os.Stat(s); err == nil && st.Mode().IsRegular() && st.Size() < 4096 {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			return nil, fmt.Errorf("--issuer-key %s: %w", s, err)
+		}
+		s = string(b)
+	}
+	k, err := evidence.ParseIssuerKey(s)
+	if err != nil {
+		return nil, fmt.Errorf("--issuer-key: %w", err)
+	}
+	return k, nil
+}
+
+func (a *app) verifyCertificateCommand() *cobra.Command {
+	var keyArg string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "verify-certificate FILE",
+		Short: "Verify an .elc audit certificate offline: five pillars, each reported",
+		Long: `Verifies an .elc certificate without any database or network, and reports
+five pillars separately (ledger.md §8):
+
+  1. issuer signature            the certificate is signed by the issuer key
+  2. hash chain                  every event hash recomputes from its bytes and
+                                 links to the previous one; the seal commits to the tip
+  3. event signatures, rotations every event is signed by the session key valid at
+                                 its sequence; rotations by the previous key
+  4. Merkle inclusion            every event is in the signed checkpoint's tree
+  5. goal/policy binding and     the goal and policy hash are those the chain started
+     findings evidence           with; high and critical findings cite observations
+                                 of the session whose text contains their quotes
+
+A certificate with any failing pillar is invalid, and so is an unsigned one.
+Pin the issuer with --issuer-key (hex, did:key or the checkpoint verifier key
+that 'ironvise issuer-key' prints, or a file holding one); without it the
+certificate can only prove that it is self-consistent.
+
+Exit status: 0 valid, 1 invalid or unreadable, 2 usage error.`,
+		Example: `  ironvise verify-certificate audit.elc --issuer-key 3b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29
+  ironvise verify-certificate audit.elc --issuer-key issuer.pub --json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pin, err := readKeyArg(keyArg)
+			if err != nil {
+				return exitCode(ExitUsage, err)
+			}
+			data, err := readBounded(args[0], evidence.MaxCertificateBytes)
+			if err != nil {
+				return exitCode(ExitDenied, err)
+			}
+			res, verr := evidence.VerifyCertificate(data, pin)
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(res); err != nil {
+					return exitCode(ExitUsage, err)
+				}
+			} else if err := res.WriteText(a.stdout); err != nil {
+				return exitCode(ExitUsage, err)
+			}
+			if verr != nil || !res.Valid {
+				return exitCode(ExitDenied, nil)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&keyArg, "issuer-key", "", "the issuer public key to trust (or a file holding it)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print machine-readable JSON")
+	return cmd
+}
+
+// readBounded reads a file of at most limit bytes.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("read %s: larger than %d bytes", path, limit)
+	}
+	return data, nil
+}
+
+func (a *app) verifyVCCommand() *cobra.Command {
+	var keyArg string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "verify-vc FILE|JWT",
+		Short: "Verify a session's verifiable credential (VC-JWT, EdDSA)",
+		Long: `Verifies a W3C verifiable credential in the JWT encoding, as IronVise issues
+when a session completes: the EdDSA signature by the issuer's did:key, the
+validity window and the credential's shape. The argument is the JWT itself or
+a file holding it (for instance the vc_jwt of GET /api/sessions/{id}/vc).
+
+Pin the issuer with --issuer-key; without it the key is taken from the
+credential's own did:key, which proves only that it is self-consistent.
+
+Exit status: 0 valid, 1 invalid, 2 usage error.`,
+		Example: `  ironvise verify-vc session.jwt --issuer-key did:key:z6Mk…
+  ironvise verify-vc "$(curl -s -H "Authorization: Bearer $TOKEN" localhost:3000/api/sessions/$ID/vc | jq -r .vc_jwt)"`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			pin, err := readKeyArg(keyArg)
+			if err != nil {
+				return exitCode(ExitUsage, err)
+			}
+			jwt := args[0]
+			if st, err := os.Stat(jwt); err == nil && st.Mode().IsRegular() {
+				data, err := readBounded(jwt, evidence.MaxVCBytes)
+				if err != nil {
+					return exitCode(ExitUsage, err)
+				}
+				jwt = string(data)
+			} else if strings.Count(jwt, ".") != 2 {
+				return exitCode(ExitUsage, fmt.Errorf("%q is neither a JWT (header.payload.signature) nor a readable file", jwt))
+			}
+			c, err := evidence.VerifyVC(jwt, pin)
+			if asJSON {
+				out := map[string]any{"valid": err == nil}
+				if err != nil {
+					out["reason"] = err.Error()
+				} else {
+					out["claims"] = c
+				}
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				enc.Encode(out)
+			}
+			if err != nil {
+				if !asJSON {
+					fmt.Fprintf(a.stdout, "credential INVALID: %v\n", err)
+				}
+				return exitCode(ExitDenied, nil)
+			}
+			if !asJSON {
+				s := c.VC.Subject
+				pinned := "issuer key pinned"
+				if pin == nil {
+					pinned = "issuer key NOT pinned: pass --issuer-key to check who issued it"
+				}
+				fmt.Fprintf(a.stdout, "credential valid: session %s (%s), issued by %s (%s)\n", s.SessionID, s.Status, c.Issuer, pinned)
+				fmt.Fprintf(a.stdout, "  goal hash    %s\n  policy hash  %s\n  tip          seq %d, %s\n  checkpoint   %s size %d, root %s\n",
+					s.GoalHash, derefOr(s.PolicyHash, "none"), s.TipSequence, s.TipHash, s.Checkpoint.Origin, s.Checkpoint.TreeSize, s.Checkpoint.RootHash)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&keyArg, "issuer-key", "", "the issuer public key to trust (or a file holding it)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print machine-readable JSON")
+	return cmd
+}
+
+func derefOr(p *string, def string) string {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func (a *app) issuerKeyCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "issuer-key",
+		Short: "Print this instance's issuer public key (what auditors pin)",
+		Long: `Prints the public half of the issuer key that signs this ledger's checkpoints,
+certificates and verifiable credentials, in the forms verifiers accept: hex,
+did:key and the checkpoint verifier key of signed-note tools. Give it to
+auditors over a channel you trust; they pass it to 'verify-cert', 'ironvise
+verify-certificate' or 'ironvise verify-vc' with --issuer-key. The private
+key never leaves $ECTO_DATA_DIR/keys/issuer.ed25519.`,
+		Example: `  ironvise issuer-key
+  ironvise issuer-key --json | jq -r .public_key > issuer.pub`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := a.openLedger()
+			if err != nil {
+				return err
+			}
+			defer closeLedger(l)
+			pub := l.IssuerPublicKey()
+			vkey, err := l.CheckpointVerifierKey()
+			if err != nil {
+				return exitCode(ExitUsage, err)
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(map[string]string{
+					"public_key": hex.EncodeToString(pub), "key_id": ledger.KeyID(pub), "did": ledger.DIDKey(pub),
+					"origin": l.Origin(), "checkpoint_verifier_key": vkey,
+				})
+			}
+			fmt.Fprintf(a.stdout, "public key (hex)         %s\nkey id                   %s\ndid:key                  %s\ncheckpoint verifier key  %s\n",
+				hex.EncodeToString(pub), ledger.KeyID(pub), ledger.DIDKey(pub), vkey)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print machine-readable JSON")
+	return cmd
+}
