@@ -37,6 +37,39 @@
 //	tier, err := native.New(opts)
 //	res := tier.Run(ctx, sandbox.Request{Command: "make test", Workspace: dir})
 //
+// # Self-confinement
+//
+// A process of IronVise's own that handles attacker-influenced data — the
+// guard worker, which reads the agent's goal and intent and talks to a
+// model API (agent.md §3) — confines itself before it starts work with
+// [ConfineSelf]. On Linux that applies, to every thread and irreversibly:
+// no_new_privs; a Landlock ruleset that handles every right of the kernel's
+// ABI and grants only reading a short list of paths ([HTTPSClient]: DNS
+// configuration, CA certificates, zoneinfo), so nothing can be written,
+// created or executed anywhere and nothing else read, TCP (and at ABI ≥ 10
+// UDP) bind is denied, and signals and abstract Unix sockets cannot leave
+// the process (ABI ≥ 6); then seccomp's HTTPS-client allowlist with TSYNC:
+// no execve, no new processes (clone for threads only), no ptrace or
+// process_vm_*, no mount, unshare or setns, no bpf, perf, io_uring or
+// keyrings, sockets only for IPv4/IPv6 TCP and UDP, signals only to
+// itself, EPERM for everything else.
+//
+// TCP connect and UDP send stay open: the worker must reach the model API
+// named in its configuration, through DNS, and neither Landlock (ports
+// only) nor seccomp (no view of addresses) could confine that to one
+// host. Files the process needs beyond the profile (a mock script, its
+// configuration) must be read before ConfineSelf.
+//
+//	c, err := native.ConfineSelf(native.HTTPSClient())
+//	if err != nil {
+//		return err // refuse to serve unconfined
+//	}
+//
+// Elsewhere ConfineSelf fails with an error wrapping errors.ErrUnsupported,
+// unless the caller asks for [Profile.BestEffort]: the guard worker does,
+// because the guard must work on macOS and Windows too, and logs that it
+// runs unconfined there.
+//
 // # Limitations
 //
 // Linux needs Landlock (5.13+), seccomp, and the right to create PID and
@@ -47,7 +80,12 @@
 // PID namespace's pid_max (Linux 6.14+), since RLIMIT_NPROC does not apply
 // to root. The 512 MiB address-space cap stops Go, JVM and Node.js programs
 // from starting. macOS enforces no resource limits; Windows restricts no
-// files and filters no syscalls.
+// files and filters no syscalls. A self-confined process keeps its user
+// and capabilities (Landlock binds root too, and the calls through which
+// capabilities matter are outside its allowlist); Landlock grants by
+// inode, so a granted file replaced afterwards (resolv.conf rewritten by a
+// DHCP client) can no longer be read: the guard worker, one per session,
+// then fails closed until the next session starts a new one.
 package native
 
 import "github.com/ironvise/ironvise/internal/sandbox/native/launch"
