@@ -14,6 +14,7 @@ import (
 	"github.com/ironvise/ironvise/internal/demo"
 	"github.com/ironvise/ironvise/internal/guard"
 	"github.com/ironvise/ironvise/internal/llm"
+	"github.com/ironvise/ironvise/internal/sandbox/native"
 )
 
 // guardWorkerCommand is `ironvise guard-worker`, the guard process that
@@ -54,11 +55,12 @@ func (a *app) runGuardWorker() error {
 	if err != nil {
 		return exitCode(ExitUsage, fmt.Errorf("guard worker: %w", err))
 	}
-	// Everything that needs the file system (the mock script, TLS roots
-	// are read lazily and stay readable) is done; from here on the worker
+	// Everything that needs the file system is done (the configuration
+	// and the mock script are read; DNS configuration, TLS roots and
+	// zoneinfo are read lazily and stay readable); from here on the worker
 	// runs confined.
-	if err := confineWorker(); err != nil {
-		return exitCode(ExitUsage, fmt.Errorf("guard worker: confine: %w", err))
+	if err := confineWorker(log); err != nil {
+		return exitCode(ExitUsage, fmt.Errorf("guard worker: %w", err))
 	}
 	_, keyVisible := look(guard.KeyEnv)
 	log.Info("guard worker ready", "backend", client.Backend(), "model", client.Model(), "key_env_cleared", !keyVisible)
@@ -91,12 +93,23 @@ func takeGuardKey(look config.Lookup) ([]byte, error) {
 
 // confineWorker applies the worker's own OS confinement before it serves
 // (agent.md §3): a seccomp allowlist suited to an HTTPS client (no exec, no
-// ptrace) and Landlock with no file-system write access.
-//
-// TODO(confinement): internal/sandbox/native exports no self-confinement
-// API yet (ConfineSelf / ApplyProfile); wire it here when it does. Until
-// then the worker runs unconfined.
-func confineWorker() error {
+// ptrace) and Landlock with no file-system write access, on every thread.
+// On Linux a failure stops the worker, so the host denies with
+// guard_unavailable rather than consult an unconfined guard. On macOS and
+// Windows IronVise has no self-confinement (sandbox/native); the guard
+// must still work there, so the worker asks for best effort and logs a
+// warning that it runs unconfined.
+func confineWorker(log *slog.Logger) error {
+	c, err := native.ConfineSelf(native.HTTPSClient().BestEffort())
+	if err != nil {
+		return err
+	}
+	if !c.Confined() {
+		log.Warn("guard worker runs unconfined", "reason", c.Unconfined)
+		return nil
+	}
+	log.Info("guard worker confined", "profile", c.Profile, "landlock_abi", c.LandlockABI,
+		"seccomp_sha256", c.SeccompSHA256, "no_new_privs", c.NoNewPrivs, "read_paths", len(c.ReadPaths))
 	return nil
 }
 
