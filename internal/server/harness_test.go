@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -43,15 +44,18 @@ func testGuardWorker() int {
 	key, err := hex.DecodeString(os.Getenv(guard.KeyEnv))
 	os.Unsetenv(guard.KeyEnv)
 	if err != nil || len(key) != guard.KeyBytes {
+		fmt.Fprintln(os.Stderr, "test guard worker: no key")
 		return 2
 	}
 	look, _ := config.OSLookup("")
 	cfg, err := config.Load(look)
 	if err != nil {
+		fmt.Fprintln(os.Stderr, "test guard worker:", err)
 		return 2
 	}
 	client, err := llm.NewGuard(cfg.Guard, cfg.LLM, llm.Options{BuiltinScript: demo.Script()})
 	if err != nil {
+		fmt.Fprintln(os.Stderr, "test guard worker:", err)
 		return 2
 	}
 	if err := guard.Serve(context.Background(), os.Stdin, os.Stdout, guard.WorkerOptions{Key: key, Client: client,
@@ -98,6 +102,7 @@ func baseEnv(dataDir string) map[string]string {
 		"DATABASE_URL": "sqlite::memory:", "API_RATE_LIMIT_PER_SECOND": "100000", "API_RATE_LIMIT_BURST": "100000",
 		"SESSION_RATE_LIMIT_PER_SECOND": "100000", "SESSION_RATE_LIMIT_BURST": "100000",
 		"SSE_RATE_LIMIT_PER_SECOND": "100000", "SSE_RATE_LIMIT_BURST": "100000", "ECTO_SANDBOX_PERMISSIVE": "true",
+		"HOME": os.Getenv("HOME"), "PATH": os.Getenv("PATH"),
 	}
 }
 
