@@ -6,13 +6,17 @@ COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X $(PKG)/internal/cli.version=$(VERSION) -X $(PKG)/internal/cli.commit=$(COMMIT)
 BIN       := bin
 
-.PHONY: all build demo test lint vet fmt-check unit cross bench fuzz clean
+.PHONY: all build verify-cert demo test lint vet fmt-check unit cross bench fuzz clean
 
 all: build
 
 ## build: the ironvise binary (pure Go, no cgo) into ./bin
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ironvise ./cmd/ironvise
+
+## verify-cert: the standalone offline certificate verifier (no database, no network) into ./bin
+verify-cert:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/verify-cert ./cmd/verify-cert
 
 ## demo: build and run the main job
 demo: build

@@ -1,0 +1,137 @@
+// Command verify-cert verifies an IronVise .elc audit certificate offline:
+// it needs nothing but the certificate and the issuer's public key. It
+// links no database driver and no HTTP stack and makes no network access,
+// so an auditor can run it on an air-gapped machine.
+//
+// Usage:
+//
+//	verify-cert [--issuer-key KEY|FILE] [--json] CERTIFICATE.elc
+//
+// It prints the five pillars of ledger.md §8 (issuer signature; hash
+// chain; event signatures and key rotations; Merkle inclusion in the
+// signed checkpoint; goal/policy binding and findings evidence) and exits
+// 0 when all hold, 1 when the certificate is invalid, unsigned or
+// unreadable, and 2 on a usage error. KEY is what `ironvise issuer-key`
+// prints: 64 hex digits, a did:key or the checkpoint verifier key, or a
+// file holding one. Without it the certificate is checked against the key
+// it names, which proves only that it is self-consistent.
+package main
+
+import (
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/ironvise/ironvise/internal/evidence"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// once is a string flag that refuses to be given twice, so two
+// contradictory keys cannot silently resolve to the last one.
+type once struct {
+	v   string
+	set bool
+}
+
+func (o *once) String() string { return o.v }
+
+func (o *once) Set(s string) error {
+	if o.set {
+		return errors.New("given more than once")
+	}
+	o.v, o.set = s, true
+	return nil
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("verify-cert", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var key once
+	fs.Var(&key, "issuer-key", "the issuer public key to trust: hex, did:key, checkpoint verifier key, or a file holding one")
+	asJSON := fs.Bool("json", false, "print machine-readable JSON")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: verify-cert [--issuer-key KEY|FILE] [--json] CERTIFICATE.elc\n\n"+
+			"Verifies an IronVise .elc audit certificate offline and prints its five pillars.\n"+
+			"Exit status: 0 valid, 1 invalid, 2 usage error.\n\n"+
+			"example:\n  verify-cert --issuer-key \"$(cat issuer.pub)\" audit.elc\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return 2
+	}
+	var pin ed25519.PublicKey
+	if key.set {
+		var err error
+		if pin, err = readKey(key.v); err != nil {
+			fmt.Fprintf(stderr, "verify-cert: %v\n", err)
+			return 2
+		}
+	}
+	data, err := readFile(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(stderr, "verify-cert: %v\n", err)
+		return 1
+	}
+	res, verr := evidence.VerifyCertificate(data, pin)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(res); err != nil {
+			fmt.Fprintf(stderr, "verify-cert: %v\n", err)
+			return 2
+		}
+	} else if err := res.WriteText(stdout); err != nil {
+		fmt.Fprintf(stderr, "verify-cert: %v\n", err)
+		return 2
+	}
+	if verr != nil || !res.Valid {
+		return 1
+	}
+	return 0
+}
+
+// readKey takes a key, or the path of a small file holding one.
+func readKey(s string) (ed25519.PublicKey, error) {
+	if st, err := os.Stat(s); err == nil && st.Mode().IsRegular() && st.Size() < 4096 {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			return nil, fmt.Errorf("--issuer-key %s: %w", s, err)
+		}
+		s = string(b)
+	}
+	k, err := evidence.ParseIssuerKey(s)
+	if err != nil {
+		return nil, fmt.Errorf("--issuer-key: %w", err)
+	}
+	return k, nil
+}
+
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, evidence.MaxCertificateBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(data) > evidence.MaxCertificateBytes {
+		return nil, fmt.Errorf("read %s: larger than %d bytes", path, evidence.MaxCertificateBytes)
+	}
+	return data, nil
+}
