@@ -3,54 +3,59 @@ package server
 import (
 	"context"
 
-	"github.com/google/uuid"
-
 	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/webhook"
 )
 
-// Evidence builds the evidence exports the API serves (ledger.md §8): the
-// verifiable credential of a completed session, the .elc certificate and the
-// JSON report. The composition root adapts internal/evidence to it.
-type Evidence interface {
-	// Credential issues the VC-JWT of a completed session; it is called
-	// before the session is sealed, and the server appends it as a
-	// verifiable_credential event.
-	Credential(ctx context.Context, l *ledger.Ledger, session uuid.UUID) (string, error)
-	// VerifyCredential checks a VC-JWT against the ledger's issuer and
-	// returns its claims; the error says why it is not valid.
-	VerifyCredential(ctx context.Context, l *ledger.Ledger, jwt string) (map[string]any, error)
-	// Certificate returns the session's .elc certificate (JSON).
-	Certificate(ctx context.Context, l *ledger.Ledger, session uuid.UUID) ([]byte, error)
-	// Report returns the session's JSON report (an object).
-	Report(ctx context.Context, l *ledger.Ledger, session uuid.UUID) ([]byte, error)
-}
-
-// WebhookStats are the delivery counters of the SIEM egress.
-type WebhookStats struct {
+// webhookStats are the SIEM egress counters for /metrics.
+type webhookStats struct {
 	QueueDepth int64
 	Delivered  int64
 	Failed     int64
 	Dropped    int64
 }
 
-// Webhooks delivers committed events to the registered SIEM endpoints
-// (api.md §8). The instance that committed an event delivers it, so the
-// server hands it exactly its own commits.
-type Webhooks interface {
-	// Committed queues the events of one committed transaction; it must
-	// never block (a full queue drops and counts).
-	Committed(evs []ledger.Event)
-	// Reload is called after the webhooks table changed through the API.
-	Reload(ctx context.Context)
-	// Stats returns the counters for /metrics.
-	Stats() WebhookStats
-	// Close stops delivery.
-	Close(ctx context.Context)
+func (s *Server) webhookStats() webhookStats {
+	if s.hooks == nil {
+		return webhookStats{}
+	}
+	st := s.hooks.Stats()
+	return webhookStats{QueueDepth: int64(st.QueueDepth), Delivered: int64(st.Delivered), Failed: int64(st.Failed), Dropped: int64(st.Dropped)}
 }
 
-func (s *Server) webhookStats() WebhookStats {
-	if s.opts.Webhooks == nil {
-		return WebhookStats{}
+// ledgerSource lists the registered webhooks of the current ledger (a demo
+// reset replaces it).
+type ledgerSource struct{ s *Server }
+
+// Webhooks implements webhook.Source.
+func (src ledgerSource) Webhooks(ctx context.Context) ([]ledger.Webhook, error) {
+	return src.s.ledger().Webhooks(ctx)
+}
+
+// startWebhooks starts SIEM egress for WEBHOOK_URL and every registered
+// webhook. The instance that committed an event delivers it (api.md §8),
+// so the dispatcher is fed this process's own commits.
+func (s *Server) startWebhooks() error {
+	opts := webhook.FromConfig(s.cfg.Webhook)
+	opts.Source = ledgerSource{s}
+	opts.Version, opts.Logger = s.opts.Version, s.log
+	d, err := webhook.New(opts)
+	if err != nil {
+		return err
 	}
-	return s.opts.Webhooks.Stats()
+	s.hooks = d
+	return nil
+}
+
+// notifyWebhooks hands the committed events that some webhook kind covers
+// to the dispatcher; it never blocks.
+func (s *Server) notifyWebhooks(evs []ledger.Event) {
+	if s.hooks == nil {
+		return
+	}
+	for i := range evs {
+		if webhook.Classify(&evs[i]) != "" {
+			s.hooks.Notify(evs[i])
+		}
+	}
 }

@@ -90,7 +90,6 @@ type tsOptions struct {
 	// noStart leaves the server unstarted (startup tests).
 	dataDir   string
 	workspace string
-	evidence  Evidence
 }
 
 // baseEnv is the offline configuration of checklist item 50: the mock
@@ -148,7 +147,6 @@ func newOptions(t *testing.T, o tsOptions) (Options, *syncBuffer, *syncBuffer) {
 	return Options{
 		Config: cfg, Lookup: config.MapLookup(env), Workspace: o.workspace, Tier: tier, Version: "test",
 		Stdout: stdout, Stderr: stderr, GuardExecutable: exe, FeedPoll: 50 * time.Millisecond, ApprovalPoll: 20 * time.Millisecond,
-		Evidence: o.evidence,
 	}, stdout, stderr
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ironvise/ironvise/internal/agent"
+	"github.com/ironvise/ironvise/internal/evidence"
 	"github.com/ironvise/ironvise/internal/guard"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/llm"
@@ -152,13 +153,8 @@ func (r *runner) runLoop(sess *agent.Session, client llm.Client, lim agent.Limit
 
 // report is the loop's per-step callback, called after each step is
 // recorded and before the loop decides whether to go on: the safe point
-// where a completed session gets its credential and a seal takes effect.
-func (r *runner) report(rep agent.StepReport) {
-	if rep.Completed {
-		if err := r.s.appendCredential(r.ctx, r.id); err != nil {
-			r.s.log.Warn("issue the session's verifiable credential", "session", r.id, "err", err)
-		}
-	}
+// where a seal takes effect.
+func (r *runner) report(agent.StepReport) {
 	select {
 	case sr := <-r.sealReq:
 		r.sealNow(sr)
@@ -220,16 +216,7 @@ func (c *loopLLM) Complete(ctx context.Context, req llm.Request) (llm.Response, 
 // appendCredential issues and appends the verifiable credential of a
 // completed session (before it is sealed).
 func (s *Server) appendCredential(ctx context.Context, id uuid.UUID) error {
-	if s.opts.Evidence == nil {
-		return nil
-	}
-	l := s.ledger()
-	jwt, err := s.opts.Evidence.Credential(ctx, l, id)
-	if err != nil {
-		return err
-	}
-	_, err = l.Append(ctx, id, ledger.TypeVerifiableCredential, map[string]string{"vc_jwt": jwt})
-	return err
+	return evidence.Credentials{Ledger: s.ledger()}.IssueCredential(ctx, id)
 }
 
 // seal seals a session this instance drives or a session no one drives

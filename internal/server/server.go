@@ -19,6 +19,7 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger/ledgerdb"
 	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/scan"
+	"github.com/ironvise/ironvise/internal/webhook"
 )
 
 // Options configure a Server. Config, Workspace and Tier are required.
@@ -58,12 +59,6 @@ type Options struct {
 	// StreamWriteTimeout bounds one write to an event stream; a client
 	// that does not read for this long is dropped (default 10 s).
 	StreamWriteTimeout time.Duration
-	// Evidence builds reports, certificates and credentials (routes 12–14,
-	// 20, 21 and the VC of completed sessions); nil answers 503 there.
-	Evidence Evidence
-	// Webhooks delivers committed events to SIEM endpoints; nil disables
-	// API-registered webhook delivery.
-	Webhooks Webhooks
 }
 
 // Server is one `ironvise serve` instance. Create it with New, then Start;
@@ -93,6 +88,8 @@ type Server struct {
 	sandbox  *sandboxState
 
 	genToken string // the one-run admin token ("" when OBSERVER_TOKEN is set)
+
+	hooks *webhook.Dispatcher // SIEM egress
 
 	feed    *feed
 	sec     *secWindow
@@ -152,6 +149,9 @@ func New(ctx context.Context, o Options) (srv *Server, err error) {
 	defer func() {
 		if err != nil {
 			s.stop()
+			if s.hooks != nil {
+				s.hooks.Close(context.Background())
+			}
 			if l := s.l; l != nil {
 				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 				l.Close(cctx)
@@ -225,6 +225,9 @@ func New(ctx context.Context, o Options) (srv *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: ledger verification failed, refusing to serve it (run 'ironvise verify-session' on the sessions named, or restore the database): %w", err)
 	}
+	if err := s.startWebhooks(); err != nil {
+		return nil, fmt.Errorf("server: webhooks: %w", err)
+	}
 	// (5) The sandbox self-test.
 	s.sandbox = newSandboxState(s)
 	if err := s.sandbox.selfTest(ctx); err != nil {
@@ -275,9 +278,7 @@ func (s *Server) committed(evs []ledger.Event, d time.Duration) {
 	if f := s.feed; f != nil {
 		f.poke()
 	}
-	if s.opts.Webhooks != nil {
-		s.opts.Webhooks.Committed(evs)
-	}
+	s.notifyWebhooks(evs)
 }
 
 // Start opens the listener (step 6), prints the one-run token and the
@@ -377,8 +378,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		cancel()
 	}
-	if s.opts.Webhooks != nil {
-		s.opts.Webhooks.Close(ctx)
+	if s.hooks != nil {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := s.hooks.Close(wctx); err != nil {
+			s.log.Warn("webhook: undelivered notifications at shutdown", "err", err)
+		}
+		cancel()
 	}
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

@@ -18,6 +18,7 @@ import (
 	"github.com/ironvise/ironvise/internal/check"
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/demo"
+	"github.com/ironvise/ironvise/internal/evidence"
 	"github.com/ironvise/ironvise/internal/guard"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/llm"
@@ -219,7 +220,11 @@ func (s *Server) createSession(ctx context.Context, req createRequest) (*ledger.
 		cg = host
 	}
 	acfg.Guard = cg
-	env := &agent.Env{Ledger: s.ledger(), Tier: s.opts.Tier, Scanner: s.scanner, Logger: s.log, SandboxEnv: s.opts.SandboxEnv}
+	// The loop issues the credential of a completed session before its
+	// seal; SIEM egress is fed from the commits themselves (committed), so
+	// the loop's notifier stays unset and nothing is sent twice.
+	env := &agent.Env{Ledger: s.ledger(), Tier: s.opts.Tier, Scanner: s.scanner, Logger: s.log, SandboxEnv: s.opts.SandboxEnv,
+		Credentials: evidence.Credentials{Ledger: s.ledger()}}
 	sess := agent.Open(env, created.ID, created.Goal, acfg)
 	lim := limitsFor(cfg.Agent, pol)
 	s.runners.add(r)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -83,6 +85,47 @@ func TestDemoSessionCompletes(t *testing.T) {
 	}
 	if v := ts.call("GET", "/api/sessions/"+id+"/verify", adminTok, nil).json(t); v["ok"] != true {
 		t.Errorf("verify: %v", v)
+	}
+	// Checklist item 22: a completed session carries its credential.
+	vc := ts.call("GET", "/api/sessions/"+id+"/vc", auditorTok, nil)
+	if m := vc.json(t); vc.status != 200 || !strings.HasPrefix(fmt.Sprint(m["vc_jwt"]), "ey") || m["proof"] != true || m["merkle_root"] == nil {
+		t.Errorf("vc: %d %s", vc.status, vc.body)
+	}
+	vv := ts.call("GET", "/api/sessions/"+id+"/vc/verify", auditorTok, nil)
+	if m := vv.json(t); vv.status != 200 || m["valid"] != true || m["signature_verified"] != true {
+		t.Errorf("vc/verify: %d %s", vv.status, vv.body)
+	}
+}
+
+// TestEvidenceRoutes is checklist item 23: certificates and reports exist
+// for every session, sealed or not.
+func TestEvidenceRoutes(t *testing.T) {
+	ts := startServer(t, tsOptions{})
+	id := ts.createSession(map[string]any{"goal": "inspect", "agent_loop": false})
+	ts.intent(id, `{"action":"run_command","params":{"command":"cat notes.txt"},"justification":"read the notes file"}`)
+	for _, sealed := range []bool{false, true} {
+		if sealed {
+			ts.call("POST", "/api/sessions/"+id+"/seal", adminTok, nil)
+		}
+		c := ts.call("GET", "/api/certificates/"+id, auditorTok, nil)
+		if c.status != 200 || len(c.body) == 0 || !json.Valid(c.body) || !strings.Contains(c.header.Get("Content-Disposition"), id+".elc") {
+			t.Errorf("certificate (sealed=%v): %d %.200s", sealed, c.status, c.body)
+		}
+		r := ts.call("GET", "/api/reports/"+id, auditorTok, nil)
+		if r.status != 200 || r.json(t)["session"] == nil && r.json(t)["session_id"] == nil {
+			t.Errorf("report (sealed=%v): %d %.300s", sealed, r.status, r.body)
+		}
+	}
+	for _, p := range []string{"/api/certificates/", "/api/reports/"} {
+		if r := ts.call("GET", p+someID, auditorTok, nil); r.status != 404 {
+			t.Errorf("%s random: %d", p, r.status)
+		}
+		if r := ts.call("GET", p+"not-a-uuid", auditorTok, nil); r.status != 400 {
+			t.Errorf("%s bad id: %d", p, r.status)
+		}
+	}
+	if r := ts.call("GET", "/api/sessions/"+id+"/vc", auditorTok, nil); r.status != 404 {
+		t.Errorf("vc of a session that did not complete: %d", r.status)
 	}
 }
 
@@ -385,5 +428,41 @@ func TestShutdownRecordsEnd(t *testing.T) {
 		if v := ts2.call("GET", "/api/sessions/"+id+"/verify", adminTok, nil).json(t); v["ok"] != true {
 			t.Errorf("verify %s: %v", id, v)
 		}
+	}
+}
+
+// TestWebhookDelivery: a webhook registered through the API receives the
+// denials this instance commits, redacted, with its own bearer token.
+func TestWebhookDelivery(t *testing.T) {
+	got := make(chan map[string]any, 10)
+	auth := make(chan string, 10)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]any
+		json.NewDecoder(r.Body).Decode(&m)
+		auth <- r.Header.Get("Authorization")
+		got <- m
+	}))
+	defer recv.Close()
+	ts := startServer(t, tsOptions{env: map[string]string{"WEBHOOK_ALLOW_PRIVATE_TARGETS": "true"}})
+	r := ts.call("POST", "/api/webhooks", adminTok, map[string]any{"label": "local SIEM", "url": recv.URL, "bearer_token": "siem-secret", "filter_kinds": []string{"tripwire_rejection"}})
+	if r.status != 201 {
+		t.Fatalf("webhook: %d %s", r.status, r.body)
+	}
+	id := ts.createSession(map[string]any{"goal": "inspect", "agent_loop": false})
+	res := ts.intent(id, `{"action":"run_command","params":{"command":"sudo cat /etc/shadow password=hunter2"},"justification":"look at the password hashes"}`)
+	if res["check"] != "tripwire" {
+		t.Fatalf("intent: %v", res)
+	}
+	select {
+	case m := <-got:
+		b, _ := json.Marshal(m)
+		if !strings.Contains(string(b), id) || strings.Contains(string(b), "hunter2") || !strings.Contains(string(b), "tripwire") {
+			t.Errorf("delivery %s", b)
+		}
+		if a := <-auth; a != "Bearer siem-secret" {
+			t.Errorf("Authorization %q", a)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no delivery")
 	}
 }

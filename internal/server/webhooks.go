@@ -3,23 +3,14 @@ package server
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/webhook"
 )
 
-// webhookKinds are the filter kinds of api.md §8.
-var webhookKinds = []string{"observation", "guard_denial", "tripwire_rejection", "policy_denial", "sandbox_aborted", "session_aborted"}
-
-// defaultWebhookKinds are ledger.md §9's four kinds.
-var defaultWebhookKinds = []string{"guard_denial", "tripwire_rejection", "sandbox_aborted", "session_aborted"}
-
-var siemFormats = []string{"json", "cef", "leef"}
 
 type webhookJSON struct {
 	ID             string   `json:"id"`
@@ -81,16 +72,16 @@ func (s *Server) handleCreateWebhook(rc *reqCtx) {
 	if !hasFormat {
 		format = "json"
 	}
-	if !oneOf(format, siemFormats) {
+	if !webhook.ValidFormat(format) {
 		rc.fail(errf(http.StatusBadRequest, "siem_format %q is unknown (accepted: json, cef, leef)", format))
 		return
 	}
 	if !hasKinds {
-		kinds = append([]string(nil), defaultWebhookKinds...)
+		kinds = append([]string(nil), webhook.DefaultKinds...)
 	}
 	for _, k := range kinds {
-		if !oneOf(k, webhookKinds) {
-			rc.fail(errf(http.StatusBadRequest, "filter kind %q is unknown (accepted: %s)", k, strings.Join(webhookKinds, ", ")))
+		if !webhook.ValidKind(k) {
+			rc.fail(errf(http.StatusBadRequest, "filter kind %q is unknown (accepted: %s)", k, strings.Join(webhook.Kinds, ", ")))
 			return
 		}
 	}
@@ -124,57 +115,17 @@ func (s *Server) handleCreateWebhook(rc *reqCtx) {
 // checkWebhookTarget applies the URL rules of api.md §5.10; it returns ""
 // when the URL is acceptable. SSRF: a webhook must never make IronVise
 // post ledger content to its own host, the cloud metadata service or the
-// internal network, so every literal and every address the name resolves to
-// now must be public (delivery re-checks at connect time).
+// internal network; delivery re-checks every address at connect time.
 func (s *Server) checkWebhookTarget(ctx context.Context, raw string) string {
-	u, err := url.Parse(raw)
-	switch {
-	case raw == "":
+	if raw == "" {
 		return "must not be empty"
-	case err != nil:
-		return "not a URL"
-	case u.Scheme != "http" && u.Scheme != "https":
-		return "scheme must be http or https"
-	case u.Host == "" || u.Hostname() == "":
-		return "has no host"
-	case u.User != nil:
-		return "must not carry user:password@"
 	}
-	if s.cfg.Webhook.AllowPrivateTargets {
-		return ""
-	}
-	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") || strings.HasSuffix(host, ".local") || strings.HasSuffix(host, ".internal") {
-		return "names a local host"
-	}
-	if ip, err := netip.ParseAddr(host); err == nil {
-		if !publicAddr(ip) {
-			return "is a loopback, private, link-local or otherwise non-public address"
-		}
-		return ""
-	}
-	lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	lctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	addrs, err := net.DefaultResolver.LookupNetIP(lctx, "ip", host)
-	if err != nil {
-		return "" // a failed lookup is accepted; delivery checks again
-	}
-	for _, a := range addrs {
-		if !publicAddr(a) {
-			return "resolves to a non-public address (" + a.String() + ")"
-		}
+	if err := webhook.ValidateURL(lctx, raw, s.cfg.Webhook.AllowPrivateTargets, nil); err != nil {
+		return err.Error()
 	}
 	return ""
-}
-
-// cgnatPrefix is RFC 6598 shared address space.
-var cgnatPrefix = netip.MustParsePrefix("100.64.0.0/10")
-
-// publicAddr refuses loopback, private, link-local, CGNAT, ULA, multicast,
-// unspecified and the IPv4-mapped forms of these.
-func publicAddr(a netip.Addr) bool {
-	a = a.Unmap()
-	return a.IsGlobalUnicast() && !a.IsPrivate() && !cgnatPrefix.Contains(a)
 }
 
 func (rc *reqCtx) webhookID() (ledger.Webhook, error) {
@@ -246,7 +197,9 @@ func (s *Server) handleDeleteWebhook(rc *reqCtx) {
 }
 
 func (s *Server) reloadWebhooks(rc *reqCtx) {
-	if s.opts.Webhooks != nil {
-		s.opts.Webhooks.Reload(context.WithoutCancel(rc.r.Context()))
+	if s.hooks != nil {
+		if err := s.hooks.Refresh(context.WithoutCancel(rc.r.Context())); err != nil {
+			s.log.Warn("webhook: reload the registered webhooks", "err", err)
+		}
 	}
 }
