@@ -11,7 +11,6 @@ import (
 	"github.com/ironvise/ironvise/internal/webhook"
 )
 
-
 type webhookJSON struct {
 	ID             string   `json:"id"`
 	Label          string   `json:"label"`
