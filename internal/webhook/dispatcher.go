@@ -329,9 +329,16 @@ func (d *Dispatcher) dispatch() {
 		d.mu.RLock()
 		targets := make([]Target, 0, len(d.static)+len(d.dynamic))
 		for _, t := range append(slices.Clip(d.static), d.dynamic...) {
-			if slices.Contains(t.Kinds, kind) {
-				targets = append(targets, t)
+			if !slices.Contains(t.Kinds, kind) {
+				continue
 			}
+			// A full queue only drains (this goroutine alone fills it):
+			// drop now rather than redact and render for nothing.
+			if w := d.workers[t.URL]; w != nil && len(w.queue) == cap(w.queue) {
+				d.dropped.Add(1)
+				continue
+			}
+			targets = append(targets, t)
 		}
 		d.mu.RUnlock()
 		if len(targets) == 0 {
