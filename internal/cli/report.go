@@ -154,7 +154,7 @@ that 'ironvise issuer-key' prints, or a file holding one); without it the
 certificate can only prove that it is self-consistent.
 
 Exit status: 0 valid, 1 invalid or unreadable, 2 usage error.`,
-		Example: `  ironvise verify-certificate audit.elc --issuer-key 3b6a27bcceb6a42d62a3a8d02a6f0d73653215771de243a63ac048a18b59da29
+		Example: `  ironvise verify-certificate audit.elc --issuer-key c3b1e7c2b912306bdab7689d88a4b5ec421860c5f896a438ec6356f66c2b843e
   ironvise verify-certificate audit.elc --issuer-key issuer.pub --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
