@@ -18,16 +18,17 @@
 //
 //	c, err := evidence.Compliance(ctx, l, id)           // the API's Compliance object (api.md §5.5)
 //	vc, err := evidence.SessionVC(ctx, l, id)           // the API's VC object
-//	v := evidence.VerifySessionVC(ctx, l, id)           // the API's VcVerify object
+//	v, err := evidence.VerifySessionVC(ctx, l, id)      // the API's VcVerify object
 //
 // # The certificate
 //
 // A certificate is {"certificate": BODY, "signature": SIG}. BODY holds the
 // session header, every event exactly as stored (payload bytes, hashes,
 // signatures), the session's key rows (genesis key and rotations), the
-// signed checkpoint that covers the events with one RFC 6962 inclusion path
-// per event, the checkpoint the seal names, the findings and the policy
-// hash. SIG is Ed25519 by the issuer key over
+// signed checkpoint that covers the events with one multi-leaf RFC 6962
+// inclusion proof for all of them (multiproof.go), the checkpoint the seal
+// names, the findings and the policy hash. SIG is Ed25519 by the issuer
+// key over
 //
 //	SHA-256("ironvise/elc/v1" ‖ 0x00 ‖ JCS(BODY))
 //
@@ -47,7 +48,8 @@
 // their own. Verifiers must pin the issuer's public key (`ironvise
 // issuer-key` prints it) and the result says whether it was pinned. A
 // certificate of a running session covers the events up to the newest
-// checkpoint only. Inclusion paths are per event (about 64·log2(log size)
-// bytes each), so a 10,000-event session in a log of a million events
-// carries about 13 MB of proofs. Certificates are held in memory whole.
+// checkpoint only. Certificates are held in memory whole (a 10,000-event
+// session is about 5 MB). The credential signer takes the issuer seed from
+// its typed text form for each signature, because ledger.SigningKey signs
+// only 32-byte hashes and JWS EdDSA signs the whole signing input.
 package evidence
