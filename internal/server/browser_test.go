@@ -1,0 +1,275 @@
+package server
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ironvise/ironvise/internal/demo"
+)
+
+// The dashboard is tested in Debian's headless Chromium through
+// chromedriver's W3C WebDriver endpoint (plain HTTP + JSON, so no browser
+// automation library is needed). The test skips when the browser is not
+// installed; .ci/run installs chromium and chromium-driver.
+
+const (
+	chromiumBin     = "/usr/bin/chromium"
+	chromedriverBin = "/usr/bin/chromedriver"
+	elementKey      = "element-6066-11e4-a52e-4f735466cecf"
+)
+
+// webDriver is a minimal W3C WebDriver client.
+type webDriver struct {
+	t    *testing.T
+	base string // http://127.0.0.1:port/session/<id>
+}
+
+func (d *webDriver) cmd(method, path string, body any) json.RawMessage {
+	d.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, d.base+path, rd)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		d.t.Fatalf("webdriver %s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	var out struct {
+		Value json.RawMessage `json:"value"`
+	}
+	raw, _ := io.ReadAll(res.Body)
+	if err := json.Unmarshal(raw, &out); err != nil || res.StatusCode != 200 {
+		d.t.Fatalf("webdriver %s %s: %d %s", method, path, res.StatusCode, raw)
+	}
+	return out.Value
+}
+
+// find returns an element id, or "" when none matches.
+func (d *webDriver) find(css string) string {
+	d.t.Helper()
+	b, _ := json.Marshal(map[string]string{"using": "css selector", "value": css})
+	req, _ := http.NewRequest("POST", d.base+"/element", bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out struct {
+		Value map[string]any `json:"value"`
+	}
+	json.NewDecoder(res.Body).Decode(&out)
+	if res.StatusCode != 200 {
+		return ""
+	}
+	id, _ := out.Value[elementKey].(string)
+	return id
+}
+
+// wait polls until the CSS selector matches (and its text contains want).
+func (d *webDriver) wait(css, want string, within time.Duration) string {
+	d.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		if id := d.find(css); id != "" && (want == "" || strings.Contains(d.text(id), want)) {
+			return id
+		}
+		if time.Now().After(deadline) {
+			d.screenshot("timeout")
+			d.t.Fatalf("%q with %q did not appear within %v", css, want, within)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (d *webDriver) text(id string) string {
+	var s string
+	json.Unmarshal(d.cmd("GET", "/element/"+id+"/text", nil), &s)
+	return s
+}
+
+func (d *webDriver) click(id string) { d.cmd("POST", "/element/"+id+"/click", map[string]any{}) }
+
+func (d *webDriver) typeInto(id, text string) {
+	d.cmd("POST", "/element/"+id+"/value", map[string]any{"text": text})
+}
+
+func (d *webDriver) script(js string) json.RawMessage {
+	return d.cmd("POST", "/execute/sync", map[string]any{"script": js, "args": []any{}})
+}
+
+// screenshot saves a PNG as a test artifact.
+func (d *webDriver) screenshot(name string) {
+	var b64 string
+	json.Unmarshal(d.cmd("GET", "/screenshot", nil), &b64)
+	png, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		d.t.Errorf("screenshot: %v", err)
+		return
+	}
+	dir := os.Getenv("IRONVISE_TEST_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "ironvise-dashboard-screenshots")
+	}
+	os.MkdirAll(dir, 0o755)
+	p := filepath.Join(dir, name+".png")
+	if err := os.WriteFile(p, png, 0o644); err != nil {
+		d.t.Errorf("screenshot: %v", err)
+		return
+	}
+	d.t.Logf("screenshot %s", p)
+}
+
+// startBrowser starts chromedriver and a headless Chromium session.
+func startBrowser(t *testing.T) *webDriver {
+	t.Helper()
+	for _, b := range []string{chromiumBin, chromedriverBin} {
+		if _, err := os.Stat(b); err != nil {
+			t.Skipf("%s is not installed (apt-get install chromium chromium-driver); skipping the dashboard browser test", b)
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	drv := exec.Command(chromedriverBin, fmt.Sprintf("--port=%d", port))
+	if err := drv.Start(); err != nil {
+		t.Fatalf("chromedriver: %v", err)
+	}
+	t.Cleanup(func() { drv.Process.Kill(); drv.Wait() })
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if res, err := http.Get(base + "/status"); err == nil {
+			res.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("chromedriver did not start")
+		}
+	}
+	caps := map[string]any{"capabilities": map[string]any{"alwaysMatch": map[string]any{
+		"browserName": "chrome",
+		"goog:chromeOptions": map[string]any{"binary": chromiumBin, "args": []string{
+			"--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+			"--disable-sync", "--no-first-run", "--user-data-dir=" + t.TempDir(), "--window-size=1366,900",
+		}},
+	}}}
+	d := &webDriver{t: t, base: base}
+	var sess struct {
+		SessionID string `json:"sessionId"`
+	}
+	json.Unmarshal(d.cmd("POST", "/session", caps), &sess)
+	if sess.SessionID == "" {
+		t.Fatal("no WebDriver session")
+	}
+	d.base = base + "/session/" + sess.SessionID
+	t.Cleanup(func() {
+		req, _ := http.NewRequest("DELETE", d.base, nil)
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			res.Body.Close()
+		}
+	})
+	return d
+}
+
+// TestDashboardInBrowser loads the dashboard with a token, watches a demo
+// session appear live, opens its timeline, finds a denial with its reason,
+// runs verify, and sees the tripwire editor refuse an invalid value.
+func TestDashboardInBrowser(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Debian's chromium runs on Linux")
+	}
+	d := startBrowser(t)
+	ws, err := demo.WriteWorkspace(filepath.Join(t.TempDir(), "demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, tsOptions{native: true, workspace: ws, env: map[string]string{"GUARD_REQUIRED": "true", "ECTO_DEMO_MODE": "true"}})
+
+	d.cmd("POST", "/url", map[string]any{"url": ts.url + "/?token=" + adminTok})
+	d.wait("#view-sessions:not([hidden])", "", 10*time.Second)
+	d.wait("#stream-state.live", "", 10*time.Second)
+	var href string
+	json.Unmarshal(d.script("return location.href"), &href)
+	if strings.Contains(href, "token") {
+		t.Errorf("the token stays in the address bar: %s", href)
+	}
+	var stored string
+	json.Unmarshal(d.script("return sessionStorage.getItem('ironvise-token')"), &stored)
+	if stored != adminTok {
+		t.Errorf("token not kept in sessionStorage: %q", stored)
+	}
+
+	// A demo session created elsewhere appears in the list live.
+	id := ts.createSession(map[string]any{"goal": demo.Goal, "policy": demo.Policy})
+	d.wait(`tr[data-session="`+id+`"]`, "", 10*time.Second)
+	ts.waitEnded(id, 20*time.Second)
+	d.wait(`tr[data-session="`+id+`"] .pill.completed`, "completed", 10*time.Second)
+	d.screenshot("01-sessions")
+
+	// Open it with the keyboard: Enter on the row's button.
+	btn := d.wait(`tr[data-session="`+id+`"] button`, "", 5*time.Second)
+	d.typeInto(btn, "\uE007")
+	d.wait("#view-session:not([hidden])", "", 5*time.Second)
+	deny := d.wait(`#s-timeline li[data-outcome="deny"] .why`, "Denied by tripwire", 10*time.Second)
+	if txt := d.text(deny); !strings.Contains(txt, "cmd_interpreter_stdin") {
+		t.Errorf("denial reason %q", txt)
+	}
+	d.wait(`#s-timeline li[data-outcome="deny"] .why`, "Denied by", 5*time.Second)
+	d.wait(`#s-timeline .sandbox`, "native-linux", 5*time.Second)
+	d.screenshot("02-timeline")
+
+	// Verify shows the five results.
+	d.click(d.wait("#s-verify", "", 5*time.Second))
+	d.wait(`#s-verify-result [data-result="ok"]`, "verified", 10*time.Second)
+	for _, c := range []string{"chain", "signatures", "goal", "log", "seal"} {
+		d.wait(`#s-verify-result [data-check="`+c+`"]`, c+": ok", 2*time.Second)
+	}
+	d.screenshot("03-verify")
+
+	// The tripwire editor shows the server's validation error inline.
+	d.click(d.wait(`.tab[data-view="tripwire"]`, "", 5*time.Second))
+	minj := d.wait("#tw-minj", "", 5*time.Second)
+	d.wait("#view-tripwire:not([hidden])", "", 5*time.Second)
+	time.Sleep(300 * time.Millisecond) // the form loads its values
+	d.cmd("POST", "/element/"+minj+"/clear", map[string]any{})
+	d.typeInto(minj, "5000")
+	d.script(`document.getElementById('tripwire-form').requestSubmit()`)
+	d.wait("#tripwire-error", "min_justification_length", 5*time.Second)
+	d.screenshot("04-tripwire-error")
+	paths := d.wait("#tw-paths", "", 2*time.Second)
+	d.cmd("POST", "/element/"+paths+"/clear", map[string]any{})
+	d.typeInto(paths, "relative/dir")
+	d.cmd("POST", "/element/"+minj+"/clear", map[string]any{})
+	d.typeInto(minj, "5")
+	d.script(`document.getElementById('tripwire-form').requestSubmit()`)
+	d.wait("#tripwire-error", "allowed_roots", 5*time.Second)
+
+	// The other pages render.
+	for _, v := range []string{"tokens", "webhooks", "policies", "live", "audit"} {
+		d.click(d.wait(`.tab[data-view="`+v+`"]`, "", 5*time.Second))
+		d.wait("#view-"+v+":not([hidden])", "", 5*time.Second)
+	}
+	d.wait("#tokens-body tr", "", 5*time.Second)
+	d.click(d.wait(`.tab[data-view="live"]`, "", 5*time.Second))
+	d.wait("#live-body tr", "", 5*time.Second)
+	d.screenshot("05-live")
+}
