@@ -386,9 +386,12 @@ func checkGoal(in *VerifyInput) Check {
 		return fail(0, "no genesis event to anchor the goal")
 	}
 	var g struct {
-		Goal       *string `json:"goal"`
-		GoalHash   *string `json:"goal_hash"`
-		PolicyHash *string `json:"policy_hash"`
+		Goal        *string `json:"goal"`
+		GoalHash    *string `json:"goal_hash"`
+		PolicyHash  *string `json:"policy_hash"`
+		LLMBackend  string  `json:"llm_backend"`
+		LLMModel    string  `json:"llm_model"`
+		SandboxTier string  `json:"sandbox_tier"`
 	}
 	if json.Unmarshal(in.Events[0].Payload, &g) != nil || g.Goal == nil || g.GoalHash == nil {
 		return fail(0, "genesis payload lacks goal and goal_hash")
@@ -405,6 +408,18 @@ func checkGoal(in *VerifyInput) Check {
 	}
 	if gp != s.PolicyHash {
 		return fail(0, "the session's policy_hash %q differs from the genesis policy_hash %q", s.PolicyHash, gp)
+	}
+	// The row's model and tier are what listings show; a row edited to
+	// claim another model or a stronger tier than the signed genesis says
+	// is tampering too.
+	for _, f := range []struct{ name, row, genesis string }{
+		{"llm_backend", s.LLMBackend, g.LLMBackend},
+		{"llm_model", s.LLMModel, g.LLMModel},
+		{"sandbox_tier", s.SandboxTier, g.SandboxTier},
+	} {
+		if f.row != f.genesis {
+			return fail(0, "the session's %s %q differs from the genesis %s %q", f.name, f.row, f.name, f.genesis)
+		}
 	}
 	return pass("")
 }

@@ -133,6 +133,11 @@ func testTamper(t *testing.T, h Harness) {
 			atk, _ := ledger.GenerateSigningKey(nil)
 			e.db.Tamper(t, `UPDATE sessions SET public_key = ?, did = ? WHERE id = ?`, []byte(atk.Public()), ledger.DIDKey(atk.Public()), id[:])
 		}, "signatures", 0},
+		{"session row model", false, func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event) {
+			// Listings would claim another model and a stronger tier than
+			// the signed genesis records.
+			e.db.Tamper(t, `UPDATE sessions SET llm_model = ?, sandbox_tier = ? WHERE id = ?`, "trusted-model", "firecracker", id[:])
+		}, "goal", 0},
 		{"deleted event", false, func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event) {
 			e.db.Tamper(t, `DELETE FROM events WHERE session_id = ? AND seq = 3`, id[:])
 		}, "chain", 3},
