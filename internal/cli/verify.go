@@ -47,8 +47,10 @@ func (a *app) verifySessionCommand() *cobra.Command {
   chain       every event's hash recomputed from the stored bytes, prev_hash
               links, sequences dense from 0
   signatures  every event signed by the key valid at its sequence; key
-              rotations signed by the previous key; the key table agrees
-  goal        the session's goal_hash matches its goal and its genesis event
+              rotations signed by the previous key; the key table and the
+              session's listed key and did:key agree
+  goal        the session's goal_hash matches its goal and its genesis event;
+              its listed policy hash, model and sandbox tier match the genesis
   log         every event covered by the newest checkpoint is included in it,
               and the checkpoint's signature verifies
   seal        a sealed session's seal is the last event and commits to the tip
