@@ -106,7 +106,7 @@ func baseEnv(dataDir string) map[string]string {
 }
 
 // newOptions builds the Options of a test server without starting it.
-func newOptions(t *testing.T, o tsOptions) (Options, *syncBuffer, *syncBuffer) {
+func newOptions(t testing.TB, o tsOptions) (Options, *syncBuffer, *syncBuffer) {
 	t.Helper()
 	if o.dataDir == "" {
 		o.dataDir = t.TempDir()
@@ -367,3 +367,6 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// jsonDecode decodes a response body.
+func jsonDecode(res *http.Response, v any) error { return json.NewDecoder(res.Body).Decode(v) }
