@@ -104,13 +104,20 @@ func TestReportContent(t *testing.T) {
 	}
 }
 
-// sarifSchema compiles the official SARIF 2.1.0 schema (OASIS), vendored
-// in testdata.
+// sarifSchema compiles the SARIF 2.1.0 JSON schema named by
+// IRONVISE_SARIF_SCHEMA. The schema is not kept in this repository: CI
+// takes it from the SARIF SDK's published package on the npm registry
+// (@microsoft/sarif-multitool-linux ships sarif-2.1.0.json; see .ci/run).
+// Without the variable the test skips and says how to run it.
 func sarifSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "sarif-schema-2.1.0.json"))
+	path := os.Getenv("IRONVISE_SARIF_SCHEMA")
+	if path == "" {
+		t.Skip("IRONVISE_SARIF_SCHEMA is not set: point it at sarif-2.1.0.json from the npm package @microsoft/sarif-multitool-linux (.ci/run does) to validate the SARIF output")
+	}
+	f, err := os.Open(path)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("IRONVISE_SARIF_SCHEMA: %v", err)
 	}
 	defer f.Close()
 	doc, err := jsonschema.UnmarshalJSON(f)
@@ -119,7 +126,7 @@ func sarifSchema(t *testing.T) *jsonschema.Schema {
 	}
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
-	const url = "https://raw.githubusercontent.com/oasis-tcs/sarif-spec/master/Schemata/sarif-schema-2.1.0.json"
+	const url = "https://json.schemastore.org/sarif-2.1.0.json"
 	if err := c.AddResource(url, doc); err != nil {
 		t.Fatal(err)
 	}
