@@ -181,3 +181,20 @@ func Write(fd int, b []byte) error {
 // Exit ends the process immediately with code, without running deferred
 // functions or flushing anything (the launcher has nothing to flush).
 func Exit(code int) { unix.Exit(code) }
+
+// Attempt makes system call nr with up to six integer arguments (never
+// pointers) and returns the kernel's errno, or nil. It exists for the
+// confinement tests, which must make calls IronVise itself never makes
+// (execveat, bpf, perf_event_open, io_uring_setup) and see them refused.
+func Attempt(nr uintptr, args ...uintptr) error {
+	var a [6]uintptr
+	if len(args) > len(a) {
+		return syscall.EINVAL
+	}
+	copy(a[:], args)
+	_, _, e := unix.Syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5])
+	if e != 0 {
+		return e
+	}
+	return nil
+}

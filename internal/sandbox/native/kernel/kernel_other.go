@@ -30,3 +30,6 @@ func SetRlimit(int, uint64, uint64) error { return syscall.ENOSYS }
 
 // KernelRelease returns ENOSYS.
 func KernelRelease() (string, error) { return "", syscall.ENOSYS }
+
+// Attempt returns ENOSYS.
+func Attempt(uintptr, ...uintptr) error { return syscall.ENOSYS }
