@@ -335,6 +335,7 @@ func verifyInput(c *Certificate, issuer ed25519.PublicKey) (in *ledger.VerifyInp
 	s := &ledger.Session{
 		ID: id, Goal: c.Session.Goal, GoalHash: c.Session.GoalHash, Status: ledger.Status(c.Session.Status),
 		PublicKey: ed25519.PublicKey(c.Session.SessionPublicKey), DID: c.Session.SessionDID,
+		LLMBackend: c.Session.LLMBackend, LLMModel: c.Session.LLMModel, SandboxTier: c.Session.SandboxTier,
 	}
 	if c.Session.PolicyHash != nil {
 		s.PolicyHash = *c.Session.PolicyHash
