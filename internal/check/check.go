@@ -25,6 +25,7 @@ package check
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -412,12 +413,17 @@ func (p *Pipeline) approve(ctx context.Context, res *Result, step int, gr GateRe
 // MaxParamsSummary caps action_params_summary (checks.md §11: ≤ 1 KiB).
 const MaxParamsSummary = 1024
 
+// summarize is the compact JSON of the intent's params (api.md §5.10),
+// cut to MaxParamsSummary bytes at a rune boundary. encoding/json sorts map
+// keys, so the summary is stable.
 func summarize(in *intent.Intent) string {
-	s := in.Target()
-	if in.Action == intent.Complete {
-		s = fmt.Sprintf("%d findings", len(in.Findings))
+	b, err := json.Marshal(in.Params())
+	if err != nil {
+		// Params are strings and findings only; a failure is a bug, and the
+		// approver still needs to see what it is asked about.
+		b = []byte(fmt.Sprintf("%q", in.Target()))
 	}
-	s = strings.ToValidUTF8(s, "\uFFFD")
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
 	if len(s) > MaxParamsSummary {
 		cut := MaxParamsSummary
 		for cut > 0 && s[cut]&0xC0 == 0x80 {

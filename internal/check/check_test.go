@@ -155,7 +155,7 @@ func TestApprovalRecords(t *testing.T) {
 		t.Fatal("approval not recorded")
 	}
 	if r.Approval.GateID == "" || r.Approval.GateID != r.Decision.GateID || r.Approval.ActionName != "run_command" ||
-		r.Approval.ActionParamsSummary != "ls -la" || r.Approval.TimeoutSeconds != 120 || r.Approval.Step != 7 {
+		r.Approval.ActionParamsSummary != `{"command":"ls -la"}` || r.Approval.TimeoutSeconds != 120 || r.Approval.Step != 7 {
 		t.Fatalf("request %+v", r.Approval)
 	}
 	if r.Decision.DecidedBy != DecidedByNoApprover || r.Decision.Approved || *r.Decision.Reason != "no_approver" {
