@@ -311,7 +311,12 @@ func escapeCases(t *testing.T) []escapeCase {
 			},
 			check: func(t *testing.T, fx *fixture, r sandbox.Result) {}},
 		{name: "fork_bomb", key: true,
-			cmd:   func(fx *fixture) string { return "b() { b | b & }; b; sleep 2; echo SURVIVED-THE-BOMB" },
+			// The marker of this run, in every bomb process's command
+			// line, keeps the survivor scan below from counting the bombs
+			// of another test binary running on the same host.
+			cmd: func(fx *fixture) string {
+				return ": " + filepath.Base(fx.base) + "; b() { b | b & }; b; sleep 2; echo SURVIVED-THE-BOMB"
+			},
 			mod:   func(r *sandbox.Request) { r.Timeout = 5 * time.Second; r.Limits.NProc = 64 },
 			check: func(t *testing.T, fx *fixture, r sandbox.Result) {}},
 		{name: "memory_hog", key: true, tools: []string{py3},
@@ -480,7 +485,7 @@ func runEscapeSuite(t *testing.T, opts sandbox.Options, keyOnly bool) {
 				if r.Status != sandbox.StatusTimeout && !strings.Contains(r.Stdout, "SURVIVED") {
 					t.Fatalf("fork bomb: %s", r.Observation())
 				}
-				if pids := survivors("b() { b | b & }"); len(pids) > 0 {
+				if pids := survivors(filepath.Base(fx.base) + "; b() { b | b & }"); len(pids) > 0 {
 					t.Fatalf("fork bomb processes %v survived", pids)
 				}
 			}
