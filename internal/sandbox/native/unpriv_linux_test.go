@@ -80,6 +80,7 @@ func TestUnprivilegedChild(t *testing.T) {
 			t.Fatalf("RLIMIT_NPROC did not stop the loop: %s", r.Observation())
 		}
 	})
+	t.Run("confine_self", TestConfineSelf)
 	t.Run("work", func(t *testing.T) {
 		r := run(t, tier, fx, `grep -rn needle . | wc -l; echo x > "$TMPDIR/f" && cat "$TMPDIR/f"`)
 		exitZero(t, r)
