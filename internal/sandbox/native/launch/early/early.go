@@ -15,11 +15,12 @@
 // its own dependencies (package launch: the kernel wrappers, go-landlock,
 // strconv) and whatever happens to be initialised alongside them: about
 // 70 small packages and 0.3 ms of initialisation instead of about 130
-// packages and 1.6 ms. Measured with hyperfine on
-// the static ironvise binary (2 cores, Linux 6.18), starting the launcher
-// until it gives up for want of a specification takes 1.7–2.1 ms instead of
-// 3.8–4.3 ms; a Go program that does nothing takes 0.7–0.9 ms. The tier's
-// whole overhead per command is in docs/sandboxing.md, with the other
+// packages and 1.6 ms. Measured with hyperfine on the static ironvise
+// binary (2 cores, Linux 6.18, other jobs running), starting the launcher
+// until it gives up for want of a specification takes 1.7 ms instead of
+// 4.0 ms, against 1.3 ms for a Go program that does nothing; per command
+// through the native tier, 4.6 ms instead of 7.1 ms. docs/sandboxing.md has
+// the breakdown and the other
 // numbers. cli.Run still dispatches the launcher too, for binaries that do
 // not import this package.
 //
