@@ -18,10 +18,10 @@
 // packages and 1.6 ms. Measured with hyperfine on the static ironvise
 // binary (2 cores, Linux 6.18, other jobs running), starting the launcher
 // until it gives up for want of a specification takes 1.7 ms instead of
-// 4.0 ms, against 1.3 ms for a Go program that does nothing; per command
-// through the native tier, 4.6 ms instead of 7.1 ms. docs/sandboxing.md has
-// the breakdown and the other
-// numbers. cli.Run still dispatches the launcher too, for binaries that do
+// 4.0 ms, against 1.3 ms for a Go program that does nothing. With the
+// launcher's other changes (docs/sandboxing.md has the breakdown), a
+// command through the native tier takes 4.6 ms instead of 7.1 ms. cli.Run
+// still dispatches the launcher too, for binaries that do
 // not import this package.
 //
 //	import _ "github.com/ironvise/ironvise/internal/sandbox/native/launch/early"
