@@ -77,6 +77,14 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	var stdout, stderr sandbox.Collector
 	cmd := exec.CommandContext(rctx, t.bin, spec.argv()...)
 	cmd.Stdin = nil // the container reads /dev/null
+	// Podman's conmon drops an "oom" marker file into its working
+	// directory when the kernel OOM-kills a container: run the client from
+	// a private directory so nothing lands in the caller's (often the
+	// workspace's parent or a repository).
+	if dir, err := os.MkdirTemp("", "ironvise-runtime-"); err == nil {
+		cmd.Dir = dir
+		defer os.RemoveAll(dir)
+	}
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// Security: on timeout or cancellation, remove the container itself;
 	// the client is killed only after the grace period.
