@@ -337,6 +337,11 @@ func (s *Session) afterStep(ctx context.Context, o RunOptions, lim Limits, st *l
 	if n := repeats(st.RecentActions); n >= 3 {
 		return s.halt(ctx, st, verdict.HaltLoopDetected, fmt.Sprintf("the same action with the same params %d times in the last %d steps", n, len(st.RecentActions)), n)
 	}
+	if ctx.Err() != nil {
+		// Interrupted: the loop records the halt next; no rotation or
+		// snapshot is started.
+		return nil, nil
+	}
 	if lim.KeyRotationSteps > 0 && st.Step%lim.KeyRotationSteps == 0 {
 		if _, err := s.env.Ledger.RotateKey(ctx, s.ID); err != nil {
 			return nil, fmt.Errorf("rotate the session key: %w", err)
@@ -432,7 +437,9 @@ func (s *Session) halt(ctx context.Context, st *loopState, code verdict.Code, ms
 
 // breaker records circuit_breaker and stops aborted.
 func (s *Session) breaker(ctx context.Context, st *loopState, reason verdict.Code, n int) (*errStop, error) {
-	if _, err := s.env.Ledger.Append(ctx, s.ID, ledger.TypeCircuitBreaker, circuitBreakerEvent{Step: st.Step, Reason: string(reason), ConsecutiveFailures: n}); err != nil {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if _, err := s.env.Ledger.Append(wctx, s.ID, ledger.TypeCircuitBreaker, circuitBreakerEvent{Step: st.Step, Reason: string(reason), ConsecutiveFailures: n}); err != nil {
 		return nil, fmt.Errorf("record circuit_breaker: %w", err)
 	}
 	return &errStop{ledger.StatusAborted, string(reason), fmt.Sprintf("%d consecutive failures", n)}, nil

@@ -386,3 +386,34 @@ func TestFindingsVerifiedOnComplete(t *testing.T) {
 		t.Fatalf("%v %+v", err, out)
 	}
 }
+
+// cancellingGuard cancels the run while it reviews, as Ctrl-C during a
+// guard call would. It is an interface fake (see stubGuard).
+type cancellingGuard struct{ cancel context.CancelFunc }
+
+func (g cancellingGuard) Review(ctx context.Context, _ check.GuardRequest) verdict.Verdict {
+	g.cancel()
+	<-ctx.Done()
+	return verdict.Denial(verdict.CheckGuard, verdict.GuardTimeout, "interrupted")
+}
+
+func TestInterruptMidStepKeepsRecords(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	s := h.session(t, "audit", cancellingGuard{cancel}, nil)
+	out, err := s.Run(ctx, RunOptions{LLM: script(t, rfNotes, complete)})
+	if err != nil || out.Status != ledger.StatusAborted || out.Stop != "halt_interrupted" {
+		t.Fatalf("%v %+v", err, out)
+	}
+	var types []string
+	for _, e := range h.events(t, s.ID.String()) {
+		types = append(types, e.Type)
+	}
+	got := strings.Join(types, " ")
+	if !strings.Contains(got, "intent_proposed check_verdict check_verdict check_verdict check_verdict session_halted session_sealed") || strings.Contains(got, "action") {
+		t.Fatalf("events %s", got)
+	}
+	if rep, err := h.env.Ledger.VerifySession(context.Background(), s.ID); err != nil || !rep.OK() {
+		t.Fatalf("verify: %v %+v", err, rep)
+	}
+}

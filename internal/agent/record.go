@@ -19,10 +19,13 @@ type recorder struct {
 	src       Source
 	call      *LLMCall
 	intentSeq uint64
+	// rctx is the step's record context, which outlives an interrupt.
+	rctx context.Context
 }
 
 // Proposed implements check.Sink.
-func (r *recorder) Proposed(ctx context.Context, raw string, in *intent.Intent) error {
+func (r *recorder) Proposed(_ context.Context, raw string, in *intent.Intent) error {
+	ctx := r.rctx
 	stored, cut := truncateRaw(raw)
 	p := intentProposedEvent{
 		Step: r.step, Raw: stored, RawTruncated: cut, RawSHA256: sha256Hex(raw),
@@ -40,21 +43,21 @@ func (r *recorder) Proposed(ctx context.Context, raw string, in *intent.Intent) 
 }
 
 // Verdict implements check.Sink.
-func (r *recorder) Verdict(ctx context.Context, t check.Timed) error {
-	return r.s.appendVerdictTimed(ctx, r.step, r.intentID, t)
+func (r *recorder) Verdict(_ context.Context, t check.Timed) error {
+	return r.s.appendVerdictTimed(r.rctx, r.step, r.intentID, t)
 }
 
 // ApprovalRequired implements check.Sink.
-func (r *recorder) ApprovalRequired(ctx context.Context, req check.ApprovalRequest) error {
-	if _, err := r.s.env.Ledger.Append(ctx, r.s.ID, ledger.TypeApprovalRequired, req); err != nil {
+func (r *recorder) ApprovalRequired(_ context.Context, req check.ApprovalRequest) error {
+	if _, err := r.s.env.Ledger.Append(r.rctx, r.s.ID, ledger.TypeApprovalRequired, req); err != nil {
 		return fmt.Errorf("append approval_required: %w", err)
 	}
 	return nil
 }
 
 // ApprovalDecided implements check.Sink.
-func (r *recorder) ApprovalDecided(ctx context.Context, d check.ApprovalDecision) error {
-	if _, err := r.s.env.Ledger.Append(ctx, r.s.ID, ledger.TypeApprovalDecision, d); err != nil {
+func (r *recorder) ApprovalDecided(_ context.Context, d check.ApprovalDecision) error {
+	if _, err := r.s.env.Ledger.Append(r.rctx, r.s.ID, ledger.TypeApprovalDecision, d); err != nil {
 		return fmt.Errorf("append approval_decision: %w", err)
 	}
 	return nil

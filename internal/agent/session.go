@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -152,11 +153,16 @@ func (s *Session) step(ctx context.Context, step int, raw string, src Source, ca
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	res := &StepResult{Step: step, IntentID: uuid.NewString()}
-	rec := &recorder{s: s, step: step, intentID: res.IntentID, src: src, call: call}
+	// Records of a step that has begun are written even when ctx is
+	// cancelled (Ctrl-C, shutdown): an interrupt stops what runs, never the
+	// evidence of it. Checks, the guard and the sandbox still use ctx.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	rec := &recorder{s: s, step: step, intentID: res.IntentID, src: src, call: call, rctx: rctx}
 	p := &check.Pipeline{
 		Tripwire: s.cfg.Tripwire, Policy: check.PolicyCheck(s.cfg.Policy),
 		Guard: s.cfg.Guard, GuardDisabled: s.cfg.GuardDisabled, Approver: s.cfg.Approver,
-		Observations: ledgerObservations{ctx: ctx, l: s.env.Ledger, session: s.ID}, Sink: rec,
+		Observations: ledgerObservations{ctx: rctx, l: s.env.Ledger, session: s.ID}, Sink: rec,
 	}
 	cr := p.Run(ctx, check.Input{SessionID: s.ID.String(), Step: step, Goal: s.Goal, Raw: raw, SessionFlags: s.flags})
 	res.Check = cr
@@ -170,7 +176,11 @@ func (s *Session) step(ctx context.Context, step int, raw string, src Source, ca
 	// Commit: the approved intent is signed into the chain before it runs
 	// (verify-then-commit, then execute).
 	in := cr.Intent
-	ev, err := s.env.Ledger.Append(ctx, s.ID, ledger.TypeAction, actionEvent{
+	if ctx.Err() != nil {
+		// Interrupted after the checks: nothing is committed or run.
+		return res, nil
+	}
+	ev, err := s.env.Ledger.Append(rctx, s.ID, ledger.TypeAction, actionEvent{
 		Step: step, IntentSeq: rec.intentSeq, Name: string(in.Action), Params: in.Params(),
 	})
 	if err != nil {
@@ -181,28 +191,31 @@ func (s *Session) step(ctx context.Context, step int, raw string, src Source, ca
 		res.Completed = true
 		return res, nil
 	}
-	text, err := s.execute(ctx, res, in)
+	text, err := s.execute(ctx, rctx, res, in)
 	if err != nil {
 		return res, err
 	}
-	return res, s.observe(ctx, res, text)
+	return res, s.observe(rctx, res, text)
 }
+
+// recordTimeout bounds the ledger writes of one step once it has begun.
+const recordTimeout = 30 * time.Second
 
 // execute runs a committed intent and returns the observation text before
 // scanning. Failures of the action itself are observations, not errors.
-func (s *Session) execute(ctx context.Context, res *StepResult, in *intent.Intent) (string, error) {
+func (s *Session) execute(ctx, rctx context.Context, res *StepResult, in *intent.Intent) (string, error) {
 	switch in.Action {
 	case intent.RunCommand:
 		sr := s.env.Tier.Run(ctx, sandbox.Request{Command: in.Command, Workspace: s.cfg.Workspace, Env: s.env.SandboxEnv})
 		res.Sandbox = &sr
-		if err := s.appendSandboxResult(ctx, res.IntentID, sr); err != nil {
+		if err := s.appendSandboxResult(rctx, res.IntentID, sr); err != nil {
 			return "", err
 		}
 		return sr.Observation(), nil
 	case intent.ReadFile:
 		out, denied, err := action.ReadFile(s.cfg.Tripwire, in.Path)
 		if denied != nil {
-			if err := s.appendVerdict(ctx, res, *denied); err != nil {
+			if err := s.appendVerdict(rctx, res, *denied); err != nil {
 				return "", err
 			}
 			return fmt.Sprintf("[read_file denied at execution by tripwire: %s: %s]", denied.Code, denied.Message), nil
@@ -221,7 +234,7 @@ func (s *Session) execute(ctx context.Context, res *StepResult, in *intent.Inten
 			if i == 0 && !v.Denied() {
 				continue
 			}
-			if err := s.appendVerdict(ctx, res, v); err != nil {
+			if err := s.appendVerdict(rctx, res, v); err != nil {
 				return "", err
 			}
 		}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -34,53 +33,6 @@ func (a *app) openLedger() (*ledger.Ledger, error) {
 		return nil, exitCode(ExitUsage, fmt.Errorf("open the ledger: %w", err))
 	}
 	return l, nil
-}
-
-// sessionJSON is one session in `ironvise sessions --json`; the field names
-// are the API's Session (api.md §6.1).
-type sessionJSON struct {
-	ID          string  `json:"id"`
-	Goal        string  `json:"goal"`
-	GoalHash    string  `json:"goal_hash"`
-	Status      string  `json:"status"`
-	LLMBackend  *string `json:"llm_backend"`
-	LLMModel    *string `json:"llm_model"`
-	CreatedAt   string  `json:"created_at"`
-	FinishedAt  *string `json:"finished_at"`
-	PolicyHash  *string `json:"policy_hash"`
-	PublicKey   string  `json:"session_public_key"`
-	DID         string  `json:"session_did"`
-	Sealed      bool    `json:"sealed"`
-	SealedAt    *string `json:"sealed_at"`
-	EventCount  int64   `json:"event_count"`
-	AgentLoop   bool    `json:"agent_loop"`
-	SandboxTier string  `json:"sandbox_tier"`
-}
-
-func optString(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func optTime(t time.Time) *string {
-	if t.IsZero() {
-		return nil
-	}
-	s := t.UTC().Format(ledger.TimeFormat)
-	return &s
-}
-
-func toSessionJSON(s *ledger.Session) sessionJSON {
-	return sessionJSON{
-		ID: s.ID.String(), Goal: s.Goal, GoalHash: s.GoalHash, Status: string(s.Status),
-		LLMBackend: optString(s.LLMBackend), LLMModel: optString(s.LLMModel),
-		CreatedAt: s.CreatedAt.UTC().Format(ledger.TimeFormat), FinishedAt: optTime(s.FinishedAt),
-		PolicyHash: optString(s.PolicyHash), PublicKey: hex.EncodeToString(s.PublicKey), DID: s.DID,
-		Sealed: s.Sealed(), SealedAt: optTime(s.SealedAt), EventCount: s.EventCount, AgentLoop: s.AgentLoop,
-		SandboxTier: s.SandboxTier,
-	}
 }
 
 func (a *app) sessionsCommand() *cobra.Command {
@@ -117,9 +69,9 @@ time and goal. The reserved instance session is not listed.`,
 				return fmt.Errorf("list sessions: %w", err)
 			}
 			if asJSON {
-				out := make([]sessionJSON, 0, len(list))
+				out := make([]ledger.SessionJSON, 0, len(list))
 				for i := range list {
-					out = append(out, toSessionJSON(&list[i]))
+					out = append(out, list[i].JSON())
 				}
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")

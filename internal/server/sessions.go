@@ -57,9 +57,9 @@ func (s *Server) handleListSessions(rc *reqCtx) {
 		rc.fail(err)
 		return
 	}
-	out := make([]sessionJSON, 0, len(list))
+	out := make([]ledger.SessionJSON, 0, len(list))
 	for i := range list {
-		out = append(out, toSession(&list[i]))
+		out = append(out, sessionOf(&list[i]))
 	}
 	rc.writeJSON(http.StatusOK, out)
 }
@@ -76,7 +76,7 @@ func (s *Server) handleGetSession(rc *reqCtx) {
 		rc.fail(err)
 		return
 	}
-	rc.writeJSON(http.StatusOK, toSession(sess))
+	rc.writeJSON(http.StatusOK, sessionOf(sess))
 }
 
 // handleEvents is route 10.
@@ -143,7 +143,7 @@ func (s *Server) handleCreateSession(rc *reqCtx) {
 		rc.fail(err)
 		return
 	}
-	rc.writeJSON(http.StatusOK, toSession(sess))
+	rc.writeJSON(http.StatusOK, sessionOf(sess))
 }
 
 // firstAPIError returns the first non-nil error.

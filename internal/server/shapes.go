@@ -9,37 +9,6 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger"
 )
 
-// sessionJSON is the Session of api.md §6.1; every key is always present.
-type sessionJSON struct {
-	ID                     string  `json:"id"`
-	Goal                   string  `json:"goal"`
-	GoalHash               string  `json:"goal_hash"`
-	Status                 string  `json:"status"`
-	LLMBackend             *string `json:"llm_backend"`
-	LLMModel               *string `json:"llm_model"`
-	CreatedAt              string  `json:"created_at"`
-	FinishedAt             *string `json:"finished_at"`
-	PolicyHash             *string `json:"policy_hash"`
-	SessionPublicKey       string  `json:"session_public_key"`
-	SessionDID             string  `json:"session_did"`
-	EnclaveAttestationJSON *string `json:"enclave_attestation_json"`
-	Sealed                 bool    `json:"sealed"`
-	SealedAt               *string `json:"sealed_at"`
-	EventCount             int64   `json:"event_count"`
-	AgentLoop              bool    `json:"agent_loop"`
-	SandboxTier            string  `json:"sandbox_tier"`
-}
-
-func toSession(s *ledger.Session) sessionJSON {
-	return sessionJSON{
-		ID: s.ID.String(), Goal: s.Goal, GoalHash: s.GoalHash, Status: string(s.Status),
-		LLMBackend: optStr(s.LLMBackend), LLMModel: optStr(s.LLMModel), CreatedAt: ts(s.CreatedAt),
-		FinishedAt: optTS(s.FinishedAt), PolicyHash: optStr(s.PolicyHash), SessionPublicKey: hex.EncodeToString(s.PublicKey),
-		SessionDID: s.DID, Sealed: s.Sealed(), SealedAt: optTS(s.SealedAt), EventCount: s.EventCount, AgentLoop: s.AgentLoop,
-		SandboxTier: s.SandboxTier,
-	}
-}
-
 // appendEventJSON appends the Event of api.md §6.2 to b. payload replaces
 // the stored payload (the stream's redacted copy); redacted, when non-nil,
 // adds the stream's "redacted" member. It is hand-written because the feed
@@ -131,3 +100,6 @@ func toCheckpoint(c *ledger.Checkpoint, origin string) checkpointJSON {
 	}
 	return out
 }
+
+// sessionOf is the Session of api.md §6.1.
+func sessionOf(s *ledger.Session) ledger.SessionJSON { return s.JSON() }
