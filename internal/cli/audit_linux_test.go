@@ -188,3 +188,35 @@ func TestReplay(t *testing.T) {
 		t.Fatalf("bad seq: exit %d %s", code, e)
 	}
 }
+
+func TestDiffAudit(t *testing.T) {
+	env := cliEnv(t)
+	ws := t.TempDir()
+	_, _, e1 := runCLI(t, env, "", "exec", "--workspace", ws, "--", "echo baseline")
+	base := sessionOf(t, e1)
+	code, out, _ := runCLI(t, env, "", "demo")
+	if code != 0 {
+		t.Fatalf("demo: exit %d", code)
+	}
+	cur := sessionFromSummary(t, out)
+	outFile := filepath.Join(t.TempDir(), "diff.json")
+	code, out, errOut := runCLI(t, env, "", "diff-audit", "--baseline", base, "--current", cur, "--output", outFile)
+	if code != 1 || !strings.Contains(out, "regression") || !strings.Contains(out, "[high] API key stored in plain text") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var d auditDiff
+	b, err := os.ReadFile(outFile)
+	if err != nil || json.Unmarshal(b, &d) != nil {
+		t.Fatalf("--output: %v %s", err, b)
+	}
+	if len(d.FindingsAdded) != 4 || len(d.ActionsRemoved) != 1 || d.ActionsRemoved[0] != "run_command echo baseline" || len(d.DenialsAdded) != 4 || !d.Regression {
+		t.Fatalf("diff %+v", d)
+	}
+	// The other way round nothing regresses: findings only disappear.
+	if code, out, _ := runCLI(t, env, "", "diff-audit", "--baseline", cur, "--current", base); code != 0 || !strings.Contains(out, "findings gone (4)") {
+		t.Fatalf("reverse: exit %d\n%s", code, out)
+	}
+	if code, _, _ := runCLI(t, env, "", "diff-audit", "--baseline", base); code != 2 {
+		t.Fatalf("missing --current: exit %d", code)
+	}
+}
