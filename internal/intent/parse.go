@@ -77,9 +77,6 @@ func parse(raw string, opt Options) (*Intent, *Error) {
 	if !utf8.ValidString(raw) {
 		return nil, &Error{verdict.SchemaInvalidString, "$", "invalid UTF-8"}
 	}
-	if p := loneSurrogate(raw); p >= 0 {
-		return nil, &Error{verdict.SchemaInvalidString, "$", fmt.Sprintf("invalid UTF-8: unpaired surrogate escape at byte %d", p)}
-	}
 	// (2) syntax and framing.
 	root, err := decodeTree(StripFence(raw))
 	if err != nil {
@@ -369,37 +366,4 @@ func joinActions() string {
 		s[i] = string(a)
 	}
 	return strings.Join(s, ", ")
-}
-
-// loneSurrogate returns the byte offset of a \uD800–\uDFFF escape that is
-// not part of a high+low pair, or -1. encoding/json maps such escapes to
-// U+FFFD silently; IronVise rejects them as invalid strings instead.
-func loneSurrogate(s string) int {
-	for i := 0; i+5 < len(s); i++ {
-		if s[i] != '\\' {
-			continue
-		}
-		if s[i+1] != 'u' {
-			i++ // skip the escaped character, e.g. "\\"
-			continue
-		}
-		v, err := strconv.ParseUint(s[i+2:i+6], 16, 16)
-		if err != nil {
-			continue
-		}
-		switch {
-		case v >= 0xD800 && v <= 0xDBFF:
-			if i+11 < len(s) && s[i+6] == '\\' && s[i+7] == 'u' {
-				if w, err := strconv.ParseUint(s[i+8:i+12], 16, 16); err == nil && w >= 0xDC00 && w <= 0xDFFF {
-					i += 11
-					continue
-				}
-			}
-			return i
-		case v >= 0xDC00 && v <= 0xDFFF:
-			return i
-		}
-		i += 5
-	}
-	return -1
 }

@@ -17,6 +17,9 @@ func decodeTree(text string) (*strictjson.Node, *Error) {
 		if errors.As(err, &de) && de.Kind == strictjson.ErrDuplicate {
 			return nil, &Error{verdict.SchemaDuplicateKey, de.Path, de.Problem}
 		}
+		if errors.As(err, &de) && de.Kind == strictjson.ErrString {
+			return nil, &Error{verdict.SchemaInvalidString, de.Path, de.Problem}
+		}
 		if errors.As(err, &de) && de.Path != "$" {
 			return nil, &Error{verdict.SchemaNotJSON, de.Path, de.Problem}
 		}

@@ -25,11 +25,7 @@
 package strictjson
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"strconv"
 )
 
@@ -90,6 +86,7 @@ type ErrorKind int
 const (
 	ErrSyntax    ErrorKind = iota // not JSON, trailing data, too deep
 	ErrDuplicate                  // a duplicate object key
+	ErrString                     // invalid UTF-8 or an unpaired surrogate in a string
 )
 
 // Error is a decode failure at a JSON path.
@@ -104,104 +101,21 @@ func (e *Error) Error() string { return e.Path + ": " + e.Problem }
 
 // Decode reads exactly one JSON value from data. maxDepth bounds the
 // nesting of objects and arrays (the outermost container is depth 1).
+// Invalid UTF-8 inside a string and escaped unpaired surrogates are errors.
 func Decode(data []byte, maxDepth int) (*Node, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	d := decoder{dec: dec, maxDepth: maxDepth}
-	root, err := d.value("$", 1)
+	p := &parser{data: data, maxDepth: maxDepth}
+	root, err := p.value("$", 1)
 	if err != nil {
 		return nil, err
 	}
-	if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
+	p.skipSpace()
+	if p.pos != len(p.data) {
 		return nil, &Error{ErrSyntax, "$", "trailing data after the value"}
 	}
 	return root, nil
 }
 
-type decoder struct {
-	dec      *json.Decoder
-	maxDepth int
-}
-
-func (d *decoder) value(path string, depth int) (*Node, *Error) {
-	tok, err := d.dec.Token()
-	if err != nil {
-		return nil, syntaxError(err)
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		if depth > d.maxDepth {
-			return nil, &Error{ErrSyntax, path, fmt.Sprintf("nesting deeper than %d", d.maxDepth)}
-		}
-		switch t {
-		case '{':
-			return d.object(path, depth)
-		case '[':
-			return d.array(path, depth)
-		}
-		return nil, &Error{ErrSyntax, path, "unexpected " + string(t)}
-	case string:
-		return &Node{Kind: String, Str: t}, nil
-	case json.Number:
-		return &Node{Kind: Number, Num: t}, nil
-	case bool:
-		return &Node{Kind: Bool, Str: strconv.FormatBool(t)}, nil
-	case nil:
-		return &Node{Kind: Null}, nil
-	}
-	return nil, &Error{ErrSyntax, path, fmt.Sprintf("unexpected token %v", tok)}
-}
-
-func (d *decoder) object(path string, depth int) (*Node, *Error) {
-	n := &Node{Kind: Object}
-	for d.dec.More() {
-		tok, err := d.dec.Token()
-		if err != nil {
-			return nil, syntaxError(err)
-		}
-		key, ok := tok.(string)
-		if !ok {
-			return nil, &Error{ErrSyntax, path, "object key is not a string"}
-		}
-		// A duplicate key is a parser differential: one reader keeps the
-		// first value, another the last.
-		if n.Get(key) != nil {
-			return nil, &Error{ErrDuplicate, path, fmt.Sprintf("duplicate key %q", key)}
-		}
-		v, e := d.value(Child(path, key), depth+1)
-		if e != nil {
-			return nil, e
-		}
-		n.Keys = append(n.Keys, key)
-		n.Values = append(n.Values, v)
-	}
-	if _, err := d.dec.Token(); err != nil { // the closing '}'
-		return nil, syntaxError(err)
-	}
-	return n, nil
-}
-
-func (d *decoder) array(path string, depth int) (*Node, *Error) {
-	n := &Node{Kind: Array}
-	for d.dec.More() {
-		v, e := d.value(Index(path, len(n.Elems)), depth+1)
-		if e != nil {
-			return nil, e
-		}
-		n.Elems = append(n.Elems, v)
-	}
-	if _, err := d.dec.Token(); err != nil { // the closing ']'
-		return nil, syntaxError(err)
-	}
-	return n, nil
-}
-
-func syntaxError(err error) *Error {
-	if errors.Is(err, io.EOF) {
-		return &Error{ErrSyntax, "$", "unexpected end of input"}
-	}
-	return &Error{ErrSyntax, "$", err.Error()}
-}
+func jsonNumber(b []byte) json.Number { return json.Number(b) }
 
 // Child renders an object member path; keys that are not simple
 // identifiers are quoted so the path stays unambiguous.
