@@ -15,7 +15,7 @@ func TestDecode(t *testing.T) {
 	cases := []struct {
 		in   string
 		kind ErrorKind // -1 = ok
-		want string   // substring of the error, or "" for ok
+		want string    // substring of the error, or "" for ok
 	}{
 		{`{"a":[1,-2.5e3,true,false,null,"x\u00e9\ud83d\ude00\n"]}`, -1, ""},
 		{` {} `, -1, ""},
