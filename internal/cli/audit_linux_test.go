@@ -220,3 +220,43 @@ func TestDiffAudit(t *testing.T) {
 		t.Fatalf("missing --current: exit %d", code)
 	}
 }
+
+func TestAuditInteractiveApproval(t *testing.T) {
+	ws := t.TempDir()
+	script := filepath.Join(t.TempDir(), "script.jsonl")
+	lines := []string{
+		`{"role":"agent","content":"{\"action\":\"run_command\",\"params\":{\"command\":\"nmap -sV 10.0.0.1\"},\"justification\":\"scan the host\"}"}`,
+		`{"role":"agent","content":"{\"action\":\"run_command\",\"params\":{\"command\":\"nmap -sV 10.0.0.2\"},\"justification\":\"scan the other host\"}"}`,
+		`{"role":"agent","content":"{\"action\":\"complete\",\"params\":{\"findings\":[]}}"}`,
+	}
+	if err := os.WriteFile(script, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := cliEnv(t, "LLM_BACKEND", "mock", "MOCK_LLM_SCRIPT", script, "GUARD_REQUIRED", "false")
+	// The first gate is approved, the second rejected.
+	code, out, errOut := runCLI(t, env, "yes\nno\n", "audit", "Scan the network", "--workspace", ws, "--policy", "soc2-audit", "--interactive")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "approval required (step 1)") || !strings.Contains(errOut, "approved by the operator") || !strings.Contains(errOut, "rejected by the operator") {
+		t.Fatalf("terminal prompts:\n%s", errOut)
+	}
+	if !strings.Contains(out, "[ 1] run_command nmap -sV 10.0.0.1") || !strings.Contains(out, "DENY by approval: approval_rejected") {
+		t.Fatalf("step log:\n%s", out)
+	}
+	evs := events(t, env, sessionFromSummary(t, out))
+	var decided []string
+	for _, e := range evs {
+		if e.Type == "approval_decision" {
+			var p struct {
+				Approved  bool
+				DecidedBy string `json:"decided_by"`
+			}
+			json.Unmarshal(e.Payload, &p)
+			decided = append(decided, fmt.Sprintf("%v/%s", p.Approved, p.DecidedBy))
+		}
+	}
+	if strings.Join(decided, " ") != "true/operator:cli false/operator:cli" {
+		t.Fatalf("decisions %v", decided)
+	}
+}

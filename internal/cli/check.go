@@ -62,7 +62,13 @@ tool only on exit code 0.`,
 				v := verdict.Denial(verdict.CheckSchema, verdict.SchemaTooLarge, fmt.Sprintf("$: input exceeds %d bytes (max %d)", maxCheckInput, 65536))
 				res = &check.Result{Decisive: v, Verdicts: []check.Timed{{Verdict: v}}}
 			} else {
-				p := &check.Pipeline{Tripwire: tw, Policy: check.PolicyCheck(pol), GuardDisabled: "no guard configured"}
+				// The guard runs only when one is configured (cli.md).
+				g, err := a.optionalGuard(r.cfg)
+				if err != nil {
+					return err
+				}
+				defer g.close()
+				p := &check.Pipeline{Tripwire: tw, Policy: check.PolicyCheck(pol), Guard: g.checkGuard(), GuardDisabled: g.skip}
 				res = p.Run(a.ctx, check.Input{Raw: string(raw), Step: 1})
 			}
 			d := res.Decisive

@@ -122,3 +122,13 @@ func TestCheckCommandPolicy(t *testing.T) {
 		t.Fatalf("pin without policy: exit %d %s", code, errOut)
 	}
 }
+
+func TestCheckCommandUsesConfiguredGuard(t *testing.T) {
+	ws := t.TempDir()
+	in := `{"action":"run_command","params":{"command":"ls -la"},"justification":"list files"}`
+	env := cliEnv(t, "LLM_BACKEND", "mock", "GUARD_LLM_BACKEND", "mock", "GUARD_LLM_MODEL", "mock-v1", "GUARD_MOCK_REPLY", "DENY: not needed")
+	code, out, errOut := runCLI(t, env, in, "check", "--workspace", ws)
+	if code != 1 || !strings.Contains(out, `"code": "guard_deny"`) || !strings.Contains(out, "not needed") {
+		t.Fatalf("configured guard: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
