@@ -38,12 +38,7 @@ func (s *Server) handleSessionChat(rc *reqCtx) {
 		rc.fail(err)
 		return
 	}
-	id, err := rc.sessionParam()
-	if err != nil {
-		rc.fail(err)
-		return
-	}
-	sess, err := s.sessionByID(rc, id)
+	id, sess, err := s.pathSession(rc)
 	if err != nil {
 		rc.fail(err)
 		return

@@ -35,12 +35,7 @@ type intentResult struct {
 // checks and the sandbox. It always answers 200 once the intent was
 // evaluated; a malformed intent is denied by the schema check, not refused.
 func (s *Server) handleIntent(rc *reqCtx) {
-	id, err := rc.sessionParam()
-	if err != nil {
-		rc.fail(err)
-		return
-	}
-	sess, err := s.sessionByID(rc, id)
+	id, sess, err := s.pathSession(rc)
 	if err != nil {
 		rc.fail(err)
 		return

@@ -46,6 +46,17 @@ func (rc *reqCtx) sessionParam() (uuid.UUID, error) {
 	return id, nil
 }
 
+// pathSession resolves the {id} of the path to a listed session: 400 for a
+// malformed id, 404 for an unknown one.
+func (s *Server) pathSession(rc *reqCtx) (uuid.UUID, *ledger.Session, error) {
+	id, err := rc.sessionParam()
+	if err != nil {
+		return uuid.Nil, nil, err
+	}
+	sess, err := s.sessionByID(rc, id)
+	return id, sess, err
+}
+
 // sessionByID returns a listed session, or 404. The instance session (the
 // nil UUID) is not a session of the API.
 func (s *Server) sessionByID(rc *reqCtx, id uuid.UUID) (*ledger.Session, error) {

@@ -66,12 +66,7 @@ func (s *Server) handleListSessions(rc *reqCtx) {
 
 // handleGetSession is route 7.
 func (s *Server) handleGetSession(rc *reqCtx) {
-	id, err := rc.sessionParam()
-	if err != nil {
-		rc.fail(err)
-		return
-	}
-	sess, err := s.sessionByID(rc, id)
+	_, sess, err := s.pathSession(rc)
 	if err != nil {
 		rc.fail(err)
 		return
@@ -432,12 +427,7 @@ func (s *Server) handleAppend(rc *reqCtx) {
 		rc.fail(err)
 		return
 	}
-	id, err := rc.sessionParam()
-	if err != nil {
-		rc.fail(err)
-		return
-	}
-	sess, err := s.sessionByID(rc, id)
+	id, sess, err := s.pathSession(rc)
 	if err != nil {
 		rc.fail(err)
 		return
