@@ -190,14 +190,6 @@ type Result struct {
 // Allowed reports whether every check allowed (or skipped).
 func (r *Result) Allowed() bool { return !r.Decisive.Denied() }
 
-// DeniedBy returns the check that denied, or "".
-func (r *Result) DeniedBy() verdict.Check {
-	if r.Allowed() {
-		return ""
-	}
-	return r.Decisive.Check
-}
-
 // Run checks one proposal.
 func (p *Pipeline) Run(ctx context.Context, in Input) *Result {
 	res := &Result{}

@@ -220,21 +220,6 @@ func base(v string, fold bool) string {
 	return b
 }
 
-// MatchGlob reports whether name matches a basename glob with path.Match
-// syntax plus {a,b} alternatives. Malformed globs never match; callers
-// validate globs at load time with ValidGlob.
-func MatchGlob(glob, name string, fold bool) bool {
-	if fold {
-		glob, name = strings.ToLower(glob), strings.ToLower(name)
-	}
-	for _, g := range ExpandBraces(glob) {
-		if ok, err := path.Match(g, name); err == nil && ok {
-			return true
-		}
-	}
-	return false
-}
-
 // ValidGlob checks a basename glob.
 func ValidGlob(glob string) error {
 	if glob == "" {
