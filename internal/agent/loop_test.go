@@ -160,7 +160,7 @@ func (g *stubGuard) Err() error {
 	return nil
 }
 
-func lastOf(types []string, want string) bool {
+func containsType(types []string, want string) bool {
 	for _, t := range types {
 		if t == want {
 			return true
@@ -245,7 +245,7 @@ func TestStopConditions(t *testing.T) {
 					t.Fatalf("%s payload %v; want %s", tc.eventType, p, tc.stop)
 				}
 			}
-			if tc.name == "prompt scan deny" && (len(tc.llm.prompts) != 0 || lastOf(types, "intent_proposed")) {
+			if tc.name == "prompt scan deny" && (len(tc.llm.prompts) != 0 || containsType(types, "intent_proposed")) {
 				t.Fatal("a denied goal must stop before any model call")
 			}
 			rep, err := h.env.Ledger.VerifySession(context.Background(), s.ID)

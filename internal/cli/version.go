@@ -38,8 +38,12 @@ func (a *app) versionCommand() *cobra.Command {
 	return cmd
 }
 
-// buildTiers lists the tiers compiled into this binary for this OS.
+// buildTiers lists the tiers this binary can select on this OS (the
+// Firecracker tier needs Linux with KVM).
 func buildTiers() []string {
-	native := "native-" + runtime.GOOS
-	return []string{native, "docker", "podman", "firecracker"}
+	tiers := []string{"native-" + runtime.GOOS, "docker", "podman"}
+	if runtime.GOOS == "linux" {
+		tiers = append(tiers, "firecracker")
+	}
+	return tiers
 }
