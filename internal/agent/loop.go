@@ -383,7 +383,7 @@ func (s *Session) perceive(ctx context.Context, st *loopState, marker string) er
 				return fmt.Errorf("read the session's events: event of session %s returned for %s", e.SessionID, s.ID)
 			}
 			if t := summarize(e, marker); t != "" {
-				st.History = append(st.History, historyItem{Seq: e.Seq, Text: t})
+				st.History = append(st.History, historyItem{Text: t})
 			}
 			st.NextSeq = e.Seq + 1
 		}

@@ -54,9 +54,9 @@ Rules:
 - When the goal is met, or nothing more can be learned, reply with complete.`, goal, workspace, maxSteps)
 }
 
-// historyItem is one summarised event of the session.
+// historyItem is one summarised event of the session (its text carries
+// the sequence number).
 type historyItem struct {
-	Seq  uint64
 	Text string
 }
 

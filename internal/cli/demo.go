@@ -87,7 +87,7 @@ func (a *app) runDemo() error {
 		return err
 	}
 	defer closeLedger(l)
-	rep, err := l.VerifySession(a.ctx, mustUUID(out.SessionID))
+	rep, err := l.VerifySession(a.ctx, uuid.MustParse(out.SessionID))
 	if err != nil {
 		return exitCode(ExitUsage, fmt.Errorf("verify session: %w", err))
 	}
@@ -97,13 +97,4 @@ func (a *app) runDemo() error {
 		return exitCode(ExitDenied, fmt.Errorf("the demo did not complete as scripted (status %s)", out.Status))
 	}
 	return nil
-}
-
-func mustUUID(s string) uuid.UUID {
-	id, err := uuid.Parse(s)
-	if err != nil {
-		// Session ids come from the ledger itself.
-		panic(fmt.Sprintf("demo: bad session id %q: %v", s, err))
-	}
-	return id
 }
