@@ -14,7 +14,7 @@
 // # Usage
 //
 //	out, v := action.ReadFile(tw, "config/app.yaml")
-//	res, hops := (&action.HTTP{Tripwire: tw}).Get(ctx, "https://example.com/")
+//	res, hops, err := (&action.HTTP{Tripwire: tw}).Get(ctx, "https://example.com/", view.URL.Addrs)
 //
 // # Limitations
 //

@@ -82,7 +82,7 @@ func TestHTTPGet(t *testing.T) {
 	h := &HTTP{Tripwire: newTW(t, tempWS(t), ""), TLS: &tls.Config{RootCAs: pool, ServerName: "example.com"}}
 	ctx := context.Background()
 
-	res, vs, err := h.Get(ctx, srvURL+"/ok")
+	res, vs, err := h.Get(ctx, srvURL+"/ok", nil)
 	if err != nil || res.Status != 200 || !strings.HasPrefix(string(res.Body.Data), "body for example.com") || len(vs) != 1 || vs[0].Decision != verdict.Allow {
 		t.Fatalf("ok: %+v %v %v", res, vs, err)
 	}
@@ -95,22 +95,36 @@ func TestHTTPGet(t *testing.T) {
 		{"/to-internal", "url_resolved_ip_blocked"},
 		{"/loop", "max_redirects"},
 	} {
-		res, vs, err = h.Get(ctx, srvURL+tc.path)
+		res, vs, err = h.Get(ctx, srvURL+tc.path, nil)
 		last := vs[len(vs)-1]
 		if !errors.Is(err, ErrRedirectBlocked) || res != nil || last.Code != verdict.URLRedirectBlocked || last.Phase != verdict.PhaseExecute || !strings.Contains(last.Message, tc.inner) {
 			t.Fatalf("%s: res %+v err %v verdicts %+v", tc.path, res, err, vs)
 		}
 	}
-	res, vs, err = h.Get(ctx, srvURL+"/to-github")
+	res, vs, err = h.Get(ctx, srvURL+"/to-github", nil)
 	if err != nil || res.Status != 200 || len(vs) != 2 || !strings.Contains(res.FinalURL, "api.github.com") {
 		t.Fatalf("allowed redirect: %+v %v %v", res, vs, err)
 	}
-	res, _, err = h.Get(ctx, srvURL+"/huge")
+	res, _, err = h.Get(ctx, srvURL+"/huge", nil)
 	if err != nil || len(res.Body.Data) != MaxCollect || res.Body.Total != MaxCollect+1000 {
 		t.Fatalf("huge: %v %d %d", err, len(res.Body.Data), res.Body.Total)
 	}
-	_, vs, err = h.Get(ctx, "https://evil.io/")
+	_, vs, err = h.Get(ctx, "https://evil.io/", nil)
 	if err != nil || len(vs) != 1 || vs[0].Code != verdict.URLDomainNotAllowed {
 		t.Fatalf("denied at the first request: %v %+v", err, vs)
+	}
+
+	// With the check-time address set, nothing is resolved again: a
+	// tripwire that cannot resolve example.com any more still reaches the
+	// checked address, and a checked address that is not the server is all
+	// that is ever dialled.
+	cfg := h.Tripwire.Config()
+	blind := &HTTP{Tripwire: tripwire.New(cfg, tripwire.Options{Workspace: cfg.AllowedRoots[0], Resolver: loopbackResolver{}}), TLS: h.TLS}
+	res, vs, err = blind.Get(ctx, srvURL+"/ok", []netip.Addr{netip.MustParseAddr("127.0.0.1")})
+	if err != nil || res.Status != 200 || len(vs) != 0 {
+		t.Fatalf("checked addresses: %+v %v %v", res, vs, err)
+	}
+	if _, _, err = blind.Get(ctx, srvURL+"/ok", []netip.Addr{netip.MustParseAddr("127.0.0.2")}); err == nil {
+		t.Fatal("a request reached the server although it is not at the checked address")
 	}
 }

@@ -43,16 +43,25 @@ type HTTPResult struct {
 // tripwire; the hop's verdict is in the returned list.
 var ErrRedirectBlocked = errors.New("action: redirect blocked by the tripwire")
 
-// Get fetches rawURL. It returns the verdicts reached at execute time (the
-// first request and every redirect hop, phase "execute"); a denied one
-// ends the request. err is set for transport failures and blocked
-// redirects, and then the result is nil.
-func (h *HTTP) Get(ctx context.Context, rawURL string) (*HTTPResult, []verdict.Verdict, error) {
+// Get fetches rawURL. checked is the address set the tripwire resolved
+// when it allowed the intent (checks.md §6.3 step 8: the request dials only
+// that set, so a DNS answer that changes after the check cannot move it);
+// with none, the URL is checked and resolved here. It returns the verdicts
+// reached at execute time (the first request when it was checked here,
+// and every redirect hop; phase "execute"); a denied one ends the request.
+// err is set for transport failures and blocked redirects, and then the
+// result is nil.
+func (h *HTTP) Get(ctx context.Context, rawURL string, checked []netip.Addr) (*HTTPResult, []verdict.Verdict, error) {
 	tw := h.Tripwire
-	addrs, v := tw.CheckURL(ctx, rawURL, 0)
-	verdicts := []verdict.Verdict{v}
-	if v.Denied() {
-		return nil, verdicts, nil
+	var verdicts []verdict.Verdict
+	addrs := checked
+	if len(addrs) == 0 {
+		var v verdict.Verdict
+		addrs, v = tw.CheckURL(ctx, rawURL, 0)
+		verdicts = append(verdicts, v)
+		if v.Denied() {
+			return nil, verdicts, nil
+		}
 	}
 	allowed := &addrSet{m: map[string][]netip.Addr{}}
 	allowed.set(rawURL, addrs)

@@ -227,18 +227,17 @@ func (s *Session) execute(ctx, rctx context.Context, res *StepResult, in *intent
 		return text, nil
 	case intent.HTTPGet:
 		h := &action.HTTP{Tripwire: s.cfg.Tripwire, TLS: s.env.HTTPTLS}
-		hr, verdicts, err := h.Get(ctx, in.URL)
-		// The first request's verdict repeats the pre-execution tripwire
-		// check; the redirect hops are new and are recorded.
-		for i, v := range verdicts {
-			if i == 0 && !v.Denied() {
-				continue
-			}
+		// The request dials the addresses the tripwire resolved when it
+		// allowed the intent; only redirect hops are checked (and recorded)
+		// anew.
+		hr, verdicts, err := h.Get(ctx, in.URL, res.Check.View.URL.Addrs)
+		for _, v := range verdicts {
 			if err := s.appendVerdict(rctx, res, v); err != nil {
 				return "", err
 			}
 		}
-		if last := verdicts[len(verdicts)-1]; last.Denied() {
+		if n := len(verdicts); n > 0 && verdicts[n-1].Denied() {
+			last := verdicts[n-1]
 			return fmt.Sprintf("[http_get denied at execution by tripwire: %s: %s]", last.Code, last.Message), nil
 		}
 		if err != nil {
