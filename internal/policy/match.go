@@ -8,8 +8,6 @@ import (
 	"regexp"
 	"strings"
 
-	"golang.org/x/net/idna"
-
 	"github.com/ironvise/ironvise/internal/shell"
 	"github.com/ironvise/ironvise/internal/tripwire"
 )
@@ -249,8 +247,8 @@ func (p *Policy) pathCandidates(pv *tripwire.PathView) (out [2]string, n int) {
 }
 
 // normalizeHost brings a rule's host to the form the tripwire gives a URL's
-// host: lowercase, one trailing dot dropped, IDNA lookup-encoded; an IP
-// literal in its canonical form.
+// host, with the tripwire's own function so that the two always compare
+// alike; an IP literal in its canonical form.
 func normalizeHost(h string) (string, error) {
 	if a, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil {
 		return a.String(), nil
@@ -258,15 +256,14 @@ func normalizeHost(h string) (string, error) {
 	if strings.ContainsAny(h, "/:@*?# \t\r\n[]") {
 		return "", fmt.Errorf("host %q is not a host name (no scheme, port, path or wildcard: subdomains always match)", h)
 	}
-	n := strings.TrimSuffix(strings.ToLower(h), ".")
-	if n == "" {
+	if strings.TrimSuffix(h, ".") == "" {
 		return "", fmt.Errorf("host %q is empty", h)
 	}
-	a, err := idna.Lookup.ToASCII(n)
+	n, err := tripwire.NormalizeHost(h)
 	if err != nil {
-		return "", fmt.Errorf("host %q is not a valid host name: %w", h, err)
+		return "", fmt.Errorf("host %q: %w", h, err)
 	}
-	return a, nil
+	return n, nil
 }
 
 // hostMatch compares at a label boundary: example.com covers example.com and
@@ -297,20 +294,6 @@ func compileCIDR(s string) (netip.Prefix, error) {
 	return pf, nil
 }
 
-// nat64 is the well-known NAT64 prefix: 64:ff9b::a.b.c.d goes to a.b.c.d.
-var nat64 = netip.MustParsePrefix("64:ff9b::/96")
-
-// unmap returns where a packet to a really goes: the IPv4 address inside an
-// IPv4-mapped or NAT64 address, else a itself.
-func unmap(a netip.Addr) netip.Addr {
-	a = a.Unmap()
-	if a.Is6() && nat64.Contains(a) {
-		b := a.As16()
-		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
-	}
-	return a
-}
-
 // cidrResult is the outcome of the cidr test of checks.md §4.3.
 type cidrResult int
 
@@ -329,20 +312,13 @@ func cidrTest(ranges []netip.Prefix, u *tripwire.URLView) cidrResult {
 	if u == nil {
 		return cidrNo
 	}
-	in := func(a netip.Addr) bool {
-		a = unmap(a)
-		for _, r := range ranges {
-			if r.Contains(a) {
-				return true
-			}
-		}
-		return false
-	}
-	if u.IP.IsValid() && in(u.IP) {
+	// The tripwire's own test, so an address counts as inside a range
+	// exactly when the tripwire would dial it there.
+	if u.IP.IsValid() && tripwire.InRanges(u.IP, ranges) {
 		return cidrYes
 	}
 	for _, a := range u.Addrs {
-		if in(a) {
+		if tripwire.InRanges(a, ranges) {
 			return cidrYes
 		}
 	}

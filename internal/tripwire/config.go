@@ -390,7 +390,7 @@ func normalizeDomain(d string) (string, error) {
 	case strings.ContainsAny(d, " \t@"):
 		return "", fmt.Errorf("%q is not a host name", d)
 	}
-	h, err := normalizeHost(d)
+	h, err := NormalizeHost(d)
 	if err != nil {
 		return "", fmt.Errorf("%q: %v", d, err)
 	}

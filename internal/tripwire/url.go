@@ -91,7 +91,9 @@ func blockedRange(a netip.Addr) (netip.Prefix, bool) {
 	return netip.Prefix{}, false
 }
 
-func inRanges(a netip.Addr, ranges []netip.Prefix) bool {
+// InRanges reports whether a lies in one of ranges, IPv4-mapped and NAT64
+// addresses taken as the IPv4 address inside them.
+func InRanges(a netip.Addr, ranges []netip.Prefix) bool {
 	a = unmap(a)
 	for _, p := range ranges {
 		if p.Contains(a) {
@@ -101,9 +103,10 @@ func inRanges(a netip.Addr, ranges []netip.Prefix) bool {
 	return false
 }
 
-// normalizeHost lowercases, drops one trailing dot and applies IDNA
+// NormalizeHost lowercases, drops one trailing dot and applies IDNA
 // lookup rules, so "EXAMPLE.com." and "éxample.com" compare as DNS does.
-func normalizeHost(h string) (string, error) {
+// It is the form of URLView.Host.
+func NormalizeHost(h string) (string, error) {
 	h = strings.TrimSuffix(strings.ToLower(h), ".")
 	if h == "" {
 		return "", fmt.Errorf("empty host")
@@ -153,7 +156,7 @@ func (t *Tripwire) urlView(ctx context.Context, raw string) *URLView {
 	}
 	if ip, err := netip.ParseAddr(hostname); err == nil {
 		v.Host, v.IP = ip.String(), ip
-		if !inRanges(ip, t.cfg.AllowedIPRanges) {
+		if !InRanges(ip, t.cfg.AllowedIPRanges) {
 			return fail(verdict.URLIPLiteral, "%s: IP literal %s is not in allowed_ip_ranges", quote(raw), ip)
 		}
 		// An allowed literal is its own address set: there is no name to
@@ -161,7 +164,7 @@ func (t *Tripwire) urlView(ctx context.Context, raw string) *URLView {
 		v.Resolved, v.Addrs = true, []netip.Addr{unmap(ip)}
 		return v
 	}
-	host, err := normalizeHost(hostname)
+	host, err := NormalizeHost(hostname)
 	if err != nil {
 		return fail(verdict.URLInvalid, "%s: %v", quote(raw), err)
 	}
@@ -186,7 +189,7 @@ func (t *Tripwire) urlView(ctx context.Context, raw string) *URLView {
 	for _, a := range addrs {
 		a = unmap(a)
 		v.Addrs = append(v.Addrs, a)
-		if inRanges(a, t.cfg.AllowedIPRanges) {
+		if InRanges(a, t.cfg.AllowedIPRanges) {
 			continue
 		}
 		if p, blocked := blockedRange(a); blocked {
