@@ -116,6 +116,10 @@ const (
 	DefaultNProc    = 512
 	DefaultFSizeMiB = 256
 	DefaultTimeout  = 30 * time.Second
+	// DefaultScratchMiB caps the scratch tmpfs of one command (bytes of
+	// files and directories); its inode cap is scratchInodesPerMiB times
+	// this.
+	DefaultScratchMiB = 256
 )
 
 // DefaultLimits returns the limits used when Options leave them zero.
@@ -184,6 +188,15 @@ type Options struct {
 	// User is ECTO_SANDBOX_USER: when IronVise runs as root, the native
 	// Linux tier switches to this user (a name or a numeric uid).
 	User string
+	// Hidden are absolute paths (files or directories) that no tier ever
+	// shows a command: IronVise's data directory and the mandatory deny
+	// list of credential stores, plus the operator's own entries. A tier
+	// covers each one that exists with an empty read-only mount; a path
+	// that contains the workspace makes every run abort.
+	Hidden []string
+	// ScratchMiB is ECTO_SANDBOX_SCRATCH_MIB: the size cap of the
+	// per-command scratch tmpfs; zero means DefaultScratchMiB.
+	ScratchMiB int
 	// Container configures the Docker / Podman tier (sandbox.md §6).
 	Container ContainerOptions
 	// MicroVM configures the Firecracker tier (sandbox.md §7).
@@ -238,6 +251,9 @@ func (o Options) WithDefaults() Options {
 		o.Timeout = DefaultTimeout
 	}
 	o.Limits = o.Limits.withDefaults()
+	if o.ScratchMiB <= 0 {
+		o.ScratchMiB = DefaultScratchMiB
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -19,7 +19,7 @@
 // binary (2 cores, Linux 6.18, other jobs running), starting the launcher
 // until it gives up for want of a specification takes 1.7 ms instead of
 // 4.0 ms, against 1.3 ms for a Go program that does nothing. With the
-// launcher's other changes (docs/sandboxing.md has the breakdown), a
+// launcher's other changes (docs/reference/sandboxing.md has the breakdown), a
 // command through the native tier takes 4.6 ms instead of 7.1 ms. cli.Run
 // still dispatches the launcher too, for binaries that do
 // not import this package.
