@@ -74,6 +74,16 @@ type Enforced struct {
 	// namespaces it (Linux 6.14+): the process-count backstop that also
 	// holds for uid 0.
 	PidMax *int `json:"pid_max,omitempty"`
+	// Scratch is the native Linux tier's scratch tmpfs: its caps and what
+	// became of the host directory it was mounted on.
+	Scratch *Scratch `json:"scratch,omitempty"`
+	// HiddenPaths counts the protected paths (Options.Hidden) that existed
+	// and were masked in the command's mount namespace.
+	HiddenPaths *int `json:"hidden_paths,omitempty"`
+	// Verified lists what the native Linux tier read back from the kernel
+	// after applying the sandbox and before exec ("seccomp",
+	// "no_new_privs", "capabilities", "landlock", "network").
+	Verified []string `json:"verified,omitempty"`
 	// SeatbeltProfileSHA256 is the hash of the macOS Seatbelt profile.
 	SeatbeltProfileSHA256 string `json:"seatbelt_profile_sha256,omitempty"`
 	// JobObject lists the Windows Job Object limits in force.
@@ -83,6 +93,20 @@ type Enforced struct {
 	// VM is the microVM's machine configuration (microVM tier).
 	VM *VMMachine `json:"vm,omitempty"`
 }
+
+// Scratch describes a command's scratch space (IronVise addition to
+// sandbox.md §1.1).
+type Scratch struct {
+	// MiB and Inodes are the tmpfs's size and inode caps.
+	MiB    int `json:"mib"`
+	Inodes int `json:"inodes"`
+	// Cleanup is "removed" when nothing of the scratch space is left on
+	// the host, otherwise what was left and why it could not be removed.
+	Cleanup string `json:"cleanup"`
+}
+
+// ScratchRemoved is Scratch.Cleanup when nothing was left behind.
+const ScratchRemoved = "removed"
 
 // ContainerConfig records the limits and site flags a container ran with
 // (IronVise addition to sandbox.md §1.1).

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -38,7 +39,13 @@ type Tier struct {
 	userName   string // USER and LOGNAME of the command, if known
 	seccomp    *seccomp.Profile
 	seccompErr error
-	inject     map[string]int
+	// hidden are the paths every command's mount namespace masks
+	// (Options.Hidden with symlinks' targets added), parents first.
+	hidden []string
+	inject map[string]int
+	// noNetNS leaves the launcher in IronVise's network namespace: a test
+	// hook proving that the launcher's verification catches it.
+	noNetNS bool
 }
 
 // New returns the native Linux tier. It fails only on configuration the
@@ -69,7 +76,37 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 	// Built once: every launcher installs these bytes (and checks their
 	// hash). A build failure is reported by Available and aborts each Run.
 	t.seccomp, t.seccompErr = seccomp.Build()
+	t.hidden = hiddenPaths(opts.Hidden)
 	return t, nil
+}
+
+// hiddenPaths cleans, deduplicates and sorts paths, adding the target of
+// each symlink among them: a mount follows a link, so the launcher masks
+// the target under its real name and skips the link. In lexical order a
+// directory comes before everything under it, so the launcher masks a
+// parent first and finds its children gone.
+func hiddenPaths(paths []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(p string) {
+		if p = filepath.Clean(p); filepath.IsAbs(p) && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, p := range paths {
+		add(p)
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			add(real)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// within reports whether path is dir or lies under it.
+func within(path, dir string) bool {
+	return path == dir || dir == "/" || strings.HasPrefix(path, dir+"/")
 }
 
 type userIDs struct{ uid, gid int }
@@ -162,26 +199,43 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if err != nil {
 		return abort("workspace %s: %v", req.Workspace, err)
 	}
+	// Security: the whole file system as a workspace would grant every
+	// path to Landlock; the front ends refuse it, and the tier does too.
+	if ws == "/" {
+		return abort("workspace %s is the root directory; fix: pass the project directory as the workspace", req.Workspace)
+	}
+	for _, h := range t.hidden {
+		if within(ws, h) {
+			return abort("workspace %s lies inside the protected path %s, which is never shown to a command; fix: use a workspace outside it", req.Workspace, h)
+		}
+	}
 
 	scratch, err := os.MkdirTemp(t.scratchDir, "ironvise-scratch-")
 	if err != nil {
 		return abort("create scratch directory: %v; fix: make %s writable", err, t.scratchDir)
 	}
-	// The scratch directory never outlives the command (sandbox.md §3).
-	defer func() {
+	cleaned := false
+	cleanup := func() string {
+		cleaned = true
+		// The directory is only the tmpfs's mount point on the host: the
+		// command's files lived in its mount namespace and went with it.
 		if err := os.RemoveAll(scratch); err != nil {
 			t.log.Warn("sandbox: remove scratch directory", "dir", scratch, "err", err)
+			return fmt.Sprintf("left %s: %v", scratch, err)
+		}
+		return sandbox.ScratchRemoved
+	}
+	// The scratch directory never outlives the command (sandbox.md §3).
+	defer func() {
+		if !cleaned {
+			cleanup()
 		}
 	}()
-	if t.switchUser {
-		if err := os.Chown(scratch, t.uid, t.gid); err != nil {
-			return abort("chown scratch directory: %v", err)
-		}
-	}
 
 	limits := t.opts.Limits.Tighten(req.Limits)
 	spec := launch.Spec{
 		Command: req.Command, Workspace: ws, Scratch: scratch, Limits: launchLimits(limits),
+		Hide: t.hidden, ScratchMiB: t.opts.ScratchMiB,
 		SwitchUser: t.switchUser, UID: t.uid, GID: t.gid, UserNS: t.userNS, Inject: t.inject,
 		Seccomp: t.seccomp.Bytes(), SeccompSHA256: t.seccomp.SHA256,
 		Env: sandbox.CommandEnv(req.Env, t.commandEnv(ws, scratch)),
@@ -249,6 +303,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		return sandbox.Aborted(sandbox.TierNativeLinux, reason, dur)
 	}
 	res.Enforced = t.enforced(applied, scratch)
+	res.Enforced.Scratch.Cleanup = cleanup()
 	if cmd.ProcessState == nil {
 		return sandbox.Aborted(sandbox.TierNativeLinux, "wait for command: "+waitErr.Error(), dur)
 	}
@@ -287,7 +342,10 @@ func (t *Tier) commandEnv(ws, scratch string) map[string]string {
 // not root.
 func (t *Tier) sysProcAttr() *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{
-		Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWNS,
+		// Security: a network namespace of its own hides the host's
+		// interfaces, routes, sockets (/proc/net) and abstract Unix
+		// sockets from the command.
+		Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWNET,
 		// If IronVise dies, the command dies with it (and, as PID 1 of
 		// its namespace, takes every descendant along).
 		Pdeathsig: syscall.SIGKILL,
@@ -302,7 +360,10 @@ func (t *Tier) sysProcAttr() *syscall.SysProcAttr {
 		// would drop the namespace's capabilities; the launcher needs two
 		// of them to build its mount view and to drop everything
 		// afterwards, and does so before anything untrusted runs.
-		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
+		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN}
+	}
+	if t.noNetNS {
+		a.Cloneflags &^= unix.CLONE_NEWNET
 	}
 	return a
 }
@@ -351,7 +412,8 @@ func (t *Tier) enforced(a *launch.Applied, scratch string) *sandbox.Enforced {
 	e := &sandbox.Enforced{
 		LandlockABI: &abi, SeccompProfileSHA256: a.SeccompSHA256, RLimits: &rl, UID: &uid,
 		Capabilities: caps, NoNewPrivs: &nnp, Network: "none", ScratchDir: scratch,
-		Namespaces: a.Namespaces,
+		Namespaces: a.Namespaces, HiddenPaths: &a.Hidden, Verified: a.Verified,
+		Scratch: &sandbox.Scratch{MiB: a.ScratchMiB, Inodes: a.ScratchInodes},
 	}
 	if a.PidMax > 0 {
 		pm := a.PidMax

@@ -198,3 +198,37 @@ func Attempt(nr uintptr, args ...uintptr) error {
 	}
 	return nil
 }
+
+// LoopbackUp sets the IFF_UP flag of the loopback interface of the calling
+// thread's network namespace (needs CAP_NET_ADMIN over it). A new network
+// namespace starts with lo down.
+func LoopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socket: %w", errno(err))
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return fmt.Errorf("ifreq lo: %w", errno(err))
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("SIOCGIFFLAGS lo: %w", errno(err))
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("SIOCSIFFLAGS lo: %w", errno(err))
+	}
+	return nil
+}
+
+// OpenDir opens path as a directory for reading and closes it again,
+// returning the kernel's errno: the launcher's proof that Landlock now
+// refuses what it should.
+func OpenDir(path string) error {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return errno(err)
+	}
+	return errno(unix.Close(fd))
+}

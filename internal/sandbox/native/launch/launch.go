@@ -93,10 +93,30 @@ type Spec struct {
 	// the parent; SeccompSHA256 is its hash, checked before install.
 	Seccomp       []byte
 	SeccompSHA256 string
+	// Hide are absolute paths covered with an empty read-only mount
+	// (directories) or /dev/null (files) in the command's mount namespace:
+	// IronVise's data directory and the credential stores of
+	// sandbox.Options.Hidden. Parents must come before their children.
+	Hide []string
+	// ScratchMiB caps the scratch tmpfs (bytes); its inode cap is
+	// ScratchInodesPerMiB times this.
+	ScratchMiB int
 	// Inject is a test hook: step name → errno that step's kernel call
-	// returns instead of being made. It can only make a launch fail.
+	// returns instead of being made; [InjectSkip] instead skips the call
+	// and reports success, standing for a kernel that accepted a request
+	// without enforcing it (what the final verification must catch). It
+	// can only make a launch fail.
 	Inject map[string]int
 }
+
+// InjectSkip, as a Spec.Inject value, skips the step's kernel call and
+// reports success.
+const InjectSkip = -1
+
+// ScratchInodesPerMiB is the scratch tmpfs's inode cap per MiB of size: a
+// command cannot exhaust kernel memory with millions of empty files, while
+// an unpacked package tree (tens of thousands of small files) still fits.
+const ScratchInodesPerMiB = 256
 
 // Limits are the resource limits to apply (sandbox.Limits).
 type Limits struct {
@@ -125,6 +145,14 @@ type Applied struct {
 	NoNewPrivs    bool
 	PidMax        int
 	Namespaces    []string
+	// ScratchMiB and ScratchInodes are the caps of the scratch tmpfs.
+	ScratchMiB    int
+	ScratchInodes int
+	// Hidden counts the paths of Spec.Hide that existed and were masked.
+	Hidden int
+	// Verified lists what the final check before exec confirmed from the
+	// kernel's own view (see the verify step).
+	Verified []string
 }
 
 // RLimits are the soft limits actually set (sandbox.RLimits).
@@ -170,6 +198,10 @@ const (
 	StepRlimits  = "rlimits"
 	StepLandlock = "landlock"
 	StepSeccomp  = "seccomp"
+	StepNetwork  = "network"
+	StepHide     = "hide"
+	StepScratch  = "scratch"
+	StepVerify   = "verify"
 	StepExec     = "exec"
 )
 

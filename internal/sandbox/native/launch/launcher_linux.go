@@ -42,6 +42,9 @@ type launcher struct {
 // hook): either way the error takes the same path to the parent.
 func (l *launcher) call(step string, f func() error) error {
 	if e, ok := l.spec.Inject[step]; ok {
+		if e == InjectSkip {
+			return nil
+		}
 		return syscall.Errno(e)
 	}
 	return f()
@@ -108,8 +111,24 @@ func (l *launcher) launch() error {
 	if err := l.call(StepSetsid, kernel.Setsid); err != nil {
 		return stepErr(StepSetsid, fmt.Errorf("setsid: %w", err), "")
 	}
+	// Security: the command's network namespace is its own (the parent
+	// cloned it): /proc/net, interface ioctls and abstract Unix sockets
+	// show nothing of the host's, and there is no route anywhere. Only
+	// loopback exists, brought up so that tools binding 127.0.0.1 work.
+	if err := l.call(StepNetwork, kernel.LoopbackUp); err != nil {
+		return stepErr(StepNetwork, fmt.Errorf("bring up loopback in the command's network namespace: %w", err), "run IronVise as root, or allow unprivileged user namespaces")
+	}
 	if err := l.call(StepMounts, func() error { return setupMounts(s.Workspace, s.Scratch) }); err != nil {
 		return stepErr(StepMounts, err, "IronVise needs to create a mount namespace: run as root or enable unprivileged user namespaces")
+	}
+	if err := l.mountScratch(); err != nil {
+		return err
+	}
+	if err := l.hide(); err != nil {
+		return err
+	}
+	if err := l.call(StepMounts, mountProc); err != nil {
+		return stepErr(StepMounts, err, "")
 	}
 	if err := l.setPidMax(); err != nil {
 		return err
@@ -156,7 +175,13 @@ func (l *launcher) launch() error {
 	}
 	l.applied.SeccompSHA256 = prof.SHA256
 
-	// 7. Exec.
+	// 7. Security: trust, but verify. Every call above reported success;
+	// the kernel's own view must now agree before anything untrusted runs.
+	if err := l.verify(); err != nil {
+		return err
+	}
+
+	// 8. Exec.
 	return l.exec()
 }
 
@@ -338,7 +363,7 @@ func (l *launcher) exec() error {
 		return stepErr(StepRlimits, fmt.Errorf("getrlimit RLIMIT_AS: %w", err), "")
 	}
 	l.applied.RLimits.ASMiB = int(asCur / mib)
-	l.applied.Namespaces = []string{"mount", "pid"}
+	l.applied.Namespaces = []string{"mount", "pid", "net"}
 	if s.UserNS {
 		l.applied.Namespaces = append(l.applied.Namespaces, "user")
 	}

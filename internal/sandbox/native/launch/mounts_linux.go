@@ -5,6 +5,7 @@ package launch
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -53,11 +54,6 @@ func setupMounts(workspace, scratch string) error {
 	if err := kernel.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return fmt.Errorf("make / a slave mount: %w", err)
 	}
-	// The scratch directory becomes a mount of its own so that it alone
-	// can stay writable when everything else turns read-only.
-	if err := kernel.Mount(scratch, scratch, "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("bind scratch %s: %w", scratch, err)
-	}
 	// The workspace too, so that it alone can be made noexec.
 	if ownWorkspaceMount(workspace, scratch) {
 		if err := kernel.Mount(workspace, workspace, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
@@ -79,10 +75,80 @@ func setupMounts(workspace, scratch string) error {
 			return fmt.Errorf("mask %s: %w", p, err)
 		}
 	}
-	// A /proc of the command's own PID namespace: ps shows the command's
-	// processes only, and no other process's command line or status.
+	return nil
+}
+
+// mountProc mounts a /proc of the command's own PID namespace: ps shows the
+// command's processes only, and no other process's command line or status.
+func mountProc() error {
 	if err := kernel.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
+	}
+	return nil
+}
+
+// mountScratch mounts the scratch directory as a tmpfs of the command's
+// own, capped in bytes and inodes and owned by the command's user.
+//
+// Security: a directory on the host's disk had no total cap (only
+// RLIMIT_FSIZE per file), and a non-root command could leave behind what
+// IronVise then failed to remove (a chmod 000 folder). A tmpfs in the
+// command's mount namespace is bounded by its size and inode options and
+// vanishes with the namespace, whatever the command did to its contents;
+// the host directory stays an empty mount point. If the tmpfs cannot be
+// mounted the launch fails: there is no fallback to the host directory.
+func (l *launcher) mountScratch() error {
+	s := &l.spec
+	uid, gid := os.Getuid(), os.Getgid()
+	if s.SwitchUser {
+		uid, gid = s.UID, s.GID
+	}
+	inodes := s.ScratchMiB * ScratchInodesPerMiB
+	opts := "size=" + strconv.Itoa(s.ScratchMiB) + "m,nr_inodes=" + strconv.Itoa(inodes) +
+		",mode=0700,uid=" + strconv.Itoa(uid) + ",gid=" + strconv.Itoa(gid)
+	err := l.call(StepScratch, func() error {
+		return kernel.Mount("tmpfs", s.Scratch, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, opts)
+	})
+	if err != nil {
+		return stepErr(StepScratch, fmt.Errorf("mount a %d MiB tmpfs on the scratch directory %s: %w", s.ScratchMiB, s.Scratch, err),
+			"run IronVise as root or allow unprivileged user namespaces; lower ECTO_SANDBOX_SCRATCH_MIB if the kernel refused the size")
+	}
+	l.applied.ScratchMiB, l.applied.ScratchInodes = s.ScratchMiB, inodes
+	return nil
+}
+
+// hide covers every path of Spec.Hide that exists: a directory with an
+// empty read-only tmpfs, anything else with /dev/null (which the read-only
+// remount makes unwritable too).
+//
+// Security: Landlock grants the workspace and the system roots as whole
+// trees, so a workspace such as a home directory would otherwise show its
+// ~/.ssh and IronVise's own data directory (the issuer's signing key, the
+// ledger). Masking in the mount namespace hides them from every way of
+// naming them: a tripwire rule only sees the paths it can parse, while a
+// command can build a path at run time. A path that vanished under an
+// earlier mask (a child of a masked directory) needs nothing more.
+func (l *launcher) hide() error {
+	for _, p := range l.spec.Hide {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			continue // absent, or under a directory masked already
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			// A mount would follow the link; the tier passes the link's
+			// target as its own entry.
+			continue
+		}
+		err = l.call(StepHide, func() error {
+			if fi.IsDir() {
+				return kernel.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,nr_inodes=1,mode=0555")
+			}
+			return kernel.Mount("/dev/null", p, "", unix.MS_BIND, "")
+		})
+		if err != nil {
+			return stepErr(StepHide, fmt.Errorf("mask %s: %w", p, err), "")
+		}
+		l.applied.Hidden++
 	}
 	return nil
 }

@@ -21,16 +21,18 @@ import (
 
 // Spec argument keys.
 const (
-	keyCommand   = "command"
-	keyWorkspace = "workspace"
-	keyScratch   = "scratch"
-	keyEnv       = "env"
-	keyLimits    = "limits"
-	keyUser      = "user"
-	keyUserNS    = "userns"
-	keySeccomp   = "seccomp"
-	keySHA256    = "seccomp_sha256"
-	keyInject    = "inject"
+	keyCommand    = "command"
+	keyWorkspace  = "workspace"
+	keyScratch    = "scratch"
+	keyEnv        = "env"
+	keyLimits     = "limits"
+	keyUser       = "user"
+	keyUserNS     = "userns"
+	keySeccomp    = "seccomp"
+	keySHA256     = "seccomp_sha256"
+	keyInject     = "inject"
+	keyHide       = "hide"
+	keyScratchMiB = "scratch_mib"
 )
 
 // errNUL is returned for a value argv cannot carry.
@@ -53,8 +55,12 @@ func (s Spec) Args() ([]string, error) {
 	if s.UserNS {
 		args = append(args, keyUserNS+"=1")
 	}
+	args = append(args, keyScratchMiB+"="+strconv.Itoa(s.ScratchMiB))
 	for _, e := range s.Env {
 		args = append(args, keyEnv+"="+e)
+	}
+	for _, h := range s.Hide {
+		args = append(args, keyHide+"="+h)
 	}
 	for step, errno := range s.Inject {
 		args = append(args, keyInject+"="+step+":"+strconv.Itoa(errno))
@@ -78,7 +84,7 @@ func ParseArgs(args []string) (Spec, error) {
 		if !ok {
 			return Spec{}, fmt.Errorf("launch: argument %q is not key=value", clip(a))
 		}
-		if k != keyEnv && k != keyInject {
+		if k != keyEnv && k != keyInject && k != keyHide {
 			if seen[k] {
 				return Spec{}, fmt.Errorf("launch: %s given twice", k)
 			}
@@ -94,6 +100,15 @@ func ParseArgs(args []string) (Spec, error) {
 			s.Scratch = v
 		case keyEnv:
 			s.Env = append(s.Env, v)
+		case keyHide:
+			if !strings.HasPrefix(v, "/") {
+				err = errors.New("not an absolute path")
+			}
+			s.Hide = append(s.Hide, v)
+		case keyScratchMiB:
+			if s.ScratchMiB, err = strconv.Atoi(v); err == nil && s.ScratchMiB <= 0 {
+				err = errors.New("want a positive number of MiB")
+			}
 		case keyLimits:
 			var n []int
 			if n, err = splitInts(v, ",", 5); err == nil {
@@ -129,7 +144,7 @@ func ParseArgs(args []string) (Spec, error) {
 			return Spec{}, fmt.Errorf("launch: %s: %w", k, err)
 		}
 	}
-	for _, k := range []string{keyCommand, keyWorkspace, keyScratch, keyLimits, keySeccomp, keySHA256} {
+	for _, k := range []string{keyCommand, keyWorkspace, keyScratch, keyLimits, keySeccomp, keySHA256, keyScratchMiB} {
 		if !seen[k] {
 			return Spec{}, fmt.Errorf("launch: %s is missing", k)
 		}
@@ -162,6 +177,10 @@ func (st Status) Marshal() []byte {
 		b = strconv.AppendBool(b, a.NoNewPrivs)
 		b = appendInt(b, "pid_max", a.PidMax)
 		b = appendQuoted(b, "namespaces", strings.Join(a.Namespaces, ","))
+		b = appendInt(b, "scratch_mib", a.ScratchMiB)
+		b = appendInt(b, "scratch_inodes", a.ScratchInodes)
+		b = appendInt(b, "hidden", a.Hidden)
+		b = appendQuoted(b, "verified", strings.Join(a.Verified, ","))
 		r := a.RLimits
 		b = append(b, " rlimits="...)
 		b = append(b, joinInts(r.CPUSecs, r.ASMiB, r.NoFile, r.NProc, r.FSizeMiB)...)
@@ -210,6 +229,15 @@ func ParseStatus(line []byte) (Status, error) {
 		if ns := fields["namespaces"]; ns != "" {
 			a.Namespaces = strings.Split(ns, ",")
 		}
+		if v := fields["verified"]; v != "" {
+			a.Verified = strings.Split(v, ",")
+		}
+		a.ScratchMiB, err = num("scratch_mib")
+		add(err)
+		a.ScratchInodes, err = num("scratch_inodes")
+		add(err)
+		a.Hidden, err = num("hidden")
+		add(err)
 		n, err := splitInts(fields["rlimits"], ",", 5)
 		add(err)
 		if err == nil {

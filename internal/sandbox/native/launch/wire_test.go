@@ -16,7 +16,9 @@ func testSpec() Spec {
 		SwitchUser: true, UID: 1000, GID: 1001, UserNS: true,
 		Seccomp:       []byte{0x20, 0, 0, 0, 4, 0, 0, 0, 0xff, 0x06},
 		SeccompSHA256: strings.Repeat("ab", 32),
-		Inject:        map[string]int{StepLandlock: 38, StepExec: 2},
+		Inject:        map[string]int{StepLandlock: 38, StepExec: 2, StepSeccomp: InjectSkip},
+		Hide:          []string{"/home/a/.ssh", "/var/lib/ironvise data"},
+		ScratchMiB:    256,
 	}
 }
 
@@ -26,7 +28,7 @@ func TestSpecArgsRoundTrip(t *testing.T) {
 		spec Spec
 	}{
 		{"everything", testSpec()},
-		{"minimal", Spec{Command: "true", Workspace: "/", Scratch: "/tmp/s", Seccomp: []byte{1}, SeccompSHA256: "x"}},
+		{"minimal", Spec{Command: "true", Workspace: "/", Scratch: "/tmp/s", Seccomp: []byte{1}, SeccompSHA256: "x", ScratchMiB: 1}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,6 +89,9 @@ func TestParseArgsRejects(t *testing.T) {
 		{"bad user", slices.Concat(without("user="), []string{"user=1000"}), "user"},
 		{"bad userns", slices.Concat(without("userns="), []string{"userns=yes"}), "userns"},
 		{"bad inject", slices.Concat(good, []string{"inject=landlock"}), "inject"},
+		{"no scratch cap", without("scratch_mib="), "scratch_mib is missing"},
+		{"zero scratch cap", slices.Concat(without("scratch_mib="), []string{"scratch_mib=0"}), "positive"},
+		{"relative hidden path", slices.Concat(good, []string{"hide=.ssh"}), "absolute"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,7 +110,8 @@ func TestStatusRoundTrip(t *testing.T) {
 	}{
 		{"applied", Status{Applied: &Applied{LandlockABI: 7, SeccompSHA256: strings.Repeat("0f", 32), UID: 65534,
 			CapEffective: 0, CapPermitted: 1 << 40, NoNewPrivs: true, PidMax: 813, Namespaces: []string{"mount", "pid", "user"},
-			RLimits: RLimits{CPUSecs: 30, ASMiB: 512, NoFile: 64, NProc: 512, FSizeMiB: 256}}}},
+			RLimits: RLimits{CPUSecs: 30, ASMiB: 512, NoFile: 64, NProc: 512, FSizeMiB: 256},
+			ScratchMiB: 256, ScratchInodes: 65536, Hidden: 3, Verified: []string{VerifiedSeccomp, VerifiedLandlock}}}},
 		{"applied without namespaces", Status{Applied: &Applied{LandlockABI: 1, SeccompSHA256: "x"}}},
 		{"error", Status{Error: &SetupError{Step: StepMounts, Errno: 1, Message: "mount /proc: \"quoted\"\nsecond line", Fix: "run as root"}}},
 		{"error without errno or fix", Status{Error: &SetupError{Step: StepSpec, Message: "missing launch specification"}}},
