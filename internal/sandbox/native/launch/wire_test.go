@@ -110,7 +110,7 @@ func TestStatusRoundTrip(t *testing.T) {
 	}{
 		{"applied", Status{Applied: &Applied{LandlockABI: 7, SeccompSHA256: strings.Repeat("0f", 32), UID: 65534,
 			CapEffective: 0, CapPermitted: 1 << 40, NoNewPrivs: true, PidMax: 813, Namespaces: []string{"mount", "pid", "user"},
-			RLimits: RLimits{CPUSecs: 30, ASMiB: 512, NoFile: 64, NProc: 512, FSizeMiB: 256},
+			RLimits:    RLimits{CPUSecs: 30, ASMiB: 512, NoFile: 64, NProc: 512, FSizeMiB: 256},
 			ScratchMiB: 256, ScratchInodes: 65536, Hidden: 3, Verified: []string{VerifiedSeccomp, VerifiedLandlock}}}},
 		{"applied without namespaces", Status{Applied: &Applied{LandlockABI: 1, SeccompSHA256: "x"}}},
 		{"error", Status{Error: &SetupError{Step: StepMounts, Errno: 1, Message: "mount /proc: \"quoted\"\nsecond line", Fix: "run as root"}}},
