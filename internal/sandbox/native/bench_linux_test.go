@@ -7,8 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ironvise/ironvise/internal/sandbox"
 )
@@ -86,6 +89,34 @@ func BenchmarkBwrapTrue(b *testing.B) {
 		s := time.Now()
 		if out, err := exec.Command(bwrap, "--ro-bind", "/", "/", "--unshare-all", "/bin/true").CombinedOutput(); err != nil {
 			b.Fatalf("bwrap: %v %s", err, out)
+		}
+		d = append(d, time.Since(s))
+	}
+	reportMedian(b, d)
+}
+
+// BenchmarkNamespacesTrue and BenchmarkNamespacesNetTrue isolate the cost
+// of the command's own network namespace: /bin/true started in fresh PID
+// and mount namespaces, without and with CLONE_NEWNET (root only).
+func BenchmarkNamespacesTrue(b *testing.B) {
+	benchClone(b, unix.CLONE_NEWPID|unix.CLONE_NEWNS)
+}
+
+func BenchmarkNamespacesNetTrue(b *testing.B) {
+	benchClone(b, unix.CLONE_NEWPID|unix.CLONE_NEWNS|unix.CLONE_NEWNET)
+}
+
+func benchClone(b *testing.B, flags uintptr) {
+	if os.Geteuid() != 0 {
+		b.Skip("creating namespaces without a user namespace needs root")
+	}
+	d := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		s := time.Now()
+		c := exec.Command("/bin/true")
+		c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: flags}
+		if err := c.Run(); err != nil {
+			b.Fatal(err)
 		}
 		d = append(d, time.Since(s))
 	}
