@@ -41,7 +41,7 @@ func sandboxOptions(c config.Sandbox, tier string, log *slog.Logger) sandbox.Opt
 		Tier: tier, DockerImage: c.DockerImage, FCBinary: c.FCBinary, Permissive: c.Permissive,
 		Timeout: time.Duration(c.TimeoutSecs) * time.Second,
 		Limits:  sandbox.Limits{CPUSecs: c.CPUSecs, MemMiB: c.MemMiB, NoFile: c.NoFile},
-		User:    c.User, Logger: log,
+		User:    c.User, Logger: log, ScratchMiB: c.ScratchMiB,
 		Container: sandbox.ContainerOptions{
 			Runtime: c.Docker.Runtime, Memory: c.Docker.Memory, MemoryBytes: c.Docker.MemoryBytes,
 			CPUs: c.Docker.CPUs, Timeout: time.Duration(c.Docker.TimeoutSecs) * time.Second,
@@ -267,6 +267,15 @@ func describeEnforced(e *sandbox.Enforced) string {
 	}
 	if e.Network != "" {
 		parts = append(parts, "network "+e.Network)
+	}
+	if sc := e.Scratch; sc != nil {
+		parts = append(parts, fmt.Sprintf("scratch tmpfs %d MiB, %d inodes", sc.MiB, sc.Inodes))
+	}
+	if e.HiddenPaths != nil {
+		parts = append(parts, fmt.Sprintf("%d protected paths masked", *e.HiddenPaths))
+	}
+	if len(e.Verified) > 0 {
+		parts = append(parts, "verified before exec: "+strings.Join(e.Verified, ", "))
 	}
 	if e.Runtime != "" {
 		parts = append(parts, strings.TrimSpace(e.Runtime+" "+e.RuntimeVersion))

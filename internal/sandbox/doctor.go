@@ -22,6 +22,11 @@ const (
 	GNetTCPDenied         = "net_tcp_denied"
 	GNetUDPDenied         = "net_udp_denied"
 	GUnixSocketsDenied    = "unix_sockets_denied"
+	GUnixDatagramDenied   = "unix_datagram_denied"
+	GNetNamespace         = "net_namespace"
+	GProtectedHidden      = "protected_paths_hidden"
+	GScratchCapped        = "scratch_capped"
+	GScratchCleanup       = "scratch_cleanup"
 	GPtraceDenied         = "ptrace_denied"
 	GSignalsScoped        = "signals_scoped"
 	GLimitCPU             = "limit_cpu"
@@ -35,9 +40,10 @@ const (
 
 // GuaranteeNames lists the guarantees in report order.
 func GuaranteeNames() []string {
-	return []string{GFSWorkspaceReadonly, GFSOutsideWriteDenied, GFSOutsideReadDenied, GNetTCPDenied,
-		GNetUDPDenied, GUnixSocketsDenied, GPtraceDenied, GSignalsScoped, GLimitCPU, GLimitMemory,
-		GLimitFDs, GLimitProcesses, GCapsDropped, GNoNewPrivs, GNoSurvivors}
+	return []string{GFSWorkspaceReadonly, GFSOutsideWriteDenied, GFSOutsideReadDenied, GProtectedHidden,
+		GNetTCPDenied, GNetUDPDenied, GNetNamespace, GUnixSocketsDenied, GUnixDatagramDenied, GPtraceDenied,
+		GSignalsScoped, GLimitCPU, GLimitMemory, GLimitFDs, GLimitProcesses, GScratchCapped, GScratchCleanup,
+		GCapsDropped, GNoNewPrivs, GNoSurvivors}
 }
 
 // State is how a guarantee holds on this host.
@@ -192,6 +198,11 @@ func windowsGuarantees() ([]Guarantee, []string) {
 		g(GNetTCPDenied, StateNotEnforced, "no network restriction"),
 		g(GNetUDPDenied, StateNotEnforced, "no network restriction"),
 		g(GUnixSocketsDenied, StateNotEnforced, "no syscall filtering"),
+		g(GUnixDatagramDenied, StateNotEnforced, "no syscall filtering"),
+		g(GNetNamespace, StateNotEnforced, "the command uses the host's network"),
+		g(GProtectedHidden, StateNotEnforced, "no file restriction beyond NTFS permissions"),
+		g(GScratchCapped, StateNotEnforced, "the scratch folder is an ordinary folder on the host's disk"),
+		g(GScratchCleanup, StateNotApplicable, "not probed on Windows"),
 		g(GPtraceDenied, StateNotApplicable, "no ptrace on Windows"),
 		g(GSignalsScoped, StateNotApplicable, "no POSIX signals on Windows"),
 		g(GLimitCPU, StateEnforced, "Job Object per-process user time limit"),
@@ -218,6 +229,10 @@ type prober struct {
 	abstract  net.Listener
 	pathSock  net.Listener
 	sockPath  string
+	dgram     net.PacketConn // a host datagram socket the command can name
+	dgramPath string
+	protected string // a protected directory inside the probe workspace
+	protTxt   string
 	abstractN string
 	closers   []io.Closer
 }
@@ -279,6 +294,24 @@ func newProber(t Tier) (*prober, error) {
 	}
 	p.closers = append(p.closers, p.pathSock)
 	_ = os.Chmod(p.sockPath, 0o777)
+	if runtime.GOOS != "windows" {
+		p.dgramPath = filepath.Join(p.ws, "probe.dgram")
+		if p.dgram, err = net.ListenPacket("unixgram", p.dgramPath); err != nil {
+			return fail(err)
+		}
+		p.closers = append(p.closers, p.dgram)
+		_ = os.Chmod(p.dgramPath, 0o777)
+	}
+	// A protected directory inside the workspace, as ~/.ssh is inside a
+	// home workspace: the run hides it through Request.Hidden.
+	p.protected = filepath.Join(p.ws, ".ironvise-protected")
+	p.protTxt = "ironvise-doctor-protected-" + tok
+	if err := os.MkdirAll(p.protected, 0o755); err != nil {
+		return fail(err)
+	}
+	if err := os.WriteFile(filepath.Join(p.protected, "key"), []byte(p.protTxt+"\n"), 0o644); err != nil {
+		return fail(err)
+	}
 	return p, nil
 }
 

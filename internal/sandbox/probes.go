@@ -46,6 +46,9 @@ func (p *prober) run(ctx context.Context) ([]Guarantee, *Enforced, error) {
 	w(`r=$( { echo x > ./.ironvise-probe; } 2>&1 ) && P ws WROTE || P ws "$(printf '%%s' "$r" | first)"`)
 	w(`r=$( { echo x > %s; } 2>&1 ) && P out WROTE || P out "$(printf '%%s' "$r" | first)"`, shq(filepath.Join(p.outside, "probe")))
 	w(`r=$(cat %s 2>&1); P read "$(printf '%%s' "$r" | first)"`, shq(p.secret))
+	w(`r=$(cat ./.ironvise-protected/key 2>&1); P hidden "$(printf '%%s' "$r" | first)"`)
+	// The interfaces of the command's network namespace.
+	w(`if [ -r /proc/net/dev ]; then P netdev "$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' ' | tr '\n' ' ')"; else P netdev "no /proc/net/dev"; fi`)
 	// Credentials and limits, as the kernel reports them for this process.
 	w(`grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status 2>/dev/null | while read -r k v; do P status "$k$v"; done`)
 	w(`grep -E '^Max (cpu time|file size|processes|open files|address space)' /proc/self/limits 2>/dev/null | while read -r l; do P limits "$l"; done`)
@@ -57,6 +60,11 @@ func (p *prober) run(ctx context.Context) ([]Guarantee, *Enforced, error) {
 		w(`  P unix_abstract "$(perl -MSocket -e 'socket(my $s, PF_UNIX, SOCK_STREAM, 0) or die "socket: $!\n"; connect($s, pack_sockaddr_un("\0%s")) or die "connect: $!\n"; print "CONNECTED\n"' 2>&1 | first)"`, p.abstractN)
 	}
 	w(`  P unix_path "$(perl -MSocket -e 'socket(my $s, PF_UNIX, SOCK_STREAM, 0) or die "socket: $!\n"; connect($s, pack_sockaddr_un("%s")) or die "connect: $!\n"; print "CONNECTED\n"' 2>&1 | first)"`, p.sockPath)
+	if p.dgramPath != "" {
+		// An unconnected datagram socket from socketpair, then a send
+		// addressed to a host socket by path.
+		w(`  P unix_dgram "$(perl -MSocket -e 'socketpair(my $a, my $b, AF_UNIX, SOCK_DGRAM, PF_UNSPEC) or die "socketpair: $!\n"; defined(send($a, "probe", 0, pack_sockaddr_un("%s"))) or die "send: $!\n"; print "SENT\n"' 2>&1 | first)"`, p.dgramPath)
+	}
 	w(`  P fds "$(perl -e 'my @f; while (open(my $f, "<", "/dev/null")) { push @f, $f; last if @f >= 100000 } print scalar(@f), " open: $!\n"' 2>&1 | first)"`)
 	w(`elif [ $HAVE_BASH = 1 ]; then`)
 	w(`  P tcp "$(/bin/bash -c 'exec 3<>/dev/tcp/127.0.0.1/%s && echo CONNECTED' 2>&1 | first)"`, tcpPort)
@@ -75,7 +83,7 @@ func (p *prober) run(ctx context.Context) ([]Guarantee, *Enforced, error) {
 	w(`sleep %s >/dev/null 2>&1 </dev/null &`, p.marker)
 	w(`P done yes`)
 
-	main := p.t.Run(ctx, Request{Command: sb.String(), Workspace: p.ws, Timeout: 60 * time.Second})
+	main := p.t.Run(ctx, Request{Command: sb.String(), Workspace: p.ws, Timeout: 60 * time.Second, Hidden: []string{p.protected}})
 	if main.Status != StatusOK && main.Status != StatusPermissive {
 		return nil, main.Enforced, fmt.Errorf("doctor: the probe command did not run: %s", main.Headline())
 	}
@@ -101,6 +109,14 @@ func (p *prober) run(ctx context.Context) ([]Guarantee, *Enforced, error) {
 	_, outErr := os.Stat(filepath.Join(p.outside, "probe"))
 	add(GFSOutsideWriteDenied, f.get("out") != "WROTE" && outErr != nil, true, "write outside the workspace: "+f.get("out"))
 	add(GFSOutsideReadDenied, !strings.Contains(main.Stdout+main.Stderr, p.secretTxt), true, "read "+p.secret+": "+f.get("read"))
+	add(GProtectedHidden, !strings.Contains(main.Stdout+main.Stderr, p.protTxt), true,
+		"read a protected file inside the workspace: "+f.get("hidden"))
+	switch nd := strings.TrimSpace(f.get("netdev")); {
+	case strings.HasPrefix(nd, "no "):
+		add(GNetNamespace, false, false, "no /proc/net/dev in the sandbox to list interfaces with")
+	default:
+		add(GNetNamespace, nd == "lo" || nd == "", true, "interfaces visible to the command: "+nd)
+	}
 
 	tcpAccepted := acceptedWithin(p.tcp, 50*time.Millisecond)
 	switch {
@@ -128,6 +144,16 @@ func (p *prober) run(ctx context.Context) ([]Guarantee, *Enforced, error) {
 		add(GUnixSocketsDenied, !strings.Contains(f.get("unix_path")+f.get("unix_abstract"), "CONNECTED") && !unixAccepted, true, ev)
 	} else {
 		add(GUnixSocketsDenied, !unixAccepted, false, "no perl in the sandbox to open a Unix socket with")
+	}
+	switch {
+	case p.dgram == nil:
+		gs = append(gs, Guarantee{Name: GUnixDatagramDenied, State: StateNotApplicable, Evidence: "no Unix datagram sockets on " + runtime.GOOS})
+	case perl:
+		got := receivedWithin(p.dgram, 50*time.Millisecond)
+		add(GUnixDatagramDenied, !got && !strings.Contains(f.get("unix_dgram"), "SENT"), true,
+			"socketpair(AF_UNIX, SOCK_DGRAM) and a send to a host socket by path: "+f.get("unix_dgram"))
+	default:
+		add(GUnixDatagramDenied, !receivedWithin(p.dgram, 20*time.Millisecond), false, "no perl in the sandbox to open a socket pair with")
 	}
 	switch {
 	case ptraceSyscall() == 0:
@@ -212,8 +238,80 @@ func (p *prober) limitProbes(ctx context.Context, f findings, perl bool) []Guara
 	if len(lines) > 0 {
 		last = lines[len(lines)-1]
 	}
+	backstop := "RLIMIT_NPROC 16"
+	if procs.Enforced != nil && procs.Enforced.PidMax != nil {
+		// uid 0 is exempt from RLIMIT_NPROC; the PID namespace's pid_max
+		// counts every PID it ever hands out, the kernel's 300 reserved
+		// ones included.
+		backstop = fmt.Sprintf("pid_max %d of the command's PID namespace (16 processes plus the kernel's 300 reserved PIDs; RLIMIT_NPROC does not bind uid 0)", *procs.Enforced.PidMax)
+	}
 	add(GLimitProcesses, procs.Status == StatusOK && !strings.Contains(procs.Stdout, "ALL-STARTED"), true,
-		fmt.Sprintf("starting 1000 background processes with a backstop of 16: stopped after %s: %s", last, firstLineOf(procs.Stderr)))
+		fmt.Sprintf("1000 background sleeps under %s: the kernel refused a fork after %s had started: %s", backstop, last, firstLineOf(procs.Stderr)))
+
+	gs = append(gs, p.scratchProbes(ctx)...)
+	return gs
+}
+
+// scratchProbes fill the scratch space past its cap, leave behind a tree
+// its own user cannot remove, and check what is left on the host.
+func (p *prober) scratchProbes(ctx context.Context) []Guarantee {
+	r := p.t.Run(ctx, Request{
+		Command: `i=0; while [ $i -lt 16 ]; do head -c 67108864 /dev/zero > "$TMPDIR/fill$i" 2>/dev/null || break; i=$((i+1)); done; ` +
+			`printf '@@scratch:%s
+' "$(du -sm "$TMPDIR" 2>/dev/null | cut -f1)"; ` +
+			`mkdir -p "$TMPDIR/locked/deep" && chmod 000 "$TMPDIR/locked/deep" "$TMPDIR/locked"; echo @@done:yes`,
+		Workspace: p.ws, Timeout: 60 * time.Second,
+	})
+	if r.Status != StatusOK && r.Status != StatusPermissive {
+		return []Guarantee{
+			{Name: GScratchCapped, State: StateNotEnforced, Evidence: "the probe did not run: " + r.Headline()},
+			{Name: GScratchCleanup, State: StateNotEnforced, Evidence: "the probe did not run: " + r.Headline()},
+		}
+	}
+	f := parseFindings(r.Stdout)
+	used, _ := strconv.Atoi(f.get("scratch"))
+	var gs []Guarantee
+	capMiB := 0
+	if r.Enforced != nil && r.Enforced.Scratch != nil {
+		capMiB = r.Enforced.Scratch.MiB
+	}
+	switch {
+	case capMiB > 0:
+		st := StateNotEnforced
+		if used <= capMiB {
+			st = StateEnforced
+		}
+		gs = append(gs, Guarantee{Name: GScratchCapped, State: st, Probed: true,
+			Evidence: fmt.Sprintf("writing 1 GiB into the scratch space stopped at %d MiB (cap %d MiB, %d inodes)", used, capMiB, r.Enforced.Scratch.Inodes)})
+	case used > 0 && used < 1024:
+		gs = append(gs, Guarantee{Name: GScratchCapped, State: StateEnforced, Probed: true,
+			Evidence: fmt.Sprintf("writing 1 GiB into the scratch space stopped at %d MiB", used)})
+	default:
+		gs = append(gs, Guarantee{Name: GScratchCapped, State: StateNotEnforced, Probed: true,
+			Evidence: fmt.Sprintf("1 GiB written into the scratch space (%d MiB counted)", used)})
+	}
+	switch {
+	case r.Enforced != nil && r.Enforced.Scratch != nil:
+		_, err := os.Stat(r.Enforced.ScratchDir)
+		ok := r.Enforced.Scratch.Cleanup == ScratchRemoved && os.IsNotExist(err)
+		st := StateNotEnforced
+		if ok {
+			st = StateEnforced
+		}
+		gs = append(gs, Guarantee{Name: GScratchCleanup, State: st, Probed: true,
+			Evidence: "after a chmod 000 tree was left in scratch: " + r.Enforced.Scratch.Cleanup})
+	case r.Enforced != nil && filepath.IsAbs(r.Enforced.ScratchDir) && (p.t.Name() == TierNativeDarwin):
+		_, err := os.Stat(r.Enforced.ScratchDir)
+		st := StateNotEnforced
+		if os.IsNotExist(err) {
+			st = StateEnforced
+		}
+		gs = append(gs, Guarantee{Name: GScratchCleanup, State: st, Probed: true,
+			Evidence: "after a chmod 000 tree was left in scratch, the host directory " + r.Enforced.ScratchDir + " exists: " + strconv.FormatBool(err == nil)})
+	default:
+		gs = append(gs, Guarantee{Name: GScratchCleanup, State: StateEnforced,
+			Evidence: "the scratch space lives inside the " + string(p.t.Name()) + " and goes with it"})
+	}
 	return gs
 }
 

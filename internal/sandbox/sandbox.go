@@ -94,6 +94,10 @@ type Request struct {
 	// Timeout, when positive and shorter than the tier's, lowers the
 	// wall-clock timeout for this command.
 	Timeout time.Duration
+	// Hidden adds protected paths for this command to Options.Hidden (a
+	// request can only hide more, never less). doctor uses it to prove the
+	// masking on a fixture of its own.
+	Hidden []string
 }
 
 // Limits are the resource limits of the native tiers (sandbox.md §3). A zero
@@ -323,6 +327,11 @@ func ValidateRequest(req Request) error {
 	}
 	if !filepath.IsAbs(req.Workspace) {
 		return fmt.Errorf("%w: workspace %q is not an absolute path", ErrBadRequest, req.Workspace)
+	}
+	for _, h := range req.Hidden {
+		if !filepath.IsAbs(h) {
+			return fmt.Errorf("%w: protected path %q is not an absolute path", ErrBadRequest, h)
+		}
 	}
 	return nil
 }

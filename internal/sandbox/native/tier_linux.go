@@ -204,7 +204,11 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if ws == "/" {
 		return abort("workspace %s is the root directory; fix: pass the project directory as the workspace", req.Workspace)
 	}
-	for _, h := range t.hidden {
+	hidden := t.hidden
+	if len(req.Hidden) > 0 {
+		hidden = hiddenPaths(append(slices.Clone(t.hidden), req.Hidden...))
+	}
+	for _, h := range hidden {
 		if within(ws, h) {
 			return abort("workspace %s lies inside the protected path %s, which is never shown to a command; fix: use a workspace outside it", req.Workspace, h)
 		}
@@ -235,7 +239,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	limits := t.opts.Limits.Tighten(req.Limits)
 	spec := launch.Spec{
 		Command: req.Command, Workspace: ws, Scratch: scratch, Limits: launchLimits(limits),
-		Hide: t.hidden, ScratchMiB: t.opts.ScratchMiB,
+		Hide: hidden, ScratchMiB: t.opts.ScratchMiB,
 		SwitchUser: t.switchUser, UID: t.uid, GID: t.gid, UserNS: t.userNS, Inject: t.inject,
 		Seccomp: t.seccomp.Bytes(), SeccompSHA256: t.seccomp.SHA256,
 		Env: sandbox.CommandEnv(req.Env, t.commandEnv(ws, scratch)),
