@@ -23,7 +23,7 @@ func TestLoadDefaults(t *testing.T) {
 	if c.DataDir != "/x/ironvise" {
 		t.Fatalf("XDG: %s", c.DataDir)
 	}
-	c, _ = Load(MapLookup(map[string]string{"ECTO_DATA_DIR": "/d", "AGENT_MAX_STEPS": "7", "GUARD_REQUIRED": " No "}))
+	c, _ = Load(MapLookup(map[string]string{"ECTO_DATA_DIR": "/d", "AGENT_MAX_STEPS": "7", "GUARD_REQUIRED": "No"}))
 	if c.DataDir != "/d" || c.Agent.MaxSteps != 7 || !c.Agent.MaxStepsSet || c.Guard.Required {
 		t.Fatalf("overrides: %+v", c)
 	}

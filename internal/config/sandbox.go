@@ -17,6 +17,9 @@ type Sandbox struct {
 	CPUSecs int
 	MemMiB  int
 	NoFile  int
+	// ScratchMiB is ECTO_SANDBOX_SCRATCH_MIB (default 256): the size cap
+	// of the per-command scratch tmpfs (sandboxing.md).
+	ScratchMiB int
 	// User is ECTO_SANDBOX_USER: when IronVise runs as root, the native
 	// Linux tier runs commands as this user (a name or a numeric uid).
 	User string
@@ -63,6 +66,9 @@ const (
 	DefaultSandboxCPUSecs     = 30
 	DefaultSandboxMemMiB      = 512
 	DefaultSandboxNoFile      = 64
+	DefaultSandboxScratchMiB  = 256
+	// MaxSandboxScratchMiB is ECTO_SANDBOX_SCRATCH_MIB's upper bound.
+	MaxSandboxScratchMiB = 65536
 )
 
 // Defaults of the container and microVM tiers (sandbox.md §6, §7).
@@ -80,17 +86,9 @@ const (
 
 func loadSandbox(r *reader) Sandbox {
 	var s Sandbox
-	if v, ok := r.get("ECTO_SANDBOX_PERMISSIVE"); ok {
-		switch v {
-		case "true":
-			s.Permissive = true
-		case "false":
-		default:
-			// Only the two documented spellings: a typo such as "ture"
-			// must not silently mean either mode.
-			r.fail("ECTO_SANDBOX_PERMISSIVE", v, "unknown value", "true, false, or unset")
-		}
-	}
+	// Only the two documented spellings, exactly: a typo such as "ture"
+	// or a padded " true" must not silently mean either mode.
+	s.Permissive = r.switchVar("ECTO_SANDBOX_PERMISSIVE", false, wordsTrueFalse)
 	s.Tier = r.enum("ECTO_SANDBOX_TIER", "", "native", "docker", "firecracker")
 	s.TimeoutSecs, _ = r.intRange("ECTO_SANDBOX_TIMEOUT_SECS", DefaultSandboxTimeoutSecs, 1, 86400)
 	s.CPUSecs, _ = r.intRange("ECTO_SANDBOX_CPU_SECS", DefaultSandboxCPUSecs, 1, 86400)
@@ -98,6 +96,9 @@ func loadSandbox(r *reader) Sandbox {
 	s.MemMiB, _ = r.intRange("ECTO_SANDBOX_MEM_MIB", DefaultSandboxMemMiB, 16, 1<<20)
 	// A shell needs a handful of descriptors for its pipes and redirections.
 	s.NoFile, _ = r.intRange("ECTO_SANDBOX_NOFILE", DefaultSandboxNoFile, 8, 1<<20)
+	// The scratch tmpfs lives in memory: 64 GiB is more than a single
+	// command's scratch should ever hold, and below 1 MiB nothing fits.
+	s.ScratchMiB, _ = r.intRange("ECTO_SANDBOX_SCRATCH_MIB", DefaultSandboxScratchMiB, 1, MaxSandboxScratchMiB)
 	s.User = r.str("ECTO_SANDBOX_USER", "")
 	s.DockerImage = r.str("ECTO_DOCKER_IMAGE", "")
 	s.FCBinary = r.absPath("ECTO_FC_BINARY", "")

@@ -64,7 +64,7 @@ func loadAgent(r *reader) Agent {
 
 // Guard configures check 4 (checks.md §7).
 type Guard struct {
-	// Required is false only for GUARD_REQUIRED=false/0/no.
+	// Required is false only for GUARD_REQUIRED=false/0/no (any case).
 	Required bool
 	Backend  string
 	Model    string
@@ -76,13 +76,10 @@ type Guard struct {
 }
 
 func loadGuard(r *reader) Guard {
-	g := Guard{Required: true}
-	if v, ok := r.look("GUARD_REQUIRED"); ok {
-		switch strings.ToLower(strings.TrimSpace(v)) {
-		case "false", "0", "no":
-			g.Required = false
-		}
-	}
+	// A word that is no documented spelling ("off") is refused rather than
+	// read as "required": the operator meant to change something, and
+	// neither reading is safe to guess.
+	g := Guard{Required: r.switchVar("GUARD_REQUIRED", true, wordsGuardRequired)}
 	g.Backend = r.enum("GUARD_LLM_BACKEND", "", llmBackends...)
 	g.Model = r.str("GUARD_LLM_MODEL", "")
 	g.TimeoutSecs, _ = r.intRange("GUARD_TIMEOUT_SECS", 30, 1, 3600)

@@ -114,15 +114,7 @@ func loadServer(r *reader) Server {
 			r.fail("ECTO_CORS_ORIGINS", v, "lists no origin", "*, or a comma list of origins")
 		}
 	}
-	if v, ok := r.get("ECTO_DEMO_MODE"); ok {
-		switch strings.ToLower(v) {
-		case "1", "true":
-			s.DemoMode = true
-		case "0", "false":
-		default:
-			r.fail("ECTO_DEMO_MODE", v, "unknown value", "1, true, 0, false, or unset")
-		}
-	}
+	s.DemoMode = r.switchVar("ECTO_DEMO_MODE", false, wordsDemo)
 	if v, ok := r.get("EVM_RPC_URL"); ok {
 		u, err := url.Parse(v)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {

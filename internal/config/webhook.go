@@ -37,12 +37,12 @@ const DefaultWebhookRateLimit = 10
 
 func loadWebhook(r *reader) Webhook {
 	w := Webhook{
-		IncludeGuard:    r.trueOrFalse("WEBHOOK_INCLUDE_GUARD", true),
-		IncludeTripwire: r.trueOrFalse("WEBHOOK_INCLUDE_TRIPWIRE", true),
+		IncludeGuard:    r.switchVar("WEBHOOK_INCLUDE_GUARD", true, wordsTrueFalseAnyCase),
+		IncludeTripwire: r.switchVar("WEBHOOK_INCLUDE_TRIPWIRE", true, wordsTrueFalseAnyCase),
 		SIEMFormat:      r.enum("SIEM_FORMAT", "json", "json", "cef", "leef"),
 		// Checked before the URL: whether a private target is an error
 		// depends on it.
-		AllowPrivateTargets: r.trueOrFalse("WEBHOOK_ALLOW_PRIVATE_TARGETS", false),
+		AllowPrivateTargets: r.switchVar("WEBHOOK_ALLOW_PRIVATE_TARGETS", false, wordsTrueFalseAnyCase),
 	}
 	w.RateLimitPerSecond, _ = r.intRange("WEBHOOK_RATE_LIMIT_PER_SECOND", DefaultWebhookRateLimit, 1, 10000)
 	// Tokens are taken verbatim (trimming would change what the receiver
@@ -100,20 +100,3 @@ func checkWebhookURL(s string, allowPrivate bool) string {
 
 // cgnat is the shared address space of RFC 6598.
 var cgnat = netip.MustParsePrefix("100.64.0.0/10")
-
-// trueOrFalse reads true or false (any case); anything else is an error, so a
-// typo never silently means either value.
-func (r *reader) trueOrFalse(name string, def bool) bool {
-	s, ok := r.get(name)
-	if !ok {
-		return def
-	}
-	switch strings.ToLower(s) {
-	case "true":
-		return true
-	case "false":
-		return false
-	}
-	r.fail(name, s, "unknown value", "true, false, or unset")
-	return def
-}
