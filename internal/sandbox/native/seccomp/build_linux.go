@@ -32,6 +32,11 @@ func argLow(i uint32) uint32 { return offArgs + 8*i }
 const cloneNamespaceFlags = unix.CLONE_NEWNS | unix.CLONE_NEWCGROUP | unix.CLONE_NEWUTS |
 	unix.CLONE_NEWIPC | unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET
 
+// sockTypeMask is the kernel's SOCK_TYPE_MASK: the bits of a socket type
+// argument that select the type, without the SOCK_NONBLOCK and
+// SOCK_CLOEXEC flags.
+const sockTypeMask = 0xf
+
 // x32SyscallBit marks x32 syscall numbers on amd64.
 const x32SyscallBit = 0x40000000
 
@@ -160,11 +165,36 @@ func commandRules() (map[string][]bpf.Instruction, error) {
 			retEPERM,
 			retAllow,
 		},
-		// socketpair: AF_UNIX only. A connected pair is useful to shells
-		// and tools and reaches nothing outside the sandbox.
+		// socketpair: AF_UNIX and SOCK_STREAM only, the type compared
+		// after masking off SOCK_NONBLOCK and SOCK_CLOEXEC. A connected
+		// stream pair is what shells, make's job server, Python's
+		// subprocess and Node's child_process use.
+		//
+		// Security: an AF_UNIX datagram socket needs no connect(2) to
+		// send: sendto(2) or sendmsg(2) with any pathname delivers to the
+		// host socket bound there (/dev/log, journald, a daemon's
+		// control socket), SCM_RIGHTS hands that daemon open
+		// descriptors, and neither the read-only mount nor Landlock
+		// stops it (Landlock up to ABI 7 does not govern pathname Unix
+		// sockets, so a socket in a directory it hides is reached just
+		// the same). SOCK_SEQPACKET, and any other type, is refused as
+		// well. Every other way to an addressable AF_UNIX socket is
+		// closed too: socket(2) is not allowed for any family; bind,
+		// listen, connect, accept and accept4 are not allowed;
+		// sendto/sendmsg with an address on a connected stream socket
+		// fail in the kernel with EISCONN; the launcher marks every
+		// inherited descriptor above stderr close-on-exec
+		// (internal/sandbox/native/launch/launcher_linux.go), and
+		// opening a socket's path or /proc/<pid>/fd/<n> of a socket
+		// fails with ENXIO. The family and type are ints: the kernel
+		// ignores the upper 32 bits of both registers, so only the low
+		// words are compared.
 		"socketpair": {
 			bpf.LoadAbsolute{Off: argLow(0), Size: 4},
-			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_UNIX, SkipFalse: 1},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_UNIX, SkipFalse: 4},
+			bpf.LoadAbsolute{Off: argLow(1), Size: 4},
+			bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: sockTypeMask},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SOCK_STREAM, SkipFalse: 1},
 			retAllow,
 			retEPERM,
 		},
@@ -215,7 +245,7 @@ func httpsClientRules(pid uint32) (map[string][]bpf.Instruction, error) {
 			bpf.LoadAbsolute{Off: argLow(2), Size: 4},
 			bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipFalse: 5},
 			bpf.LoadAbsolute{Off: argLow(1), Size: 4},
-			bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: 0xf}, // SOCK_TYPE_MASK
+			bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: sockTypeMask},
 			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SOCK_STREAM, SkipTrue: 1},
 			bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SOCK_DGRAM, SkipFalse: 1},
 			retAllow,

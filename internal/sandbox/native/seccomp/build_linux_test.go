@@ -107,8 +107,11 @@ func TestFilterDecisions(t *testing.T) {
 		{"foreign architecture killed", unix.AUDIT_ARCH_I386, n("read"), nil, kill},
 		{"socket denied for AF_INET", auditArch, n("socket"), []uint64{unix.AF_INET}, eperm},
 		{"socket denied for AF_UNIX too", auditArch, n("socket"), []uint64{unix.AF_UNIX}, eperm},
-		{"socketpair AF_UNIX allowed", auditArch, n("socketpair"), []uint64{unix.AF_UNIX}, allow},
-		{"socketpair AF_INET denied", auditArch, n("socketpair"), []uint64{unix.AF_INET}, eperm},
+		{"socketpair AF_UNIX stream allowed", auditArch, n("socketpair"), []uint64{unix.AF_UNIX, unix.SOCK_STREAM}, allow},
+		{"socketpair AF_UNIX datagram denied", auditArch, n("socketpair"), []uint64{unix.AF_UNIX, unix.SOCK_DGRAM}, eperm},
+		{"socketpair AF_INET denied", auditArch, n("socketpair"), []uint64{unix.AF_INET, unix.SOCK_STREAM}, eperm},
+		{"setresuid allowed", auditArch, n("setresuid"), []uint64{0xffffffff, 0, 0xffffffff}, allow},
+		{"capset denied", auditArch, n("capset"), nil, eperm},
 		{"clone for fork allowed", auditArch, n("clone"), []uint64{uint64(unix.SIGCHLD)}, allow},
 		{"clone for a thread allowed", auditArch, n("clone"), []uint64{unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_THREAD}, allow},
 		{"clone NEWUSER denied", auditArch, n("clone"), []uint64{unix.CLONE_NEWUSER | uint64(unix.SIGCHLD)}, eperm},
@@ -167,7 +170,7 @@ func TestPolicyInvariants(t *testing.T) {
 			t.Errorf("%s is not always denied (sandbox.md §3)", must)
 		}
 	}
-	for _, never := range []string{"socket", "memfd_create", "connect", "bind", "listen", "accept", "setuid", "setns", "capset"} {
+	for _, never := range []string{"socket", "memfd_create", "connect", "bind", "listen", "accept", "accept4", "setns", "capset"} {
 		if slices.Contains(Allowed(), never) {
 			t.Errorf("%s is on the allowlist", never)
 		}
@@ -388,4 +391,103 @@ func TestTreeIsShallow(t *testing.T) {
 		t.Fatalf("%d instructions to decide the worst syscall; want a logarithmic search", worst)
 	}
 	t.Logf("at most %d instructions per syscall, %d in the program", worst, len(p.Filter))
+}
+
+// TestSocketpairStreamOnly walks the socketpair rule over every socket
+// type, with and without the SOCK_NONBLOCK and SOCK_CLOEXEC flags and with
+// junk in the upper 32 bits of the registers, for every family up to
+// AF_MAX: only an AF_UNIX SOCK_STREAM pair may be made. A datagram pair
+// reaches any host socket by path with sendto, no connect needed; a check
+// on the unmasked type would refuse SOCK_STREAM|SOCK_CLOEXEC, which
+// Python's socket.socketpair passes.
+func TestSocketpairStreamOnly(t *testing.T) {
+	p, err := Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nr, ok := SyscallNumber("socketpair")
+	if !ok {
+		t.Fatal("no number for socketpair")
+	}
+	const high = 0xffffffff00000000 // ignored by the kernel: family and type are ints
+	flagSets := []uint64{0, unix.SOCK_NONBLOCK, unix.SOCK_CLOEXEC, unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC}
+	for family := uint64(0); family <= unix.AF_MAX; family++ {
+		for typ := uint64(0); typ <= sockTypeMask; typ++ {
+			for _, flags := range flagSets {
+				for _, junk := range []uint64{0, high} {
+					want := eperm
+					if family == unix.AF_UNIX && typ == unix.SOCK_STREAM {
+						want = allow
+					}
+					if got := eval(t, p, auditArch, nr, family|junk, typ|flags|junk, 0); got != want {
+						t.Fatalf("socketpair(%#x, %#x): got %#x; want %#x", family|junk, typ|flags|junk, got, want)
+					}
+				}
+			}
+		}
+	}
+	named := []struct {
+		name        string
+		family, typ uint64
+		want        uint32
+	}{
+		{"stream", unix.AF_UNIX, unix.SOCK_STREAM, allow},
+		{"stream cloexec nonblock", unix.AF_UNIX, unix.SOCK_STREAM | unix.SOCK_CLOEXEC | unix.SOCK_NONBLOCK, allow},
+		{"datagram", unix.AF_UNIX, unix.SOCK_DGRAM, eperm},
+		{"datagram cloexec", unix.AF_UNIX, unix.SOCK_DGRAM | unix.SOCK_CLOEXEC, eperm},
+		{"seqpacket", unix.AF_UNIX, unix.SOCK_SEQPACKET, eperm},
+		{"raw", unix.AF_UNIX, unix.SOCK_RAW, eperm},
+		{"datagram with junk above the type mask", unix.AF_UNIX, 0x10 | unix.SOCK_DGRAM, eperm},
+		{"inet stream", unix.AF_INET, unix.SOCK_STREAM, eperm},
+	}
+	for _, tc := range named {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := eval(t, p, auditArch, nr, tc.family, tc.typ, 0); got != tc.want {
+				t.Fatalf("got %#x; want %#x", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestToolchainSyscallsAllowed pins the calls ordinary tools make — GNU
+// make's seteuid before every job, sync, ionice, V8's memory protection
+// keys — as allowed in the command profile, and capset and the calls that
+// create or address a socket as denied; the HTTPS client gets none of the
+// new ones.
+func TestToolchainSyscallsAllowed(t *testing.T) {
+	p, err := Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups", "setfsuid", "setfsgid",
+		"sync", "syncfs", "ioprio_get", "ioprio_set", "pkey_alloc", "pkey_free", "pkey_mprotect"} {
+		t.Run(name, func(t *testing.T) {
+			if !slices.Contains(Allowed(), name) {
+				t.Fatalf("%s is not on the allowlist", name)
+			}
+			nr, ok := SyscallNumber(name)
+			if !ok {
+				t.Fatalf("no number for %s", name)
+			}
+			if got := eval(t, p, auditArch, nr); got != allow {
+				t.Fatalf("got %#x; want allow", got)
+			}
+		})
+	}
+	for _, name := range []string{"capset", "socket", "bind", "listen", "connect", "accept", "accept4"} {
+		t.Run(name+" denied", func(t *testing.T) {
+			nr, ok := SyscallNumber(name)
+			if !ok {
+				t.Fatalf("no number for %s", name)
+			}
+			if got := eval(t, p, auditArch, nr, unix.AF_UNIX, unix.SOCK_STREAM, 0); got != eperm {
+				t.Fatalf("got %#x; want EPERM", got)
+			}
+		})
+	}
+	for _, name := range []string{"setuid", "setresuid", "setgroups", "sync"} {
+		if slices.Contains(HTTPSClientAllowed(), name) {
+			t.Errorf("%s is allowed to the HTTPS client", name)
+		}
+	}
 }

@@ -26,11 +26,36 @@
 // which keeps both the kernel's per-syscall evaluation and its one-off
 // analysis of the filter at install time short.
 //
-// The command profile allows no socket(2) of any family, AF_UNIX included
-// (Landlock cannot confine connecting to a pathname Unix socket before ABI
-// 9, and a host daemon behind one is an escape). The HTTPS-client profile
-// allows TCP and UDP sockets of AF_INET and AF_INET6 only, threads but no
-// new processes, no exec, and signals to its own process only.
+// # The command profile
+//
+// It allows what ordinary work needs — shells, coreutils, git, make, gcc,
+// python3 and its venv, node, the go command — and no more:
+//
+//   - files and descriptors of every kind, their metadata included
+//     (Landlock and the read-only mounts decide which files);
+//   - memory, threads, processes (fork, vfork, clone without namespace
+//     flags), exec, waiting, signals, timers, polling;
+//   - the set*id family: under no_new_privs, with every capability set
+//     empty and the securebits locked, the kernel lets a process switch
+//     only among the ids it already holds, so make's seteuid works and
+//     nothing is gained;
+//   - sync, syncfs, ionice's ioprio calls (which reach only the command's
+//     own PID namespace) and memory protection keys;
+//   - socketpair for an AF_UNIX SOCK_STREAM pair only, with
+//     SOCK_NONBLOCK and SOCK_CLOEXEC.
+//
+// It allows no socket(2) of any family, AF_UNIX included, and no bind,
+// listen, connect or accept (Landlock cannot confine connecting to a
+// pathname Unix socket before ABI 9, and a host daemon behind one is an
+// escape). A datagram or seqpacket socketpair is refused because an
+// AF_UNIX datagram socket reaches any pathname socket with sendto or
+// sendmsg, no connect needed, and SCM_RIGHTS would hand the daemon there
+// open descriptors; a connected stream socket refuses an address
+// (EISCONN).
+//
+// The HTTPS-client profile allows TCP and UDP sockets of AF_INET and
+// AF_INET6 only, threads but no new processes, no exec, and signals to its
+// own process only.
 //
 //	p, err := seccomp.Build()                       // a sandboxed command
 //	p.SHA256                                        // recorded with every command
@@ -59,7 +84,9 @@ func AlwaysDenied() []string { return slices.Clone(alwaysDenied) }
 // Allowed is the plain allowlist (the argument-checked syscalls excluded).
 func Allowed() []string { return slices.Clone(allowed) }
 
-// ArgChecked names the syscalls allowed only with checked arguments.
+// ArgChecked names the syscalls allowed only with checked arguments: clone
+// without namespace flags, ioctl but TIOCSTI and TIOCLINUX, socketpair for
+// an AF_UNIX stream pair only, prlimit64 on the caller itself.
 func ArgChecked() []string { return []string{"clone", "ioctl", "socketpair", "prlimit64"} }
 
 // HTTPSClientAllowed is the plain allowlist of the HTTPS-client profile.
@@ -81,8 +108,10 @@ var alwaysDenied = []string{
 	"personality", "quotactl", "lookup_dcookie", "uselib", "vhangup", "memfd_secret",
 }
 
-// allowed is wide enough for sh, coreutils, grep, find, awk, sed, git's
-// read-only commands, perl and python3 (tested). The file-metadata calls
+// allowed is wide enough for sh, coreutils, grep, find, awk, sed, git,
+// perl, python3 and its venv, make, gcc, node and the go command (tested
+// through the tier in internal/sandbox/native/work_linux_test.go and
+// toolchain_linux_test.go). The file-metadata calls
 // (chmod, chown, utimensat, *xattr) are allowed because Landlock does not
 // govern them: the tier mounts everything but the scratch directory
 // read-only, which is what stops them outside it.
@@ -118,6 +147,37 @@ var allowed = []string{
 	"epoll_pwait", "epoll_pwait2", "poll", "ppoll", "select", "pselect6", "pidfd_open",
 	"pidfd_send_signal", "sendto", "recvfrom", "sendmsg", "recvmsg", "sendmmsg", "recvmmsg",
 	"shutdown", "getsockname", "getpeername", "getsockopt", "setsockopt",
+	// Security: the set*id family. GNU make resets its effective uid to
+	// its real one before it starts a job (seteuid, which glibc makes
+	// setresuid(-1, uid, -1); refused, every recipe fails with "make:
+	// echo: Operation not permitted"), and apt and servers drop to
+	// another user. None of them can gain anything here: the launcher
+	// has set no_new_privs, emptied every capability set, the bounding
+	// set included, and locked the securebits
+	// (internal/sandbox/native/launch/launcher_linux.go). Without
+	// CAP_SETUID and CAP_SETGID the kernel only lets a process choose
+	// among the real, effective and saved ids it already holds, and
+	// refuses setgroups outright; no_new_privs keeps a setuid binary
+	// from adding a saved id. So uid 0 without capabilities cannot
+	// become another user and no other user can become uid 0. capset
+	// stays denied.
+	"setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups", "setfsuid",
+	"setfsgid",
+	// sync and syncfs (coreutils' sync, Python's os.sync, package
+	// managers): they only start writeback of what the kernel already
+	// holds dirty, read nothing and change no file; the host I/O they
+	// cause is no more than the command could cause by writing.
+	"sync", "syncfs",
+	// Security: ionice. Without CAP_SYS_ADMIN or CAP_SYS_NICE the
+	// kernel grants the best-effort and idle classes only, to processes
+	// of the caller's own uid, and IOPRIO_WHO_PGRP and IOPRIO_WHO_USER
+	// reach only processes visible in the caller's PID namespace, which
+	// holds the command alone: the reach of setpriority, allowed above.
+	"ioprio_get", "ioprio_set",
+	// Memory protection keys: like mprotect they change only the
+	// caller's access to its own pages (V8 write-protects its compiled
+	// code with them where the CPU has them).
+	"pkey_alloc", "pkey_free", "pkey_mprotect",
 }
 
 // httpsClientAllowed is what a Go program needs to talk HTTPS to a model
