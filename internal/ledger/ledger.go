@@ -62,7 +62,12 @@ type Options struct {
 	// OwnerID identifies this process in session leases (default: host,
 	// pid and a random suffix).
 	OwnerID string
-	// LeaseDuration (30 s) and LeaseRenewInterval (10 s) of ledger.md §6.
+	// LeaseDuration is how long a session stays this process's after its
+	// last renewal (ledger.md §6; default 30 s), and LeaseRenewInterval
+	// how often the renewal runs (default a third of LeaseDuration, 10 s).
+	// The interval must be shorter than the lease, or the lease lapses
+	// between renewals and another process's Recover fails a session
+	// that is still running here.
 	LeaseDuration      time.Duration
 	LeaseRenewInterval time.Duration
 	// Logger receives operational messages; nil discards them.
@@ -173,7 +178,12 @@ func New(ctx context.Context, b Backend, opts Options) (*Ledger, error) {
 		l.lease = DefaultLeaseDuration
 	}
 	if l.renewEvery <= 0 {
-		l.renewEvery = DefaultLeaseRenewInterval
+		// A third of the lease: two renewals may fail or run late before
+		// the lease lapses (the defaults give 10 s of 30 s).
+		l.renewEvery = l.lease / 3
+	}
+	if l.renewEvery >= l.lease {
+		return nil, fmt.Errorf("ledger: LeaseRenewInterval %s is not shorter than LeaseDuration %s: the lease would lapse between renewals; leave LeaseRenewInterval zero for a third of the lease", l.renewEvery, l.lease)
 	}
 	if l.owner == "" {
 		host, _ := os.Hostname()
@@ -368,7 +378,11 @@ func (l *Ledger) OwnerID() string { return l.owner }
 
 func (l *Ledger) nowMicros() int64 { return l.clock().UnixMicro() }
 
-// leaseLoop renews the leases of the sessions this process owns.
+// leaseLoop is the heartbeat of the sessions this process owns: while the
+// Ledger is open it renews their leases every renewEvery, however long a
+// command, a model call or an approval keeps a session busy, so no other
+// process's Recover takes a live session for a dead one. Close stops it
+// (done) and waits for it (wg).
 func (l *Ledger) leaseLoop() {
 	defer l.wg.Done()
 	t := time.NewTicker(l.renewEvery)
@@ -378,11 +392,20 @@ func (l *Ledger) leaseLoop() {
 		case <-l.done:
 			return
 		case <-t.C:
-			until := l.clock().Add(l.lease).UnixMicro()
-			if err := l.b.RenewLeases(l.bg, l.owner, until); err != nil {
-				l.log.Warn("ledger: renew session leases failed; other instances may recover these sessions once the lease lapses", "owner", l.owner, "err", err)
-			}
+			l.renewLeases()
 		}
+	}
+}
+
+// renewLeases extends this process's leases once. The write is bounded by
+// the lease itself: a renewal still pending when the lease ends is worth
+// nothing, and an unbounded one would hold up Close on a stalled database.
+func (l *Ledger) renewLeases() {
+	ctx, cancel := context.WithTimeout(l.bg, l.lease)
+	defer cancel()
+	until := l.clock().Add(l.lease).UnixMicro()
+	if err := l.b.RenewLeases(ctx, l.owner, until); err != nil {
+		l.log.Warn("ledger: renew session leases failed; other instances may recover these sessions once the lease lapses", "owner", l.owner, "err", err)
 	}
 }
 

@@ -79,6 +79,8 @@ func Run(t *testing.T, h Harness) {
 		{"ResumeInOtherProcess", testResume},
 		{"PassphraseAndIssuer", testPassphraseAndIssuer},
 		{"CrashRecovery", testCrashRecovery},
+		{"LeaseHeartbeat", testLeaseHeartbeat},
+		{"LeaseOptions", testLeaseOptions},
 		{"GoalAnchoringOnAppend", testGoalAnchoringOnAppend},
 		{"CheckpointCadence", testCheckpointCadence},
 		{"Proofs", testProofs},
