@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/ironvise/ironvise/internal/sandbox"
@@ -49,8 +48,10 @@ func (t *Tier) Available(context.Context) error {
 	return nil
 }
 
-// SelfTest implements sandbox.Tier.
-func (t *Tier) SelfTest(ctx context.Context) error { return sandbox.SelfTest(ctx, t) }
+// SelfTest implements sandbox.Tier with the checks of what the Seatbelt
+// profile promises (seatbeltSelfTest): the generic sandbox.SelfTest
+// demands a read-only workspace, which this tier does not give.
+func (t *Tier) SelfTest(ctx context.Context) error { return seatbeltSelfTest(ctx, t) }
 
 // Run implements sandbox.Tier.
 func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
@@ -91,11 +92,11 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		"PATH": sandbox.DefaultPath + ":/opt/homebrew/bin", "HOME": scratch, "TMPDIR": scratch, "PWD": ws, "SHELL": "/bin/sh",
 	})
 	var stdout, stderr sandbox.Collector
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// The command leads a process group of its own, killed as soon as the
+	// shell exits or the timeout strikes, so that its background processes
+	// do not outlive it and write the workspace between steps.
 	cmd.WaitDelay = 2 * time.Second
-	runErr := cmd.Run()
+	runErr := runInGroup(cmd, &stdout, &stderr, 2*time.Second)
 	dur := time.Since(start)
 	if cmd.ProcessState == nil {
 		return abort("start %s: %v", sandboxExec, runErr)
