@@ -30,14 +30,22 @@ func (r Result) Headline() string {
 }
 
 // Observation composes the text the agent sees from the result (sandbox.md
-// §1.1): the headline, then stdout, then — if stderr is non-empty — a line
-// "--- stderr ---" and stderr. The streams are already capped; the scanner
-// (checks.md §10) runs on this text afterwards.
+// §1.1): the headline; when [Result.MemoryHint] has something to say, a
+// line "[sandbox: …]" with it; then stdout, then — if stderr is non-empty —
+// a line "--- stderr ---" and stderr. The hint comes right after the
+// headline so that no cut of a long output can drop it. The streams are
+// already capped; the scanner (checks.md §10) runs on this text
+// afterwards.
 func (r Result) Observation() string {
 	var b strings.Builder
-	b.Grow(len(r.Stdout) + len(r.Stderr) + 64)
+	b.Grow(len(r.Stdout) + len(r.Stderr) + 256)
 	b.WriteString(r.Headline())
 	b.WriteByte('\n')
+	if hint := r.MemoryHint(); hint != "" {
+		b.WriteString("[sandbox: ")
+		b.WriteString(hint)
+		b.WriteString("]\n")
+	}
 	b.WriteString(r.Stdout)
 	if r.Stderr != "" {
 		if r.Stdout != "" && !strings.HasSuffix(r.Stdout, "\n") {
@@ -48,4 +56,64 @@ func (r Result) Observation() string {
 		b.WriteString(r.Stderr)
 	}
 	return b.String()
+}
+
+// SuggestedMemMiB is the ECTO_SANDBOX_MEM_MIB the memory hint suggests at
+// least: enough for the Go toolchain, Node.js and the JVM to start.
+const SuggestedMemMiB = 4096
+
+// memoryMarkers are what programs print when the address-space limit
+// (RLIMIT_AS) stops them, compared case-insensitively.
+var memoryMarkers = []string{
+	"failed to reserve page summary memory",    // a Go program at start
+	"out of memory",                            // Go's "fatal error: out of memory", V8's "JavaScript heap out of memory", awk, perl's "Out of memory!"
+	"fatal process oom",                        // V8 failing to reserve its code range at start
+	"cannot allocate memory",                   // strerror(ENOMEM): mmap, the dynamic loader, fork
+	"failed to map segment from shared object", // the dynamic loader
+	"memoryerror",                              // Python
+	"memory exhausted",                         // bash's xmalloc, gcc's "virtual memory exhausted"
+	"could not reserve enough space",           // the JVM's heap
+	"std::bad_alloc",                           // C++
+	"memory allocation of",                     // Rust's "memory allocation of N bytes failed"
+}
+
+// MemoryHint returns one sentence naming ECTO_SANDBOX_MEM_MIB when a command
+// of the native Linux tier failed (a non-zero exit or a signal) and its
+// output reads like running out of memory: the per-process address-space
+// limit (512 MiB by default) stops the Go toolchain, Node.js and the JVM
+// at start, and the agent or operator would otherwise read their messages
+// as a bug of the program. It returns "" for every other result, including
+// a command that succeeded whatever it printed. The text is a guess from
+// the output, worded as one.
+func (r Result) MemoryHint() string {
+	if r.Tier != TierNativeLinux || r.Status != StatusOK || r.Enforced == nil || r.Enforced.RLimits == nil {
+		return ""
+	}
+	mib := r.Enforced.RLimits.ASMiB
+	if mib <= 0 || (r.Signal == "" && (r.ExitCode == nil || *r.ExitCode == 0)) {
+		return ""
+	}
+	if !mentionsMemory(r.Stderr) && !mentionsMemory(r.Stdout) {
+		return ""
+	}
+	suggest := SuggestedMemMiB
+	if mib >= suggest {
+		suggest = 2 * mib
+	}
+	return "the command seems to have run out of address space under ECTO_SANDBOX_MEM_MIB=" + strconv.Itoa(mib) +
+		"; raise it, for example ECTO_SANDBOX_MEM_MIB=" + strconv.Itoa(suggest)
+}
+
+// mentionsMemory reports whether s contains one of memoryMarkers.
+func mentionsMemory(s string) bool {
+	if s == "" {
+		return false
+	}
+	s = strings.ToLower(s)
+	for _, m := range memoryMarkers {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
 }

@@ -37,6 +37,7 @@ type Tier struct {
 	switchUser bool
 	uid, gid   int    // the command's user when switchUser
 	userName   string // USER and LOGNAME of the command, if known
+	path       string // PATH of the commands: sandbox.CommandPath at construction
 	seccomp    *seccomp.Profile
 	seccompErr error
 	// hidden are the paths every command's mount namespace masks
@@ -55,7 +56,7 @@ type Tier struct {
 func New(opts sandbox.Options) (sandbox.Tier, error) {
 	opts = opts.WithDefaults()
 	t := &Tier{opts: opts, log: opts.Logger, executable: "/proc/self/exe", scratchDir: os.TempDir(),
-		userNS: os.Geteuid() != 0}
+		userNS: os.Geteuid() != 0, path: sandbox.CommandPath()}
 	if opts.User != "" {
 		if t.userNS {
 			return nil, fmt.Errorf("native: ECTO_SANDBOX_USER=%q: switching user needs IronVise to run as root; unset it or run as root", opts.User)
@@ -333,7 +334,7 @@ func launchLimits(l sandbox.Limits) launch.Limits {
 // commandEnv is what the tier sets in the command's environment.
 func (t *Tier) commandEnv(ws, scratch string) map[string]string {
 	env := map[string]string{
-		"PATH": sandbox.DefaultPath, "HOME": scratch, "TMPDIR": scratch, "PWD": ws, "SHELL": "/bin/sh",
+		"PATH": t.path, "HOME": scratch, "TMPDIR": scratch, "PWD": ws, "SHELL": "/bin/sh",
 	}
 	if t.userName != "" {
 		env["USER"], env["LOGNAME"] = t.userName, t.userName
