@@ -76,7 +76,7 @@ func runInGroup(cmd *exec.Cmd, stdout, stderr io.Writer, drain time.Duration) er
 	// kill fails with ESRCH, unless in the instants since Wait the pid
 	// allocator came round to the same id and a new process made itself a
 	// group leader with it. A process that called setsid or setpgid has
-	// left the group and is not reached (sandbox.md, macOS).
+	// left the group and is not reached (docs/reference/sandboxing.md, macOS).
 	_ = killGroup(cmd.Process.Pid)
 	deadline := time.Now().Add(drain)
 	_ = outR.SetReadDeadline(deadline)
