@@ -427,9 +427,7 @@ func (s *Session) halt(ctx context.Context, st *loopState, code verdict.Code, ms
 	if len(status) > 0 {
 		stat = status[0]
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if _, err := s.env.Ledger.Append(wctx, s.ID, ledger.TypeSessionHalted, sessionHaltedEvent{Step: st.Step, Code: string(code), Message: msg, Count: count}); err != nil {
+	if _, err := s.append(context.WithoutCancel(ctx), ledger.TypeSessionHalted, sessionHaltedEvent{Step: st.Step, Code: string(code), Message: msg, Count: count}); err != nil {
 		return nil, fmt.Errorf("record session_halted: %w", err)
 	}
 	return &errStop{stat, string(code), msg}, nil
@@ -437,9 +435,7 @@ func (s *Session) halt(ctx context.Context, st *loopState, code verdict.Code, ms
 
 // breaker records circuit_breaker and stops aborted.
 func (s *Session) breaker(ctx context.Context, st *loopState, reason verdict.Code, n int) (*errStop, error) {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if _, err := s.env.Ledger.Append(wctx, s.ID, ledger.TypeCircuitBreaker, circuitBreakerEvent{Step: st.Step, Reason: string(reason), ConsecutiveFailures: n}); err != nil {
+	if _, err := s.append(context.WithoutCancel(ctx), ledger.TypeCircuitBreaker, circuitBreakerEvent{Step: st.Step, Reason: string(reason), ConsecutiveFailures: n}); err != nil {
 		return nil, fmt.Errorf("record circuit_breaker: %w", err)
 	}
 	return &errStop{ledger.StatusAborted, string(reason), fmt.Sprintf("%d consecutive failures", n)}, nil

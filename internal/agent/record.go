@@ -19,7 +19,8 @@ type recorder struct {
 	src       Source
 	call      *LLMCall
 	intentSeq uint64
-	// rctx is the step's record context, which outlives an interrupt.
+	// rctx is the step's record context, which outlives an interrupt and
+	// has no deadline: each write takes its own (Session.append).
 	rctx context.Context
 }
 
@@ -34,7 +35,7 @@ func (r *recorder) Proposed(_ context.Context, raw string, in *intent.Intent) er
 	if in != nil {
 		p.Intent = in
 	}
-	ev, err := r.s.env.Ledger.Append(ctx, r.s.ID, ledger.TypeIntentProposed, p)
+	ev, err := r.s.append(ctx, ledger.TypeIntentProposed, p)
 	if err != nil {
 		return fmt.Errorf("append intent_proposed: %w", err)
 	}
@@ -49,7 +50,7 @@ func (r *recorder) Verdict(_ context.Context, t check.Timed) error {
 
 // ApprovalRequired implements check.Sink.
 func (r *recorder) ApprovalRequired(_ context.Context, req check.ApprovalRequest) error {
-	if _, err := r.s.env.Ledger.Append(r.rctx, r.s.ID, ledger.TypeApprovalRequired, req); err != nil {
+	if _, err := r.s.append(r.rctx, ledger.TypeApprovalRequired, req); err != nil {
 		return fmt.Errorf("append approval_required: %w", err)
 	}
 	return nil
@@ -57,7 +58,7 @@ func (r *recorder) ApprovalRequired(_ context.Context, req check.ApprovalRequest
 
 // ApprovalDecided implements check.Sink.
 func (r *recorder) ApprovalDecided(_ context.Context, d check.ApprovalDecision) error {
-	if _, err := r.s.env.Ledger.Append(r.rctx, r.s.ID, ledger.TypeApprovalDecision, d); err != nil {
+	if _, err := r.s.append(r.rctx, ledger.TypeApprovalDecision, d); err != nil {
 		return fmt.Errorf("append approval_decision: %w", err)
 	}
 	return nil
@@ -68,7 +69,7 @@ func (s *Session) appendVerdictTimed(ctx context.Context, step int, intentID str
 	if t.Check == verdict.CheckPromptScan {
 		id = nil
 	}
-	ev, err := s.env.Ledger.Append(ctx, s.ID, ledger.TypeCheckVerdict, checkVerdictEvent{
+	ev, err := s.append(ctx, ledger.TypeCheckVerdict, checkVerdictEvent{
 		Step: step, Check: t.Check, Phase: t.Phase, Decision: t.Decision, Code: t.Code, Message: t.Message,
 		Rule: t.Rule, Flags: t.Flags, Gates: t.Gates, DurationUS: t.DurationMicros, IntentID: id,
 	})

@@ -44,6 +44,19 @@ type Env struct {
 	// Credentials, when set, issues the verifiable credential of a
 	// session that completes, before its seal (hooks.go).
 	Credentials CredentialIssuer
+	// WriteTimeout bounds each ledger write of a step on its own (zero
+	// means DefaultWriteTimeout); tests shorten it.
+	WriteTimeout time.Duration
+}
+
+// DefaultWriteTimeout bounds one ledger write of a step.
+const DefaultWriteTimeout = 30 * time.Second
+
+func (e *Env) writeTimeout() time.Duration {
+	if e.WriteTimeout > 0 {
+		return e.WriteTimeout
+	}
+	return DefaultWriteTimeout
 }
 
 // Config is what one session enforces.
@@ -156,13 +169,16 @@ func (s *Session) step(ctx context.Context, step int, raw string, src Source, ca
 	// Records of a step that has begun are written even when ctx is
 	// cancelled (Ctrl-C, shutdown): an interrupt stops what runs, never the
 	// evidence of it. Checks, the guard and the sandbox still use ctx.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
+	// rctx carries no deadline of its own: each write takes a fresh one
+	// (s.append), because a deadline taken here would run out while the
+	// guard, an approval or a long command holds the step, and the
+	// sandbox_result of a command that ran within its limit was then lost.
+	rctx := context.WithoutCancel(ctx)
 	rec := &recorder{s: s, step: step, intentID: res.IntentID, src: src, call: call, rctx: rctx}
 	p := &check.Pipeline{
 		Tripwire: s.cfg.Tripwire, Policy: check.PolicyCheck(s.cfg.Policy),
 		Guard: s.cfg.Guard, GuardDisabled: s.cfg.GuardDisabled, Approver: s.cfg.Approver,
-		Observations: ledgerObservations{ctx: rctx, l: s.env.Ledger, session: s.ID}, Sink: rec,
+		Observations: ledgerObservations{ctx: rctx, l: s.env.Ledger, session: s.ID, timeout: s.env.writeTimeout()}, Sink: rec,
 	}
 	cr := p.Run(ctx, check.Input{SessionID: s.ID.String(), Step: step, Goal: s.Goal, Raw: raw, SessionFlags: s.flags})
 	res.Check = cr
@@ -180,7 +196,7 @@ func (s *Session) step(ctx context.Context, step int, raw string, src Source, ca
 		// Interrupted after the checks: nothing is committed or run.
 		return res, nil
 	}
-	ev, err := s.env.Ledger.Append(rctx, s.ID, ledger.TypeAction, actionEvent{
+	ev, err := s.append(rctx, ledger.TypeAction, actionEvent{
 		Step: step, IntentSeq: rec.intentSeq, Name: string(in.Action), Params: in.Params(),
 	})
 	if err != nil {
@@ -198,8 +214,15 @@ func (s *Session) step(ctx context.Context, step int, raw string, src Source, ca
 	return res, s.observe(rctx, res, text)
 }
 
-// recordTimeout bounds the ledger writes of one step once it has begun.
-const recordTimeout = 30 * time.Second
+// append writes one event of this session under its own deadline of
+// Env.WriteTimeout. ctx should be a step's rctx (no cancel), so that
+// neither an interrupt nor the time the step already took cuts the write
+// short; the deadline only guards against a stalled database.
+func (s *Session) append(ctx context.Context, typ string, payload any) (ledger.Event, error) {
+	wctx, cancel := context.WithTimeout(ctx, s.env.writeTimeout())
+	defer cancel()
+	return s.env.Ledger.Append(wctx, s.ID, typ, payload)
+}
 
 // execute runs a committed intent and returns the observation text before
 // scanning. Failures of the action itself are observations, not errors.
@@ -261,7 +284,7 @@ func (s *Session) observe(ctx context.Context, res *StepResult, text string) err
 	if labels == nil {
 		labels = []string{}
 	}
-	ev, err := s.env.Ledger.Append(ctx, s.ID, ledger.TypeObservation, observationEvent{
+	ev, err := s.append(ctx, ledger.TypeObservation, observationEvent{
 		Step: res.Step, ActionSeq: res.ActionSeq, Content: sr.Sanitized, Labels: labels,
 		Truncated: sr.Truncated, Suspicious: sr.Suspicious, RawSHA256: sr.RawSHA256,
 	})
@@ -272,7 +295,7 @@ func (s *Session) observe(ctx context.Context, res *StepResult, text string) err
 	res.Observation = &Observation{Seq: ev.Seq, Content: sr.Sanitized, Labels: labels, Truncated: sr.Truncated, Suspicious: sr.Suspicious}
 	if abort != "" {
 		res.Halted = abort
-		if _, err := s.env.Ledger.Append(ctx, s.ID, ledger.TypeSessionHalted, sessionHaltedEvent{
+		if _, err := s.append(ctx, ledger.TypeSessionHalted, sessionHaltedEvent{
 			Step: res.Step, Code: "halt_observation_abort", Message: "rule " + abort, Count: 1,
 		}); err != nil {
 			return fmt.Errorf("record session_halted: %w", err)
@@ -297,7 +320,7 @@ func (s *Session) appendSandboxResult(ctx context.Context, intentID string, r sa
 	m["intent_id"] = intentID
 	m["stdout"], m["stderr"] = nil, nil
 	m["stdout_sha256"], m["stderr_sha256"] = sha256Hex(r.Stdout), sha256Hex(r.Stderr)
-	ev, err := s.env.Ledger.Append(ctx, s.ID, ledger.TypeSandboxResult, m)
+	ev, err := s.append(ctx, ledger.TypeSandboxResult, m)
 	if err != nil {
 		return fmt.Errorf("record sandbox_result: %w", err)
 	}
@@ -313,6 +336,7 @@ type ledgerObservations struct {
 	ctx     context.Context
 	l       *ledger.Ledger
 	session uuid.UUID
+	timeout time.Duration // bounds each read, as Session.append a write
 }
 
 // Observation implements intent.Observations.
@@ -320,7 +344,9 @@ func (o ledgerObservations) Observation(seq int64) (string, bool, error) {
 	if seq < 0 {
 		return "", false, nil
 	}
-	evs, err := o.l.Events(o.ctx, o.session, uint64(seq), 1)
+	ctx, cancel := context.WithTimeout(o.ctx, o.timeout)
+	defer cancel()
+	evs, err := o.l.Events(ctx, o.session, uint64(seq), 1)
 	if err != nil {
 		return "", false, err
 	}

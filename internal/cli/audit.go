@@ -172,7 +172,7 @@ func (a *app) runAgent(cfg *config.Config, r agentRun) (*agent.Outcome, error) {
 	}
 	p := newStepPrinter(a.stdout, isTerminal(a.stdout), a.lookup)
 	p.header(s.ID.String(), r.goal, string(tier.Name()), r.llm, r.guard, r.limits.MaxSteps)
-	env := &agent.Env{Ledger: l, Tier: tier, Scanner: scanner, Logger: a.logger(), SandboxEnv: a.sandboxEnv()}
+	env := &agent.Env{Ledger: l, Tier: tier, Scanner: scanner, Logger: a.logger(), SandboxEnv: a.sandboxEnv(), WriteTimeout: a.timing.write}
 	stopEvidence, err := a.attachEvidence(cfg, l, env)
 	if err != nil {
 		return nil, err

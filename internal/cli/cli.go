@@ -24,6 +24,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -73,6 +74,15 @@ type app struct {
 	// lookup reads the environment; tests replace it.
 	lookup config.Lookup
 	cfg    *config.Config
+	// timing is zero outside tests, which shorten it to make a command
+	// outlast the ledger's lease and a step's write deadline.
+	timing ledgerTiming
+}
+
+// ledgerTiming overrides the ledger's session lease (ledger.md §6) and the
+// deadline of each ledger write of a step; zero fields keep the defaults.
+type ledgerTiming struct {
+	lease, write time.Duration
 }
 
 // config loads and validates the environment once per run.
@@ -107,6 +117,12 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // run is Run with the environment injected.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, look config.Lookup) int {
 	a := &app{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, lookup: look}
+	return a.run(args)
+}
+
+// run executes args on a prepared app.
+func (a *app) run(args []string) int {
+	ctx, stdin, stdout, stderr := a.ctx, a.stdin, a.stdout, a.stderr
 	root := a.rootCommand()
 	if len(args) > 0 {
 		args = args[1:]

@@ -129,7 +129,7 @@ func (a *app) runExec(o execOptions) error {
 		}
 		id = s.ID
 	}
-	env := &agent.Env{Ledger: l, Tier: tier, Scanner: scanner, SandboxEnv: a.sandboxEnv()}
+	env := &agent.Env{Ledger: l, Tier: tier, Scanner: scanner, SandboxEnv: a.sandboxEnv(), WriteTimeout: a.timing.write}
 	stopEvidence, err := a.attachEvidence(cfg, l, env)
 	if err != nil {
 		return err
@@ -175,7 +175,12 @@ func (a *app) runExec(o execOptions) error {
 		fmt.Fprintf(a.stderr, "ironvise: output matched observation rule %q (abort); session aborted\n", res.Halted)
 	}
 	if o.session == "" {
-		seal, err := endAndSeal(ctx, l, id, status)
+		// The end is recorded even when ctx was cancelled while the
+		// command ran (Ctrl-C): without it the session stays running
+		// until another process's recovery marks it failed.
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), endTimeout)
+		defer cancel()
+		seal, err := endAndSeal(ectx, l, id, status)
 		if status == ledger.StatusAborted && seal.Type != "" {
 			sess.Notify(seal)
 		}
@@ -231,6 +236,9 @@ func countSteps(ctx context.Context, l *ledger.Ledger, id uuid.UUID) (int, error
 		from = evs[len(evs)-1].Seq + 1
 	}
 }
+
+// endTimeout bounds recording the end of a session and its seal.
+const endTimeout = 30 * time.Second
 
 // endAndSeal records the session's outcome and seals its chain; it
 // returns the seal event.

@@ -28,6 +28,7 @@ func (a *app) openLedger() (*ledger.Ledger, error) {
 		Passphrase:         ledger.Secret(lc.KeyPassphrase.Reveal()),
 		CheckpointEvents:   lc.CheckpointEvents,
 		CheckpointInterval: time.Duration(lc.CheckpointSecs) * time.Second,
+		LeaseDuration:      a.timing.lease,
 	})
 	if err != nil {
 		return nil, exitCode(ExitUsage, fmt.Errorf("open the ledger: %w", err))

@@ -59,6 +59,11 @@ type Options struct {
 	// StreamWriteTimeout bounds one write to an event stream; a client
 	// that does not read for this long is dropped (default 10 s).
 	StreamWriteTimeout time.Duration
+	// LeaseDuration is the ledger's session lease (ledger.md §6; zero is
+	// 30 s) and WriteTimeout the deadline of each ledger write of a step
+	// (zero is agent.DefaultWriteTimeout). Tests shorten both so that a
+	// command outlasts them.
+	LeaseDuration, WriteTimeout time.Duration
 }
 
 // Server is one `ironvise serve` instance. Create it with New, then Start;
@@ -260,7 +265,7 @@ func (s *Server) ledgerOptions() ledger.Options {
 	return ledger.Options{
 		DataDir: s.cfg.DataDir, Passphrase: ledger.Secret(lc.KeyPassphrase.Reveal()),
 		CheckpointEvents: lc.CheckpointEvents, CheckpointInterval: time.Duration(lc.CheckpointSecs) * time.Second,
-		Logger: s.log,
+		Logger: s.log, LeaseDuration: s.opts.LeaseDuration,
 	}
 }
 

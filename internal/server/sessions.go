@@ -219,7 +219,7 @@ func (s *Server) createSession(ctx context.Context, req createRequest) (*ledger.
 	// seal; SIEM egress is fed from the commits themselves (committed), so
 	// the loop's notifier stays unset and nothing is sent twice.
 	env := &agent.Env{Ledger: s.ledger(), Tier: s.opts.Tier, Scanner: s.scanner, Logger: s.log, SandboxEnv: s.opts.SandboxEnv,
-		Credentials: evidence.Credentials{Ledger: s.ledger()}}
+		Credentials: evidence.Credentials{Ledger: s.ledger()}, WriteTimeout: s.opts.WriteTimeout}
 	sess := agent.Open(env, created.ID, created.Goal, acfg)
 	lim := limitsFor(cfg.Agent, pol)
 	s.runners.add(r)
