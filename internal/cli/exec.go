@@ -159,6 +159,9 @@ func (a *app) runExec(o execOptions) error {
 		sr := res.Sandbox
 		fmt.Fprint(a.stdout, sr.Stdout)
 		fmt.Fprint(a.stderr, sr.Stderr)
+		if hint := sr.MemoryHint(); hint != "" {
+			fmt.Fprintf(a.stderr, "ironvise: %s\n", hint)
+		}
 		code = sr.ProcessExitCode()
 		switch sr.Status {
 		case sandbox.StatusAborted:
