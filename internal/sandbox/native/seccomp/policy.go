@@ -111,7 +111,7 @@ var alwaysDenied = []string{
 // allowed is wide enough for sh, coreutils, grep, find, awk, sed, git,
 // perl, python3 and its venv, make, gcc, node and the go command (tested
 // through the tier in internal/sandbox/native/work_linux_test.go and
-// toolchain_linux_test.go). The file-metadata calls
+// internal/sandbox/native/toolchain_linux_test.go). The file-metadata calls
 // (chmod, chown, utimensat, *xattr) are allowed because Landlock does not
 // govern them: the tier mounts everything but the scratch directory
 // read-only, which is what stops them outside it.
