@@ -69,7 +69,7 @@ func (t *Tier) SelfTest(ctx context.Context) error {
 	case r.Enforced == nil || !slices.Contains(r.Enforced.JobObject, "kill_on_job_close"):
 		return fmt.Errorf("%w: %s: no job object recorded for the command", sandbox.ErrSelfTest, t.Name())
 	case r.ExitCode == nil || *r.ExitCode != 0 || strings.TrimSpace(r.Stdout) != selfTestWant:
-		return fmt.Errorf("%w: %s: %s printed %q (stderr %q), want %s: programs on Path or quoted arguments do not reach the command intact",
+		return fmt.Errorf("%w: %s: %s printed %q (stderr %q), want %s: programs on Path or quoted arguments do not reach the command intact; fix: check the system Path and ComSpec (System Properties, Environment Variables), or use the container tier (ECTO_DOCKER_IMAGE)",
 			sandbox.ErrSelfTest, t.Name(), selfTestCommand, strings.TrimSpace(r.Stdout), strings.TrimSpace(r.Stderr), selfTestWant)
 	}
 	return nil
