@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -252,7 +253,10 @@ func newProber(t Tier) (*prober, error) {
 	p.outside = filepath.Join(p.base, "outside")
 	p.secret = filepath.Join(p.base, "secret.txt")
 	p.secretTxt = "ironvise-doctor-secret-" + tok
-	p.marker = "300." + tok[:6]
+	// A number sleep accepts (a hex marker would make sleep refuse to
+	// start, and the survivor probe could never fail).
+	n, _ := strconv.ParseUint(tok[:8], 16, 64)
+	p.marker = "300." + strconv.FormatUint(n, 10)
 	// The fixtures are readable and writable for everyone, so a denial
 	// can only come from the sandbox, not from file permissions.
 	for _, d := range []string{p.base, p.ws, p.outside} {

@@ -15,6 +15,8 @@ var seatbeltReadRoots = []string{
 	"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/lib", "/usr/libexec", "/usr/share", "/usr/local",
 	"/opt/homebrew", "/System", "/Library/Apple", "/Library/Frameworks",
 	"/private/var/db/dyld", "/private/var/db/timezone", "/private/etc",
+	// /bin/sh on macOS is a stub that runs the shell this names.
+	"/private/var/select",
 }
 
 // seatbeltDevices are the device files a command may open for reading;
@@ -22,7 +24,8 @@ var seatbeltReadRoots = []string{
 var seatbeltDevices = []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/dtracehelper"}
 
 // SeatbeltProfile returns the Seatbelt (SBPL) profile of the macOS tier
-// (sandbox.md §4) for a resolved, absolute workspace and scratch directory,
+// (sandbox.md §4) for a resolved, absolute workspace and scratch directory
+// and the protected paths to deny inside them (Options.Hidden, resolved),
 // and its SHA-256. Paths are quoted as SBPL string literals; a path with a
 // control character is refused.
 //
@@ -31,8 +34,8 @@ var seatbeltDevices = []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/ur
 // stat (not listing) of the workspace's parent folders; process-exec and
 // process-fork (commands are limited by the tripwire and the executable
 // allowlist); signals only within the sandbox; and nothing on the network.
-func SeatbeltProfile(workspace, scratch string) (profile, sum string, err error) {
-	for _, p := range []string{workspace, scratch} {
+func SeatbeltProfile(workspace, scratch string, hidden []string) (profile, sum string, err error) {
+	for _, p := range append([]string{workspace, scratch}, hidden...) {
 		if !path.IsAbs(p) || path.Clean(p) != p {
 			return "", "", fmt.Errorf("seatbelt: path %q is not absolute and clean", p)
 		}
@@ -89,6 +92,18 @@ func SeatbeltProfile(workspace, scratch string) (profile, sum string, err error)
 	}
 	w(")")
 	w("(deny network*)")
+	// Security: the protected paths (IronVise's data directory, ~/.ssh,
+	// ~/.aws, …) are denied last, so that they win over the workspace's
+	// grant: a home directory as workspace must not hand out the issuer
+	// key or the user's credentials. Seatbelt applies the last matching
+	// rule.
+	if len(hidden) > 0 {
+		b.WriteString("(deny file-read* file-write*")
+		for _, h := range hidden {
+			b.WriteString(" (subpath " + sbplString(h) + ")")
+		}
+		w(")")
+	}
 	profile = b.String()
 	h := sha256.Sum256([]byte(profile))
 	return profile, hex.EncodeToString(h[:]), nil

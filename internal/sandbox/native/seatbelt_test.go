@@ -6,7 +6,7 @@ import (
 )
 
 func TestSeatbeltProfile(t *testing.T) {
-	p, sum, err := SeatbeltProfile("/Users/a b/work \"q\"/ws", "/private/var/folders/x/T/ironvise-scratch-1")
+	p, sum, err := SeatbeltProfile("/Users/a b/work \"q\"/ws", "/private/var/folders/x/T/ironvise-scratch-1", []string{"/Users/a b/.ssh", "/Users/a b/work \"q\"/ws/.aws"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -18,6 +18,7 @@ func TestSeatbeltProfile(t *testing.T) {
 		`(literal "/Users/a b/work \"q\"")`, `(literal "/Users/a b")`, `(literal "/Users")`, `(literal "/")`,
 		`(subpath "/usr/lib")`, `(subpath "/System")`, `(subpath "/opt/homebrew")`,
 		"(deny network*)",
+		`(deny file-read* file-write* (subpath "/Users/a b/.ssh") (subpath "/Users/a b/work \"q\"/ws/.aws"))`,
 	} {
 		if !strings.Contains(p, want) {
 			t.Errorf("profile lacks %q\n%s", want, p)
@@ -35,7 +36,7 @@ func TestSeatbeltProfile(t *testing.T) {
 	if len(sum) != 64 {
 		t.Errorf("sum %q is not a SHA-256", sum)
 	}
-	p2, sum2, _ := SeatbeltProfile("/Users/a b/work \"q\"/ws", "/private/var/folders/x/T/ironvise-scratch-1")
+	p2, sum2, _ := SeatbeltProfile("/Users/a b/work \"q\"/ws", "/private/var/folders/x/T/ironvise-scratch-1", []string{"/Users/a b/.ssh", "/Users/a b/work \"q\"/ws/.aws"})
 	if p2 != p || sum2 != sum {
 		t.Error("profile generation is not deterministic")
 	}
@@ -48,8 +49,12 @@ func TestSeatbeltProfileRejects(t *testing.T) {
 		{"/ws\n(allow default)", "/tmp/s"},
 		{"/ws", "/tmp/s\x00"},
 	} {
-		if _, _, err := SeatbeltProfile(tc.ws, tc.scratch); err == nil {
+		if _, _, err := SeatbeltProfile(tc.ws, tc.scratch, nil); err == nil {
 			t.Errorf("SeatbeltProfile(%q, %q) = nil error; want a refusal", tc.ws, tc.scratch)
 		}
+	}
+	// A protected path is an SBPL literal too: it must not smuggle rules.
+	if _, _, err := SeatbeltProfile("/ws", "/tmp/s", []string{"/ws/.ssh\n(allow default)"}); err == nil {
+		t.Error("a protected path with a newline was accepted")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,6 +26,9 @@ const sandboxExec = "/usr/bin/sandbox-exec"
 type Tier struct {
 	opts sandbox.Options
 	log  *slog.Logger
+	// hidden are the protected paths the profile denies, with symlinks'
+	// targets (Seatbelt matches resolved paths).
+	hidden []string
 }
 
 // New returns the native macOS tier.
@@ -33,7 +37,7 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 	if opts.User != "" {
 		return nil, fmt.Errorf("native: ECTO_SANDBOX_USER=%q: switching user is supported on Linux only", opts.User)
 	}
-	return &Tier{opts: opts, log: opts.Logger}, nil
+	return &Tier{opts: opts, log: opts.Logger, hidden: hiddenPaths(opts.Hidden)}, nil
 }
 
 // Name implements sandbox.Tier.
@@ -70,6 +74,17 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if err != nil {
 		return abort("workspace %s: %v", req.Workspace, err)
 	}
+	hidden := hiddenPaths(append(slices.Clone(t.hidden), req.Hidden...))
+	// Security: a workspace of / grants the whole disk; one inside a
+	// protected path would be denied wholesale anyway.
+	if ws == "/" {
+		return abort("workspace %s is the root directory; fix: pass the project directory as the workspace", req.Workspace)
+	}
+	for _, h := range hidden {
+		if within(ws, h) {
+			return abort("workspace %s lies inside the protected path %s, which is never shown to a command; fix: use a workspace outside it", req.Workspace, h)
+		}
+	}
 	scratch, err := os.MkdirTemp("", "ironvise-scratch-")
 	if err != nil {
 		return abort("create scratch directory: %v", err)
@@ -78,7 +93,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if scratch, err = filepath.EvalSymlinks(scratch); err != nil {
 		return abort("scratch directory: %v", err)
 	}
-	profile, sum, err := SeatbeltProfile(ws, scratch)
+	profile, sum, err := SeatbeltProfile(ws, scratch, hidden)
 	if err != nil {
 		return abort("generate the Seatbelt profile: %v", err)
 	}

@@ -107,3 +107,37 @@ func TestDarwinTimeout(t *testing.T) {
 		t.Fatalf("background process %d outlived the timeout", pid)
 	}
 }
+
+// TestDarwinProtectedPathsDenied: a protected directory inside the
+// workspace (a home's ~/.ssh) can be neither read nor written, while the
+// rest of the workspace stays usable.
+func TestDarwinProtectedPathsDenied(t *testing.T) {
+	ws := t.TempDir()
+	ssh := filepath.Join(ws, ".ssh")
+	if err := os.MkdirAll(ssh, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ssh, "id_ed25519"), []byte("PRIVATE-KEY-MATERIAL"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	real, err := filepath.EvalSymlinks(ssh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tier, err := New(sandbox.Options{Hidden: []string{real}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runDarwin(t, tier.(*Tier), ws, `cat .ss?/id_ed25519; echo x > .ssh/new; ls -A .ssh; echo ok > visible.txt && cat visible.txt`, 30*time.Second)
+	if strings.Contains(r.Stdout, "PRIVATE-KEY-MATERIAL") || !strings.Contains(r.Stdout, "ok") {
+		t.Fatalf("stdout %q stderr %q", r.Stdout, r.Stderr)
+	}
+	if _, err := os.Stat(filepath.Join(ssh, "new")); err == nil {
+		t.Fatal("a file was written into the protected directory")
+	}
+	for _, bad := range []string{"/", ssh} {
+		if r := tier.Run(context.Background(), sandbox.Request{Command: "true", Workspace: bad}); r.Status != sandbox.StatusAborted {
+			t.Fatalf("workspace %s: %s; want aborted", bad, r.Headline())
+		}
+	}
+}

@@ -113,6 +113,16 @@ type Spec struct {
 // reports success.
 const InjectSkip = -1
 
+// What the launcher's read-back before exec confirms, as recorded in
+// Applied.Verified.
+const (
+	VerifiedSeccomp    = "seccomp"
+	VerifiedNoNewPrivs = "no_new_privs"
+	VerifiedCaps       = "capabilities"
+	VerifiedLandlock   = "landlock"
+	VerifiedNetwork    = "network"
+)
+
 // ScratchInodesPerMiB is the scratch tmpfs's inode cap per MiB of size: a
 // command cannot exhaust kernel memory with millions of empty files, while
 // an unpacked package tree (tens of thousands of small files) still fits.

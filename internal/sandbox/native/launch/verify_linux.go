@@ -12,15 +12,6 @@ import (
 	"github.com/ironvise/ironvise/internal/sandbox/native/kernel"
 )
 
-// What verify confirms, as recorded in Applied.Verified.
-const (
-	VerifiedSeccomp    = "seccomp"
-	VerifiedNoNewPrivs = "no_new_privs"
-	VerifiedCaps       = "capabilities"
-	VerifiedLandlock   = "landlock"
-	VerifiedNetwork    = "network"
-)
-
 // landlockProbe is a directory no rule grants (the tier refuses / as a
 // workspace), so reading it must now fail with EACCES.
 const landlockProbe = "/"
