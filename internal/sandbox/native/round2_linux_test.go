@@ -213,6 +213,19 @@ func testScratchIsACappedTmpfs(t *testing.T, opts sandbox.Options) {
 	if s := r.Enforced.Scratch; s == nil || s.MiB != 4 || s.Inodes != 4*launch.ScratchInodesPerMiB || s.Cleanup != sandbox.ScratchRemoved {
 		t.Fatalf("enforced scratch %+v", r.Enforced.Scratch)
 	}
+	// /dev/shm is the same tmpfs: what it holds counts against the cap,
+	// and the host's /dev/shm is neither seen nor written.
+	hostShm := filepath.Join("/dev/shm", "ironvise-test-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	if err := os.WriteFile(hostShm, []byte("host"), 0o644); err == nil {
+		defer os.Remove(hostShm)
+	}
+	r = run(t, tier, fx, `ls /dev/shm; head -c 3145728 /dev/zero > /dev/shm/big && echo SHM-OK; head -c 2097152 /dev/zero > "$TMPDIR/more" || echo TMP-FULL; ls /dev/shm`)
+	if !strings.Contains(r.Stdout, "SHM-OK") || !strings.Contains(r.Stdout, "TMP-FULL") || strings.Contains(r.Stdout, filepath.Base(hostShm)) {
+		t.Fatalf("/dev/shm is not the command's own share of the scratch cap: %s", r.Observation())
+	}
+	if _, err := os.Stat("/dev/shm/big"); err == nil {
+		t.Fatal("the command wrote the host's /dev/shm")
+	}
 	// What a command leaves behind, even a tree it made unremovable for
 	// its own user, goes with its mount namespace.
 	r = run(t, tier, fx, `mkdir -p "$TMPDIR/locked/deep" && : > "$TMPDIR/locked/deep/f" && chmod 000 "$TMPDIR/locked/deep" "$TMPDIR/locked" && echo LOCKED`)
@@ -221,6 +234,21 @@ func testScratchIsACappedTmpfs(t *testing.T, opts sandbox.Options) {
 		t.Fatalf("cleanup: %s", r.Enforced.Scratch.Cleanup)
 	}
 	absent(t, r.Enforced.ScratchDir)
+}
+
+// TestPythonMultiprocessing: POSIX semaphores in /dev/shm work (a Pool of
+// workers, as test runners and builds use).
+func TestPythonMultiprocessing(t *testing.T) {
+	requireTool(t, "/usr/bin/python3")
+	for _, opts := range userOptions(t) {
+		t.Run(optsName(opts), func(t *testing.T) {
+			tier := newTestTier(t, opts)
+			r := run(t, tier, newFixture(t), `python3 -c 'import multiprocessing as m
+with m.Pool(2) as p: print("SUM", sum(p.map(abs, [-1, -2, -3])))'`)
+			exitZero(t, r)
+			contains(t, r, "SUM 6")
+		})
+	}
 }
 
 func TestVerificationCatchesWhatTheKernelDidNotEnforce(t *testing.T) {

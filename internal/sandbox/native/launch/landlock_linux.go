@@ -83,7 +83,7 @@ func (l *launcher) applyLandlock() (int, error) {
 		return 0, stepErr(StepLandlock, fmt.Errorf("kernel reports Landlock ABI %d", abi), LandlockFix)
 	}
 	cfg := LandlockConfig(abi)
-	rules := landlockRules(cfg, l.spec.Workspace, l.spec.Scratch)
+	rules := landlockRules(cfg, l.spec.Workspace, l.spec.Scratch, l.shm)
 	// Security: with the full preset, everything not granted below is
 	// denied: writes anywhere but the scratch directory, reads outside the
 	// listed roots, TCP bind/connect (ABI ≥ 4; UDP at ≥ 10), device ioctls
@@ -98,7 +98,7 @@ func (l *launcher) applyLandlock() (int, error) {
 // landlockRules grants the roots of sandbox.md §3, each right intersected
 // with what the ABI handles (a right the ABI does not know cannot be
 // granted, and is not restricted either).
-func landlockRules(cfg landlock.Config, workspace, scratch string) []landlock.Rule {
+func landlockRules(cfg landlock.Config, workspace, scratch string, shm bool) []landlock.Rule {
 	h := cfg.HandledAccessFS
 	rules := []landlock.Rule{
 		landlock.PathAccess(rightsExec&h, systemExecDirs...).IgnoreIfMissing(),
@@ -108,6 +108,11 @@ func landlockRules(cfg landlock.Config, workspace, scratch string) []landlock.Ru
 		landlock.PathAccess(rightsDevNull&h, "/dev/null"),
 		landlock.PathAccess(ll.AccessFSReadFile&h, "/dev/zero", "/dev/urandom"),
 		landlock.PathAccess(rightsScratch&h, scratch),
+	}
+	if shm {
+		// /dev/shm is the scratch tmpfs here (mountScratch); the host's
+		// is never granted.
+		rules = append(rules, landlock.PathAccess(rightsScratch&h, devShm))
 	}
 	return rules
 }

@@ -36,6 +36,8 @@ const (
 type launcher struct {
 	spec    Spec
 	applied Applied
+	// shm says /dev/shm is a view of the scratch tmpfs.
+	shm bool
 }
 
 // call runs a kernel step, or returns the injected errno instead (test
@@ -133,7 +135,7 @@ func (l *launcher) launch() error {
 	if err := l.setPidMax(); err != nil {
 		return err
 	}
-	if err := l.call(StepMounts, func() error { return readOnlyRoot(s.Workspace, s.Scratch) }); err != nil {
+	if err := l.call(StepMounts, func() error { return readOnlyRoot(s.Workspace, s.Scratch, l.shm) }); err != nil {
 		return stepErr(StepMounts, err, "use Linux 5.12 or newer (mount_setattr)")
 	}
 	if err := kernel.Chdir(s.Workspace); err != nil {

@@ -113,9 +113,38 @@ func (l *launcher) mountScratch() error {
 		return stepErr(StepScratch, fmt.Errorf("mount a %d MiB tmpfs on the scratch directory %s: %w", s.ScratchMiB, s.Scratch, err),
 			"run IronVise as root or allow unprivileged user namespaces; lower ECTO_SANDBOX_SCRATCH_MIB if the kernel refused the size")
 	}
+	// One tmpfs, two views that share its caps: the command's scratch
+	// directory, and /dev/shm (POSIX shared memory and semaphores, which
+	// Python's multiprocessing and many test runners need). The host's
+	// /dev/shm, shared with every other process, stays out of reach.
+	tmp, shm := s.Scratch+"/tmp", s.Scratch+"/shm"
+	if err := os.Mkdir(tmp, 0o700); err == nil {
+		err = os.Chown(tmp, uid, gid)
+	}
+	if err != nil {
+		return stepErr(StepScratch, fmt.Errorf("prepare the scratch tmpfs: %w", err), "")
+	}
+	if fi, err := os.Stat(devShm); err == nil && fi.IsDir() {
+		if err := os.Mkdir(shm, 0o1777); err == nil {
+			err = os.Chmod(shm, 0o1777) // the umask narrowed the mode
+		}
+		if err == nil {
+			err = kernel.Mount(shm, devShm, "", unix.MS_BIND, "")
+		}
+		if err != nil {
+			return stepErr(StepScratch, fmt.Errorf("mount the scratch tmpfs on %s: %w", devShm, err), "")
+		}
+		l.shm = true
+	}
+	if err := kernel.Mount(tmp, s.Scratch, "", unix.MS_BIND, ""); err != nil {
+		return stepErr(StepScratch, fmt.Errorf("bind the scratch tmpfs on %s: %w", s.Scratch, err), "")
+	}
 	l.applied.ScratchMiB, l.applied.ScratchInodes = s.ScratchMiB, inodes
 	return nil
 }
+
+// devShm is where POSIX shared memory lives.
+const devShm = "/dev/shm"
 
 // hide covers every path of Spec.Hide that exists: a directory with an
 // empty read-only tmpfs, anything else with /dev/null (which the read-only
@@ -166,13 +195,18 @@ func (l *launcher) hide() error {
 // Landlock's execute right covers execve only; the dynamic loader
 // (ld.so ./binary) maps a file executable without it, which a noexec mount
 // refuses. So nothing the command writes can run as native code.
-func readOnlyRoot(workspace, scratch string) error {
+func readOnlyRoot(workspace, scratch string, shm bool) error {
 	if err := kernel.MountSetattr("/", true, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID, 0); err != nil {
 		return fmt.Errorf("mount_setattr / read-only: %w", err)
 	}
 	if ownWorkspaceMount(workspace, scratch) {
 		if err := kernel.MountSetattr(workspace, true, unix.MOUNT_ATTR_NOEXEC|unix.MOUNT_ATTR_NODEV, 0); err != nil {
 			return fmt.Errorf("mount_setattr %s noexec: %w", workspace, err)
+		}
+	}
+	if shm {
+		if err := kernel.MountSetattr(devShm, false, unix.MOUNT_ATTR_NOEXEC|unix.MOUNT_ATTR_NODEV, unix.MOUNT_ATTR_RDONLY); err != nil {
+			return fmt.Errorf("mount_setattr %s read-write noexec: %w", devShm, err)
 		}
 	}
 	if err := kernel.MountSetattr(scratch, false, unix.MOUNT_ATTR_NOEXEC|unix.MOUNT_ATTR_NODEV, unix.MOUNT_ATTR_RDONLY); err != nil {
