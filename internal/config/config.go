@@ -75,6 +75,8 @@ type Config struct {
 	Ledger  Ledger
 	Webhook Webhook
 	Server  Server
+	// Host locates the user's credential stores (host.go).
+	Host Host
 }
 
 // Load reads and validates every variable. It returns all problems at once,
@@ -91,6 +93,7 @@ func Load(look Lookup) (*Config, error) {
 	c.Ledger = loadLedger(r)
 	c.Server = loadServer(r)
 	c.Webhook = loadWebhook(r)
+	c.Host = loadHost(r)
 	if len(r.errs) > 0 {
 		return nil, errors.Join(r.errs...)
 	}

@@ -1,0 +1,111 @@
+package secretpaths
+
+import (
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// unixRoots are the directories of a Unix host that hold the system itself
+// (programs, configuration, devices, kernel interfaces, runtime state),
+// including the /bin-style names that are symlinks into /usr on merged-/usr
+// systems.
+var unixRoots = []string{"/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run", "/sbin", "/sys", "/usr", "/var"}
+
+// darwinRoots are macOS's (/etc, /var and /tmp are symlinks into /private).
+var darwinRoots = []string{"/", "/Applications", "/Library", "/System", "/bin", "/cores", "/dev", "/etc", "/private", "/private/etc", "/private/var", "/sbin", "/usr", "/var"}
+
+// windowsRoots are relative to each volume root.
+var windowsRoots = []string{``, `Windows`, `Program Files`, `Program Files (x86)`, `ProgramData`}
+
+// SystemRoots returns the system directories of goos that can be neither a
+// workspace nor a protected path (hiding one would break every command).
+// On Windows they are relative to the volume root ("" is the root itself).
+func SystemRoots(goos string) []string {
+	switch goos {
+	case "darwin":
+		return append([]string(nil), darwinRoots...)
+	case "windows":
+		return append([]string(nil), windowsRoots...)
+	}
+	return append([]string(nil), unixRoots...)
+}
+
+// systemRoot reports whether the clean absolute path p is a system
+// directory of goos, by its own name or, through a symlink, as the real
+// location of one (/usr/bin for /bin on merged-/usr systems). It returns
+// the system directory's name.
+func systemRoot(p string, goos string) (string, bool) {
+	fold := foldCase(goos)
+	eq := func(a, b string) bool {
+		if fold {
+			return strings.EqualFold(a, b)
+		}
+		return a == b
+	}
+	if goos == "windows" {
+		vol := filepath.VolumeName(p)
+		if vol == "" {
+			return "", false
+		}
+		for _, r := range windowsRoots {
+			root := vol + `\` + r
+			if eq(p, root) {
+				return root, true
+			}
+		}
+		return "", false
+	}
+	for _, r := range SystemRoots(goos) {
+		if eq(p, r) {
+			return r, true
+		}
+		// The real location of a symlinked root (/bin -> usr/bin) is as
+		// much a system directory as its name.
+		if real, err := resolve(r); err == nil && real != r && eq(p, real) {
+			return r, true
+		}
+	}
+	return "", false
+}
+
+// WorkspaceError says why a directory cannot be a workspace and what to do.
+// It unwraps to ErrWorkspace.
+type WorkspaceError struct {
+	Workspace string
+	Reason    string
+}
+
+// Error implements error.
+func (e *WorkspaceError) Error() string {
+	return fmt.Sprintf("workspace %s refused: %s; fix: pass --workspace with the project directory the agent should work in", e.Workspace, e.Reason)
+}
+
+// Unwrap implements errors unwrapping to ErrWorkspace.
+func (e *WorkspaceError) Unwrap() error { return ErrWorkspace }
+
+// CheckWorkspace refuses a workspace (absolute, symlink-resolved) that is
+// the file-system root or a system directory, or that lies inside a listed
+// path. A workspace that contains listed paths (a home directory) is fine:
+// the sandbox hides them and the tripwire refuses them.
+func CheckWorkspace(ws string, l List) error {
+	ws = filepath.Clean(ws)
+	if !filepath.IsAbs(ws) {
+		return &WorkspaceError{Workspace: ws, Reason: "it is not an absolute path"}
+	}
+	if root, ok := systemRoot(ws, runtime.GOOS); ok {
+		reason := fmt.Sprintf("it is the system directory %s: every command could read the host's configuration, keys and other users' files in it", root)
+		if ws == filepath.VolumeName(ws)+string(filepath.Separator) {
+			reason = "it is the root of the file system: every command could read every file of the host"
+		}
+		return &WorkspaceError{Workspace: ws, Reason: reason}
+	}
+	// Security: a workspace inside the data directory or a credential
+	// store would hand the command the very files the list hides (the
+	// sandbox cannot mask the workspace itself).
+	if p, ok := l.Covering(ws); ok {
+		return &WorkspaceError{Workspace: ws, Reason: fmt.Sprintf("it lies inside %s, which IronVise hides from every command (its own data or a credential store)", p)}
+	}
+	return nil
+}
