@@ -10,6 +10,9 @@
 // following any symlink, and http_get dials only the addresses the check
 // resolved, re-verifies the peer address on connect, and re-runs the URL
 // checks on every redirect hop (checks.md §6.2 step 6, §6.3 step 8).
+// read_file refuses the protected paths (IronVise's data directory, the
+// credential stores; reason path_protected) by name at the re-check, and
+// by identity once the file is open, so a hard link to one is refused too.
 //
 // # Usage
 //

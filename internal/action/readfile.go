@@ -45,11 +45,35 @@ func ReadFile(tw *tripwire.Tripwire, path string) (Output, *verdict.Verdict, err
 	if !st.Mode().IsRegular() {
 		return Output{}, nil, fmt.Errorf("read %s: %w (%s)", path, ErrNotRegular, st.Mode().Type())
 	}
+	if v := protectedFile(tw, path, st); v != nil {
+		return Output{}, v, nil
+	}
 	out, err := collect(f)
 	if err != nil {
 		return out, nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	return out, nil, nil
+}
+
+// protectedFile compares the file that was opened with every listed path
+// that is a file. Security: a hard link is a second name for the same file,
+// so a link placed in the workspace to ~/.netrc or the ledger passes every
+// name check; its identity does not.
+func protectedFile(tw *tripwire.Tripwire, path string, opened os.FileInfo) *verdict.Verdict {
+	if opened.Sys() == nil {
+		return nil // no identity to compare (a file system without inodes)
+	}
+	for _, p := range tw.Protected().Paths {
+		st, err := os.Stat(p)
+		if err != nil || !st.Mode().IsRegular() || !os.SameFile(opened, st) {
+			continue
+		}
+		v := verdict.Denial(verdict.CheckTripwire, verdict.PathProtected,
+			fmt.Sprintf("%q is another name (a hard link) for the protected file %s: IronVise hides its own data and every credential store from commands", path, p))
+		v.Phase = verdict.PhaseExecute
+		return &v
+	}
+	return nil
 }
 
 // openFile is the portable fallback: no symlink is followed in the last

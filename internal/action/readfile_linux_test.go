@@ -4,9 +4,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/ironvise/ironvise/internal/secretpaths"
+	"github.com/ironvise/ironvise/internal/tripwire"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
@@ -50,5 +53,56 @@ func TestReadFile(t *testing.T) {
 	}
 	if _, err := openBeneath(ws, "../etc/hosts"); err == nil {
 		t.Fatal("openBeneath left the root")
+	}
+}
+
+func TestReadFileRefusesProtected(t *testing.T) {
+	home := tempWS(t)
+	ws := filepath.Join(home, "project")
+	for _, d := range []string{ws, filepath.Join(home, ".ssh")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	netrc := filepath.Join(home, ".netrc")
+	key := filepath.Join(home, ".ssh", "id_ed25519")
+	for _, f := range []string{netrc, key, filepath.Join(ws, "notes.txt")} {
+		if err := os.WriteFile(f, []byte("SECRET "+f), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := secretpaths.List{Homes: []string{home}, Paths: []string{netrc, filepath.Join(home, ".ssh")}}
+	cfg, err := tripwire.LoadConfigBytes([]byte(`{"allowed_roots":["`+home+`"]}`), tripwire.LoadOptions{Workspace: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw := tripwire.New(cfg, tripwire.Options{Workspace: ws, Protected: list})
+
+	// By name, at execution time: the same code as the check, in the
+	// execute phase.
+	for _, p := range []string{key, netrc, filepath.Join(home, ".ssh")} {
+		out, v, err := ReadFile(tw, p)
+		if v == nil || v.Code != verdict.PathProtected || v.Phase != verdict.PhaseExecute || len(out.Data) != 0 {
+			t.Fatalf("ReadFile(%s): verdict %+v, err %v, %d bytes; want an execute-phase path_protected denial", p, v, err, len(out.Data))
+		}
+	}
+	// A symlink swapped in after the check is followed by the re-check.
+	if err := os.Symlink(key, filepath.Join(ws, "swapped")); err != nil {
+		t.Fatal(err)
+	}
+	if _, v, _ := ReadFile(tw, "swapped"); v == nil || v.Code != verdict.PathProtected {
+		t.Fatalf("swapped symlink: %+v; want path_protected", v)
+	}
+	// A hard link is another name for the same file: refused by identity.
+	if err := os.Link(netrc, filepath.Join(ws, "innocent.txt")); err != nil {
+		t.Fatal(err)
+	}
+	out, v, err := ReadFile(tw, "innocent.txt")
+	if v == nil || v.Code != verdict.PathProtected || strings.Contains(string(out.Data), "SECRET") {
+		t.Fatalf("hard link: verdict %+v, err %v, data %q; want path_protected and no data", v, err, out.Data)
+	}
+	// Other files read as before.
+	if out, v, err := ReadFile(tw, "notes.txt"); v != nil || err != nil || !strings.HasPrefix(string(out.Data), "SECRET ") {
+		t.Fatalf("plain file: %q %+v %v", out.Data, v, err)
 	}
 }

@@ -30,7 +30,11 @@ func alwaysPermittedTarget(v string) bool {
 }
 
 // redirectViews computes the path views of a script's file redirections.
-func (t *Tripwire) redirectViews(a *shell.Analysis) []PathView {
+// A target that cannot be resolved statically is dynamic, unless it names a
+// protected path in every way it could be read (`< ~/.netrc`).
+func (t *Tripwire) redirectViews(v *View) []PathView {
+	a := v.Command
+	scan := t.newScan(v)
 	var out []PathView
 	for _, r := range a.Redirects {
 		kind := KindRedirectRead
@@ -45,15 +49,26 @@ func (t *Tripwire) redirectViews(a *shell.Analysis) []PathView {
 		case r.TmpDir && !a.AssignsTmpDir:
 			out = append(out, PathView{Kind: kind, Raw: r.Target.Match, Scratch: true})
 		case !r.Target.Static:
+			if h := scan.wordHit(r.Target); h != nil {
+				out = append(out, PathView{Kind: kind, Raw: r.Target.Match, Problem: h.at(r.Target.Match)})
+				continue
+			}
 			out = append(out, PathView{Kind: kind, Raw: r.Target.Match, Dynamic: true})
 		case alwaysPermittedTarget(r.Target.Value):
 		case a.ChangesDir && !filepath.IsAbs(r.Target.Value):
+			if h := scan.wordHit(r.Target); h != nil {
+				out = append(out, PathView{Kind: kind, Raw: r.Target.Value, Problem: h.at(r.Target.Value)})
+				continue
+			}
 			// After a cd the shell resolves a relative target against a
 			// directory this check cannot know.
 			out = append(out, PathView{Kind: kind, Raw: r.Target.Value, Dynamic: true})
 		default:
 			out = append(out, t.pathView(kind, r.Target.Value))
 		}
+	}
+	if scan.over {
+		out = append(out, PathView{Kind: KindRedirectRead, Problem: tooComplex()})
 	}
 	return out
 }
@@ -105,6 +120,17 @@ func (t *Tripwire) checkCommand(v *View) verdict.Verdict {
 		}
 		if c.ScriptFile {
 			flags = append(flags, FlagScriptFile)
+		}
+	}
+	// Security: a word that names a protected path is refused even when
+	// no rule above knows the program: `cat ~/.ssh/id_ed25519`, `tar c
+	// $HOME/.aws`, `cd ~ && cat .netrc`.
+	if p := t.protectedWords(v); p != nil {
+		return verdict.Denial(verdict.CheckTripwire, p.Code, p.Message)
+	}
+	for _, pv := range v.Paths {
+		if pv.Problem != nil && pv.Problem.Code == verdict.PathProtected {
+			return verdict.Denial(verdict.CheckTripwire, pv.Problem.Code, pv.Problem.Message)
 		}
 	}
 	for _, pv := range v.Paths {

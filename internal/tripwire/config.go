@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ironvise/ironvise/internal/secretpaths"
 	"github.com/ironvise/ironvise/internal/shell"
 	"github.com/ironvise/ironvise/internal/strictjson"
 )
@@ -32,6 +33,10 @@ type Config struct {
 	AllowDynamicPrograms bool
 	BannedPrograms       []string
 	BannedArgRules       []ArgRule
+	// ProtectedPaths are the operator's additions to the protected-path
+	// list ("protected_paths"): absolute or ~/-relative. The composition
+	// root merges them into the list it passes as Options.Protected.
+	ProtectedPaths []secretpaths.Entry
 	// SHA256 is the hex SHA-256 of the file bytes, or of the canonical JSON
 	// of the defaults when no file exists; recorded at session start.
 	SHA256 string
@@ -185,6 +190,10 @@ func defaultsHash(c *Config) string {
 	for i, r := range c.BannedArgRules {
 		rules[i] = argRuleSrc{ID: r.ID, Program: r.Program, Require: r.requireSrc, Except: r.exceptSrc}
 	}
+	protected := make([]string, len(c.ProtectedPaths))
+	for i, e := range c.ProtectedPaths {
+		protected[i] = e.String()
+	}
 	ranges := make([]string, len(c.AllowedIPRanges))
 	for i, p := range c.AllowedIPRanges {
 		ranges[i] = p.String()
@@ -196,6 +205,7 @@ func defaultsHash(c *Config) string {
 		"executable_allowlist": c.ExecutableAllowlist, "allow_dynamic_programs": c.AllowDynamicPrograms,
 		"banned_programs": nonNil(c.BannedPrograms), "extra_banned_programs": []string{},
 		"banned_arg_rules": rules, "extra_banned_arg_rules": []argRuleSrc{},
+		"protected_paths": protected,
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -224,7 +234,7 @@ func (l *loader) fail(path, format string, args ...any) {
 
 var configKeys = []string{"version", "allowed_roots", "writable_roots", "allowed_domains", "allowed_ip_ranges", "require_https",
 	"max_redirects", "min_justification_length", "executable_allowlist", "allow_dynamic_programs", "banned_programs",
-	"extra_banned_programs", "banned_arg_rules", "extra_banned_arg_rules"}
+	"extra_banned_programs", "banned_arg_rules", "extra_banned_arg_rules", "protected_paths"}
 
 func (l *loader) build(root *strictjson.Node) *Config {
 	c := &Config{RequireHTTPS: true, MaxRedirects: defaultRedirects, MinJustification: defaultMinJustify}
@@ -251,6 +261,7 @@ func (l *loader) build(root *strictjson.Node) *Config {
 	c.BannedPrograms = append(c.BannedPrograms, l.globs(root, "extra_banned_programs", nil)...)
 	c.BannedArgRules = l.argRules(root, "banned_arg_rules", defaultArgRules)
 	c.BannedArgRules = append(c.BannedArgRules, l.argRules(root, "extra_banned_arg_rules", nil)...)
+	c.ProtectedPaths = l.protectedPaths(root)
 	// The lists were validated entry by entry above; a failure here would
 	// only repeat those problems.
 	c.banned, _ = shell.CompileGlobs(c.BannedPrograms)
@@ -337,6 +348,22 @@ func (l *loader) roots(root *strictjson.Node, key string, def []string) []string
 			continue
 		}
 		out = append(out, filepath.Clean(res))
+	}
+	return out
+}
+
+// protectedPaths validates protected_paths entry by entry; each error names
+// the entry's position and what is accepted.
+func (l *loader) protectedPaths(root *strictjson.Node) []secretpaths.Entry {
+	list, _ := l.stringList(root, "protected_paths")
+	out := make([]secretpaths.Entry, 0, len(list))
+	for i, s := range list {
+		e, err := secretpaths.ParseEntry(s)
+		if err != nil {
+			l.fail(strictjson.Index("$.protected_paths", i), "%s", strings.TrimPrefix(err.Error(), secretpaths.ErrEntry.Error()+": "))
+			continue
+		}
+		out = append(out, e)
 	}
 	return out
 }

@@ -18,6 +18,9 @@ import (
 type FS interface {
 	Lstat(name string) (fs.FileInfo, error)
 	Readlink(name string) (string, error)
+	// ReadDir lists a directory, to expand a glob that may name a
+	// protected path.
+	ReadDir(name string) ([]fs.DirEntry, error)
 }
 
 // OSFS is the operating system's file system.
@@ -28,6 +31,9 @@ func (OSFS) Lstat(name string) (fs.FileInfo, error) { return os.Lstat(name) }
 
 // Readlink implements FS.
 func (OSFS) Readlink(name string) (string, error) { return os.Readlink(name) }
+
+// ReadDir implements FS.
+func (OSFS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
 
 // PathKind says how a path is used (checks.md §4.3).
 type PathKind string
@@ -81,15 +87,21 @@ func (t *Tripwire) pathView(kind PathKind, raw string) PathView {
 		v.Problem = &Problem{verdict.PathInvalid, fmt.Sprintf("%s: %s", quote(raw), p)}
 		return v
 	}
-	for _, c := range t.splitRaw(raw) {
-		if c == ".." {
-			v.Problem = &Problem{verdict.PathTraversal, fmt.Sprintf("%s: \"..\" components are not allowed", quote(raw))}
-			return v
-		}
-	}
 	p := raw
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(t.workspace, p)
+	}
+	for _, c := range t.splitRaw(raw) {
+		if c == ".." {
+			// A ".." that reaches a protected path says more than "..":
+			// name the protection.
+			if pp := t.protectedPath(filepath.Clean(p)); pp != nil {
+				v.Problem = pp.at(raw)
+				return v
+			}
+			v.Problem = &Problem{verdict.PathTraversal, fmt.Sprintf("%s: \"..\" components are not allowed", quote(raw))}
+			return v
+		}
 	}
 	v.Lexical = filepath.Clean(p)
 	res, err := t.resolve(v.Lexical)
@@ -141,8 +153,12 @@ func (t *Tripwire) splitRaw(raw string) []string {
 // error, a magic link) fail.
 func (t *Tripwire) resolve(abs string) (string, error) {
 	vol := filepath.VolumeName(abs)
-	todo := splitPath(abs[len(vol):])
-	cur := vol + string(filepath.Separator)
+	return t.resolveFrom(vol+string(filepath.Separator), splitPath(abs[len(vol):]))
+}
+
+// resolveFrom is resolve continuing from cur, a directory path that holds
+// no symlink, with the components todo.
+func (t *Tripwire) resolveFrom(cur string, todo []string) (string, error) {
 	links := 0
 	for len(todo) > 0 {
 		c := todo[0]
@@ -223,6 +239,15 @@ func (t *Tripwire) checkPath(v PathView) *Problem {
 	}
 	if v.Scratch {
 		return nil
+	}
+	// Security: a protected path is refused whatever the roots say, so an
+	// allowed_roots or writable_roots entry that contains the data
+	// directory or a home cannot open them up. Both names count: the one
+	// written and the one a symlink leads to.
+	for _, p := range []string{v.Lexical, v.Resolved} {
+		if pp := t.protectedPath(p); pp != nil {
+			return pp.at(v.Raw)
+		}
 	}
 	if v.Kind == KindRedirectWrite {
 		if !t.underAny(v.Resolved, t.cfg.WritableRoots) {

@@ -9,22 +9,30 @@
 // `env`, `timeout`, `find -exec` or `busybox`, while `grep sudo notes.txt`
 // passes. A program computed at run time is denied by default. Paths are
 // resolved component by component against roots resolved once at load, so
-// a symlink cannot lead a read or a redirection out of the workspace. URLs
-// must be https to an allowed domain (label-boundary match), without
-// userinfo or IP literals, and must resolve to public addresses only.
+// a symlink cannot lead a read or a redirection out of the workspace.
+// Protected paths (IronVise's data directory, every home's credential
+// stores, the operator's protected_paths) are refused wherever they appear:
+// read_file, redirections, and every command word that may name a file —
+// with ~ and $HOME expanded to every home, globs and the directories a cd
+// can reach taken into account. URLs must be https to an allowed domain
+// (label-boundary match), without userinfo or IP literals, and must resolve
+// to public addresses only.
 //
 // # Usage
 //
 //	cfg, _ := tripwire.LoadConfig(filepath.Join(dataDir, "tripwire.json"), tripwire.LoadOptions{Workspace: ws})
-//	tw := tripwire.New(cfg, tripwire.Options{Workspace: ws})
+//	list, _ := secretpaths.Compute(…) // with cfg.ProtectedPaths among its Extra
+//	tw := tripwire.New(cfg, tripwire.Options{Workspace: ws, Protected: list})
 //	view := tw.View(ctx, in)   // shared with the policy check
 //	v := tw.Check(view)        // verdict.Verdict, check "tripwire"
 //
 // # Limitations
 //
 // The analysis is static: it cannot see what a script reads at run time
-// (arguments xargs takes from stdin, files a program opens). The sandbox
-// is the layer that confines those.
+// (arguments xargs takes from stdin, files a program opens, a path built
+// from variables or command substitutions, the items of a for loop). The
+// sandbox is the layer that confines those, and it hides the same
+// protected paths.
 package tripwire
 
 import (
@@ -34,6 +42,7 @@ import (
 	"runtime"
 
 	"github.com/ironvise/ironvise/internal/intent"
+	"github.com/ironvise/ironvise/internal/secretpaths"
 	"github.com/ironvise/ironvise/internal/shell"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
@@ -42,6 +51,11 @@ import (
 type Options struct {
 	// Workspace is the session workspace, absolute and symlink-resolved.
 	Workspace string
+	// Protected is the protected-path list the composition root computed
+	// with secretpaths.Compute (the sandbox hides the same paths). A path
+	// action or a command word that names one of its paths, or anything
+	// below one, is denied with path_protected.
+	Protected secretpaths.List
 	// FS and Resolver default to the OS and net.DefaultResolver.
 	FS       FS
 	Resolver Resolver
@@ -61,6 +75,10 @@ type Tripwire struct {
 	foldCase  bool
 	windows   bool
 	shellOpt  shell.Options
+	// protected holds Protected.Paths keyed for lookup (lowercased where
+	// names fold), so a path is checked by walking its ancestors.
+	protected map[string]string
+	list      secretpaths.List
 }
 
 // New returns a Tripwire for cfg.
@@ -79,11 +97,19 @@ func New(cfg *Config, opt Options) *Tripwire {
 	t.foldCase = goos == "darwin" || goos == "windows"
 	t.windows = goos == "windows"
 	t.shellOpt = shell.Options{FoldCase: t.foldCase}
+	t.list = opt.Protected
+	t.protected = make(map[string]string, len(opt.Protected.Paths))
+	for _, p := range opt.Protected.Paths {
+		t.protected[t.key(filepath.Clean(p))] = p
+	}
 	return t
 }
 
 // Config returns the configuration the tripwire enforces.
 func (t *Tripwire) Config() *Config { return t.cfg }
+
+// Protected returns the protected-path list the tripwire enforces.
+func (t *Tripwire) Protected() secretpaths.List { return t.list }
 
 // View is the intent view computed once after the schema check and shared
 // by the policy and tripwire checks (checks.md §2).
@@ -96,6 +122,12 @@ type View struct {
 	Paths []PathView
 	// URL is the http_get URL.
 	URL *URLView
+
+	// cwds are the directories a run_command script may run in (the
+	// workspace and the targets of its cd commands); cwdKnown is false
+	// when a cd target is computed at run time.
+	cwds     []string
+	cwdKnown bool
 }
 
 // View computes the intent view. It never fails: problems are recorded in
@@ -105,7 +137,8 @@ func (t *Tripwire) View(ctx context.Context, in *intent.Intent) *View {
 	switch in.Action {
 	case intent.RunCommand:
 		v.Command = shell.Analyze(in.Command, t.shellOpt)
-		v.Paths = t.redirectViews(v.Command)
+		v.cwds, v.cwdKnown = t.cwds(v.Command)
+		v.Paths = t.redirectViews(v)
 	case intent.ReadFile:
 		v.Paths = []PathView{t.pathView(KindReadFile, in.Path)}
 	case intent.HTTPGet:

@@ -49,6 +49,10 @@ const (
 	PathTraversal        Code = "path_traversal"
 	PathUnresolvable     Code = "path_unresolvable"
 	PathOutsideRoots     Code = "path_outside_roots"
+	// PathProtected is an IronVise addition: the path is, or lies inside,
+	// one that no command may see (the data directory, a credential store,
+	// a protected_paths entry; package secretpaths).
+	PathProtected        Code = "path_protected"
 	URLInvalid           Code = "url_invalid"
 	URLScheme            Code = "url_scheme"
 	URLUserinfo          Code = "url_userinfo"
