@@ -30,6 +30,7 @@ import (
 
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/sandbox/native"
+	"github.com/ironvise/ironvise/internal/secretpaths"
 )
 
 // Build metadata, set with -ldflags "-X ...cli.version=... -X ...cli.commit=...".
@@ -74,6 +75,9 @@ type app struct {
 	// lookup reads the environment; tests replace it.
 	lookup config.Lookup
 	cfg    *config.Config
+	// protect is the run's protected-path list, computed once (see
+	// protection) and shared by the tripwire and the sandbox tier.
+	protect *secretpaths.List
 	// timing is zero outside tests, which shorten it to make a command
 	// outlast the ledger's lease and a step's write deadline.
 	timing ledgerTiming

@@ -21,8 +21,9 @@ func (a *app) demoCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "demo",
 		Short: "Run a complete scripted audit of a bundled sample service (no LLM, no network, no setup)",
-		Long: `Writes a small sample service with real misconfigurations to
-$ECTO_DATA_DIR/demo-workspace and audits it with the deterministic mock LLM
+		Long: `Writes a small sample service with real misconfigurations to a directory
+beside the data directory ($ECTO_DATA_DIR-demo-workspace: never inside it,
+which no command may see) and audits it with the deterministic mock LLM
 (which also plays the guard), under the shipped ISO/IEC 42001 policy pack and
 the real sandbox. You will see allowed reads and commands, a command blocked by
 the tripwire, a path escape blocked, a policy denial, a prompt injection caught
@@ -41,9 +42,20 @@ func (a *app) runDemo() error {
 	if err != nil {
 		return err
 	}
-	ws, err := demo.WriteWorkspace(filepath.Join(cfg.DataDir, "demo-workspace"))
+	// The workspace lies beside the data directory: inside it, the
+	// sandbox would hide the workspace itself.
+	ws, err := demo.WriteWorkspace(filepath.Clean(cfg.DataDir) + "-demo-workspace")
 	if err != nil {
 		return exitCode(ExitUsage, err)
+	}
+	// The demo's rules are fixed (no tripwire.json), so only the
+	// mandatory protected paths apply.
+	protect, err := a.protection(cfg, nil)
+	if err != nil {
+		return err
+	}
+	if err := checkWorkspace(ws, protect); err != nil {
+		return err
 	}
 	// The demo's rules are fixed so that it shows the same run everywhere:
 	// the default tripwire (not the data dir's tripwire.json) and a shipped
@@ -52,7 +64,7 @@ func (a *app) runDemo() error {
 	if err != nil {
 		return exitCode(ExitUsage, err)
 	}
-	tw := tripwire.New(tc, tripwire.Options{Workspace: ws})
+	tw := tripwire.New(tc, tripwire.Options{Workspace: ws, Protected: protect})
 	pol, err := policy.Load(demo.Policy, policy.Options{})
 	if err != nil {
 		return exitCode(ExitUsage, err)

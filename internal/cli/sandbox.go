@@ -63,8 +63,15 @@ func (a *app) sandboxTier(tierFlag string) (sandbox.Tier, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The tier hides the same paths the tripwire refuses.
+	protect, err := a.tierProtection(cfg)
+	if err != nil {
+		return nil, err
+	}
 	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	t, err := sandbox.Select(sandboxOptions(cfg.Sandbox, tierFlag, log), a.sandboxFactories())
+	opts := sandboxOptions(cfg.Sandbox, tierFlag, log)
+	opts.Hidden = protect.Paths
+	t, err := sandbox.Select(opts, a.sandboxFactories())
 	if err != nil {
 		return nil, exitCode(ExitUsage, err)
 	}
@@ -140,7 +147,11 @@ Exits 1 when the selected tier cannot be used here, naming the fix.`,
 				// The other tiers: availability only (probing every tier
 				// would run containers and VMs).
 				for _, kind := range []string{"native", "docker", "firecracker"} {
-					t, err := sandbox.Select(sandboxOptions(cfg.Sandbox, kind, nil), a.sandboxFactories())
+					opts := sandboxOptions(cfg.Sandbox, kind, nil)
+					if a.protect != nil {
+						opts.Hidden = a.protect.Paths
+					}
+					t, err := sandbox.Select(opts, a.sandboxFactories())
 					if err != nil {
 						// A configuration the tier rejects (e.g. an
 						// ECTO_DOCKER_EXTRA_ARGS flag) is a finding too.

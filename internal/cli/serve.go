@@ -56,6 +56,19 @@ func (a *app) runServe(workspace string, verifyFull bool) error {
 	if err != nil {
 		return err
 	}
+	// The protected paths are read once, at start, like the workspace:
+	// every API session's tripwire and the tier share them.
+	tc, err := a.loadTripwireConfig(cfg, ws)
+	if err != nil {
+		return err
+	}
+	protect, err := a.protection(cfg, tc.ProtectedPaths)
+	if err != nil {
+		return err
+	}
+	if err := checkWorkspace(ws, protect); err != nil {
+		return err
+	}
 	tier, err := a.sandboxTier("")
 	if err != nil {
 		return err
@@ -63,7 +76,7 @@ func (a *app) runServe(workspace string, verifyFull bool) error {
 	ctx, stop := signal.NotifyContext(a.ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, err := server.New(ctx, server.Options{
-		Config: cfg, Lookup: a.lookup, Workspace: ws, Tier: tier, VerifyFull: verifyFull, Version: version,
+		Config: cfg, Lookup: a.lookup, Workspace: ws, Protected: protect, Tier: tier, VerifyFull: verifyFull, Version: version,
 		Stdout: a.stdout, Stderr: a.stderr, Logger: a.logger(), SandboxEnv: a.sandboxEnv(),
 	})
 	if err != nil {

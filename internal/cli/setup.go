@@ -8,11 +8,16 @@ import (
 
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/policy"
+	"github.com/ironvise/ironvise/internal/secretpaths"
 	"github.com/ironvise/ironvise/internal/tripwire"
 )
 
 // resolveWorkspace makes dir (default: the working directory) absolute and
-// symlink-resolved, once, as checks.md defines the workspace.
+// symlink-resolved, once, as checks.md defines the workspace, and refuses
+// the file-system root and the system directories (/etc, /usr, …, and
+// their real locations such as /usr/bin for /bin). The caller refuses a
+// workspace inside a protected path once the list is known
+// (checkWorkspace).
 func resolveWorkspace(dir string) (string, error) {
 	if dir == "" {
 		wd, err := os.Getwd()
@@ -33,12 +38,18 @@ func resolveWorkspace(dir string) (string, error) {
 	if err != nil || !st.IsDir() {
 		return "", exitCode(ExitUsage, fmt.Errorf("workspace %s is not a directory (pass --workspace DIR)", res))
 	}
+	// Security: the default workspace is the working directory, so a run
+	// from / would show every file of the host to the command.
+	if err := checkWorkspace(res, secretpaths.List{}); err != nil {
+		return "", err
+	}
 	return res, nil
 }
 
-// loadTripwire reads $ECTO_DATA_DIR/tripwire.json for a workspace. Errors
-// are configuration errors (exit 2) listing every problem.
-func (a *app) loadTripwire(cfg *config.Config, ws string) (*tripwire.Tripwire, error) {
+// loadTripwireConfig reads $ECTO_DATA_DIR/tripwire.json for a workspace
+// ("" when there is none: no default allowed root). Errors are
+// configuration errors (exit 2) listing every problem.
+func (a *app) loadTripwireConfig(cfg *config.Config, ws string) (*tripwire.Config, error) {
 	path := filepath.Join(cfg.DataDir, "tripwire.json")
 	tc, err := tripwire.LoadConfig(path, tripwire.LoadOptions{
 		Workspace:     ws,
@@ -53,7 +64,24 @@ func (a *app) loadTripwire(cfg *config.Config, ws string) (*tripwire.Tripwire, e
 		}
 		return nil, exitCode(ExitUsage, err)
 	}
-	return tripwire.New(tc, tripwire.Options{Workspace: ws}), nil
+	return tc, nil
+}
+
+// loadTripwire builds the tripwire of a workspace with the run's protected
+// paths, refusing a workspace inside one of them.
+func (a *app) loadTripwire(cfg *config.Config, ws string) (*tripwire.Tripwire, error) {
+	tc, err := a.loadTripwireConfig(cfg, ws)
+	if err != nil {
+		return nil, err
+	}
+	list, err := a.protection(cfg, tc.ProtectedPaths)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkWorkspace(ws, list); err != nil {
+		return nil, err
+	}
+	return tripwire.New(tc, tripwire.Options{Workspace: ws, Protected: list}), nil
 }
 
 // rules is what every command that checks intents loads first: the

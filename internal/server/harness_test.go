@@ -22,6 +22,7 @@ import (
 	"github.com/ironvise/ironvise/internal/llm"
 	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/sandbox/native"
+	"github.com/ironvise/ironvise/internal/secretpaths"
 )
 
 // TestMain lets this test binary stand in for the ironvise binary where
@@ -142,10 +143,15 @@ func newOptions(t testing.TB, o tsOptions) (Options, *syncBuffer, *syncBuffer) {
 			t.Fatal(err)
 		}
 	}
+	// The composition root's list, as internal/cli computes it.
+	protect, err := secretpaths.Compute(secretpaths.Sources{DataDir: cfg.DataDir, Home: cfg.Host.Home})
+	if err != nil {
+		t.Fatal(err)
+	}
 	stdout, stderr := &syncBuffer{}, &syncBuffer{}
 	exe, _ := os.Executable()
 	return Options{
-		Config: cfg, Lookup: config.MapLookup(env), Workspace: o.workspace, Tier: tier, Version: "test",
+		Config: cfg, Lookup: config.MapLookup(env), Workspace: o.workspace, Protected: protect, Tier: tier, Version: "test",
 		Stdout: stdout, Stderr: stderr, GuardExecutable: exe, FeedPoll: 50 * time.Millisecond, ApprovalPoll: 20 * time.Millisecond,
 	}, stdout, stderr
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger/ledgerdb"
 	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/scan"
+	"github.com/ironvise/ironvise/internal/secretpaths"
 	"github.com/ironvise/ironvise/internal/webhook"
 )
 
@@ -32,6 +33,11 @@ type Options struct {
 	// Workspace is the absolute, symlink-resolved directory API sessions
 	// work in.
 	Workspace string
+	// Protected is the protected-path list the composition root computed
+	// at start (secretpaths.Compute); every session's tripwire refuses
+	// its paths, and the Tier was built to hide the same ones. Required:
+	// an empty list would leave the data directory open to the sessions.
+	Protected secretpaths.List
 	// Tier is the selected sandbox tier; its self-test runs before the
 	// listener opens.
 	Tier sandbox.Tier
@@ -127,8 +133,14 @@ type Server struct {
 // New prepares a server: steps 1–5 of api.md §2's startup order. Nothing
 // listens yet; on error everything opened so far is closed again.
 func New(ctx context.Context, o Options) (srv *Server, err error) {
-	if o.Config == nil || o.Tier == nil || o.Workspace == "" {
-		return nil, errors.New("server: Config, Tier and Workspace are required")
+	if o.Config == nil || o.Tier == nil || o.Workspace == "" || len(o.Protected.Paths) == 0 {
+		return nil, errors.New("server: Config, Tier, Workspace and Protected are required")
+	}
+	// Every API session works in this workspace: the same refusal as the
+	// CLI's (the file-system root, a system directory, or inside a
+	// protected path).
+	if err := secretpaths.CheckWorkspace(o.Workspace, o.Protected); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	if o.Stdout == nil {
 		o.Stdout = io.Discard

@@ -169,7 +169,8 @@ func (s *Server) createSession(ctx context.Context, req createRequest) (*ledger.
 		// checks.md §6.4: the text goes to the log, the client gets a 500.
 		return nil, err
 	}
-	tw := tripwire.New(tc, tripwire.Options{Workspace: s.opts.Workspace})
+	// The protected paths are the start's: the tier hides exactly those.
+	tw := tripwire.New(tc, tripwire.Options{Workspace: s.opts.Workspace, Protected: s.opts.Protected})
 	var client llm.Client
 	spec := ledger.SessionSpec{
 		Goal: req.goal, TripwireHash: tc.SHA256, GuardRequired: plan.Enabled,
