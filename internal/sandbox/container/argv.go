@@ -21,6 +21,7 @@ type runSpec struct {
 	cpuSecs   int
 	noFile    int
 	extra     []string
+	masks     []mask // protected paths inside the workspace, covered read-only
 }
 
 // workspaceTarget is where the workspace appears in the container.
@@ -66,13 +67,22 @@ func (s runSpec) argv() []string {
 		"--entrypoint=",
 		// The workspace, read-only.
 		"--mount", "type=bind,source=" + s.workspace + ",target=" + workspaceTarget + ",readonly",
+	}
+	// Each protected path inside the workspace (~/.ssh of a home
+	// workspace, the data directory) is covered by an empty read-only
+	// directory or file, so the command cannot read it whatever path it
+	// computes; the runtimes mount parents before children.
+	for _, m := range s.masks {
+		a = append(a, "--mount", "type=bind,source="+m.source+",target="+m.target+",readonly")
+	}
+	a = append(a,
 		"--workdir", workspaceTarget,
 		// Per-process backstops, set explicitly (see nprocUlimit).
 		"--ulimit", fmt.Sprintf("cpu=%d:%d", s.cpuSecs, s.cpuSecs),
 		"--ulimit", fmt.Sprintf("nofile=%d:%d", s.noFile, s.noFile),
 		"--ulimit", fmt.Sprintf("nproc=%d:%d", nprocUlimit, nprocUlimit),
 		"--ulimit", "core=0:0",
-	}
+	)
 	if s.runtime == "podman" {
 		// Podman otherwise mounts writable tmpfs on /run, /var/tmp and
 		// /dev/shm of a --read-only container; /tmp is the only one needed.

@@ -211,3 +211,20 @@ func TestRootlessPodmanOnCgroupV1IsRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestArgvCoversProtectedPaths(t *testing.T) {
+	s := testSpec("podman")
+	s.masks = []mask{{source: "/tmp/r/empty-dir", target: "/workspace/.ssh"}, {source: "/tmp/r/empty-file", target: "/workspace/.netrc"}}
+	argv := s.argv()
+	ws := slices.Index(argv, "type=bind,source=/srv/ws,target=/workspace,readonly")
+	if ws < 0 {
+		t.Fatalf("no workspace mount in %q", argv)
+	}
+	// Right after the workspace, so the workspace is mounted first, and
+	// read-only.
+	want := []string{"--mount", "type=bind,source=/tmp/r/empty-dir,target=/workspace/.ssh,readonly",
+		"--mount", "type=bind,source=/tmp/r/empty-file,target=/workspace/.netrc,readonly"}
+	if got := argv[ws+1 : ws+1+len(want)]; !slices.Equal(got, want) {
+		t.Fatalf("masks %q; want %q", got, want)
+	}
+}

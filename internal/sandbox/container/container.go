@@ -10,10 +10,13 @@
 //	    --user nobody --memory M --memory-swap M --cpus C
 //	    --cap-drop ALL --pids-limit P --tmpfs /tmp:… --pull=never
 //	    --name ironvise-<random> --entrypoint= --mount type=bind,…,target=/workspace,readonly
+//	    [--mount type=bind,source=<empty>,target=/workspace/<protected>,readonly …]
 //	    --workdir /workspace --ulimit cpu=… --ulimit nofile=… …
 //	    [ECTO_DOCKER_EXTRA_ARGS] <image> sh -c <command>
 //
-// The first line is the seed's floor; the rest is IronVise's hardening. The
+// The first line is the seed's floor; the rest is IronVise's hardening,
+// including an empty read-only stand-in over each protected path
+// (Options.Hidden and Request.Hidden) that lies inside the workspace. The
 // image runs by the ID a preflight resolved (image inspect), so the digest
 // recorded in the sandbox_result is the one that ran. The preflight — the
 // runtime answers, the image is present — runs before the first command and

@@ -471,3 +471,54 @@ func TestPodmanIgnoresTheImageEntrypoint(t *testing.T) {
 		t.Fatalf("stdout %q", res.Stdout)
 	}
 }
+
+// TestPodmanHidesProtectedPathsInTheWorkspace: a home-like workspace holds
+// an SSH key, a .netrc and IronVise's data directory; the container sees
+// empty read-only stand-ins, however the command names them (directly,
+// through a symlink in the workspace, through a computed path).
+func TestPodmanHidesProtectedPathsInTheWorkspace(t *testing.T) {
+	ws := workspace(t)
+	secrets := map[string]string{
+		".ssh/id_ed25519":                       "SSH-SECRET",
+		".netrc":                                "NETRC-SECRET",
+		".local/share/ironvise/keys/issuer.key": "ISSUER-SECRET",
+		".config/myapp/token":                   "REQUEST-SECRET",
+	}
+	for p, body := range secrets {
+		p = filepath.Join(ws, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(".ssh", filepath.Join(ws, "keys")); err != nil {
+		t.Fatal(err)
+	}
+	tier := newPodman(t, func(o *sandbox.Options) {
+		o.Hidden = []string{filepath.Join(ws, ".ssh"), filepath.Join(ws, ".netrc"), filepath.Join(ws, ".local", "share", "ironvise"), "/nonexistent/x"}
+	})
+	res := run(t, tier, sandbox.Request{Workspace: ws, Hidden: []string{filepath.Join(ws, ".config", "myapp")}, Command: `
+cat .ssh/id_ed25519; cat keys/id_ed25519; cat "$(printf .ss; printf h)/id_ed25519"
+cat .netrc; cat /workspace/.local/share/ironvise/keys/issuer.key; cat .config/myapp/token
+grep -r SECRET /workspace
+echo ls-ssh: $(ls -A .ssh) ls-data: $(ls -A .local/share/ironvise)
+echo x > .ssh/planted 2>/dev/null && echo PLANTED
+cat notes.txt`})
+	wantOK(t, res, 0)
+	if strings.Contains(res.Stdout, "SECRET") || strings.Contains(res.Stdout, "PLANTED") {
+		t.Fatalf("a protected file was visible or writable in the container: %q", res.Stdout)
+	}
+	if !strings.Contains(res.Stdout, "ls-ssh: ls-data:") || !strings.Contains(res.Stdout, "workspace file") {
+		t.Fatalf("stdout %q; want empty stand-ins and the ordinary file", res.Stdout)
+	}
+	if n := res.Enforced.HiddenPaths; n == nil || *n != 4 {
+		t.Fatalf("hidden_paths = %v; want 4 (three of the tier's, one of the request's)", n)
+	}
+	// A workspace inside a protected path is aborted before any container.
+	res = run(t, tier, sandbox.Request{Workspace: filepath.Join(ws, ".local", "share", "ironvise"), Command: "cat keys/issuer.key"})
+	if res.Status != sandbox.StatusAborted || !strings.Contains(res.Reason, "lies inside the protected path") || strings.Contains(res.Stdout, "SECRET") {
+		t.Fatalf("workspace inside the data directory: %s %q", res.Status, res.Reason)
+	}
+}

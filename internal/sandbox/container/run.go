@@ -51,9 +51,33 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if !filepath.IsAbs(ws) || !mountSafe(ws) {
 		return abort("workspace %q cannot be bind-mounted: its path contains a comma, a quote or a line break; fix: use a workspace path without them", ws)
 	}
+	// Security: the protected paths inside the workspace (a home
+	// workspace holds ~/.ssh and the data directory) are covered in the
+	// container; the checks refuse naming them, this hides them from
+	// whatever the command computes.
+	plan, err := planMasks(ws, hiddenSet(t.opts.Hidden, req.Hidden))
+	if err != nil {
+		return abort("%v", err)
+	}
 	name, err := containerName()
 	if err != nil {
 		return abort("name the container: %v", err)
+	}
+	// Podman's conmon drops an "oom" marker file into its working
+	// directory when the kernel OOM-kills a container: the client runs
+	// from a private directory so nothing lands in the caller's (often the
+	// workspace's parent or a repository). The empty mask sources live
+	// there too.
+	private, err := os.MkdirTemp("", "ironvise-runtime-")
+	if err != nil && !plan.empty() {
+		return abort("create a private directory for the masks of the protected paths: %v; fix: make the temporary directory writable", err)
+	}
+	if err == nil {
+		defer os.RemoveAll(private)
+	}
+	masks, err := plan.mounts(private)
+	if err != nil {
+		return abort("%v", err)
 	}
 
 	limits := t.opts.Limits.Tighten(req.Limits)
@@ -65,7 +89,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		runtime: t.runtime, name: name, image: pre.imageID, workspace: ws, command: req.Command,
 		env:    sandbox.CommandEnv(req.Env, map[string]string{"HOME": "/tmp", "TMPDIR": "/tmp"}),
 		memory: memory, cpus: t.cpus, pids: limits.NProc, cpuSecs: limits.CPUSecs, noFile: limits.NoFile,
-		extra: t.extra,
+		extra: t.extra, masks: masks,
 	}
 	timeout := t.timeout
 	if req.Timeout > 0 && req.Timeout < timeout {
@@ -77,14 +101,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	var stdout, stderr sandbox.Collector
 	cmd := exec.CommandContext(rctx, t.bin, spec.argv()...)
 	cmd.Stdin = nil // the container reads /dev/null
-	// Podman's conmon drops an "oom" marker file into its working
-	// directory when the kernel OOM-kills a container: run the client from
-	// a private directory so nothing lands in the caller's (often the
-	// workspace's parent or a repository).
-	if dir, err := os.MkdirTemp("", "ironvise-runtime-"); err == nil {
-		cmd.Dir = dir
-		defer os.RemoveAll(dir)
-	}
+	cmd.Dir = private
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// Security: on timeout or cancellation, remove the container itself;
 	// the client is killed only after the grace period.
@@ -210,6 +227,7 @@ func containerName() (string, error) {
 // enforced is the record of what a run had in force.
 func (t *Tier) enforced(p *preflight, s runSpec, memBytes int64) *sandbox.Enforced {
 	nnp := true
+	hidden := len(s.masks)
 	return &sandbox.Enforced{
 		Capabilities: "none", NoNewPrivs: &nnp, Network: "none", ScratchDir: "/tmp",
 		Runtime: t.runtime, RuntimeVersion: p.version, Image: t.image, ImageDigest: p.imageID,
@@ -218,5 +236,6 @@ func (t *Tier) enforced(p *preflight, s runSpec, memBytes int64) *sandbox.Enforc
 			MemoryBytes: memBytes, CPUs: s.cpus, PidsLimit: s.pids, CPUSecs: s.cpuSecs, NoFile: s.noFile,
 			TmpfsMiB: TmpfsMiB, ExtraArgs: s.extra,
 		},
+		HiddenPaths: &hidden,
 	}
 }
