@@ -113,6 +113,35 @@ for r, ds, fs in os.walk("."):
 	}
 }
 
+// TestHiddenPathUnderASystemRoot: a protected path under /etc (readable
+// to every command) is masked too, while one outside every root needs no
+// mount at all.
+func TestHiddenPathUnderASystemRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("creating a directory under /etc needs root")
+	}
+	dir, err := os.MkdirTemp("/etc", "ironvise-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	fx := newFixture(t)
+	if err := os.WriteFile(filepath.Join(dir, "token"), []byte(fx.secretText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := filepath.Join(fx.base, "elsewhere")
+	if err := os.Mkdir(elsewhere, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tier := newTestTier(t, sandbox.Options{Hidden: []string{dir, elsewhere}})
+	r := run(t, tier, fx, "cat "+filepath.Join(dir, "token")+"; ls -A "+dir)
+	noLeak(t, r, fx.secretText)
+	if *r.Enforced.HiddenPaths != 1 {
+		t.Fatalf("hidden_paths = %d; want 1 (the path under /etc; the other is out of reach anyway)", *r.Enforced.HiddenPaths)
+	}
+}
+
 // TestHiddenPathsWithoutMaskLeak shows the attack itself: with no hidden
 // paths configured, the same home workspace hands out the issuer key. This
 // is what every run looked like before the mask.

@@ -43,7 +43,10 @@ type Tier struct {
 	// hidden are the paths every command's mount namespace masks
 	// (Options.Hidden with symlinks' targets added), parents first.
 	hidden []string
-	inject map[string]int
+	// readRoots are the system roots a command can read; only protected
+	// paths under them or the workspace need a mask.
+	readRoots []string
+	inject    map[string]int
 	// noNetNS leaves the launcher in IronVise's network namespace: a test
 	// hook proving that the launcher's verification catches it.
 	noNetNS bool
@@ -78,6 +81,14 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 	// hash). A build failure is reported by Available and aborts each Run.
 	t.seccomp, t.seccompErr = seccomp.Build()
 	t.hidden = hiddenPaths(opts.Hidden)
+	// The roots as written and resolved (/bin is often /usr/bin), so that
+	// a protected path under either name is found.
+	for _, r := range launch.SystemReadRoots() {
+		t.readRoots = append(t.readRoots, r)
+		if real, err := filepath.EvalSymlinks(r); err == nil && real != r {
+			t.readRoots = append(t.readRoots, real)
+		}
+	}
 	return t, nil
 }
 
@@ -180,9 +191,13 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if len(req.Hidden) > 0 {
 		hidden = hiddenPaths(append(slices.Clone(t.hidden), req.Hidden...))
 	}
+	var visible []string
 	for _, h := range hidden {
 		if within(ws, h) {
 			return abort("workspace %s lies inside the protected path %s, which is never shown to a command; fix: use a workspace outside it", req.Workspace, h)
+		}
+		if within(h, ws) || slices.ContainsFunc(t.readRoots, func(r string) bool { return within(h, r) }) {
+			visible = append(visible, h)
 		}
 	}
 
@@ -211,7 +226,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	limits := t.opts.Limits.Tighten(req.Limits)
 	spec := launch.Spec{
 		Command: req.Command, Workspace: ws, Scratch: scratch, Limits: launchLimits(limits),
-		Hide: hidden, ScratchMiB: t.opts.ScratchMiB,
+		Hide: visible, ScratchMiB: t.opts.ScratchMiB,
 		SwitchUser: t.switchUser, UID: t.uid, GID: t.gid, UserNS: t.userNS, Inject: t.inject,
 		Seccomp: t.seccomp.Bytes(), SeccompSHA256: t.seccomp.SHA256,
 		Env: sandbox.CommandEnv(req.Env, t.commandEnv(ws, scratch)),

@@ -5,6 +5,7 @@ package launch
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -28,6 +29,14 @@ const (
 // systemExecDirs hold the programs and libraries commands need (read +
 // execute).
 var systemExecDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib64"}
+
+// SystemReadRoots are the roots outside the workspace that a command can
+// read: the execute roots, /etc and /proc. A protected path anywhere else
+// is out of reach already, so the tier masks only those under these roots
+// or the workspace.
+func SystemReadRoots() []string {
+	return append(slices.Clone(systemExecDirs), "/etc", "/proc")
+}
 
 // LandlockConfig returns go-landlock's preset for abi (1 or more): it
 // restricts everything that ABI can restrict. An ABI newer than go-landlock
@@ -102,7 +111,7 @@ func landlockRules(cfg landlock.Config, workspace, scratch string, shm bool) []l
 	h := cfg.HandledAccessFS
 	rules := []landlock.Rule{
 		landlock.PathAccess(rightsExec&h, systemExecDirs...).IgnoreIfMissing(),
-		landlock.PathAccess(rightsRead&h, "/etc", "/proc"),
+		landlock.PathAccess(rightsRead&h, "/etc", "/proc"), // SystemReadRoots
 		// The workspace is read-only: read files, list directories.
 		landlock.PathAccess(rightsRead&h, workspace),
 		landlock.PathAccess(rightsDevNull&h, "/dev/null"),
