@@ -283,7 +283,7 @@ func describeEnforced(e *sandbox.Enforced) string {
 		parts = append(parts, fmt.Sprintf("scratch tmpfs %d MiB, %d inodes", sc.MiB, sc.Inodes))
 	}
 	if e.HiddenPaths != nil {
-		parts = append(parts, fmt.Sprintf("%d protected paths masked", *e.HiddenPaths))
+		parts = append(parts, fmt.Sprintf("protected paths masked: %d", *e.HiddenPaths))
 	}
 	if len(e.Verified) > 0 {
 		parts = append(parts, "verified before exec: "+strings.Join(e.Verified, ", "))
