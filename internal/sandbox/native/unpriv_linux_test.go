@@ -76,6 +76,7 @@ func TestUnprivilegedChild(t *testing.T) {
 	t.Run("hidden_paths", func(t *testing.T) { testHiddenPathsAreMasked(t, sandbox.Options{}) })
 	t.Run("network_namespace", func(t *testing.T) { testNetworkNamespace(t, sandbox.Options{}) })
 	t.Run("scratch_tmpfs", func(t *testing.T) { testScratchIsACappedTmpfs(t, sandbox.Options{}) })
+	t.Run("unix_socketpair", TestUnixSocketpairEscape)
 	t.Run("nproc", func(t *testing.T) {
 		r := run(t, tier, fx, `i=0; while [ $i -lt 200 ]; do sleep 2 & i=$((i+1)); printf '%s ' $i; done; echo ALL`,
 			func(q *sandbox.Request) { q.Limits.NProc = 20 })
