@@ -67,14 +67,14 @@ func launcherMain(args []string) int {
 		return l.fail(&SetupError{Step: StepSpec, Message: "decode launch specification: " + err.Error()})
 	}
 	l.spec = spec
-	if err := l.launch(); err != nil {
-		var se *SetupError
-		if !errors.As(err, &se) {
-			se = &SetupError{Step: "launch", Message: err.Error()}
-		}
-		return l.fail(se)
+	// launch returns only on failure: on success the process has become
+	// the command.
+	err = l.launch()
+	var se *SetupError
+	if !errors.As(err, &se) {
+		se = &SetupError{Step: "launch", Message: err.Error()}
 	}
-	return ExitFailed // not reached: launch execs or fails
+	return l.fail(se)
 }
 
 // fail reports se to the parent and returns the launcher's exit code.

@@ -118,14 +118,16 @@ func (l *launcher) mountScratch() error {
 	// Python's multiprocessing and many test runners need). The host's
 	// /dev/shm, shared with every other process, stays out of reach.
 	tmp, shm := s.Scratch+"/tmp", s.Scratch+"/shm"
-	if err := os.Mkdir(tmp, 0o700); err == nil {
+	err = os.Mkdir(tmp, 0o700)
+	if err == nil {
 		err = os.Chown(tmp, uid, gid)
 	}
 	if err != nil {
 		return stepErr(StepScratch, fmt.Errorf("prepare the scratch tmpfs: %w", err), "")
 	}
-	if fi, err := os.Stat(devShm); err == nil && fi.IsDir() {
-		if err := os.Mkdir(shm, 0o1777); err == nil {
+	if fi, serr := os.Stat(devShm); serr == nil && fi.IsDir() {
+		err = os.Mkdir(shm, 0o1777)
+		if err == nil {
 			err = os.Chmod(shm, 0o1777) // the umask narrowed the mode
 		}
 		if err == nil {
