@@ -27,7 +27,6 @@ func (w *walker) call(ce *syntax.CallExpr, redirs []Redirect, c ctx) {
 			a.Value = makeWord(as.Value, c.src)
 		}
 		cmd.Assigns = append(cmd.Assigns, a)
-		w.noteAssign(a.Name)
 	}
 	words := make([]Word, len(ce.Args))
 	for i, wd := range ce.Args {
@@ -35,7 +34,8 @@ func (w *walker) call(ce *syntax.CallExpr, redirs []Redirect, c ctx) {
 	}
 	if bare {
 		cmd.AssignOnly = true
-		w.add(cmd)
+		w.add(cmd, c)
+		w.assignEffects(cmd, c)
 	} else {
 		cmd.ProgramWord, cmd.Args = words[0], words[1:]
 		w.emit(cmd, c)
@@ -50,7 +50,7 @@ func (w *walker) call(ce *syntax.CallExpr, redirs []Redirect, c ctx) {
 
 // add appends a finished command and records the script-level facts it
 // implies.
-func (w *walker) add(cmd Command) {
+func (w *walker) add(cmd Command, c ctx) {
 	w.ncmd++
 	if w.ncmd > MaxCommands {
 		w.tooComplex(fmt.Sprintf("script exceeds %d commands or depth %d", MaxCommands, MaxDepth))
@@ -60,8 +60,13 @@ func (w *walker) add(cmd Command) {
 	case "cd", "pushd", "popd":
 		w.a.ChangesDir = true
 	}
-	if cmd.Program != "" && slices.Contains(w.funcs, cmd.Program) && w.a.RecursiveFunction == "" {
-		w.a.RecursiveFunction = cmd.Program
+	for _, as := range cmd.Assigns {
+		w.noteAssign(as.Name)
+	}
+	if cmd.Program != "" && !cmd.Derived && len(w.funcs) > 0 {
+		// An edge of the call graph; it is resolved against the functions
+		// the script defines once the whole script has been walked.
+		w.calls = append(w.calls, call{from: w.funcs[len(w.funcs)-1], to: cmd.Program, fork: c.fork})
 	}
 	w.a.Commands = append(w.a.Commands, cmd)
 }
@@ -72,9 +77,45 @@ func (w *walker) noteAssign(name string) {
 	}
 }
 
+// derivation is a command that another command runs: a wrapper's program,
+// find -exec, xargs, a program named by an option.
+type derivation struct {
+	words []Word
+	// stdin reports that the deriving program feeds the command's stdin
+	// with data (sort's compress program, tar --to-command).
+	stdin bool
+	// holes are strings the deriving program replaces at run time
+	// (xargs -I R, find's {}); appended reports that it appends words
+	// read at run time (xargs).
+	holes    []string
+	appended bool
+	// unknown, when set, says why the program cannot be determined (an
+	// option of a wrapper the analysis does not know).
+	unknown string
+}
+
+// subscript is a shell script that a command runs from one of its words
+// (sh -c, flock -c, git -c core.pager=…, ssh -o ProxyCommand=…).
+type subscript struct {
+	word  Word
+	label string
+	stdin bool
+}
+
+// effects collects what one command derives.
+type effects struct {
+	derived []derivation
+	scripts []subscript
+}
+
+func (e *effects) derive(d derivation) { e.derived = append(e.derived, d) }
+func (e *effects) script(wd Word, label string, stdin bool) {
+	e.scripts = append(e.scripts, subscript{wd, label, stdin})
+}
+
 // emit resolves the program of cmd, appends it, then appends the commands it
 // runs: a wrapper's derived program, find -exec sequences, or the commands
-// of a static sh -c script.
+// of a static script it is given.
 func (w *walker) emit(cmd Command, c ctx) {
 	if w.stopped() {
 		return
@@ -82,265 +123,157 @@ func (w *walker) emit(cmd Command, c ctx) {
 	pw := cmd.ProgramWord
 	if !pw.Static {
 		cmd.Dynamic, cmd.DynamicReason = true, "program word "+quoteMatch(pw.Match)+" is computed at run time"
-		w.add(cmd)
+		w.add(cmd, c)
 		return
 	}
 	cmd.Name = pw.Value
 	cmd.Program = base(pw.Value, w.opt.FoldCase)
-	prog, fold := cmd.Program, w.opt.FoldCase
-	if DynamicBuiltins.Match(prog, fold) {
+	prog := cmd.Program
+	if h := holeIn(pw.Value, c.holes); h != "" {
+		// xargs -I{} {} id, find … -exec {} \;: the program is whatever
+		// the wrapper substitutes at run time.
+		cmd.Program = ""
+		cmd.Dynamic, cmd.DynamicReason = true, fmt.Sprintf("program word %s is filled in at run time by %s", quoteMatch(pw.Value), c.wrapper)
+		w.add(cmd, c)
+		return
+	}
+	cmd.Parsed = ParseCommand(prog, cmd.Args)
+	if DynamicBuiltins.Match(prog, w.opt.FoldCase) {
 		cmd.Dynamic, cmd.DynamicReason = true, prog
 		w.noteDownloadExec(cmd.Args, prog)
 	}
+	w.declarations(&cmd)
+	var e effects
+	if !cmd.Dynamic {
+		w.programEffects(&cmd, c, &e)
+	}
+	w.produced(&cmd)
+	w.add(cmd, c)
+	w.assignEffects(cmd, c)
+	for _, d := range e.derived {
+		w.emitDerived(cmd, d, c)
+	}
+	for _, s := range e.scripts {
+		w.subScript(cmd, s, c)
+	}
+}
+
+// declarations records the assignments of export, readonly, local,
+// typeset, declare, read and getopts.
+func (w *walker) declarations(cmd *Command) {
+	prog := cmd.Program
 	switch prog {
-	case "export", "readonly":
+	case "export", "readonly", "local", "typeset", "declare":
 		for _, a := range cmd.Args {
 			if name, val, ok := splitAssign(a); ok {
 				cmd.Assigns = append(cmd.Assigns, Assign{Name: name, Value: val, Form: prog})
-				w.noteAssign(name)
 			}
 		}
 	case "read":
 		for _, a := range cmd.Args {
 			if a.Static && !strings.HasPrefix(a.Value, "-") {
 				cmd.Assigns = append(cmd.Assigns, Assign{Name: a.Value, Form: "read"})
-				w.noteAssign(a.Value)
+			}
+		}
+	case "getopts":
+		// getopts optstring NAME assigns NAME on every call.
+		if len(cmd.Args) >= 2 && cmd.Args[1].Static {
+			cmd.Assigns = append(cmd.Assigns, Assign{Name: cmd.Args[1].Value, Form: "getopts"})
+		}
+	case "printf":
+		// bash's printf -v NAME assigns NAME.
+		p := ParseArgs(cmd.Args, &OptSpec{ShortValue: "v", InOrder: true})
+		for _, v := range p.Values("-v") {
+			if v.Static {
+				cmd.Assigns = append(cmd.Assigns, Assign{Name: v.Value, Form: "printf -v"})
 			}
 		}
 	}
-
-	var derived [][]Word // word lists of derived commands
-	var viaXargs bool
-	var script *Word
-	switch {
-	case cmd.Dynamic:
-	case hasWrapper(prog):
-		spec := wrappers[prog]
-		i := skipOptions(cmd.Args, spec.optArgs)
-		if spec.skipOperand {
-			i++
-		}
-		if i < len(cmd.Args) {
-			derived = append(derived, cmd.Args[i:])
-		}
-	case prog == "env":
-		i, dyn := w.envArgs(&cmd)
-		if dyn {
-			cmd.Dynamic, cmd.DynamicReason = true, "env -S splits a string into a command"
-		} else if i < len(cmd.Args) {
-			derived = append(derived, cmd.Args[i:])
-		}
-	case prog == "xargs":
-		i := skipOptions(cmd.Args, xargsOptArgs)
-		if i < len(cmd.Args) {
-			derived = append(derived, cmd.Args[i:])
-		} else {
-			derived = append(derived, []Word{{Static: true, Value: "echo", Match: "echo"}})
-		}
-		viaXargs = true
-	case prog == "busybox":
-		if i := skipOptions(cmd.Args, nil); i < len(cmd.Args) {
-			derived = append(derived, cmd.Args[i:])
-		}
-	case prog == "find":
-		derived = findExecs(cmd.Args)
-	case IsShell(prog, fold):
-		script = w.shellArgs(&cmd)
-	case IsInterpreter(prog, fold):
-		w.interpArgs(&cmd)
-	}
-	w.add(cmd)
-	for _, ws := range derived {
-		d := Command{
-			ProgramWord: ws[0], Args: ws[1:], Derived: true, Wrapper: prog,
-			PipePos: cmd.PipePos, StdinRedirected: cmd.StdinRedirected, Offset: cmd.Offset,
-		}
-		if viaXargs {
-			// xargs appends words read from stdin: an interpreter it runs
-			// gets code (or -c) that no static check can see.
-			if d.ProgramWord.Static && IsInterpreter(base(d.ProgramWord.Value, fold), fold) {
-				d.Dynamic, d.DynamicReason = true, "xargs passes run-time arguments to an interpreter"
-				d.Name, d.Program = d.ProgramWord.Value, base(d.ProgramWord.Value, fold)
-				w.add(d)
-				continue
-			}
-		}
-		if !d.ProgramWord.Static {
-			d.Dynamic, d.DynamicReason = true, prog+" runs "+quoteMatch(d.ProgramWord.Match)+", computed at run time"
-			w.add(d)
-			continue
-		}
-		w.emit(d, c)
-	}
-	if script != nil {
-		if c.nest+1 > MaxScriptNest {
-			w.tooComplex(fmt.Sprintf("sh -c scripts nested deeper than %d", MaxScriptNest))
-			return
-		}
-		// A nested shell is a new process: the caller's functions are not
-		// visible in it, so recursion is tracked per script.
-		saved := w.funcs
-		w.funcs = nil
-		w.script(script.Value, c.nest+1, c.depth+1, cmd.PipePos, cmd.StdinRedirected, cmd.Offset, prog+" -c")
-		w.funcs = saved
-	}
 }
 
-func hasWrapper(prog string) bool { _, ok := wrappers[prog]; return ok }
-
-// skipOptions returns the index of the first operand: words starting with
-// "-" are options, an option in optArgs also takes the next word, and "--"
-// ends the options.
-func skipOptions(args []Word, optArgs []string) int {
-	i := 0
-	for i < len(args) {
-		m := args[i].Match
-		if m == "--" {
-			return i + 1
+// emitDerived appends a command that cmd runs.
+func (w *walker) emitDerived(cmd Command, d derivation, c ctx) {
+	dc := c
+	dc.wrapper = cmd.Program
+	dc.holes = append(slices.Clone(c.holes), d.holes...)
+	dc.appended = d.appended
+	dc.stdin = c.stdin || d.stdin
+	n := Command{Derived: true, Wrapper: cmd.Program, PipePos: cmd.PipePos, StdinRedirected: dc.stdin, Offset: cmd.Offset}
+	if d.unknown != "" || len(d.words) == 0 {
+		why := d.unknown
+		if why == "" {
+			why = cmd.Program + " runs a program named at run time"
 		}
-		if !strings.HasPrefix(m, "-") || m == "-" {
-			return i
-		}
-		if slices.Contains(optArgs, m) {
-			i++
-		}
-		i++
+		n.ProgramWord = Word{Match: cmd.Program}
+		n.Dynamic, n.DynamicReason = true, why
+		w.add(n, dc)
+		return
 	}
-	return i
+	n.ProgramWord, n.Args = d.words[0], d.words[1:]
+	if d.appended && n.ProgramWord.Static && IsInterpreter(base(n.ProgramWord.Value, w.opt.FoldCase), w.opt.FoldCase) {
+		// xargs appends words read from stdin: an interpreter it runs gets
+		// code (or -c) that no static check can see.
+		n.Name, n.Program = n.ProgramWord.Value, base(n.ProgramWord.Value, w.opt.FoldCase)
+		n.Dynamic, n.DynamicReason = true, "xargs passes run-time arguments to an interpreter"
+		w.add(n, dc)
+		return
+	}
+	if !n.ProgramWord.Static {
+		n.Dynamic, n.DynamicReason = true, cmd.Program+" runs "+quoteMatch(n.ProgramWord.Match)+", computed at run time"
+		w.add(n, dc)
+		return
+	}
+	w.emit(n, dc)
 }
 
-// envArgs skips env's options and NAME=value words, recording the latter as
-// assignments, and returns the index of the program. dyn is true for -S /
-// --split-string, which builds the command from one string at run time.
-func (w *walker) envArgs(cmd *Command) (i int, dyn bool) {
-	for i < len(cmd.Args) {
-		m := cmd.Args[i].Match
-		switch {
-		case m == "-S" || m == "--split-string" || strings.HasPrefix(m, "--split-string=") ||
-			(strings.HasPrefix(m, "-") && !strings.HasPrefix(m, "--") && strings.Contains(m, "S")):
-			return i, true
-		case m == "--":
-			i++
-			continue
-		case slices.Contains(envOptArgs, m):
-			i += 2
-			continue
-		case strings.HasPrefix(m, "-"):
-			i++
-			continue
-		}
-		name, val, ok := splitAssign(cmd.Args[i])
-		if !ok {
-			return i, false
-		}
-		cmd.Assigns = append(cmd.Assigns, Assign{Name: name, Value: val, Form: "env"})
-		w.noteAssign(name)
-		i++
+// subScript analyses a script that cmd runs, or records a dynamic command
+// when the script is computed at run time or completed by a wrapper.
+func (w *walker) subScript(cmd Command, s subscript, c ctx) {
+	dyn := func(why string) {
+		n := Command{Derived: true, Wrapper: cmd.Program, PipePos: cmd.PipePos, StdinRedirected: cmd.StdinRedirected || s.stdin,
+			Offset: cmd.Offset, ProgramWord: s.word, Dynamic: true, DynamicReason: why}
+		w.add(n, c)
 	}
-	return i, false
+	if !s.word.Static {
+		dyn(s.label + " runs a script computed at run time")
+		w.noteDownloadExec([]Word{s.word}, s.label)
+		return
+	}
+	if h := holeIn(s.word.Value, c.holes); h != "" {
+		// find -exec sh -c 'echo {}': file names are pasted into the
+		// script text, so a crafted name is code.
+		dyn(fmt.Sprintf("%s runs a script that %s completes at run time with %q", s.label, c.wrapper, h))
+		return
+	}
+	if c.nest+1 > MaxScriptNest {
+		w.tooComplex(fmt.Sprintf("sh -c scripts nested deeper than %d", MaxScriptNest))
+		return
+	}
+	sc := c
+	sc.nest, sc.depth = c.nest+1, c.depth+1
+	sc.pipePos, sc.stdin = cmd.PipePos, cmd.StdinRedirected || s.stdin
+	sc.fixed, sc.wrapper = cmd.Offset, s.label
+	sc.fork, sc.appended = false, false
+	w.script(s.word.Value, sc)
 }
 
-// shellArgs reads a shell interpreter's options. It returns the -c script
-// word when it is static, marks the command dynamic when it is not, and sets
-// InlineCode, ScriptFile or StdinProgram.
-func (w *walker) shellArgs(cmd *Command) *Word {
-	hasC, hasS := false, false
-	i := 0
-	for i < len(cmd.Args) {
-		m := cmd.Args[i].Match
-		if m == "--" {
-			i++
-			break
+// holeIn returns the first hole that s contains.
+func holeIn(s string, holes []string) string {
+	for _, h := range holes {
+		if h != "" && strings.Contains(s, h) {
+			return h
 		}
-		if m == "-" || !(strings.HasPrefix(m, "-") || strings.HasPrefix(m, "+")) {
-			break
-		}
-		if slices.Contains(interpOptArgs["shell"], m) {
-			i += 2
-			continue
-		}
-		if !strings.HasPrefix(m, "--") {
-			hasC = hasC || strings.Contains(m[1:], "c")
-			hasS = hasS || strings.Contains(m[1:], "s")
-		}
-		i++
 	}
-	if hasC {
-		cmd.InlineCode = true
-		if i >= len(cmd.Args) {
-			cmd.Dynamic, cmd.DynamicReason = true, cmd.Program+" -c without a script"
-			return nil
-		}
-		sw := cmd.Args[i]
-		if !sw.Static {
-			cmd.Dynamic, cmd.DynamicReason = true, cmd.Program+" -c with a script computed at run time"
-			w.noteDownloadExec(cmd.Args[i:i+1], cmd.Program+" -c")
-			return nil
-		}
-		return &sw
-	}
-	if i < len(cmd.Args) && cmd.Args[i].Match != "-" && !hasS {
-		cmd.ScriptFile = true
-		return nil
-	}
-	cmd.StdinProgram = true
-	return nil
+	return ""
 }
 
-// interpArgs sets InlineCode or StdinProgram for a non-shell interpreter.
-func (w *walker) interpArgs(cmd *Command) {
-	optArgs := interpOptArgs[family(cmd.Program, w.opt.FoldCase)]
-	i := 0
-	for i < len(cmd.Args) {
-		m := cmd.Args[i].Match
-		if isInlineFlag(cmd.Program, m, w.opt.FoldCase) {
-			cmd.InlineCode = true
-			return
-		}
-		if m == "--" {
-			i++
-			break
-		}
-		if m == "-" || !strings.HasPrefix(m, "-") {
-			break
-		}
-		if slices.Contains(optArgs, m) {
-			if m == "-m" { // python -m runs a module, not stdin
-				return
-			}
-			i++
-		}
-		i++
+// ParseCommand splits a command's arguments with its program's option
+// model (see OptSpec); find has its own grammar.
+func ParseCommand(program string, args []Word) Parsed {
+	if strings.EqualFold(program, "find") {
+		return parseFind(args)
 	}
-	if i >= len(cmd.Args) || cmd.Args[i].Match == "-" {
-		cmd.StdinProgram = true
-	}
-}
-
-// findExecs returns the command word lists of find's -exec, -execdir, -ok
-// and -okdir primaries, each ending at ";" or at "+" after "{}".
-func findExecs(args []Word) [][]Word {
-	var out [][]Word
-	for i := 0; i < len(args); i++ {
-		switch args[i].Match {
-		case "-exec", "-execdir", "-ok", "-okdir":
-		default:
-			continue
-		}
-		j := i + 1
-		for j < len(args) {
-			v := args[j].Match
-			if v == ";" || (v == "+" && j > i+1 && args[j-1].Match == "{}") {
-				break
-			}
-			j++
-		}
-		if j > i+1 {
-			out = append(out, args[i+1:j])
-		}
-		i = j
-	}
-	return out
+	return ParseArgs(args, SpecFor(program))
 }
 
 // noteDownloadExec records a downloader inside a command substitution that

@@ -10,7 +10,8 @@ var (
 	// analysed recursively.
 	ShellInterpreters = MustGlobs("sh", "ash", "bash", "dash", "ksh", "mksh", "zsh", "fish", "csh", "tcsh")
 	// OtherInterpreters run code in another language.
-	OtherInterpreters = MustGlobs("python*", "perl*", "ruby*", "node", "nodejs", "php*", "lua*", "tclsh", "pwsh", "osascript")
+	OtherInterpreters = MustGlobs("python*", "perl*", "ruby*", "node", "nodejs", "php*", "lua*", "tclsh", "wish", "expect", "pwsh",
+		"osascript", "dc")
 	// Downloaders fetch remote content.
 	Downloaders = MustGlobs("curl", "wget", "fetch", "ftp", "tftp", "nc", "ncat", "netcat", "socat")
 	// DynamicBuiltins compute the command they run at run time.
@@ -30,6 +31,8 @@ var inlineFlags = []struct {
 	{MustGlobs("php*")[0], []string{"-r"}},
 	{MustGlobs("lua*")[0], []string{"-e"}},
 	{MustGlobs("pwsh")[0], []string{"-c", "-Command"}},
+	{MustGlobs("expect")[0], []string{"-c"}},
+	{MustGlobs("dc")[0], []string{"-e", "--expression"}},
 }
 
 // interpOptArgs lists interpreter options that take the next word as their
@@ -40,39 +43,9 @@ var interpOptArgs = map[string][]string{
 	"perl":   {"-I", "-M", "-m", "-x"},
 	"ruby":   {"-I", "-r", "-C", "-E"},
 	"node":   {"-r", "--require", "--import", "--loader", "-C", "--conditions"},
-	"php":    {"-d", "-c", "-z"},
+	"php":    {"-d", "-c", "-z", "-f"},
 	"lua":    {"-l"},
 }
-
-// wrapper describes a program that runs another program (checks.md §6.1.5).
-type wrapper struct {
-	// optArgs are options whose argument is the next word.
-	optArgs []string
-	// skipOperand: the first operand (duration, lock file, mask, priority)
-	// precedes the program.
-	skipOperand bool
-}
-
-var wrappers = map[string]wrapper{
-	"command":  {},
-	"builtin":  {},
-	"exec":     {optArgs: []string{"-a"}},
-	"nohup":    {},
-	"setsid":   {},
-	"time":     {optArgs: []string{"-f", "--format", "-o", "--output"}},
-	"unbuffer": {},
-	"nice":     {optArgs: []string{"-n", "--adjustment"}},
-	"ionice":   {optArgs: []string{"-c", "-n", "-p", "--class", "--classdata", "--pid"}},
-	"stdbuf":   {optArgs: []string{"-i", "-o", "-e", "--input", "--output", "--error"}},
-	"timeout":  {optArgs: []string{"-s", "-k", "--signal", "--kill-after"}, skipOperand: true},
-	"flock":    {optArgs: []string{"-w", "-E", "--wait", "--timeout", "--conflict-exit-code"}, skipOperand: true},
-	"taskset":  {skipOperand: true},
-	"chrt":     {skipOperand: true},
-}
-
-var xargsOptArgs = []string{"-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}
-
-var envOptArgs = []string{"-u", "-C", "--unset", "--chdir"}
 
 // IsShell reports whether program is a shell interpreter.
 func IsShell(program string, fold bool) bool { return ShellInterpreters.Match(program, fold) }

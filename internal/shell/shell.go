@@ -89,7 +89,8 @@ type Assign struct {
 	Name  string
 	Value Word
 	// Form says how: "prefix" (NAME=v cmd), "bare" (NAME=v), "export",
-	// "readonly", "env", "for" or "read".
+	// "readonly", "local", "typeset", "declare", "env", "for", "read",
+	// "getopts", "printf -v", or the expansion (${NAME:=…}).
 	Form string
 }
 
@@ -112,8 +113,18 @@ type Command struct {
 	// find -exec, sh -c, …); Wrapper names that wrapper's program.
 	Derived bool
 	Wrapper string
+	// Parsed is the argument list split by the program's option model
+	// (see OptSpec); every option rule reads it.
+	Parsed Parsed
 	// ScriptFile reports a shell interpreter running a script-file operand.
 	ScriptFile bool
+	// Scripts are the files whose content the command runs as code: an
+	// interpreter's script operand, make -f, awk -f, ssh -F, sftp -b.
+	Scripts []Word
+	// StdinFile reports one of Scripts that is a file descriptor or
+	// stdin itself (/dev/stdin, /dev/fd/N, /proc/self/fd/N, "-" for an
+	// -f option): the code is data no check has seen.
+	StdinFile bool
 	// InlineCode reports an interpreter given code with an inline-code flag
 	// (-c, -e, …); StdinProgram reports one that reads its program from
 	// stdin (checks.md §6.1.10).
@@ -169,8 +180,21 @@ type Analysis struct {
 	AssignsTmpDir bool
 	// Functions lists the functions the script defines.
 	Functions []string
-	// RecursiveFunction names a function whose body calls itself.
+	// RecursiveFunction describes a cycle of function calls that runs in
+	// new processes (a fork bomb); plain recursion is not one.
 	RecursiveFunction string
+	// ExpansionAssigns are assignments made by expansions: ${NAME:=v},
+	// ${NAME=v}, $((NAME=v)), $((NAME++)).
+	ExpansionAssigns []Assign
+	// Written lists the files the script writes: redirection targets,
+	// tee, cp, mv, install, ln, dd of=, curl -o/-O, wget, sort -o, sed -i.
+	Written []Word
+	// WritesUnknown names a program that writes files under names the
+	// analysis cannot know (tar -x, unzip, git clone, wget -r).
+	WritesUnknown string
+	// ConfigFiles are configuration files a command is told to read that
+	// can name commands (git include.path, GIT_CONFIG_GLOBAL).
+	ConfigFiles []Word
 	// DownloadExec names the construct when downloaded content is executed
 	// (a downloader inside a command substitution passed to eval, ., source
 	// or sh -c).
@@ -189,7 +213,7 @@ type Options struct {
 func Analyze(src string, opt Options) *Analysis {
 	a := &Analysis{Source: src}
 	w := &walker{a: a, opt: opt}
-	w.script(src, 0, 0, 0, false, -1, "")
+	w.script(src, ctx{fixed: -1})
 	if a.ParseError != nil || a.TooComplex != "" {
 		a.Commands, a.Redirects = nil, nil
 	}

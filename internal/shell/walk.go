@@ -2,6 +2,8 @@ package shell
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -12,8 +14,22 @@ type walker struct {
 	opt Options
 	// ncmd counts simple commands, derived ones included.
 	ncmd int
-	// funcs is the stack of function names whose bodies are being walked.
-	funcs []string
+	// funcs is the stack of function names whose bodies are being walked;
+	// defined and calls are the functions and call edges of the script
+	// being walked (a nested sh -c script has its own).
+	funcs   []string
+	defined []string
+	calls   []call
+	// gitEnv pairs GIT_CONFIG_KEY_n and GIT_CONFIG_VALUE_n by n.
+	gitEnv map[string][2]*Word
+}
+
+// call is an edge of a script's call graph: a command named to inside the
+// body of function from. fork reports that it runs in a new process (in
+// the background, in a pipeline, a subshell or a command substitution).
+type call struct {
+	from, to string
+	fork     bool
 }
 
 // ctx is the position of the walk in the script.
@@ -30,6 +46,14 @@ type ctx struct {
 	// wrapper names the interpreter running a nested sh -c script; its
 	// commands are derived commands of that interpreter.
 	wrapper string
+	// fork reports a command that runs in a process of its own: in the
+	// background, a pipeline, a subshell or a command substitution.
+	fork bool
+	// holes are strings a wrapper replaces at run time in the words of
+	// the command it runs (xargs -I R, find's {}); appended reports that
+	// a wrapper appends words it reads at run time (xargs).
+	holes    []string
+	appended bool
 }
 
 func (c ctx) deeper() ctx { c.depth++; return c }
@@ -49,9 +73,11 @@ func (w *walker) tooComplex(why string) {
 	}
 }
 
-// script parses and walks one script: the top-level one (fixed = -1) or a
-// static sh -c script of a wrapper at offset fixed.
-func (w *walker) script(src string, nest, depth, pipePos int, stdin bool, fixed int, wrapper string) {
+// script parses and walks one script: the top-level one (c.fixed = -1) or
+// a static script that a command runs, at offset c.fixed. A nested script
+// runs in a new shell: the caller's functions are not visible in it, so
+// its call graph is its own.
+func (w *walker) script(src string, c ctx) {
 	f, err := parse(src)
 	if err != nil {
 		if w.a.ParseError == nil {
@@ -59,12 +85,75 @@ func (w *walker) script(src string, nest, depth, pipePos int, stdin bool, fixed 
 		}
 		return
 	}
-	c := ctx{src: src, nest: nest, depth: depth, pipePos: pipePos, stdin: stdin, fixed: fixed, wrapper: wrapper}
+	c.src = src
+	savedFuncs, savedDefined, savedCalls := w.funcs, w.defined, w.calls
+	w.funcs, w.defined, w.calls = nil, nil, nil
 	w.stmts(f.Stmts, c)
-	if nest == 0 {
+	if w.a.RecursiveFunction == "" {
+		w.a.RecursiveFunction = forkCycle(w.defined, w.calls)
+	}
+	w.funcs, w.defined, w.calls = savedFuncs, savedDefined, savedCalls
+	if c.nest == 0 {
 		sortCommands(w.a.Commands)
 		sortRedirects(w.a.Redirects)
 	}
+}
+
+// forkCycle returns a description of a cycle of function calls that forks
+// (a fork bomb: `f(){ f|f& }`, `a(){ b|b& }; b(){ a|a& }`), or "". A cycle
+// whose calls all stay in the calling process is ordinary recursion, which
+// the shell bounds by its own stack.
+func forkCycle(defined []string, calls []call) string {
+	if len(calls) == 0 {
+		return ""
+	}
+	succ := map[string][]string{}
+	for _, e := range calls {
+		if slices.Contains(defined, e.to) {
+			succ[e.from] = append(succ[e.from], e.to)
+		}
+	}
+	for _, e := range calls {
+		if !e.fork || !slices.Contains(defined, e.to) {
+			continue
+		}
+		// A forking edge from → to lies on a cycle when to reaches from.
+		if path := reach(succ, e.to, e.from); path != nil {
+			if len(path) == 1 {
+				return fmt.Sprintf("function %s calls itself in a new process (a fork bomb)", e.from)
+			}
+			cycle := append([]string{e.from}, path[:len(path)-1]...)
+			return fmt.Sprintf("functions %s call each other in new processes (a fork bomb)", strings.Join(cycle, ", "))
+		}
+	}
+	return ""
+}
+
+// reach returns the functions on a call path from → … → to, or nil.
+func reach(succ map[string][]string, from, to string) []string {
+	prev := map[string]string{from: ""}
+	queue := []string{from}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		if n == to {
+			var path []string
+			for p := n; p != ""; p = prev[p] {
+				path = append([]string{p}, path...)
+				if p == from {
+					break
+				}
+			}
+			return path
+		}
+		for _, m := range succ[n] {
+			if _, seen := prev[m]; !seen {
+				prev[m] = n
+				queue = append(queue, m)
+			}
+		}
+	}
+	return nil
 }
 
 func (w *walker) stmts(ss []*syntax.Stmt, c ctx) {
@@ -80,6 +169,9 @@ func (w *walker) stmt(s *syntax.Stmt, c ctx) {
 	if c.depth > MaxDepth {
 		w.tooComplex(fmt.Sprintf("script exceeds %d commands or depth %d", MaxCommands, MaxDepth))
 		return
+	}
+	if s.Background || s.Coprocess {
+		c.fork = true
 	}
 	redirs := w.redirects(s.Redirs, c)
 	for _, r := range redirs {
@@ -102,7 +194,9 @@ func (w *walker) stmt(s *syntax.Stmt, c ctx) {
 	case *syntax.Block:
 		w.stmts(cmd.Stmts, c.deeper())
 	case *syntax.Subshell:
-		w.stmts(cmd.Stmts, c.deeper())
+		d := c.deeper()
+		d.fork = true
+		w.stmts(cmd.Stmts, d)
 	case *syntax.IfClause:
 		d := c.deeper()
 		for ic := cmd; ic != nil; ic = ic.Else {
@@ -141,8 +235,13 @@ func (w *walker) stmt(s *syntax.Stmt, c ctx) {
 			return
 		}
 		w.a.Functions = append(w.a.Functions, cmd.Name.Value)
+		w.defined = append(w.defined, cmd.Name.Value)
 		w.funcs = append(w.funcs, cmd.Name.Value)
-		w.stmt(cmd.Body, c.deeper())
+		// The body runs where the function is called, not where it is
+		// defined: whether its calls fork is decided inside the body.
+		body := c.deeper()
+		body.fork = false
+		w.stmt(cmd.Body, body)
 		w.funcs = w.funcs[:len(w.funcs)-1]
 	default:
 		w.unsupported(cmd)
@@ -174,6 +273,7 @@ func (w *walker) pipeline(b *syntax.BinaryCmd, c ctx) {
 	flatten(b.Y)
 	for i, s := range stages {
 		sc := c
+		sc.fork = true
 		if i > 0 {
 			sc.pipePos = i
 		}
@@ -218,6 +318,9 @@ func (w *walker) redirects(rs []*syntax.Redirect, c ctx) []Redirect {
 				rd.Target = makeWord(r.Word, c.src)
 				rd.Rest, rd.TmpDir = tmpDirTarget(r.Word)
 			}
+			if rd.Kind == RedirWrite {
+				w.a.Written = append(w.a.Written, rd.Target)
+			}
 		}
 		if r.Hdoc != nil {
 			w.substs(r.Hdoc, c.deeper())
@@ -242,9 +345,31 @@ func (w *walker) substs(wd *syntax.Word, c ctx) {
 		case *syntax.CmdSubst:
 			// A substitution runs in its own shell: not piped, own stdin.
 			sc := c.deeper()
-			sc.pipePos, sc.stdin = 0, false
+			sc.pipePos, sc.stdin, sc.fork = 0, false, true
 			w.stmts(n.Stmts, sc)
 			return false
+		case *syntax.ParamExp:
+			// ${NAME:=value} and ${NAME=value} assign NAME: `: ${LD_PRELOAD:=x}`.
+			if n.Exp != nil && (n.Exp.Op == syntax.AssignUnset || n.Exp.Op == syntax.AssignUnsetOrNull) && n.Param != nil {
+				var val Word
+				if n.Exp.Word != nil {
+					val = makeWord(n.Exp.Word, c.src)
+				}
+				w.expansionAssign(Assign{Name: n.Param.Value, Value: val, Form: "${" + n.Param.Value + n.Exp.Op.String() + "…}"}, c, n.Pos())
+			}
+		case *syntax.BinaryArithm:
+			// $((NAME=…)) and $((NAME+=…)) assign NAME.
+			if isArithAssign(n.Op) {
+				if name := arithName(n.X); name != "" {
+					w.expansionAssign(Assign{Name: name, Form: "$((" + name + n.Op.String() + "…))"}, c, n.Pos())
+				}
+			}
+		case *syntax.UnaryArithm:
+			if n.Op == syntax.Inc || n.Op == syntax.Dec {
+				if name := arithName(n.X); name != "" {
+					w.expansionAssign(Assign{Name: name, Form: "$((" + name + n.Op.String() + "))"}, c, n.Pos())
+				}
+			}
 		case *syntax.ProcSubst:
 			w.unsupported(n)
 			return false
@@ -263,4 +388,32 @@ func isDigits(s string) bool {
 		}
 	}
 	return true
+}
+
+// expansionAssign records an assignment made by an expansion.
+func (w *walker) expansionAssign(a Assign, c ctx, pos syntax.Pos) {
+	w.noteAssign(a.Name)
+	w.a.ExpansionAssigns = append(w.a.ExpansionAssigns, a)
+	w.assignEffects(Command{Assigns: []Assign{a}, AssignOnly: true, Offset: c.offset(pos)}, c)
+}
+
+func isArithAssign(op syntax.BinAritOperator) bool {
+	switch op {
+	case syntax.Assgn, syntax.AddAssgn, syntax.SubAssgn, syntax.MulAssgn, syntax.QuoAssgn, syntax.RemAssgn,
+		syntax.AndAssgn, syntax.OrAssgn, syntax.XorAssgn, syntax.ShlAssgn, syntax.ShrAssgn:
+		return true
+	}
+	return false
+}
+
+// arithName returns the variable an arithmetic operand names, or "".
+func arithName(x syntax.ArithmExpr) string {
+	wd, ok := x.(*syntax.Word)
+	if !ok || len(wd.Parts) != 1 {
+		return ""
+	}
+	if lit, ok := wd.Parts[0].(*syntax.Lit); ok && validName(lit.Value) {
+		return lit.Value
+	}
+	return ""
 }

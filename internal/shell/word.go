@@ -44,7 +44,7 @@ func staticValue(wd *syntax.Word) (string, bool) {
 					return "", false
 				}
 			}
-			if !unquoteLit(&b, p.Value) {
+			if !unquoteLit(&b, p.Value, closesLater(wd.Parts[i+1:])) {
 				return "", false
 			}
 		case *syntax.SglQuoted:
@@ -71,9 +71,11 @@ func staticValue(wd *syntax.Word) (string, bool) {
 }
 
 // unquoteLit removes unquoted backslash escapes; it reports false on an
-// unescaped glob character (*, ? or [), which makes the word pathname-
-// expanded at run time.
-func unquoteLit(b *strings.Builder, s string) bool {
+// unescaped glob character, which makes the word pathname-expanded at run
+// time: * and ?, and [ when a ] follows it (in s, or in a later part of
+// the word when closeLater). A [ that nothing closes is an ordinary
+// character: `[ -f x ]` runs the program "[" (test).
+func unquoteLit(b *strings.Builder, s string, closeLater bool) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch c {
@@ -85,12 +87,38 @@ func unquoteLit(b *strings.Builder, s string) bool {
 				}
 			}
 			continue
-		case '*', '?', '[':
+		case '*', '?':
 			return false
+		case '[':
+			// POSIX: a ] right after [ (or [!) is a member, not the end.
+			if closeLater || strings.IndexByte(s[min(i+2, len(s)):], ']') >= 0 {
+				return false
+			}
 		}
 		b.WriteByte(c)
 	}
 	return true
+}
+
+// closesLater reports whether any later part of a word holds a "]".
+func closesLater(parts []syntax.WordPart) bool {
+	for _, p := range parts {
+		switch p := p.(type) {
+		case *syntax.Lit:
+			if strings.Contains(p.Value, "]") {
+				return true
+			}
+		case *syntax.SglQuoted:
+			if strings.Contains(p.Value, "]") {
+				return true
+			}
+		case *syntax.DblQuoted:
+			if closesLater(p.Parts) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // unquoteDbl applies the escapes valid inside double quotes: \$ \` \" \\ and

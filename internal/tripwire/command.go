@@ -92,34 +92,69 @@ func (t *Tripwire) checkCommand(v *View) verdict.Verdict {
 		return deny(verdict.CmdTooComplex, "%s", a.TooComplex)
 	}
 	for _, c := range a.Commands {
-		// curl … | sh, sh <<EOF: the program the interpreter runs is data
-		// that no check has seen.
+		// curl … | sh, sh <<EOF, sh /dev/stdin, bash /proc/self/fd/0: the
+		// program the interpreter runs is data that no check has seen.
 		if c.StdinProgram && (c.PipePos > 0 || c.StdinRedirected) {
 			return deny(verdict.CmdInterpreterStdin, "%q would run code read from stdin", c.Program)
+		}
+		if c.StdinFile {
+			return deny(verdict.CmdInterpreterStdin, "%q would run code read from a file descriptor (/dev/stdin, /dev/fd/N, /proc/*/fd/N or -)", c.Program)
 		}
 	}
 	if a.DownloadExec != "" {
 		return deny(verdict.CmdDownloadExec, "downloaded content executed via %s", a.DownloadExec)
 	}
 	if a.RecursiveFunction != "" {
-		return deny(verdict.CmdRecursiveFunction, "function %s calls itself", a.RecursiveFunction)
+		return deny(verdict.CmdRecursiveFunction, "%s", a.RecursiveFunction)
 	}
 	for _, lv := range a.LoopVars {
 		if slices.Contains(EnvOverrideNames, lv.Name) {
 			return deny(verdict.CmdEnvOverride, "assignment to %s is not allowed", lv.Name).WithRule("for")
 		}
 	}
+	for _, as := range a.ExpansionAssigns {
+		// `: ${LD_PRELOAD:=x}` and $((IFS=0)) assign as surely as LD_PRELOAD=x.
+		if slices.Contains(EnvOverrideNames, as.Name) {
+			return deny(verdict.CmdEnvOverride, "assignment to %s (by %s) is not allowed", as.Name, as.Form)
+		}
+	}
 	var flags []string
+	forms := t.operandForms(v)
+	allowlistOn := t.cfg.ExecutableAllowlist != nil
+	unreviewed := func(u *unreviewed) (verdict.Verdict, bool) {
+		if u.code != verdict.CmdDynamicProgram || !t.cfg.AllowDynamicPrograms || allowlistOn {
+			msg := "code read from stdin: " + u.why
+			if u.code == verdict.CmdDynamicProgram {
+				msg = "program cannot be determined statically: " + u.why
+			}
+			return deny(u.code, "%s", msg), true
+		}
+		flags = append(flags, FlagDynamicProgram)
+		return verdict.Verdict{}, false
+	}
 	for i := range a.Commands {
 		c := &a.Commands[i]
-		if vd, denied := t.checkOne(a, c); denied {
+		if vd, denied := t.checkOne(a, c, forms); denied {
 			return vd
+		}
+		if u := t.scriptFinding(v, c); u != nil {
+			if vd, denied := unreviewed(u); denied {
+				return vd
+			}
 		}
 		if c.Dynamic {
 			flags = append(flags, FlagDynamicProgram)
 		}
 		if c.ScriptFile {
 			flags = append(flags, FlagScriptFile)
+		}
+	}
+	for _, f := range a.ConfigFiles {
+		if u := t.fileOrigin(v, f); u != nil {
+			u.why = fmt.Sprintf("configuration file %s: %s", quote(f.Match), u.why)
+			if vd, denied := unreviewed(u); denied {
+				return vd
+			}
 		}
 	}
 	// Security: a word that names a protected path is refused even when
@@ -146,7 +181,7 @@ func (t *Tripwire) checkCommand(v *View) verdict.Verdict {
 
 // checkOne applies step 4 to one simple command: banned program, env
 // override, banned args, allowlist, dynamic.
-func (t *Tripwire) checkOne(a *shell.Analysis, c *shell.Command) (verdict.Verdict, bool) {
+func (t *Tripwire) checkOne(a *shell.Analysis, c *shell.Command, forms func(shell.Word) []string) (verdict.Verdict, bool) {
 	deny := func(code verdict.Code, format string, args ...any) (verdict.Verdict, bool) {
 		return verdict.Denial(verdict.CheckTripwire, code, fmt.Sprintf(format, args...)), true
 	}
@@ -167,8 +202,9 @@ func (t *Tripwire) checkOne(a *shell.Analysis, c *shell.Command) (verdict.Verdic
 		return verdict.Verdict{}, false
 	}
 	if !c.Dynamic {
-		for _, r := range t.cfg.BannedArgRules {
-			if r.prog.Match(c.Program, fold) && argRuleFires(r, c.Args) {
+		for k := range t.cfg.BannedArgRules {
+			r := &t.cfg.BannedArgRules[k]
+			if r.prog.Match(c.Program, fold) && r.fires(c, forms) {
 				vd, d := deny(verdict.CmdBannedArgs, "rule %s matched for %q", r.ID, c.Program)
 				return vd.WithRule(r.ID), d
 			}
@@ -192,28 +228,6 @@ func (t *Tripwire) allowlisted(a *shell.Analysis, prog string) bool {
 		return true
 	}
 	return t.cfg.allowlist.Match(prog, t.foldCase)
-}
-
-// argRuleFires: each require regex must fully match at least one argument
-// that the except regex does not fully match (checks.md §6.1.9). Arguments
-// are whole words, so `grep address` never looks like `dd`.
-func argRuleFires(r ArgRule, args []shell.Word) bool {
-	for _, re := range r.Require {
-		hit := false
-		for _, a := range args {
-			if r.Except != nil && r.Except.MatchString(a.Match) {
-				continue
-			}
-			if re.MatchString(a.Match) {
-				hit = true
-				break
-			}
-		}
-		if !hit {
-			return false
-		}
-	}
-	return true
 }
 
 // invisibleRune finds the first zero-width or bidi control character.

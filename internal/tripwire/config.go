@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -46,18 +45,6 @@ type Config struct {
 	allowlist shell.GlobSet
 }
 
-// ArgRule is a banned-argument rule (checks.md §6.1.9).
-type ArgRule struct {
-	ID      string
-	Program string
-	Require []*regexp.Regexp
-	Except  *regexp.Regexp
-
-	prog       shell.Glob
-	requireSrc []string
-	exceptSrc  string
-}
-
 // Default lists of checks.md §6.1.6, §6.1.7 and §6.1.9.
 var (
 	// DefaultAllowlist is the executable allowlist selected by "default".
@@ -65,36 +52,21 @@ var (
 		"sha512sum", "sort", "uniq", "cut", "tr", "ps", "date", "id", "hostname", "uname", "df", "du", "which", "whoami", "basename",
 		"dirname", "realpath", "readlink", "ss", "netstat", "lsof", "curl"}
 	// AlwaysPermitted are builtins that an active allowlist never blocks.
+	// command and hash are here because `command -v x` and `hash x` only
+	// look a name up; a program that `command x` runs is checked itself.
 	AlwaysPermitted = []string{"cd", ":", "true", "false", "test", "[", "echo", "printf", "pwd", "read", "set", "shift", "unset", "export",
-		"readonly", "local", "return", "exit", "break", "continue", "wait", "umask", "getopts", "type", "ulimit"}
+		"readonly", "local", "return", "exit", "break", "continue", "wait", "umask", "getopts", "type", "ulimit", "command", "hash"}
 	// DefaultBannedPrograms deny cmd_banned_program.
 	DefaultBannedPrograms = []string{"sudo", "su", "doas", "pkexec", "runuser", "shutdown", "reboot", "halt", "poweroff", "telinit", "kexec", "mkfs*",
 		"mke2fs", "mkswap", "fdisk", "sfdisk", "parted", "wipefs", "insmod", "rmmod", "modprobe", "mount", "umount", "chroot",
-		"nsenter", "unshare", "passwd", "chpasswd", "useradd", "userdel", "usermod", "visudo"}
-	// EnvOverrideNames may not be assigned (cmd_env_override).
-	EnvOverrideNames = []string{"PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH", "IFS", "ENV", "BASH_ENV", "PS4", "PROMPT_COMMAND"}
+		"nsenter", "unshare", "passwd", "chpasswd", "useradd", "userdel", "usermod", "visudo", "sudoedit", "blkdiscard", "sgdisk",
+		"gdisk", "cgdisk", "killall5"}
+	// EnvOverrideNames may not be assigned (cmd_env_override). GCONV_PATH
+	// makes glibc load a module of its choosing; GIT_EXEC_PATH and
+	// GIT_TEMPLATE_DIR make git run programs and hooks from a directory.
+	EnvOverrideNames = []string{"PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH", "IFS", "ENV",
+		"BASH_ENV", "PS4", "PROMPT_COMMAND", "GCONV_PATH", "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR"}
 )
-
-type argRuleSrc struct {
-	ID      string   `json:"id"`
-	Program string   `json:"program"`
-	Require []string `json:"require"`
-	Except  string   `json:"except,omitempty"`
-}
-
-var defaultArgRules = []argRuleSrc{
-	{ID: "rm_recursive_root", Program: "rm", Require: []string{`-[A-Za-z]*[rR][A-Za-z]*|--recursive`, `-[A-Za-z]*f[A-Za-z]*|--force`, `/+\.?|/+\*|~/?\*?|\$\{?HOME\}?/?\*?`}},
-	{ID: "rm_no_preserve_root", Program: "rm", Require: []string{`--no-preserve-root`}},
-	{ID: "dd_device_write", Program: "dd", Require: []string{`of=/dev/.+`}, Except: `of=/dev/(null|zero|stdout|stderr|fd/[0-9]+)`},
-	{ID: "chmod_world_writable", Program: "chmod", Require: []string{`0*[0-7]?[0-7]{2}[2367]|([ugo]*o[ugo]*|a)[+=][rwxXst]*w[rwxXst]*`}},
-	{ID: "nc_exec", Program: "{nc,ncat,netcat,nc.*}", Require: []string{`-[A-Za-z]*[ec][A-Za-z]*|--exec(=.*)?|--sh-exec(=.*)?|--lua-exec(=.*)?`}},
-	{ID: "socat_exec", Program: "socat", Require: []string{`(?i).*(exec|system):.*`}},
-	{ID: "systemctl_power", Program: "systemctl", Require: []string{`reboot|poweroff|halt|kexec|suspend|hibernate|rescue|emergency|isolate`}},
-	{ID: "init_runlevel", Program: "init", Require: []string{`[0-6sS]`}},
-	{ID: "kill_all", Program: "kill", Require: []string{`-1`, `-([02-9]|1[0-9]+|[0-9]{2,})|-[A-Z]+|-SIG[A-Z]+|-s|--`}},
-	{ID: "find_delete", Program: "find", Require: []string{`-delete`}},
-	{ID: "curl_write_or_upload", Program: "curl", Require: []string{`-[A-Za-z]*[oOTFdK][A-Za-z]*|--(output|remote-name|upload-file|form|data|data-binary|data-raw|data-urlencode|json|config|connect-to|resolve|unix-socket|abstract-unix-socket|proxy|socks4|socks5)(=.*)?`}},
-}
 
 // Limits on tripwire.json values.
 const (
@@ -188,7 +160,7 @@ func LoadConfigBytes(data []byte, opt LoadOptions) (*Config, error) {
 func defaultsHash(c *Config) string {
 	rules := make([]argRuleSrc, len(c.BannedArgRules))
 	for i, r := range c.BannedArgRules {
-		rules[i] = argRuleSrc{ID: r.ID, Program: r.Program, Require: r.requireSrc, Except: r.exceptSrc}
+		rules[i] = r.src
 	}
 	protected := make([]string, len(c.ProtectedPaths))
 	for i, e := range c.ProtectedPaths {
@@ -472,103 +444,4 @@ func (l *loader) globs(root *strictjson.Node, key string, def []string) []string
 		}
 	}
 	return list
-}
-
-func (l *loader) argRules(root *strictjson.Node, key string, def []argRuleSrc) []ArgRule {
-	n := root.Get(key)
-	var srcs []argRuleSrc
-	path := "$." + key
-	if n == nil {
-		srcs = def
-	} else if n.Kind != strictjson.Array {
-		l.fail(path, "expected array of rules, got %s", n.Kind)
-		return nil
-	} else {
-		for i, e := range n.Elems {
-			if r, ok := l.argRuleSrc(e, strictjson.Index(path, i)); ok {
-				srcs = append(srcs, r)
-			}
-		}
-	}
-	out := make([]ArgRule, 0, len(srcs))
-	for i, s := range srcs {
-		p := strictjson.Index(path, i)
-		r := ArgRule{ID: s.ID, Program: s.Program, requireSrc: s.Require, exceptSrc: s.Except}
-		ok := true
-		g, err := shell.CompileGlob(s.Program)
-		if err != nil {
-			l.fail(p+".program", "%v", err)
-			ok = false
-		}
-		r.prog = g
-		for j, re := range s.Require {
-			c, err := regexp.Compile(`^(?:` + re + `)$`)
-			if err != nil {
-				l.fail(strictjson.Index(p+".require", j), "bad regex %q: %v", re, err)
-				ok = false
-				continue
-			}
-			r.Require = append(r.Require, c)
-		}
-		if s.Except != "" {
-			c, err := regexp.Compile(`^(?:` + s.Except + `)$`)
-			if err != nil {
-				l.fail(p+".except", "bad regex %q: %v", s.Except, err)
-				ok = false
-			}
-			r.Except = c
-		}
-		if ok {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-func (l *loader) argRuleSrc(n *strictjson.Node, path string) (argRuleSrc, bool) {
-	var r argRuleSrc
-	if n.Kind != strictjson.Object {
-		l.fail(path, "expected object, got %s", n.Kind)
-		return r, false
-	}
-	ok := true
-	for _, k := range n.Keys {
-		switch k {
-		case "id", "program", "require", "except":
-		default:
-			l.fail(strictjson.Child(path, k), "unknown key (allowed: id, program, require, except)")
-			ok = false
-		}
-	}
-	str := func(k string, required bool) string {
-		v := n.Get(k)
-		if v == nil {
-			if required {
-				l.fail(path+"."+k, "required")
-				ok = false
-			}
-			return ""
-		}
-		if v.Kind != strictjson.String || (required && v.Str == "") {
-			l.fail(path+"."+k, "expected non-empty string, got %s", v.Kind)
-			ok = false
-			return ""
-		}
-		return v.Str
-	}
-	r.ID, r.Program, r.Except = str("id", true), str("program", true), str("except", false)
-	req := n.Get("require")
-	if req == nil || req.Kind != strictjson.Array || len(req.Elems) == 0 {
-		l.fail(path+".require", "expected a non-empty array of regexes")
-		return r, false
-	}
-	for i, e := range req.Elems {
-		if e.Kind != strictjson.String {
-			l.fail(strictjson.Index(path+".require", i), "expected string, got %s", e.Kind)
-			ok = false
-			continue
-		}
-		r.Require = append(r.Require, e.Str)
-	}
-	return r, ok
 }

@@ -119,7 +119,9 @@ func TestProtectedTricks(t *testing.T) {
 		{"option value", rc("dd if=.ssh/id_ed25519"), verdict.PathProtected, "", nil},
 		{"long option value", rc("tool --key-file=$HOME/.ssh/id_ed25519"), verdict.PathProtected, "", nil},
 		{"attached option", rc("tool -i~/.ssh/id_ed25519"), verdict.PathProtected, "", nil},
-		{"file URL", rc("curl file://" + h.me + "/.netrc"), verdict.PathProtected, "", nil},
+		// curl file:// of any path is refused by curl_scheme first; the
+		// path inside a file URL is found for every program.
+		{"file URL", rc("xdg-open file://" + h.me + "/.netrc"), verdict.PathProtected, "", nil},
 		{"at-file", rc("tool @.netrc"), verdict.PathProtected, "", nil},
 		{"assignment", rc(`K=~/.ssh/id_ed25519; cat "$K"`), verdict.PathProtected, "", nil},
 		{"inside sh -c", rc(`sh -c 'cat .aws/credentials'`), verdict.PathProtected, "", nil},

@@ -410,7 +410,7 @@ func TestConfigDefaultsAndHash(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(a.AllowedRoots) != 1 || a.AllowedRoots[0] != ws || !a.RequireHTTPS || a.MaxRedirects != 5 || a.MinJustification != 5 ||
-		a.ExecutableAllowlist != nil || len(a.BannedArgRules) != 11 || len(a.AllowedDomains) != 0 {
+		a.ExecutableAllowlist != nil || len(a.BannedArgRules) != len(defaultArgRules) || len(a.AllowedDomains) != 0 {
 		t.Fatalf("defaults: %+v", a)
 	}
 	b, _ := LoadConfig(missing, LoadOptions{Workspace: ws})
