@@ -20,7 +20,11 @@ func (r Result) Headline() string {
 		}
 		return "[sandbox aborted: " + reason + "]"
 	case r.Status == StatusTimeout:
-		return "[timeout after " + strconv.FormatInt(int64(r.Duration.Seconds()), 10) + " s]"
+		d := r.Limit
+		if d <= 0 {
+			d = r.Duration
+		}
+		return "[timeout after " + strconv.FormatInt(int64(d.Seconds()), 10) + " s]"
 	case r.Signal != "":
 		return "[signal " + r.Signal + "]"
 	case r.ExitCode != nil:

@@ -37,6 +37,10 @@ type Result struct {
 	Signal string
 	// Duration is the wall-clock time of the run.
 	Duration time.Duration
+	// Limit is the wall-clock limit a timed-out run exceeded (status
+	// timeout): the observation names it, not the measured duration,
+	// which a loaded machine stretches past it.
+	Limit time.Duration
 	// Stdout and Stderr are the captured streams, each capped (checks.md
 	// §10.1) with a truncation marker when cut.
 	Stdout, Stderr                   string

@@ -154,17 +154,18 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if perr != nil {
 		if timedOut {
 			res := sandbox.Result{Tier: sandbox.TierFirecracker, Status: sandbox.StatusTimeout, Signal: "SIGKILL",
-				Duration: max(dur, timeout), Enforced: enforced,
+				Duration: max(dur, timeout), Limit: timeout, Enforced: enforced,
 				Reason: fmt.Sprintf("wall-clock timeout of %d s exceeded with no result from the guest; the microVM was killed", int(timeout.Seconds()))}
 			return res
 		}
 		return abort("%s", t.explain(perr, gr, out, runErr, vmmErr.Bytes(), logPath))
 	}
-	return t.result(gr, enforced, dur)
+	return t.result(gr, enforced, dur, timeout)
 }
 
 // result converts the guest's verified report.
-func (t *Tier) result(gr *guestproto.Result, enforced *sandbox.Enforced, dur time.Duration) sandbox.Result {
+// timeout is the run's wall-clock limit.
+func (t *Tier) result(gr *guestproto.Result, enforced *sandbox.Enforced, dur, timeout time.Duration) sandbox.Result {
 	res := sandbox.Result{Tier: sandbox.TierFirecracker, Status: sandbox.StatusOK, Duration: dur, Enforced: enforced,
 		ExitCode: gr.ExitCode, Signal: gr.Signal}
 	res.Stdout, res.StdoutTruncated = sandbox.CapStream(gr.Stdout, gr.StdoutTotal)
@@ -186,6 +187,7 @@ func (t *Tier) result(gr *guestproto.Result, enforced *sandbox.Enforced, dur tim
 	case guestproto.StatusTimeout:
 		res.Status, res.ExitCode, res.Signal = sandbox.StatusTimeout, nil, "SIGKILL"
 		res.Reason = oneLine(gr.Reason)
+		res.Limit = timeout
 	default: // unsupported, error: the command did not run
 		return sandbox.Aborted(sandbox.TierFirecracker, "the guest did not run the command: "+gr.Reason, dur)
 	}

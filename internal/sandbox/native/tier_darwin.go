@@ -131,7 +131,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 		res.Status, res.ExitCode, res.Signal = sandbox.StatusTimeout, nil, "SIGKILL"
 		res.Reason = fmt.Sprintf("wall-clock timeout of %d s exceeded; the command's process group was killed", int(timeout.Seconds()))
-		res.Duration = max(dur, timeout)
+		res.Duration, res.Limit = max(dur, timeout), timeout
 	}
 	return res
 }

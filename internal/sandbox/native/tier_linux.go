@@ -304,7 +304,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		res.ExitCode = nil
 		res.Signal = "SIGKILL"
 		res.Reason = fmt.Sprintf("wall-clock timeout of %d s exceeded; every process of the command was killed", int(timeout.Seconds()))
-		res.Duration = max(dur, timeout)
+		res.Duration, res.Limit = max(dur, timeout), timeout
 	} else if ctx.Err() != nil {
 		res.Status = sandbox.StatusAborted
 		res.Reason = "run cancelled: " + ctx.Err().Error()

@@ -231,7 +231,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 		res.Status, res.ExitCode = sandbox.StatusTimeout, nil
 		res.Reason = fmt.Sprintf("wall-clock timeout of %d s exceeded; the job object was terminated", int(timeout.Seconds()))
-		res.Duration = max(dur, timeout)
+		res.Duration, res.Limit = max(dur, timeout), timeout
 	}
 	return res
 }
