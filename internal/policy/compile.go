@@ -41,12 +41,15 @@ type (
 		Controls               []rawControl         `toml:"controls"`
 	}
 	rawCommandRule struct {
-		ID       any `toml:"id"`
-		Program  any `toml:"program"`
-		Args     any `toml:"args"`
-		Decision any `toml:"decision"`
-		Reason   any `toml:"reason"`
-		Gate     any `toml:"gate"`
+		ID          any `toml:"id"`
+		Program     any `toml:"program"`
+		Args        any `toml:"args"`
+		Options     any `toml:"options"`
+		OptionValue any `toml:"option_value"`
+		Subcommand  any `toml:"subcommand"`
+		Decision    any `toml:"decision"`
+		Reason      any `toml:"reason"`
+		Gate        any `toml:"gate"`
 	}
 	rawPathRule struct {
 		ID       any `toml:"id"`
@@ -485,6 +488,32 @@ func (c *compiler) compileCommandRule(p *Policy, i int, r *rawCommandRule, ids m
 		}
 		cr.args = re
 	}
+	// options, option_value and subcommand read the command line with the
+	// option model the tripwire uses (package shell), so `rm -vr`,
+	// `rm --recur`, `git --config-env=…` and `npm --registry R i` are what
+	// they are; their regexes match whole values.
+	opts, oidx, _ := c.list(path+".options", r.Options, true)
+	for k, o := range opts {
+		if len(o) < 2 || o[0] != '-' || strings.ContainsAny(o, " =") {
+			c.fail(elemPath(path+".options", oidx[k]), "%q is not an option name (write -x or --long, without a value)", o)
+			continue
+		}
+		cr.test.Options = append(cr.test.Options, o)
+	}
+	full := func(key string, v any) *regexp.Regexp {
+		s, present := c.str(path+"."+key, v)
+		if !present {
+			return nil
+		}
+		re, err := regexp.Compile(`^(?:` + s + `)$`)
+		if err != nil {
+			c.fail(path+"."+key, "bad regex: %v", err)
+			return nil
+		}
+		return re
+	}
+	cr.test.OptionValue = full("option_value", r.OptionValue)
+	cr.test.Subcommand = full("subcommand", r.Subcommand)
 	p.commandRules = append(p.commandRules, cr)
 }
 

@@ -171,6 +171,9 @@ func (p *Policy) evalCommands(ev *evaluation, a *shell.Analysis) {
 					continue
 				}
 			}
+			if !r.test.Empty() && !r.test.Match(c, nil) {
+				continue
+			}
 			matched = append(matched, &r.rule)
 		}
 		ev.decide(p, contribution{kind: kindCommand, cmd: c}, matched)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ironvise/ironvise/internal/intent"
 	"github.com/ironvise/ironvise/internal/scan"
+	"github.com/ironvise/ironvise/internal/shell"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
@@ -123,6 +124,8 @@ type commandRule struct {
 	programs []nameGlob
 	anyProg  bool // programs contains "*": the only glob a dynamic program matches
 	args     *regexp.Regexp
+	// test holds options, option_value and subcommand.
+	test shell.ArgTest
 }
 
 // pathKinds is a set of tripwire path kinds, as bits.
