@@ -2,6 +2,7 @@ package tripwire
 
 import (
 	"context"
+	"net/netip"
 	"testing"
 
 	"github.com/ironvise/ironvise/internal/verdict"
@@ -22,18 +23,27 @@ func wellFormed(t *testing.T, v verdict.Verdict) {
 
 func FuzzCommand(f *testing.F) {
 	for _, s := range []string{
-		"ls -la",                          // plain command
-		`"su""do" ls`,                     // split quotes
-		"sh -c 'sudo ls'",                 // nested script
-		`find . -exec sudo rm {} \;`,      // find -exec
-		"f(){ f|f& };f",                   // recursive function
-		"cat <<EOF\n$(id)\nEOF",           // heredoc substitution
-		`echo > "$TMPDIR/a" 2>&1`,         // scratch target
-		"x=$((1+$(id)))",                  // arithmetic with substitution
-		"env -u A B=c timeout 1 xargs sh", // wrapper chain
-		"case $x in a) ls;; esac",         // case clause
-		"for PATH in a; do :; done",       // loop variable
-		"echo 'unterminated",              // parse error
+		"ls -la",                             // plain command
+		`"su""do" ls`,                        // split quotes
+		"sh -c 'sudo ls'",                    // nested script
+		`find . -exec sudo rm {} \;`,         // find -exec
+		"f(){ f|f& };f",                      // recursive function
+		"cat <<EOF\n$(id)\nEOF",              // heredoc substitution
+		`echo > "$TMPDIR/a" 2>&1`,            // scratch target
+		"x=$((1+$(id)))",                     // arithmetic with substitution
+		"env -u A B=c timeout 1 xargs sh",    // wrapper chain
+		"case $x in a) ls;; esac",            // case clause
+		"for PATH in a; do :; done",          // loop variable
+		"echo 'unterminated",                 // parse error
+		"curl -sSo/tmp/x -Ff=@y https://x",   // clusters with attached values
+		"echo x | xargs -I{} sh -c '{} a'",   // a hole in an inline script
+		"find / -exec rm -rf {} +",           // {} replaced by the starting points
+		"git -c core.pager='sudo id' log",    // a setting that runs a command
+		"ssh -o 'ProxyCommand x' h ls -l",    // ssh options before and after the host
+		": ${LD_PRELOAD:=x} $((IFS=1))",      // assignments by expansions
+		"a(){ b|b& }; b(){ a|a& }; a",        // a forking call cycle
+		"printf x > $TMPDIR/s; sh $TMPDIR/s", // a script written, then run
+		"tar xIsh -f a.tar --to-com=sh",      // old-style cluster and an abbreviation
 	} {
 		f.Add(s)
 	}
@@ -95,6 +105,42 @@ func FuzzURL(f *testing.F) {
 			view := tw.View(context.Background(), hg(u)).URL
 			if !tw.domainAllowed(view.Host) {
 				t.Fatalf("allowed %q with host %q outside allowed_domains", u, view.Host)
+			}
+		}
+	})
+}
+
+func FuzzEmbedded(f *testing.F) {
+	for _, s := range []string{
+		"64:ff9b:1::a9fe:a9fe",                 // RFC 8215 local-use, /96 layout
+		"64:ff9b:1:a9fe:a9:fe00::",             // RFC 8215 local-use, /48 layout
+		"2002:a9fe:a9fe::",                     // 6to4
+		"2001:0:4136:e378:8000:63bf:5601:5601", // Teredo, inverted client
+		"::ffff:0:a9fe:a9fe",                   // SIIT
+		"::a9fe:a9fe",                          // IPv4-compatible
+		"2606:4700::5efe:a9fe:a9fe",            // ISATAP
+		"10.0.0.1",                             // IPv4 itself
+	} {
+		b := netip.MustParseAddr(s).As16()
+		f.Add(b[:])
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) != 16 {
+			return
+		}
+		a := netip.AddrFrom16([16]byte(b))
+		got := Embedded(a)
+		if len(got) == 0 || got[len(got)-1] != a.Unmap() {
+			t.Fatalf("Embedded(%s) = %v: the address itself must come last", a, got)
+		}
+		for _, e := range got[:len(got)-1] {
+			if !e.Is4() {
+				t.Fatalf("Embedded(%s) = %v: %s is not IPv4", a, got, e)
+			}
+			// An address carried inside is in a range whenever the range
+			// test is asked about the carrier.
+			if !InRanges(a, []netip.Prefix{netip.PrefixFrom(e, 32)}) {
+				t.Fatalf("InRanges(%s, %s/32) = false", a, e)
 			}
 		}
 	})

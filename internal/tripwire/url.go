@@ -64,10 +64,17 @@ var blockedRanges = sync.OnceValue(func() []netip.Prefix {
 	return out
 })
 
-var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+var (
+	nat64      = netip.MustParsePrefix("64:ff9b::/96")
+	nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
+	sixToFour  = netip.MustParsePrefix("2002::/16")
+	teredo     = netip.MustParsePrefix("2001::/32")
+)
 
 // unmap returns the IPv4 address inside an IPv4-mapped or NAT64
-// (64:ff9b::/96) address, which is where such a packet really goes.
+// (64:ff9b::/96) address, which is where such a packet really goes. It is
+// the form recorded and dialled; the checks look at every address a
+// packet could be translated to (see Embedded).
 func unmap(a netip.Addr) netip.Addr {
 	a = a.Unmap()
 	if a.Is6() && nat64.Contains(a) {
@@ -77,24 +84,103 @@ func unmap(a netip.Addr) netip.Addr {
 	return a
 }
 
-// blockedRange returns the blocked range containing a, if any.
-func blockedRange(a netip.Addr) (netip.Prefix, bool) {
-	a = unmap(a)
-	for _, p := range blockedRanges() {
-		if p.Contains(a) {
-			return p, true
-		}
-	}
-	if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsMulticast() || a.IsUnspecified() {
-		return netip.PrefixFrom(a, a.BitLen()), true
-	}
-	return netip.Prefix{}, false
+// rfc6052 lists where RFC 6052 puts the IPv4 address for each NAT64
+// prefix length: the byte offsets of its four octets (byte 8 is the
+// reserved "u" octet and is skipped).
+var rfc6052 = map[int][4]int{
+	32: {4, 5, 6, 7}, 40: {5, 6, 7, 9}, 48: {6, 7, 9, 10}, 56: {7, 9, 10, 11}, 64: {9, 10, 11, 12}, 96: {12, 13, 14, 15},
 }
 
-// InRanges reports whether a lies in one of ranges, IPv4-mapped and NAT64
-// addresses taken as the IPv4 address inside them.
+// Embedded returns the IPv4 addresses an IPv6 address carries, by every
+// embedding a network could translate it through, so that a host that
+// resolves to one cannot reach a blocked IPv4 address: IPv4-mapped
+// (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d), SIIT IPv4-translated
+// (::ffff:0:a.b.c.d), NAT64 with the well-known prefix (64:ff9b::/96) and
+// the local-use prefix (64:ff9b:1::/48, RFC 8215; at each RFC 6052 prefix
+// length it allows: /48, /56, /64, /96), 6to4 (2002::/16), Teredo
+// (2001::/32: the server, and the client address stored inverted) and
+// ISATAP interface identifiers (…:0:5efe:a.b.c.d). An IPv4 address is
+// returned as itself.
+func Embedded(a netip.Addr) []netip.Addr {
+	a = a.Unmap()
+	if a.Is4() || !a.IsValid() {
+		return []netip.Addr{a}
+	}
+	b := a.As16()
+	v4 := func(o [4]int, xor byte) netip.Addr {
+		return netip.AddrFrom4([4]byte{b[o[0]] ^ xor, b[o[1]] ^ xor, b[o[2]] ^ xor, b[o[3]] ^ xor})
+	}
+	last := [4]int{12, 13, 14, 15}
+	var out []netip.Addr
+	zero := func(from, to int) bool {
+		for i := from; i < to; i++ {
+			if b[i] != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	switch {
+	case zero(0, 12): // ::a.b.c.d, also :: and ::1 (0.0.0.0/8, blocked)
+		out = append(out, v4(last, 0))
+	case zero(0, 8) && b[8] == 0xff && b[9] == 0xff && b[10] == 0 && b[11] == 0: // ::ffff:0:a.b.c.d
+		out = append(out, v4(last, 0))
+	case nat64.Contains(a):
+		out = append(out, v4(last, 0))
+	case nat64Local.Contains(a):
+		// The operator picks the prefix length inside the /48. A layout
+		// is possible when the "u" octet and the suffix after the IPv4
+		// address are zero (RFC 6052 §2.2); each possible one is checked.
+		for _, n := range []int{48, 56, 64, 96} {
+			o := rfc6052[n]
+			if b[8] == 0 && zero(o[3]+1, 16) {
+				out = append(out, v4(o, 0))
+			}
+		}
+	case sixToFour.Contains(a):
+		out = append(out, v4([4]int{2, 3, 4, 5}, 0))
+	case teredo.Contains(a):
+		out = append(out, v4([4]int{4, 5, 6, 7}, 0), v4(last, 0xff))
+	}
+	if (b[8] == 0 || b[8] == 2) && b[9] == 0 && b[10] == 0x5e && b[11] == 0xfe {
+		out = append(out, v4(last, 0)) // ISATAP
+	}
+	return append(out, a)
+}
+
+// blockedRange returns the blocked range containing a or an address it
+// carries (see Embedded), skipping those in allowed; inner is that
+// address.
+func blockedRange(a netip.Addr, allowed []netip.Prefix) (inner netip.Addr, p netip.Prefix, blocked bool) {
+	for _, e := range Embedded(a) {
+		if inPrefixes(e, allowed) {
+			continue
+		}
+		for _, p := range blockedRanges() {
+			if p.Contains(e) {
+				return e, p, true
+			}
+		}
+		if e.IsLoopback() || e.IsPrivate() || e.IsLinkLocalUnicast() || e.IsMulticast() || e.IsUnspecified() {
+			return e, netip.PrefixFrom(e, e.BitLen()), true
+		}
+	}
+	return netip.Addr{}, netip.Prefix{}, false
+}
+
+// InRanges reports whether a, or an IPv4 address it carries (see
+// Embedded), lies in one of ranges. It is the one test of "address in
+// range" that the tripwire and the policy's cidr rules share.
 func InRanges(a netip.Addr, ranges []netip.Prefix) bool {
-	a = unmap(a)
+	for _, e := range Embedded(a) {
+		if inPrefixes(e, ranges) {
+			return true
+		}
+	}
+	return false
+}
+
+func inPrefixes(a netip.Addr, ranges []netip.Prefix) bool {
 	for _, p := range ranges {
 		if p.Contains(a) {
 			return true
@@ -160,7 +246,13 @@ func (t *Tripwire) urlView(ctx context.Context, raw string) *URLView {
 			return fail(verdict.URLIPLiteral, "%s: IP literal %s is not in allowed_ip_ranges", quote(raw), ip)
 		}
 		// An allowed literal is its own address set: there is no name to
-		// check against allowed_domains and nothing to resolve.
+		// check against allowed_domains and nothing to resolve. An address
+		// it carries that is blocked and not itself allowed still refuses
+		// it (2002:a9fe:a9fe:: under an allowed 2002::/16 is the metadata
+		// service).
+		if inner, p, blocked := blockedRange(ip, t.cfg.AllowedIPRanges); blocked {
+			return fail(verdict.URLIPLiteral, "%s: IP literal %s carries %s, in %s", quote(raw), ip, inner, p)
+		}
 		v.Resolved, v.Addrs = true, []netip.Addr{unmap(ip)}
 		return v
 	}
@@ -189,10 +281,13 @@ func (t *Tripwire) urlView(ctx context.Context, raw string) *URLView {
 	for _, a := range addrs {
 		a = unmap(a)
 		v.Addrs = append(v.Addrs, a)
-		if InRanges(a, t.cfg.AllowedIPRanges) {
-			continue
-		}
-		if p, blocked := blockedRange(a); blocked {
+		// Security: every address a packet to a could be translated to
+		// is checked, so 64:ff9b:1::a9fe:a9fe or 2002:a9fe:a9fe:: cannot
+		// reach the metadata service behind a NAT64 or 6to4 gateway.
+		if inner, p, blocked := blockedRange(a, t.cfg.AllowedIPRanges); blocked {
+			if inner != a {
+				return fail(verdict.URLResolvedIPBlocked, "%s resolves to %s, which carries %s, in %s", host, a, inner, p)
+			}
 			return fail(verdict.URLResolvedIPBlocked, "%s resolves to %s in %s", host, a, p)
 		}
 	}
