@@ -141,7 +141,15 @@ type Pipeline struct {
 	// no guard configured).
 	Guard         Guard
 	GuardDisabled string
-	Approver      Approver
+	// GuardUnconfigured reports that Guard is nil because no guard is
+	// configured although none was turned off: the guard step records
+	// guard_not_configured (a skip) instead of guard_disabled, so that the
+	// caller can tell that no guard ran.
+	GuardUnconfigured bool
+	// RequireGuard denies the step, with guard_not_configured, when Guard
+	// is nil: no guard can run and the caller asked for one.
+	RequireGuard bool
+	Approver     Approver
 	// Observations resolves findings evidence for complete.
 	Observations intent.Observations
 	// Sink, when set, receives every record as it happens.
@@ -271,6 +279,14 @@ func (p *Pipeline) Run(ctx context.Context, in Input) *Result {
 			msg := p.GuardDisabled
 			if msg == "" {
 				msg = "no guard configured"
+			}
+			switch {
+			case p.RequireGuard:
+				// A required guard that cannot run never lets an intent
+				// through unreviewed.
+				return verdict.Denial(verdict.CheckGuard, verdict.GuardNotConfigured, "a guard is required but none can run: "+msg)
+			case p.GuardUnconfigured:
+				return verdict.New(verdict.CheckGuard, verdict.Skip, verdict.GuardNotConfigured, msg)
 			}
 			return verdict.New(verdict.CheckGuard, verdict.Skip, verdict.GuardDisabled, msg)
 		}

@@ -66,8 +66,12 @@ func loadAgent(r *reader) Agent {
 type Guard struct {
 	// Required is false only for GUARD_REQUIRED=false/0/no (any case).
 	Required bool
-	Backend  string
-	Model    string
+	// RequiredSet reports that GUARD_REQUIRED has a value: a true Required
+	// is then the operator's choice, not the default (ironvise check
+	// denies when an explicitly required guard cannot run).
+	RequiredSet bool
+	Backend     string
+	Model       string
 	// TimeoutSecs is the per-request timeout.
 	TimeoutSecs int
 	// MockReply is GUARD_MOCK_REPLY; MockReplySet says whether it was set.
@@ -80,6 +84,8 @@ func loadGuard(r *reader) Guard {
 	// read as "required": the operator meant to change something, and
 	// neither reading is safe to guess.
 	g := Guard{Required: r.switchVar("GUARD_REQUIRED", true, wordsGuardRequired)}
+	v, set := r.look("GUARD_REQUIRED")
+	g.RequiredSet = set && v != "" // an empty value counts as unset, as in switchVar
 	g.Backend = r.enum("GUARD_LLM_BACKEND", "", llmBackends...)
 	g.Model = r.str("GUARD_LLM_MODEL", "")
 	g.TimeoutSecs, _ = r.intRange("GUARD_TIMEOUT_SECS", 30, 1, 3600)

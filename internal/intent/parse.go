@@ -34,8 +34,8 @@ type Observations interface {
 
 // Options tunes the schema check.
 type Options struct {
-	// MinJustification is the minimum justification length in code points
-	// after trimming, for every action except complete
+	// MinJustification is the minimum justification length in visible
+	// characters (see VisibleLen), for every action except complete
 	// (tripwire.json min_justification_length). Negative means the default.
 	MinJustification int
 	// Observations resolves findings evidence. Nil means the session has
@@ -70,7 +70,7 @@ func Parse(raw string, opt Options) (*Intent, error) {
 func parse(raw string, opt Options) (*Intent, *Error) {
 	// (1) size — before any decoding work, so a huge reply costs nothing.
 	if len(raw) > MaxRawBytes {
-		return nil, &Error{verdict.SchemaTooLarge, "$", fmt.Sprintf("response is %d bytes (max %d)", len(raw), MaxRawBytes)}
+		return nil, TooLarge(len(raw))
 	}
 	// encoding/json silently replaces invalid UTF-8 with U+FFFD, which would
 	// let two different byte strings parse to the same intent.
@@ -130,8 +130,11 @@ func parse(raw string, opt Options) (*Intent, *Error) {
 		if minLen < 0 {
 			minLen = DefaultMinJustify
 		}
-		if got := utf8.RuneCountInString(strings.TrimSpace(in.Justification)); got < minLen {
-			return nil, &Error{verdict.SchemaJustificationShort, "$.justification", fmt.Sprintf("must be at least %d characters after trimming (got %d)", minLen, got)}
+		// Security: only characters a reader sees count, so a justification
+		// of zero-width spaces or bidi controls cannot stand in for one.
+		if got := VisibleLen(in.Justification); got < minLen {
+			return nil, &Error{verdict.SchemaJustificationShort, "$.justification",
+				fmt.Sprintf("must be at least %d visible characters (got %d; spaces, control, zero-width and bidi characters do not count)", minLen, got)}
 		}
 	}
 	if opt.ShapeOnly || in.Action != Complete {

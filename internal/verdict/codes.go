@@ -76,6 +76,13 @@ const (
 	GuardUnavailable   Code = "guard_unavailable"
 	GuardBackendError  Code = "guard_backend_error"
 	GuardDisabled      Code = "guard_disabled"
+	// GuardNotConfigured is an IronVise addition: no guard reviewed the
+	// intent because none is configured while GUARD_REQUIRED is unset (so
+	// the guard is required). It is a skip, or a deny when the caller
+	// asked for a guard (`ironvise check --require-guard`, an explicit
+	// GUARD_REQUIRED=true), so that a pre-execution hook can tell that no
+	// guard ran.
+	GuardNotConfigured Code = "guard_not_configured"
 
 	// Prompt scan (checks.md §9).
 	PromptTooLong         Code = "prompt_too_long"
