@@ -412,8 +412,3 @@ func SyscallNumber(name string) (uint32, bool) {
 	nr, ok := sysnums()[name]
 	return nr, ok
 }
-
-// bug marks an impossible state of the policy tables.
-func bug(err error) error {
-	return fmt.Errorf("seccomp: BUG: %w", err)
-}
