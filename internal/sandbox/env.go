@@ -5,32 +5,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/ironvise/ironvise/internal/sandbox/envallow"
 )
 
-// envAllowlist names the variables a command may inherit from the caller.
-// Everything else is dropped: API keys, tokens, DATABASE_URL, SSH_AUTH_SOCK,
-// LD_PRELOAD and the like must never reach an agent's command.
-var envAllowlist = []string{
-	"LANG", "LANGUAGE", "TZ", "TERM", "NO_COLOR", "COLUMNS", "LINES",
-}
-
 // EnvAllowed reports whether the variable name may pass into a sandbox:
-// one of the allowlist or a locale category (LC_*).
-func EnvAllowed(name string) bool {
-	if strings.HasPrefix(name, "LC_") && len(name) > 3 && isEnvName(name) {
-		return true
-	}
-	return slices.Contains(envAllowlist, name)
-}
-
-func isEnvName(s string) bool {
-	for _, c := range s {
-		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
-}
+// one of the allowlist or a locale category (LC_*). The list lives in the
+// leaf package envallow, which the microVM guest shares.
+func EnvAllowed(name string) bool { return envallow.Allowed(name) }
 
 // DefaultPath is the standard part of a sandboxed command's PATH, the
 // whole of it where the tiers do not compute one (CommandPath).
