@@ -36,13 +36,14 @@ default_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]
 runtime = "runc"
 EOF
 
-# The probe the tier depends on: nobody can write the /tmp tmpfs. runc gives
-# the tmpfs the mode of the image's own /tmp, so an image whose /tmp is not
-# world-writable is rebuilt.
+# The probe the tier depends on: uid 65534 can write the /tmp tmpfs. runc
+# gives the tmpfs the mode of the image's own /tmp (the mode= option is
+# overridden), so an image whose /tmp is not world-writable — one imported
+# from a root made with a plain mkdir, mode 0755 — is rebuilt.
 probe() {
 	podman run --rm --pull=never --network=none --read-only --read-only-tmpfs=false \
-		--security-opt no-new-privileges --user nobody --memory 64m --memory-swap 64m --cpus 1 \
-		--cap-drop ALL --tmpfs /tmp:rw,nosuid,nodev,size=8m,mode=1777 \
+		--security-opt no-new-privileges --user 65534:65534 --memory 64m --memory-swap 64m --cpus 1 \
+		--cap-drop ALL --tmpfs /tmp:rw,nosuid,nodev,size=8m,mode=1777 --log-driver passthrough \
 		--ulimit nofile=64:64 --ulimit nproc=4096:4096 \
 		"$image" sh -c 'test "$(id -u)" = 65534 && echo ok > /tmp/probe && test -s /tmp/probe' >/dev/null 2>&1
 }
@@ -69,7 +70,7 @@ podman rmi -f "$image" >/dev/null 2>&1 || true
 podman import --quiet --change 'ENV PATH=/bin' --change 'CMD ["/bin/sh"]' "$root.tar" "$image" >/dev/null
 
 if ! probe; then
-	echo "setup-podman: $image was built but a hardened container does not run; see: podman run --rm --user nobody $image id" >&2
+	echo "setup-podman: $image was built but a hardened container does not run; see: podman run --rm --user 65534:65534 $image id" >&2
 	exit 1
 fi
 echo "setup-podman: $image is ready"

@@ -2,7 +2,6 @@ package container
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -22,10 +21,25 @@ type runSpec struct {
 	noFile    int
 	extra     []string
 	masks     []mask // protected paths inside the workspace, covered read-only
+	seccomp   string // the file holding IronVise's seccomp profile
+	logDriver string // logDriverNone or logDriverPassthrough
 }
 
 // workspaceTarget is where the workspace appears in the container.
 const workspaceTarget = "/workspace"
+
+// The command's identity in the container: numeric, so that nothing in the
+// image is consulted (see argv).
+const (
+	commandUID = 65534
+	commandGID = 65534
+)
+
+// Log drivers (see argv).
+const (
+	logDriverNone        = "none"
+	logDriverPassthrough = "passthrough"
+)
 
 // argv is the runtime client's arguments for s. Every line carries the
 // attack it stops; the first group is the seed's floor (sandbox.md §6).
@@ -41,9 +55,15 @@ func (s runSpec) argv() []string {
 		"--read-only",
 		// setuid binaries and file capabilities in the image grant nothing.
 		"--security-opt", "no-new-privileges",
-		// Never root in the container, so the root-only kernel surface and
-		// root-owned files are out of reach.
-		"--user", "nobody",
+		// Security: never root in the container, and never an identity
+		// the image chooses. A name ("nobody") is resolved in the image's
+		// /etc/passwd, which may map it to uid 0; a uid without a group
+		// takes the primary group the image gives it (0 again), and a
+		// user found by name gets every group /etc/group lists it in.
+		// uid:gid, both numeric, consults nothing in the image and adds
+		// no supplementary group. The preamble (confinementCheck) reads
+		// the identity back before the command runs.
+		"--user", strconv.Itoa(commandUID) + ":" + strconv.Itoa(commandGID),
 		// An aggregate memory limit; swap is no way around it.
 		"--memory", s.memory, "--memory-swap", s.memory,
 		"--cpus", s.cpus,
@@ -51,11 +71,28 @@ func (s runSpec) argv() []string {
 		// IronVise's hardening.
 		// No capabilities even if the user switch were undone.
 		"--cap-drop", "ALL",
+		// Security: IronVise's own system-call allowlist, the native
+		// tier's (package seccomp, OCIProfile), instead of the runtime's
+		// default, which lets a command create user namespaces
+		// (`unshare -r` gives it every capability in one: mount, network
+		// configuration — the usual first step of a kernel exploit) and
+		// reach io_uring, keyctl and sockets.
+		"--security-opt", "seccomp=" + s.seccomp,
 		// Fork bombs stop at the container's own limit.
 		"--pids-limit", strconv.Itoa(s.pids),
-		// The only writable place: small, and no execution of what was
-		// written there.
+		// The only writable places: small, and no execution of what was
+		// written there. /dev/shm is the second one (POSIX shared memory
+		// and semaphores need it); its size is capped too.
 		"--tmpfs", fmt.Sprintf("/tmp:rw,nosuid,nodev,noexec,size=%dm,mode=1777", TmpfsMiB),
+		"--shm-size", fmt.Sprintf("%dm", ShmMiB),
+		// Security: the runtime stores none of the output. Its default
+		// log (Podman's k8s-file, or journald) copies every byte the
+		// command writes to the host's disk outside every container
+		// limit — gigabytes in seconds — before IronVise keeps 64 KiB of
+		// it. passthrough hands the command IronVise's own pipes, none
+		// keeps no log and streams through the attached client; either
+		// way the output reaches only IronVise's capped collector.
+		"--log-driver", s.logDriver,
 		// What runs is what the operator put on the host, never what a
 		// registry serves at run time.
 		"--pull=never",
@@ -82,6 +119,12 @@ func (s runSpec) argv() []string {
 		"--ulimit", fmt.Sprintf("nofile=%d:%d", s.noFile, s.noFile),
 		"--ulimit", fmt.Sprintf("nproc=%d:%d", nprocUlimit, nprocUlimit),
 		"--ulimit", "core=0:0",
+		// Security: no POSIX message queue can be created (each needs a
+		// share of RLIMIT_MSGQUEUE), so /dev/mqueue, writable by
+		// everyone, stores nothing: /tmp and /dev/shm stay the only
+		// writable places. The limit is per uid on the host, so a queue
+		// could also exhaust the budget of every container's uid 65534.
+		"--ulimit", "msgqueue=0:0",
 	)
 	if s.runtime == "podman" {
 		// Podman otherwise mounts writable tmpfs on /run, /var/tmp and
@@ -91,139 +134,50 @@ func (s runSpec) argv() []string {
 	for _, kv := range s.env {
 		a = append(a, "--env", kv)
 	}
+	// Site flags come last before the image, after every flag of
+	// IronVise's: checkExtraArgs admits none that could override one.
 	a = append(a, s.extra...)
 	// The command is one argument of sh inside the container: no host
-	// shell ever parses it.
-	return append(a, s.image, "sh", "-c", s.command)
+	// shell ever parses it. The outer sh runs the preamble, which checks
+	// the confinement, then replaces itself with `sh -c <command>`.
+	return append(a, s.image, "sh", "-c", confinementCheck, "sh", s.command)
 }
 
 // SeedFlags are the flags the seed requires on every container (sandbox.md
 // §6), as they appear in the argv, in order.
-var SeedFlags = []string{"--rm", "--network=none", "--read-only", "--security-opt", "no-new-privileges", "--user", "nobody", "--memory", "--cpus"}
+var SeedFlags = []string{"--rm", "--network=none", "--read-only", "--security-opt", "no-new-privileges", "--user", "65534:65534", "--memory", "--cpus"}
 
-// extraFlag describes a flag ECTO_DOCKER_EXTRA_ARGS may carry.
-type extraFlag struct {
-	value bool // takes a value
-	// check, when set, rejects values that would weaken the sandbox.
-	check func(v string) error
-}
+// checkFailedPrefix starts the line the preamble writes to stderr when the
+// container does not run confined.
+const checkFailedPrefix = "ironvise: the container is not confined as required:"
 
-// AllowedExtraFlags lists the flags ECTO_DOCKER_EXTRA_ARGS accepts: runtime
-// selection, limits, labels and logging — nothing that can add privileges,
-// devices, mounts, namespaces or network, or replace the command.
-func AllowedExtraFlags() []string {
-	var names []string
-	for n := range extraFlags {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
-
-var extraFlags = map[string]extraFlag{
-	"--runtime":            {value: true},
-	"--ulimit":             {value: true},
-	"--label":              {value: true},
-	"-l":                   {value: true},
-	"--annotation":         {value: true},
-	"--log-driver":         {value: true},
-	"--log-opt":            {value: true},
-	"--env":                {value: true},
-	"-e":                   {value: true},
-	"--cgroup-parent":      {value: true},
-	"--storage-opt":        {value: true},
-	"--shm-size":           {value: true},
-	"--stop-timeout":       {value: true},
-	"--platform":           {value: true},
-	"--hostname":           {value: true},
-	"--oom-score-adj":      {value: true},
-	"--memory-reservation": {value: true},
-	"--cpu-shares":         {value: true},
-	"--cpuset-cpus":        {value: true},
-	"--cpuset-mems":        {value: true},
-	"--blkio-weight":       {value: true},
-	"--tz":                 {value: true},
-	"--init":               {},
-	"--tmpfs":              {value: true, check: checkTmpfs},
-	"--security-opt":       {value: true, check: checkSecurityOpt},
-	"--userns":             {value: true, check: checkUserns},
-}
-
-// checkExtraArgs accepts ECTO_DOCKER_EXTRA_ARGS only if every flag is on the
-// allowlist with an acceptable value. A denylist would let the next runtime
-// release's flag through; an allowlist fails closed.
-func checkExtraArgs(args []string) error {
-	for i := 0; i < len(args); i++ {
-		arg := args[i]
-		name, value, hasValue := strings.Cut(arg, "=")
-		f, ok := extraFlags[name]
-		if !ok || !strings.HasPrefix(arg, "-") {
-			return fmt.Errorf("%w: %q is not an accepted flag: only flags that cannot weaken the sandbox are (%s)",
-				ErrExtraArgs, arg, strings.Join(AllowedExtraFlags(), ", "))
-		}
-		switch {
-		case !f.value && hasValue:
-			return fmt.Errorf("%w: %s takes no value", ErrExtraArgs, name)
-		case f.value && !hasValue:
-			if i+1 >= len(args) {
-				return fmt.Errorf("%w: %s needs a value", ErrExtraArgs, name)
-			}
-			i++
-			value = args[i]
-		}
-		if f.check != nil {
-			if err := f.check(value); err != nil {
-				return fmt.Errorf("%w: %s %s: %w", ErrExtraArgs, name, value, err)
-			}
-		}
-	}
-	return nil
-}
-
-// checkTmpfs refuses a tmpfs over the workspace or the root.
-func checkTmpfs(v string) error {
-	target, _, _ := strings.Cut(v, ":")
-	target = strings.TrimRight(target, "/")
-	if target == "" || target == workspaceTarget || strings.HasPrefix(workspaceTarget, target+"/") {
-		return fmt.Errorf("a tmpfs on %q would replace the read-only workspace or root", v)
-	}
-	return nil
-}
-
-// checkSecurityOpt accepts SELinux types and levels and named seccomp or
-// AppArmor profiles; it refuses anything that disables a layer.
-func checkSecurityOpt(v string) error {
-	k, val, _ := strings.Cut(v, "=")
-	if k == v {
-		k, val, _ = strings.Cut(v, ":") // Docker's older key:value form
-	}
-	switch k {
-	case "label":
-		if strings.HasPrefix(val, "type:") || strings.HasPrefix(val, "level:") || strings.HasPrefix(val, "user:") || strings.HasPrefix(val, "role:") {
-			return nil
-		}
-		return fmt.Errorf("only label=type:…, level:…, user:… or role:… are accepted (label=disable turns SELinux off)")
-	case "seccomp", "apparmor":
-		if val == "" || val == "unconfined" {
-			return fmt.Errorf("%s=unconfined would drop a layer", k)
-		}
-		return nil
-	case "no-new-privileges":
-		if val == "" || val == "true" {
-			return nil
-		}
-	}
-	return fmt.Errorf("not an accepted security option (accepted: label=type:…, seccomp=PROFILE, apparmor=PROFILE)")
-}
-
-// checkUserns refuses the host user namespace, which would undo a
-// remapping daemon's isolation.
-func checkUserns(v string) error {
-	if v == "" || v == "host" {
-		return fmt.Errorf("--userns=host would share the host's user namespace")
-	}
-	return nil
-}
+// confinementCheck is the preamble of every container's shell. It reads
+// the shell's own /proc/self/status — what the kernel enforces on the
+// process that is about to become the command, whatever the runtime,
+// its configuration or the image did — and exits 125 (the runtime's own
+// failure code: the action aborts, see runtimeFailure) unless the command
+// runs as uid and gid 65534 with no other group, no capability in any set,
+// no_new_privs and a seccomp filter. A command can forge the failure line
+// only to have its own run aborted. It needs nothing but a POSIX shell:
+// the redirection makes /proc/self the shell itself.
+var confinementCheck = strings.Join([]string{
+	`ok=0 seen=`,
+	`while IFS= read -r l; do`,
+	`  case $l in`,
+	`  Uid:*|Gid:*|Groups:*|NoNewPrivs:*|Seccomp:*|Cap*:*) seen="$seen $l;";;`,
+	`  *) continue;;`,
+	`  esac`,
+	`  case $l in`,
+	"  'Uid:\t65534\t65534\t65534\t65534'|'Gid:\t65534\t65534\t65534\t65534'|'Groups:\t65534 '|'Groups:\t'|'NoNewPrivs:\t1'|'Seccomp:\t2') ok=$((ok+1));;",
+	"  'CapEff:\t0000000000000000'|'CapPrm:\t0000000000000000'|'CapBnd:\t0000000000000000'|'CapAmb:\t0000000000000000') ok=$((ok+1));;",
+	`  esac`,
+	`done </proc/self/status`,
+	`if [ "$ok" != 9 ]; then`,
+	`  echo "` + checkFailedPrefix + ` uid, gid and groups 65534, no capabilities, no_new_privs and seccomp required; found:$seen" >&2`,
+	`  exit 125`,
+	`fi`,
+	`exec sh -c "$1"`,
+}, "\n")
 
 // mountSafe reports whether path can be put in a --mount value: the
 // runtimes parse it as CSV, so a comma or a quote would change its meaning.

@@ -2,6 +2,8 @@ package container
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,13 +14,18 @@ func testSpec(runtime string) runSpec {
 		runtime: runtime, name: "ironvise-0123456789abcdef01234567", image: "sha256:" + strings.Repeat("ab", 32),
 		workspace: "/srv/ws", command: "ls -la; echo 'done'", env: []string{"HOME=/tmp", "LANG=C.UTF-8", "TMPDIR=/tmp"},
 		memory: "256m", cpus: "1", pids: 512, cpuSecs: 30, noFile: 64, extra: []string{"--runtime", "runc"},
+		seccomp: "/tmp/ironvise-runtime-1/seccomp.json", logDriver: logDriverPassthrough,
 	}
 }
 
-// flagValue returns the value following flag in argv (before the image).
+// imageTail is how many words follow the flags: the image, then
+// sh -c <preamble> sh <command>.
+const imageTail = 6
+
+// flagValues returns the values following flag in argv (before the image).
 func flagValues(argv []string, flag string) []string {
 	var out []string
-	for i := 0; i+1 < len(argv)-3; i++ {
+	for i := 0; i+1 < len(argv)-imageTail; i++ {
 		if argv[i] == flag {
 			out = append(out, argv[i+1])
 		}
@@ -34,9 +41,10 @@ func TestArgvCarriesSeedFlagsAndHardening(t *testing.T) {
 			if argv[0] != "run" {
 				t.Fatalf("argv[0] = %q; want run", argv[0])
 			}
-			// The seed's flags, in the seed's order, right after "run".
+			// The seed's flags, in the seed's order, right after "run";
+			// the user numeric, uid and gid.
 			wantSeed := []string{"--rm", "--network=none", "--read-only", "--security-opt", "no-new-privileges",
-				"--user", "nobody", "--memory", "256m", "--memory-swap", "256m", "--cpus", "1"}
+				"--user", "65534:65534", "--memory", "256m", "--memory-swap", "256m", "--cpus", "1"}
 			if got := argv[1 : 1+len(wantSeed)]; !slices.Equal(got, wantSeed) {
 				t.Fatalf("seed flags %q; want %q", got, wantSeed)
 			}
@@ -45,14 +53,17 @@ func TestArgvCarriesSeedFlagsAndHardening(t *testing.T) {
 					t.Errorf("argv lacks seed flag %q", f)
 				}
 			}
-			// The command is the last argument of sh -c after the image.
-			tail := argv[len(argv)-4:]
-			if !slices.Equal(tail, []string{s.image, "sh", "-c", s.command}) {
+			// The command is the last argument, after the image and the
+			// preamble.
+			tail := argv[len(argv)-imageTail:]
+			if !slices.Equal(tail, []string{s.image, "sh", "-c", confinementCheck, "sh", s.command}) {
 				t.Fatalf("tail %q", tail)
 			}
 			for _, want := range [][2]string{
 				{"--cap-drop", "ALL"}, {"--pids-limit", "512"}, {"--name", s.name},
-				{"--tmpfs", "/tmp:rw,nosuid,nodev,noexec,size=64m,mode=1777"},
+				{"--security-opt", "seccomp=" + s.seccomp},
+				{"--tmpfs", "/tmp:rw,nosuid,nodev,noexec,size=64m,mode=1777"}, {"--shm-size", "16m"},
+				{"--log-driver", "passthrough"},
 				{"--mount", "type=bind,source=/srv/ws,target=/workspace,readonly"},
 				{"--workdir", "/workspace"}, {"--runtime", "runc"},
 			} {
@@ -66,7 +77,7 @@ func TestArgvCarriesSeedFlagsAndHardening(t *testing.T) {
 				}
 			}
 			ul := flagValues(argv, "--ulimit")
-			for _, want := range []string{"cpu=30:30", "nofile=64:64", "nproc=4096:4096", "core=0:0"} {
+			for _, want := range []string{"cpu=30:30", "nofile=64:64", "nproc=4096:4096", "core=0:0", "msgqueue=0:0"} {
 				if !slices.Contains(ul, want) {
 					t.Errorf("--ulimit %s missing (got %q)", want, ul)
 				}
@@ -75,14 +86,14 @@ func TestArgvCarriesSeedFlagsAndHardening(t *testing.T) {
 				t.Errorf("--env %q; want %q", env, s.env)
 			}
 			// Site flags come after IronVise's, before the image.
-			if i, j := slices.Index(argv, "--runtime"), slices.Index(argv, "--pull=never"); i < j || i > len(argv)-4 {
+			if i, j := slices.Index(argv, "--runtime"), slices.Index(argv, "--pull=never"); i < j || i > len(argv)-imageTail {
 				t.Errorf("extra args at %d, hardening at %d", i, j)
 			}
 			if got := slices.Contains(argv, "--read-only-tmpfs=false"); got != (rt == "podman") {
 				t.Errorf("--read-only-tmpfs=false present=%v for %s", got, rt)
 			}
-			for _, bad := range []string{"--privileged", "--network=host", "-v", "--volume", "--cap-add", "-i", "-t", "--interactive", "--tty"} {
-				if slices.Contains(argv[:len(argv)-4], bad) {
+			for _, bad := range []string{"--privileged", "--network=host", "-v", "--volume", "--cap-add", "-i", "-t", "--interactive", "--tty", "--group-add", "nobody"} {
+				if slices.Contains(argv[:len(argv)-imageTail], bad) {
 					t.Errorf("argv contains %q", bad)
 				}
 			}
@@ -90,50 +101,136 @@ func TestArgvCarriesSeedFlagsAndHardening(t *testing.T) {
 	}
 }
 
-func TestExtraArgs(t *testing.T) {
-	ok := [][]string{
+func TestExtraArgsAccepted(t *testing.T) {
+	for _, args := range [][]string{
 		nil,
 		{"--runtime", "runc"},
-		{"--runtime=runsc", "--ulimit", "nofile=1024:1024", "--ulimit=nproc=4096:4096"},
-		{"--label", "team=sec", "-l", "x=y", "--annotation", "a=b", "--log-driver", "none"},
-		{"--security-opt", "label=type:container_t", "--security-opt=seccomp=/etc/ironvise/seccomp.json", "--security-opt", "apparmor=ironvise"},
-		{"--tmpfs", "/var/cache:size=16m", "--init", "--userns", "keep-id", "-e", "FOO=bar"},
-	}
-	for _, args := range ok {
+		{"--runtime=runsc", "--ulimit", "stack=8388608:8388608", "--ulimit=memlock=65536:65536"},
+		{"--label", "team=sec", "-l", "x=y", "-lz=w", "--label=a=b"},
+		{"--security-opt", "no-new-privileges", "--security-opt=no-new-privileges=true"},
+		{"--tmpfs", "/var/cache:size=16m", "--tmpfs=/run/x:rw,size=1m,mode=1777", "--init", "--init=true", "--userns", "auto"},
+		// Every spelling of --env, with literal values.
+		{"-e", "FOO=bar", "-eFOO=bar", "-e=FOO=bar", "--env", "FOO=bar", "--env=FOO=", "--env=A_1=x=y", "-e", "URL=https://example.org/x"},
+		{"--storage-opt", "size=1g", "--stop-timeout", "5", "--platform", "linux/amd64", "--hostname", "box",
+			"--oom-score-adj", "500", "--memory-reservation", "64m", "--cpu-shares", "512", "--cpuset-cpus", "0-1,3",
+			"--cpuset-mems", "0", "--blkio-weight", "300", "--userns=auto:size=65536"},
+	} {
 		if err := checkExtraArgs(args); err != nil {
 			t.Errorf("%q rejected: %v", args, err)
 		}
 	}
+}
+
+// TestExtraArgsRefused: each refusal in every spelling the runtimes'
+// parser takes, with the reason; environment values never appear in the
+// error.
+func TestExtraArgsRefused(t *testing.T) {
 	bad := []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--privileged"}, `"--privileged" is not an accepted flag`},
-		{[]string{"--network=host"}, `"--network=host" is not an accepted flag`},
-		{[]string{"--net", "host"}, `"--net" is not an accepted flag`},
-		{[]string{"-v", "/:/host"}, `"-v" is not an accepted flag`},
-		{[]string{"--volume=/:/host"}, `not an accepted flag`},
-		{[]string{"--mount", "type=bind,src=/,dst=/host"}, `not an accepted flag`},
-		{[]string{"--cap-add", "SYS_ADMIN"}, `not an accepted flag`},
-		{[]string{"--device", "/dev/kvm"}, `not an accepted flag`},
-		{[]string{"--user", "root"}, `not an accepted flag`},
-		{[]string{"-u", "0"}, `not an accepted flag`},
-		{[]string{"--pid=host"}, `not an accepted flag`},
-		{[]string{"--entrypoint", "/bin/evil"}, `not an accepted flag`},
-		{[]string{"--read-only=false"}, `not an accepted flag`},
-		{[]string{"--rm=false"}, `not an accepted flag`},
-		{[]string{"--memory", "100g"}, `not an accepted flag`},
-		{[]string{"runc"}, `"runc" is not an accepted flag`},
-		{[]string{"--runtime"}, "--runtime needs a value"},
-		{[]string{"--init=true"}, "--init takes no value"},
-		{[]string{"--security-opt", "seccomp=unconfined"}, "seccomp=unconfined would drop a layer"},
-		{[]string{"--security-opt=apparmor=unconfined"}, "apparmor=unconfined would drop a layer"},
-		{[]string{"--security-opt", "label=disable"}, "label=disable turns SELinux off"},
-		{[]string{"--security-opt", "no-new-privileges=false"}, "not an accepted security option"},
-		{[]string{"--security-opt", "systempaths=unconfined"}, "not an accepted security option"},
+		// Item: host environment through --env.
+		{[]string{"-e", "*"}, "wildcard"},
+		{[]string{"-e*"}, "wildcard"},
+		{[]string{"--env=ECTO*"}, "wildcard"},
+		{[]string{"--env", "ECTO_KEY_PASSPHRASE"}, "bare name"},
+		{[]string{"-eDATABASE_URL"}, "bare name"},
+		{[]string{"-e=OPENAI_API_KEY"}, "bare name"},
+		{[]string{"--env=HOME"}, "bare name"},
+		{[]string{"-e", "ECTO_KEY_PASSPHRASE=s3cr3t-value"}, "treats as secret"},
+		{[]string{"-eGITHUB_TOKEN=s3cr3t-value"}, "treats as secret"},
+		{[]string{"--env=DATABASE_URL=s3cr3t-value"}, "treats as secret"},
+		{[]string{"-e=my_api_key=s3cr3t-value"}, "treats as secret"},
+		{[]string{"--env", "PGPASSWORD=s3cr3t-value"}, "treats as secret"},
+		{[]string{"--env", "REPO=https://u:s3cr3t-value@example.org/r.git"}, "URL with a password"},
+		{[]string{"--env", "HOME=/workspace"}, "sets HOME itself"},
+		{[]string{"--env", "LD_PRELOAD=/workspace/x.so"}, "dynamic-loader"},
+		{[]string{"--env", " FOO=bar"}, "not a variable name"},
+		{[]string{"--env", "=bar"}, "not a variable name"},
+		{[]string{"--env-file", "/etc/ironvise.env"}, "names a host path"},
+		{[]string{"--env-file=/etc/ironvise.env"}, "names a host path"},
+		{[]string{"--env-host"}, "whole environment"},
+		{[]string{"--env-merge", "X=${HOME}"}, "expands host variables"},
+		{[]string{"-e"}, "needs a value"},
+		// Item: flags that name a host path.
+		{[]string{"--log-opt", "path=/etc/cron.d/x"}, "names a host path"},
+		{[]string{"--log-opt=path=/etc/cron.d/x"}, "names a host path"},
+		{[]string{"--log-driver", "k8s-file"}, "sets the log driver itself"},
+		{[]string{"--log-driver=none"}, "sets the log driver itself"},
+		{[]string{"--cidfile", "/etc/x"}, "names a host path"},
+		{[]string{"--conmon-pidfile=/etc/x"}, "names a host path"},
+		{[]string{"--pidfile", "/etc/x"}, "names a host path"},
+		{[]string{"--label-file", "/etc/shadow"}, "names a host path"},
+		{[]string{"--tz=local"}, "names a host path"},
+		{[]string{"--cgroup-parent", "/system.slice"}, "names a host path"},
+		{[]string{"--init-path", "/tmp/evil"}, "names a host path"},
+		{[]string{"--runtime", "/tmp/evil-runtime"}, "not a runtime name"},
+		{[]string{"--runtime=../../tmp/evil"}, "not a runtime name"},
+		{[]string{"--annotation", "run.oci.keep_original_groups=1"}, "act on annotations"},
+		{[]string{"-v", "/:/host"}, "names a host path"},
+		{[]string{"-v/:/host"}, "names a host path"},
+		{[]string{"--volume=/:/host"}, "names a host path"},
+		{[]string{"--mount", "type=bind,src=/,dst=/host"}, "names a host path"},
+		{[]string{"--device", "/dev/kvm"}, "names a host path"},
+		{[]string{"--secret", "x"}, "names a host path"},
+		// Item: seccomp and LSM options.
+		{[]string{"--security-opt", "seccomp=unconfined"}, "its own seccomp profile"},
+		{[]string{"--security-opt=seccomp=/etc/ironvise/seccomp.json"}, "its own seccomp profile"},
+		{[]string{"--security-opt", "seccomp:unconfined"}, "its own seccomp profile"},
+		{[]string{"--security-opt", "label=disable"}, "LSM confinement"},
+		{[]string{"--security-opt", "label=type:spc_t"}, "LSM confinement"},
+		{[]string{"--security-opt", "apparmor=unconfined"}, "LSM confinement"},
+		{[]string{"--security-opt", "systempaths=unconfined"}, "runtime masks"},
+		{[]string{"--security-opt", "unmask=ALL"}, "runtime masks"},
+		{[]string{"--security-opt", "no-new-privileges=false"}, "only no-new-privileges"},
+		{[]string{"--security-opt", "mask=/x"}, "only no-new-privileges"},
+		// Item: the user.
+		{[]string{"--user", "root"}, "65534:65534"},
+		{[]string{"-u", "0"}, "65534:65534"},
+		{[]string{"-u0"}, "65534:65534"},
+		{[]string{"--user=0:0"}, "65534:65534"},
+		{[]string{"--group-add", "0"}, "adds a group"},
+		{[]string{"--group-add=keep-groups"}, "adds a group"},
+		{[]string{"--userns=host"}, "only auto"},
+		{[]string{"--userns", "keep-id"}, "only auto"},
+		{[]string{"--userns", "auto:uidmapping=65534:0:1"}, "only auto"},
+		{[]string{"--userns", "ns:/proc/1/ns/user"}, "only auto"},
+		// Item: /dev/shm and IronVise's limits.
+		{[]string{"--shm-size", "10g"}, "caps /dev/shm itself"},
+		{[]string{"--shm-size=10g"}, "caps /dev/shm itself"},
+		{[]string{"--ulimit", "cpu=unlimited"}, "sets cpu, nofile, nproc, core and msgqueue itself"},
+		{[]string{"--ulimit=nofile=1048576"}, "sets cpu, nofile, nproc, core and msgqueue itself"},
+		{[]string{"--ulimit", "rtprio=99"}, "sets cpu, nofile, nproc, core and msgqueue itself"},
+		{[]string{"--ulimit", "msgqueue=819200"}, "sets cpu, nofile, nproc, core and msgqueue itself"},
+		{[]string{"--oom-score-adj", "-1000"}, "only 0 to 1000"},
 		{[]string{"--tmpfs", "/workspace"}, "would replace the read-only workspace"},
+		{[]string{"--tmpfs", "/workspace/.ssh"}, "would replace the read-only workspace"},
 		{[]string{"--tmpfs", "/:rw"}, "would replace the read-only workspace or root"},
-		{[]string{"--userns=host"}, "share the host's user namespace"},
+		{[]string{"--tmpfs", "/tmp:exec"}, "IronVise's /tmp"},
+		{[]string{"--tmpfs", "/dev/shm"}, "IronVise's /dev"},
+		{[]string{"--tmpfs=/proc/sys"}, "IronVise's /proc"},
+		{[]string{"--tmpfs", "/var/x:rw,exec"}, "option exec"},
+		{[]string{"--tmpfs", "/var/x:suid"}, "option suid"},
+		{[]string{"--tmpfs", "/var/../tmp"}, "not a clean absolute path"},
+		{[]string{"--tmpfs", "var"}, "not a clean absolute path"},
+		// Everything else.
+		{[]string{"--privileged"}, `"--privileged": not an accepted flag`},
+		{[]string{"--network=host"}, `"--network": not an accepted flag`},
+		{[]string{"--net", "host"}, `"--net": not an accepted flag`},
+		{[]string{"--cap-add", "SYS_ADMIN"}, "not an accepted flag"},
+		{[]string{"--pid=host"}, "not an accepted flag"},
+		{[]string{"--entrypoint", "/bin/evil"}, "not an accepted flag"},
+		{[]string{"--read-only=false"}, "not an accepted flag"},
+		{[]string{"--rm=false"}, "not an accepted flag"},
+		{[]string{"--memory", "100g"}, "not an accepted flag"},
+		{[]string{"-it"}, `"-i": not an accepted flag`},
+		{[]string{"--ENV", "FOO=bar"}, `"--ENV": not an accepted flag`},
+		{[]string{"runc"}, `"runc": not a flag`},
+		{[]string{"FOO=s3cr3t-value"}, "argument 1: not a flag"},
+		{[]string{"--", "otherimage", "sh"}, "ends the flags"},
+		{[]string{"--runtime"}, "needs a value"},
+		{[]string{"--init=yes"}, "takes no value"},
+		{[]string{"--label", "a=b", "--privileged"}, "--privileged"},
 	}
 	for _, tc := range bad {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -141,7 +238,29 @@ func TestExtraArgs(t *testing.T) {
 			if err == nil || !errors.Is(err, ErrExtraArgs) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v; want ErrExtraArgs containing %q", err, tc.want)
 			}
+			if strings.Contains(err.Error(), "s3cr3t-value") {
+				t.Fatalf("the error quotes a value: %v", err)
+			}
+			if !strings.Contains(err.Error(), "fix: ") {
+				t.Fatalf("the error names no fix: %v", err)
+			}
 		})
+	}
+}
+
+// TestEveryAcceptedFlagIsDocumented: docs/reference/sandboxing.md lists
+// each accepted site flag.
+func TestEveryAcceptedFlagIsDocumented(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "reference", "sandboxing.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range ExtraFlagHelp() {
+		for _, name := range strings.Split(h[0], ", ") {
+			if !strings.Contains(string(doc), "`"+name+"`") {
+				t.Errorf("docs/reference/sandboxing.md does not list %s (%s)", name, h[1])
+			}
+		}
 	}
 }
 

@@ -7,20 +7,27 @@
 // Each Run starts the runtime's client with
 //
 //	run --rm --network=none --read-only --security-opt no-new-privileges
-//	    --user nobody --memory M --memory-swap M --cpus C
-//	    --cap-drop ALL --pids-limit P --tmpfs /tmp:… --pull=never
+//	    --user 65534:65534 --memory M --memory-swap M --cpus C
+//	    --cap-drop ALL --security-opt seccomp=<IronVise's profile>
+//	    --pids-limit P --tmpfs /tmp:… --shm-size 16m
+//	    --log-driver passthrough|none --pull=never
 //	    --name ironvise-<random> --entrypoint= --mount type=bind,…,target=/workspace,readonly
 //	    [--mount type=bind,source=<empty>,target=/workspace/<protected>,readonly …]
 //	    --workdir /workspace --ulimit cpu=… --ulimit nofile=… …
-//	    [ECTO_DOCKER_EXTRA_ARGS] <image> sh -c <command>
+//	    [ECTO_DOCKER_EXTRA_ARGS] <image> sh -c <preamble> sh <command>
 //
 // The first line is the seed's floor; the rest is IronVise's hardening,
-// including an empty read-only stand-in over each protected path
-// (Options.Hidden and Request.Hidden) that lies inside the workspace. The
-// image runs by the ID a preflight resolved (image inspect), so the digest
-// recorded in the sandbox_result is the one that ran. The preflight — the
-// runtime answers, the image is present — runs before the first command and
-// is cached for a minute.
+// including the native tier's seccomp allowlist (package seccomp, written
+// per run as the runtimes' JSON profile), a log driver that stores nothing
+// (the output streams to IronVise's capped collector only), and an empty
+// read-only stand-in over each protected path (Options.Hidden and
+// Request.Hidden) that lies inside the workspace. The preamble reads the
+// shell's /proc/self/status and aborts the run unless the command is
+// 65534:65534 with no other group, no capabilities, no_new_privs and a
+// seccomp filter. The image runs by the ID a preflight resolved (image
+// inspect), so the digest recorded in the sandbox_result is the one that
+// ran. The preflight — the runtime answers, the image is present — runs
+// before the first command and is cached for a minute.
 //
 //	tier, err := container.New(ctx, opts) // opts.DockerImage = "alpine:3.19"
 //	res := tier.Run(ctx, sandbox.Request{Command: "ls", Workspace: dir})
@@ -28,18 +35,22 @@
 // # Failures
 //
 // A missing runtime, a daemon that does not answer, a missing image, a
-// runtime error (exit 125, or 126/127 with the runtime's own error line) all
-// abort the action with a reason that names the fix; the command is never
-// run another way. The wall-clock timeout removes the container by its
-// unique name (killing the client alone would leave it running).
+// runtime error (exit 125, or 126/127 with the runtime's own error line), a
+// container not confined as required, a workspace that is / or a system
+// directory (symlinks resolved) all abort the action with a reason that
+// names the fix; the command is never run another way. The wall-clock
+// timeout removes the container by its unique name (killing the client
+// alone would leave it running).
 //
 // # Limitations
 //
 // The container shares the host kernel: a kernel exploit escapes it (use
 // the microVM tier for untrusted workloads). The workspace must be readable
-// by the image's nobody user. With ECTO_DOCKER_RUNTIME=auto the runtime is
-// chosen once, when the tier is built. ECTO_DOCKER_EXTRA_ARGS accepts only
-// flags that cannot weaken the floor (see [AllowedExtraFlags]).
+// by uid 65534. With ECTO_DOCKER_RUNTIME=auto the runtime is chosen once,
+// when the tier is built. ECTO_DOCKER_EXTRA_ARGS accepts only flags that
+// cannot weaken the floor (see [AllowedExtraFlags]). The seccomp profile
+// exists for linux/amd64 and linux/arm64 containers of the host's
+// architecture only.
 package container
 
 import (
@@ -47,10 +58,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
 	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/sandbox/native/seccomp"
 )
 
 // Errors of this package, compared with errors.Is.
@@ -64,6 +77,10 @@ var (
 const (
 	// TmpfsMiB is the size of the writable /tmp of each container.
 	TmpfsMiB = 64
+	// ShmMiB is the size of the container's /dev/shm, its second
+	// writable place (POSIX shared memory and semaphores): a tmpfs
+	// mounted nosuid, nodev and noexec, counted in the memory limit.
+	ShmMiB = 16
 	// nprocUlimit is the RLIMIT_NPROC backstop. It counts every process of
 	// the container's uid on the host, so it is generous; --pids-limit is
 	// the per-container limit. It is set explicitly because Podman, once
@@ -90,6 +107,10 @@ type Tier struct {
 	cpus      string
 	timeout   time.Duration
 	extra     []string
+	// profile is IronVise's seccomp profile for the containers; nil, with
+	// noProfile saying why, where there is none for this architecture.
+	profile   *seccomp.OCI
+	noProfile *sandbox.UnavailableError
 
 	mu      sync.Mutex
 	cached  *preflight // guarded by mu; nil until a preflight succeeded
@@ -122,6 +143,12 @@ func New(ctx context.Context, opts sandbox.Options) (sandbox.Tier, error) {
 		return nil, err
 	}
 	t.resolveRuntime(ctx, c.Runtime)
+	// The containers run the host's architecture (the image is local and
+	// run by ID); without a profile for it every run aborts.
+	var err error
+	if t.profile, err = seccomp.OCIProfile(runtime.GOARCH); err != nil {
+		t.noProfile = t.unavailable("no seccomp profile for "+runtime.GOARCH+" containers", "use the native or Firecracker tier on this host", err)
+	}
 	return t, nil
 }
 

@@ -375,7 +375,7 @@ func TestPodmanContainerThatCannotStartAborts(t *testing.T) {
 
 func TestPodmanRuntimeFailureAborts(t *testing.T) {
 	tier := newPodman(t, func(o *sandbox.Options) {
-		o.Container.ExtraArgs = []string{"--runtime", "/nonexistent/oci-runtime"}
+		o.Container.ExtraArgs = []string{"--runtime", "ironvise-no-such-oci-runtime"}
 	})
 	res := run(t, tier, sandbox.Request{Command: "echo hi"})
 	if res.Status != sandbox.StatusAborted || !strings.Contains(res.Reason, "podman") || res.Stdout != "" {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/secretpaths"
 )
 
 // Exit codes the runtimes use for their own failures (docker run(1),
@@ -51,6 +52,13 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if !filepath.IsAbs(ws) || !mountSafe(ws) {
 		return abort("workspace %q cannot be bind-mounted: its path contains a comma, a quote or a line break; fix: use a workspace path without them", ws)
 	}
+	// Security: / or a system directory as the workspace (by name or,
+	// symlinks resolved above, by a link to it) would show the command the
+	// host's configuration, keys and other users' files. The front ends
+	// refuse it too; the tier does not rely on them.
+	if err := secretpaths.CheckWorkspace(ws, secretpaths.List{}); err != nil {
+		return abort("%v", err)
+	}
 	// Security: the protected paths inside the workspace (a home
 	// workspace holds ~/.ssh and the data directory) are covered in the
 	// container; the checks refuse naming them, this hides them from
@@ -63,17 +71,19 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if err != nil {
 		return abort("name the container: %v", err)
 	}
-	// Podman's conmon drops an "oom" marker file into its working
-	// directory when the kernel OOM-kills a container: the client runs
-	// from a private directory so nothing lands in the caller's (often the
-	// workspace's parent or a repository). The empty mask sources live
-	// there too.
+	// The run's private directory holds the seccomp profile and the empty
+	// mask sources, and is the client's working directory: Podman's
+	// conmon drops an "oom" marker file into it when the kernel OOM-kills
+	// a container, which must not land in the caller's (often the
+	// workspace's parent or a repository).
 	private, err := os.MkdirTemp("", "ironvise-runtime-")
-	if err != nil && !plan.empty() {
-		return abort("create a private directory for the masks of the protected paths: %v; fix: make the temporary directory writable", err)
+	if err != nil {
+		return abort("create a private directory for the run: %v; fix: make the temporary directory (TMPDIR) writable", err)
 	}
-	if err == nil {
-		defer os.RemoveAll(private)
+	defer os.RemoveAll(private)
+	profile := filepath.Join(private, "seccomp.json")
+	if err := os.WriteFile(profile, t.profile.JSON, 0o600); err != nil {
+		return abort("write the seccomp profile: %v; fix: make the temporary directory (TMPDIR) writable", err)
 	}
 	masks, err := plan.mounts(private)
 	if err != nil {
@@ -89,7 +99,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		runtime: t.runtime, name: name, image: pre.imageID, workspace: ws, command: req.Command,
 		env:    sandbox.CommandEnv(req.Env, map[string]string{"HOME": "/tmp", "TMPDIR": "/tmp"}),
 		memory: memory, cpus: t.cpus, pids: limits.NProc, cpuSecs: limits.CPUSecs, noFile: limits.NoFile,
-		extra: t.extra, masks: masks,
+		extra: t.extra, masks: masks, seccomp: profile, logDriver: pre.logDriver,
 	}
 	timeout := t.timeout
 	if req.Timeout > 0 && req.Timeout < timeout {
@@ -126,7 +136,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	case timedOut:
 		res.Status, res.Signal, res.ExitCode = sandbox.StatusTimeout, "SIGKILL", nil
 		res.Reason = fmt.Sprintf("wall-clock timeout of %d s exceeded; the container %s was killed and removed", int(timeout.Seconds()), name)
-		res.Duration = max(dur, timeout)
+		res.Duration, res.Limit = max(dur, timeout), timeout
 		return res
 	case ctx.Err() != nil:
 		return abort("run cancelled: %v; the container %s was removed", ctx.Err(), name)
@@ -156,6 +166,11 @@ func (t *Tier) runtimeFailure(code int, stderr []byte) (string, bool) {
 	last := lastLine(string(stderr))
 	switch code {
 	case exitRuntimeError:
+		if strings.HasPrefix(last, checkFailedPrefix) {
+			// The preamble refused to run the command (see
+			// confinementCheck).
+			return fmt.Sprintf("the command did not run: %s; fix: check the runtime's configuration (containers.conf, daemon.json: userns, seccomp, capabilities) and ECTO_DOCKER_EXTRA_ARGS", last), true
+		}
 		if last == "" {
 			last = "no message"
 		}
@@ -228,7 +243,11 @@ func containerName() (string, error) {
 func (t *Tier) enforced(p *preflight, s runSpec, memBytes int64) *sandbox.Enforced {
 	nnp := true
 	hidden := len(s.masks)
+	uid := commandUID
 	return &sandbox.Enforced{
+		// The preamble checked the uid, the capabilities, no_new_privs and
+		// the seccomp mode before the command ran (confinementCheck).
+		UID: &uid, SeccompProfileSHA256: t.profile.SHA256,
 		Capabilities: "none", NoNewPrivs: &nnp, Network: "none", ScratchDir: "/tmp",
 		Runtime: t.runtime, RuntimeVersion: p.version, Image: t.image, ImageDigest: p.imageID,
 		Namespaces: []string{"pid", "mount", "network", "ipc", "uts"},

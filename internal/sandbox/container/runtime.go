@@ -16,6 +16,9 @@ import (
 type preflight struct {
 	version string // the runtime's version ("4.3.1")
 	imageID string // "sha256:<hex>", what every run starts
+	// logDriver is passthrough for a local Podman, none otherwise (a
+	// remote Podman and Docker have no passthrough).
+	logDriver string
 }
 
 // daemonProbeTimeout bounds `docker version` when choosing the runtime.
@@ -123,9 +126,14 @@ func (t *Tier) preflightLocked(ctx context.Context) (*preflight, error) {
 	if t.noRuntime != nil {
 		return nil, t.noRuntime
 	}
+	if t.noProfile != nil {
+		return nil, t.noProfile
+	}
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	format := "{{.Client.Version}}"
+	// A remote Podman (a podman machine, CONTAINER_HOST) reports its
+	// server too.
+	format := "{{.Client.Version}}{{if .Server}} remote{{end}}"
 	if t.runtime == "docker" {
 		format = "{{.Server.Version}}" // the engine's version is what isolates
 	}
@@ -157,7 +165,16 @@ func (t *Tier) preflightLocked(ctx context.Context) (*preflight, error) {
 	if !isHex(id) || len(id) != 64 {
 		return nil, t.unavailable(fmt.Sprintf("%s image inspect %s returned an unexpected ID %q", t.runtime, t.image, id), "check the runtime's installation", nil)
 	}
-	return &preflight{version: firstLine(version), imageID: "sha256:" + id}, nil
+	p := &preflight{version: firstLine(version), imageID: "sha256:" + id, logDriver: logDriverNone}
+	if v, remote := strings.CutSuffix(p.version, " remote"); t.runtime == "podman" {
+		p.version = v
+		if !remote {
+			// The command writes straight into IronVise's pipes: no
+			// conmon copy, nothing stored (see argv).
+			p.logDriver = logDriverPassthrough
+		}
+	}
+	return p, nil
 }
 
 // rootlessLimits explains why the cgroup limits cannot hold: rootless
