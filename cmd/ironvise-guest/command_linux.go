@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ironvise/ironvise/internal/sandbox/envallow"
 	"github.com/ironvise/ironvise/internal/sandbox/guestproto"
 )
 
@@ -199,19 +200,24 @@ func killAll(pid int, pid1 bool) {
 	}
 }
 
-// commandEnv is the command's environment: what the host sent, else a
-// minimal default; PATH, HOME and TMPDIR are always the guest's.
+// commandEnv is the command's environment: of what the host sent, only
+// the sandbox allowlist (envallow: LANG, LC_*, TZ, TERM, …); PATH, HOME,
+// TMPDIR, PWD and SHELL are always the guest's, LANG defaults to C.UTF-8.
 func commandEnv(cfg config, hostEnv []string) []string {
 	env := []string{"PATH=" + commandPath, "HOME=" + cfg.scratch, "TMPDIR=" + cfg.scratch, "PWD=" + cfg.workdir, "SHELL=/bin/sh"}
 	hasLang := false
+	seen := map[string]bool{}
 	for _, kv := range hostEnv {
 		name, _, ok := cutEnv(kv)
-		switch {
-		case !ok, name == "PATH", name == "HOME", name == "TMPDIR", name == "PWD", name == "SHELL", name == "LD_PRELOAD", name == "LD_LIBRARY_PATH":
+		// Security: an allowlist, the host's own (sandbox.EnvAllowed):
+		// whatever wrote the image, no API key, token, DATABASE_URL,
+		// LD_PRELOAD or other variable outside it reaches the command.
+		// The first of a repeated name wins, as on the host.
+		if !ok || seen[name] || !envallow.Allowed(name) {
 			continue
-		case name == "LANG":
-			hasLang = true
 		}
+		seen[name] = true
+		hasLang = hasLang || name == "LANG"
 		env = append(env, kv)
 	}
 	if !hasLang {

@@ -348,3 +348,78 @@ func TestGuestAsPID1(t *testing.T) {
 		t.Fatalf("a setsid'd process outlived the guest: %v", pids)
 	}
 }
+
+// TestGuestRefusesAmbiguousIntents: an image a lenient decoder would read
+// as a run_command — the last of two actions winning, member names in
+// another case, a second command, invalid UTF-8, an unknown member — is
+// refused: the command never runs, and the report carries no run nonce
+// (the image cannot be trusted to have come from the host).
+func TestGuestRefusesAmbiguousIntents(t *testing.T) {
+	dir := world(t)
+	marker := filepath.Join(dir, "ran")
+	touch := "touch " + marker
+	n := `"ironvise":{"nonce":"` + nonce + `","timeout_secs":10}`
+	cases := []struct{ name, img, reason string }{
+		{"duplicate action, the last run_command", `{"action":"read_file","params":{"command":"` + touch + `"},` + n + `,"action":"run_command"}`, "duplicate key"},
+		{"duplicate command", `{"action":"run_command","params":{"command":"true","command":"` + touch + `"},` + n + `}`, "duplicate key"},
+		{"escaped duplicate command", `{"action":"run_command","params":{"command":"true","comm\u0061nd":"` + touch + `"},` + n + `}`, "duplicate key"},
+		{"duplicate nonce", `{"action":"run_command","params":{"command":"` + touch + `"},"ironvise":{"nonce":"` + nonce + `","nonce":"` + strings.Repeat("f", 32) + `"}}`, "duplicate key"},
+		{"upper-case keys", `{"Action":"run_command","Params":{"Command":"` + touch + `"},` + n + `}`, `unknown member "Action"`},
+		{"upper-case command", `{"action":"run_command","params":{"COMMAND":"` + touch + `"},` + n + `}`, `unknown member "COMMAND"`},
+		{"upper-case run member", `{"action":"run_command","params":{"command":"` + touch + `"},"ironvise":{"Nonce":"` + nonce + `"}}`, `unknown member "Nonce"`},
+		{"unknown member", `{"action":"run_command","params":{"command":"` + touch + `"},` + n + `,"uid":0}`, `unknown member "uid"`},
+		{"unknown run member", `{"action":"run_command","params":{"command":"` + touch + `"},"ironvise":{"nonce":"` + nonce + `","uid":0}}`, `unknown member "uid"`},
+		{"invalid UTF-8", "{\"action\":\"run_command\",\"params\":{\"command\":\"" + touch + " \xff\"}," + n + "}", "invalid UTF-8"},
+		{"a float limit", `{"action":"run_command","params":{"command":"` + touch + `"},"ironvise":{"nonce":"` + nonce + `","limits":{"nproc":1.5}}}`, "not an integer"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out := runGuest(t, []byte(tc.img))
+			r, err := guestproto.ParseFrame(out, nonce)
+			if !errors.Is(err, guestproto.ErrNoFrame) {
+				t.Fatalf("the guest reported under the run's nonce (%v): %+v", err, r)
+			}
+			if r == nil || r.Status != guestproto.StatusError || !strings.Contains(r.Reason, tc.reason) || r.ExitCode != nil {
+				t.Fatalf("got %+v; want an error report containing %q", r, tc.reason)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatal("the command ran")
+			}
+		})
+	}
+}
+
+// TestGuestPassesOnlyAllowlistedEnv: of the environment in the image only
+// the sandbox allowlist reaches the command; PATH, HOME and the rest are
+// the guest's own, whatever the image says.
+func TestGuestPassesOnlyAllowlistedEnv(t *testing.T) {
+	env := []string{"OPENAI_API_KEY=sk-live-123", "DATABASE_URL=postgres://u:pw@db/x", "ECTO_KEY_PASSPHRASE=pp",
+		"LD_PRELOAD=/tmp/x.so", "LD_LIBRARY_PATH=/tmp", "PATH=/tmp/evil", "HOME=/root", "BASH_ENV=/tmp/x", "ENV=/tmp/x",
+		"PYTHONPATH=/tmp", "FOO=bar", "TZ=UTC", "LC_ALL=C", "TERM=dumb", "LANG=en_US.UTF-8", "TZ=Europe/Paris"}
+	r := result(t, runGuest(t, image(t, "env | sort", guestproto.Run{TimeoutSecs: 10, Env: env})))
+	if r.Status != guestproto.StatusOK || r.ExitCode == nil || *r.ExitCode != 0 {
+		t.Fatalf("result %+v", r)
+	}
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(string(r.Stdout)), "\n") {
+		if name, _, _ := strings.Cut(l, "="); name != "PWD" && name != "SHLVL" && name != "_" && name != "OLDPWD" {
+			got = append(got, l)
+		}
+	}
+	// The guest's own five, and the allowlisted four the image carried
+	// (the first TZ wins, as on the host).
+	allowed := map[string]bool{"HOME": true, "LANG": true, "LC_ALL": true, "PATH": true, "SHELL": true, "TERM": true, "TMPDIR": true, "TZ": true}
+	for _, l := range got {
+		name, value, _ := strings.Cut(l, "=")
+		if !allowed[name] {
+			t.Errorf("%s reached the command", l)
+		}
+		switch {
+		case name == "PATH" && value != commandPath, name == "HOME" && value == "/root", name == "TZ" && value != "UTC":
+			t.Errorf("%s: the image overrode the guest's value", l)
+		}
+	}
+	if len(got) != len(allowed) {
+		t.Errorf("environment %q; want exactly %d variables", got, len(allowed))
+	}
+}

@@ -10,9 +10,13 @@
 //	{"action":"run_command","params":{"command":"ls -la"},
 //	 "ironvise":{"nonce":"…","timeout_secs":28,"limits":{…},"env":[…]}}
 //
-// action and params are the intent of checks.md; "ironvise" is what the
-// host adds for this run. The guest strips the padding, parses the JSON and
-// runs params.command for run_command; any other action is unsupported.
+// action and params are the intent of checks.md (which may also carry
+// justification and reasoning); "ironvise" is what the host adds for this
+// run. The guest strips the padding, parses the JSON strictly (package
+// strictjson: a duplicate key anywhere, invalid UTF-8, a member it does
+// not know or spelled in another case, a value of the wrong type are all
+// refused) and runs params.command for run_command; any other action is
+// unsupported.
 //
 // # The result frame
 //
@@ -47,6 +51,8 @@ import (
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/ironvise/ironvise/internal/strictjson"
 )
 
 // Sizes of the protocol.
@@ -144,7 +150,10 @@ func EncodeIntent(command string, run Run) ([]byte, error) {
 }
 
 // DecodeIntent parses an intent image: the trailing NUL padding is
-// stripped, the rest must be one JSON object.
+// stripped, the rest must be one JSON object of exactly the intent image's
+// shape (see decodeTree): strict JSON — no duplicate key at any depth, no
+// invalid UTF-8, nothing after the object — with every member name known
+// and spelled exactly, and every value of its type.
 func DecodeIntent(img []byte) (*Intent, error) {
 	if len(img) > MaxIntentBytes {
 		return nil, fmt.Errorf("%w: image larger than %d bytes", ErrIntent, MaxIntentBytes)
@@ -153,34 +162,45 @@ func DecodeIntent(img []byte) (*Intent, error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, fmt.Errorf("%w: the image is empty", ErrIntent)
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var in Intent
-	if err := dec.Decode(&in); err != nil {
+	// Security: the guest must run what the host's checks saw. A lenient
+	// decoder lets a duplicate key's last value win
+	// ("action":"read_file" … "action":"run_command" ran the command),
+	// matches "Action" for "action", and turns invalid UTF-8 into U+FFFD;
+	// the strict tree has none of that, and decodeTree matches names
+	// exactly.
+	root, err := strictjson.Decode(body, maxIntentDepth)
+	if err != nil {
 		return nil, fmt.Errorf("%w: not JSON: %w", ErrIntent, err)
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: data after the JSON object", ErrIntent)
+	in, err := decodeTree(root)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrIntent, err)
 	}
-	if in.Run != nil && !validNonce(in.Run.Nonce) {
-		return nil, fmt.Errorf("%w: malformed nonce", ErrIntent)
-	}
-	return &in, nil
+	return in, nil
 }
 
 // Command returns params.command of a run_command intent, ErrUnsupported
-// for any other action, ErrIntent for a run_command without a command.
+// for any other action, ErrIntent for a run_command without a command or
+// whose params are not exactly {"command": "<non-empty string>"}.
 func (in *Intent) Command() (string, error) {
 	if in.Action != ActionRunCommand {
 		return "", fmt.Errorf("%w: %q (only run_command runs in the guest)", ErrUnsupported, in.Action)
 	}
-	var p runCommandParams
-	if err := json.Unmarshal(in.Params, &p); err != nil {
+	if len(in.Params) == 0 {
+		return "", fmt.Errorf("%w: run_command without params", ErrIntent)
+	}
+	params, err := strictjson.Decode(in.Params, maxIntentDepth)
+	if err != nil {
 		return "", fmt.Errorf("%w: params: %w", ErrIntent, err)
 	}
-	if p.Command == "" {
+	command, err := commandOf(params, "$.params")
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrIntent, err)
+	}
+	if command == "" {
 		return "", fmt.Errorf("%w: params.command is empty", ErrIntent)
 	}
-	return p.Command, nil
+	return command, nil
 }
 
 // Nonce returns the run's nonce, or "" for an intent without one.

@@ -2,6 +2,7 @@ package guestproto
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"os"
@@ -57,7 +58,8 @@ func TestDecodeIntent(t *testing.T) {
 		{"padded", pad(`{"action":"run_command","params":{"command":"id"}}`), "id", nil},
 		{"unpadded", []byte(`{"action":"run_command","params":{"command":"id"}}`), "id", nil},
 		{"trailing newline and padding", pad("{\"action\":\"run_command\",\"params\":{\"command\":\"id\"}}\n"), "id", nil},
-		{"extra intent fields", []byte(`{"action":"run_command","params":{"command":"id","timeout":3},"justification":"why"}`), "id", nil},
+		{"the intent's own fields", []byte(`{"action":"run_command","params":{"command":"id"},"justification":"why","reasoning":"r"}`), "id", nil},
+		{"unknown param", []byte(`{"action":"run_command","params":{"command":"id","timeout":3}}`), "", ErrIntent},
 		{"other action", pad(`{"action":"read_file","params":{"path":"/etc/passwd"}}`), "", ErrUnsupported},
 		{"no action", []byte(`{"params":{"command":"id"}}`), "", ErrUnsupported},
 		{"empty command", []byte(`{"action":"run_command","params":{"command":""}}`), "", ErrIntent},
@@ -81,6 +83,80 @@ func TestDecodeIntent(t *testing.T) {
 				t.Fatalf("got %q, %v; want %q, %v", cmd, err, tc.command, tc.err)
 			}
 		})
+	}
+}
+
+// TestDecodeIntentIsStrict: what a lenient decoder would accept — and run
+// something other than what the host's checks saw — is refused: duplicate
+// members at any depth, member names in another case or unknown, invalid
+// UTF-8, values of another type.
+func TestDecodeIntentIsStrict(t *testing.T) {
+	n := `"nonce":"` + testNonce + `"`
+	cases := []struct {
+		name, img, want string
+	}{
+		{"duplicate action, run_command last", `{"action":"read_file","params":{"command":"id"},"action":"run_command"}`, "duplicate key"},
+		{"duplicate action, run_command first", `{"action":"run_command","action":"read_file","params":{"command":"id"}}`, "duplicate key"},
+		{"duplicate command", `{"action":"run_command","params":{"command":"true","command":"rm -rf /"}}`, "duplicate key"},
+		{"duplicate params", `{"action":"run_command","params":{"command":"true"},"params":{"command":"id"}}`, "duplicate key"},
+		{"duplicate nonce", `{"action":"run_command","params":{"command":"id"},"ironvise":{` + n + `,` + n + `}}`, "duplicate key"},
+		{"duplicate limit", `{"action":"run_command","params":{"command":"id"},"ironvise":{` + n + `,"limits":{"nproc":1,"nproc":9999}}}`, "duplicate key"},
+		{"escaped duplicate", `{"action":"run_command","params":{"command":"id","comm\u0061nd":"x"}}`, "duplicate key"},
+		{"upper-case action", `{"Action":"run_command","params":{"command":"id"}}`, `unknown member "Action"`},
+		{"upper-case params", `{"action":"run_command","Params":{"command":"id"}}`, `unknown member "Params"`},
+		{"upper-case command", `{"action":"run_command","params":{"Command":"id"}}`, `unknown member "Command"`},
+		{"upper-case ironvise", `{"action":"run_command","params":{"command":"id"},"IRONVISE":{` + n + `}}`, `unknown member "IRONVISE"`},
+		{"upper-case nonce", `{"action":"run_command","params":{"command":"id"},"ironvise":{"Nonce":"` + testNonce + `"}}`, `unknown member "Nonce"`},
+		{"upper-case limit", `{"action":"run_command","params":{"command":"id"},"ironvise":{` + n + `,"limits":{"NProc":1}}}`, `unknown member "NProc"`},
+		{"unknown member", `{"action":"run_command","params":{"command":"id"},"env":["A=1"]}`, `unknown member "env"`},
+		{"unknown run member", `{"action":"run_command","params":{"command":"id"},"ironvise":{` + n + `,"user":"root"}}`, `unknown member "user"`},
+		{"long s folds to s", `{"action":"run_command","params":{"command":"id"},"ironvise":{` + n + `,"limits":{"cpu_\u017fecs":1}}}`, "unknown member"},
+		{"invalid UTF-8 in the command", "{\"action\":\"run_command\",\"params\":{\"command\":\"echo \xff\"}}", "invalid UTF-8"},
+		{"invalid UTF-8 in a key", "{\"action\":\"run_command\",\"params\":{\"command\":\"id\"},\"x\xff\":1}", "invalid UTF-8"},
+		{"unpaired surrogate", `{"action":"run_command","params":{"command":"id \ud800"}}`, "surrogate"},
+		{"action not a string", `{"action":["run_command"],"params":{"command":"id"}}`, "not a string"},
+		{"params not an object", `{"action":"run_command","params":"id"}`, "not an object"},
+		{"params null", `{"action":"run_command","params":null}`, "not an object"},
+		{"ironvise not an object", `{"action":"run_command","params":{"command":"id"},"ironvise":[]}`, "not an object"},
+		{"timeout a string", `{"action":"run_command","params":{"command":"id"},"ironvise":{` + n + `,"timeout_secs":"5"}}`, "not a number"},
+		{"timeout a fraction", `{"action":"run_command","params":{"command":"id"},"ironvise":{` + n + `,"timeout_secs":1.5}}`, "not an integer"},
+		{"timeout an exponent", `{"action":"run_command","params":{"command":"id"},"ironvise":{` + n + `,"timeout_secs":1e3}}`, "not an integer"},
+		{"negative limit", `{"action":"run_command","params":{"command":"id"},"ironvise":{` + n + `,"limits":{"nproc":-1}}}`, "not an integer"},
+		{"huge limit", `{"action":"run_command","params":{"command":"id"},"ironvise":{` + n + `,"limits":{"as_mib":4294967296}}}`, "not an integer"},
+		{"env not strings", `{"action":"run_command","params":{"command":"id"},"ironvise":{` + n + `,"env":[1]}}`, "not a string"},
+		{"env without =", `{"action":"run_command","params":{"command":"id"},"ironvise":{` + n + `,"env":["PATH"]}}`, "not NAME=value"},
+		{"justification a number", `{"action":"run_command","params":{"command":"id"},"justification":1}`, "not a string"},
+		{"not an object", `["run_command"]`, "not an object"},
+		{"trailing data", `{"action":"run_command","params":{"command":"id"}}x`, "trailing data"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in, err := DecodeIntent([]byte(tc.img))
+			if err == nil {
+				cmd, cerr := in.Command()
+				t.Fatalf("accepted: action %q, command %q (%v)", in.Action, cmd, cerr)
+			}
+			if !errors.Is(err, ErrIntent) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v; want ErrIntent containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestDecodeIntentReadsTheRun: every member of the host's part is read.
+func TestDecodeIntentReadsTheRun(t *testing.T) {
+	img := `{"action":"run_command","params":{"command":"id"},"ironvise":{"nonce":"` + testNonce + `","timeout_secs":28,` +
+		`"limits":{"cpu_secs":30,"as_mib":512,"nofile":64,"nproc":512,"fsize_mib":100},"env":["LANG=C.UTF-8","A=b=c"]}}`
+	in, err := DecodeIntent([]byte(img))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Run{Nonce: testNonce, TimeoutSecs: 28, Limits: Limits{CPUSecs: 30, ASMiB: 512, NoFile: 64, NProc: 512, FSizeMiB: 100}, Env: []string{"LANG=C.UTF-8", "A=b=c"}}
+	if !reflect.DeepEqual(*in.Run, want) {
+		t.Fatalf("run %+v; want %+v", *in.Run, want)
+	}
+	if string(in.Params) != `{"command":"id"}` {
+		t.Fatalf("params %s", in.Params)
 	}
 }
 
@@ -232,25 +308,62 @@ func FuzzParseFrame(f *testing.F) {
 	})
 }
 
-// FuzzDecodeIntent: no input panics; an accepted run_command re-encodes to
-// an image that decodes to the same command.
+// sameRun compares runs, an empty env equal to none (EncodeIntent omits
+// it).
+func sameRun(a, b Run) bool {
+	if len(a.Env) == 0 && len(b.Env) == 0 {
+		a.Env, b.Env = nil, nil
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// FuzzDecodeIntent: no input panics; whatever is accepted, encoding/json's
+// lenient reading of the same bytes agrees with (no parser differential:
+// what the guest runs is what any reader of the image sees), and an
+// accepted run_command re-encodes to an image that decodes to the same
+// command and run.
 func FuzzDecodeIntent(f *testing.F) {
-	img, _ := EncodeIntent("ls -la", Run{Nonce: testNonce, TimeoutSecs: 5})
-	f.Add(img)                                                                         // the host's own image
-	f.Add([]byte(`{"action":"run_command","params":{"command":"id"}}`))                // unpadded, no nonce
-	f.Add([]byte("{\"action\":\"run_command\",\"params\":{\"command\":\"\\u0000\"}}")) // NUL inside the command
-	f.Add([]byte(`{"action":"read_file"}` + "\x00\x00"))                               // unsupported action
-	f.Add([]byte(`[1,2,3]`))                                                           // not an object
+	img, _ := EncodeIntent("ls -la", Run{Nonce: testNonce, TimeoutSecs: 5, Limits: Limits{NProc: 8}, Env: []string{"LANG=C"}})
+	f.Add(img)                                                                                                                                // the host's own image
+	f.Add([]byte(`{"action":"run_command","params":{"command":"id"}}`))                                                                       // unpadded, no nonce
+	f.Add([]byte("{\"action\":\"run_command\",\"params\":{\"command\":\"\\u0000\"}}"))                                                        // NUL inside the command
+	f.Add([]byte(`{"action":"read_file"}` + "\x00\x00"))                                                                                      // unsupported action
+	f.Add([]byte(`[1,2,3]`))                                                                                                                  // not an object
+	f.Add([]byte(`{"action":"read_file","params":{"command":"id"},"action":"run_command"}`))                                                  // duplicate, last would win
+	f.Add([]byte(`{"Action":"run_command","Params":{"Command":"id"}}`))                                                                       // case-folded names
+	f.Add([]byte(`{"action":"run_command","params":{"command":"id","comm\u0061nd":"x"}}`))                                                    // escaped duplicate
+	f.Add([]byte("{\"action\":\"run_command\",\"params\":{\"command\":\"\xff\"}}"))                                                           // invalid UTF-8
+	f.Add([]byte(`{"action":"run_command","params":{"command":"id"},"ironvise":{"nonce":"` + testNonce + `","limits":{"cpu_\u017fecs":1}}}`)) // long s folds to s
+	f.Add([]byte(`{"action":"run_command","params":{"command":"id"},"ironvise":{"nonce":"` + testNonce + `","timeout_secs":1e2}}`))           // a float for an int
 	f.Fuzz(func(t *testing.T, img []byte) {
 		in, err := DecodeIntent(img)
 		if err != nil {
 			return
 		}
-		cmd, err := in.Command()
-		if err != nil {
+		cmd, cmdErr := in.Command()
+		// The lenient reading.
+		var lax struct {
+			Action string `json:"action"`
+			Params struct {
+				Command string `json:"command"`
+			} `json:"params"`
+			Run *Run `json:"ironvise"`
+		}
+		if err := json.Unmarshal(bytes.TrimRight(img, "\x00"), &lax); err != nil {
+			t.Fatalf("accepted an image encoding/json refuses: %v", err)
+		}
+		if lax.Action != in.Action || (in.Run == nil) != (lax.Run == nil) || in.Run != nil && !sameRun(*in.Run, *lax.Run) ||
+			cmdErr == nil && lax.Params.Command != cmd {
+			t.Fatalf("readers disagree: strict %q %+v %q, lenient %q %+v %q", in.Action, in.Run, cmd, lax.Action, lax.Run, lax.Params.Command)
+		}
+		if cmdErr != nil {
 			return
 		}
-		enc, err := EncodeIntent(cmd, Run{Nonce: testNonce})
+		run := Run{Nonce: testNonce}
+		if in.Run != nil {
+			run = *in.Run
+		}
+		enc, err := EncodeIntent(cmd, run)
 		if err != nil {
 			return // e.g. too large once re-encoded
 		}
@@ -258,8 +371,8 @@ func FuzzDecodeIntent(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cmd2, err := in2.Command(); err != nil || cmd2 != cmd {
-			t.Fatalf("round trip %q -> %q, %v", cmd, cmd2, err)
+		if cmd2, err := in2.Command(); err != nil || cmd2 != cmd || !sameRun(*in2.Run, run) {
+			t.Fatalf("round trip %q -> %q, %+v -> %+v, %v", cmd, cmd2, run, *in2.Run, err)
 		}
 	})
 }
