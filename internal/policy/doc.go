@@ -11,6 +11,11 @@
 // what to redact from observations (observation rules). The policy never
 // widens the tripwire: both run, and the first deny stops the intent.
 //
+// Command rules can test options and the subcommand (options,
+// option_value, subcommand) with the option model the tripwire uses
+// (package shell), so a rule for `rm -r` also sees `rm -vr` and
+// `rm --recur`, and a rule for `npm install` sees `npm --registry R i`.
+//
 // Rules are not first-match. Every rule is evaluated against every item of
 // the step (each simple command, each path, the URL host); each item takes
 // its most restrictive matching decision (deny > require_approval > allow)

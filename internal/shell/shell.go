@@ -13,6 +13,19 @@
 // value (POSIX quote removal) when they have one, so `"su""do"`, `s\udo`
 // and `'sudo'` all name the program sudo.
 //
+// Each command's arguments are split by its program's option model
+// ([OptSpec], [ParseCommand]): short clusters, attached values,
+// --long=value, unique abbreviations, per-program value options. Every
+// option rule (the tripwire's, the policy's) reads that split through
+// [ArgTest], so `curl -d@file` and `rm -vr` are the options they are.
+//
+// The analysis also follows code that programs run on their own: scripts
+// given in option values, settings and variables (git -c core.pager=…,
+// tar --to-command, ssh -o ProxyCommand, GIT_PAGER), programs chosen at
+// run time by a wrapper (xargs -I{} {}, find -exec {}), the files a script
+// writes before it runs them ([Analysis.Written]), and assignments made by
+// expansions (${X:=v}).
+//
 // Nothing here matches raw substrings of the script: rules downstream see
 // programs and whole argument words, so `grep sudo notes.txt` names the
 // program grep, never sudo.
@@ -27,7 +40,10 @@
 // The analysis is static. Anything computed at run time — a program name
 // from a variable, arguments that xargs reads from stdin — is marked
 // dynamic or left to the sandbox, never guessed. Bash-only syntax is a parse
-// error because /bin/sh would not run it the same way.
+// error because /bin/sh would not run it the same way. An option word
+// computed at run time is read as an operand, and a program without a spec
+// is read with the generic option model; configuration files a program
+// reads on its own (~/.gitconfig) are not followed.
 package shell
 
 import (

@@ -7,7 +7,12 @@
 // and per argument word, never by raw substring: `sudo` is caught as
 // `"su""do"`, `s\udo`, `/usr/bin/sudo`, inside `$(…)`, a function, `sh -c`,
 // `env`, `timeout`, `find -exec` or `busybox`, while `grep sudo notes.txt`
-// passes. A program computed at run time is denied by default. Paths are
+// passes. Option rules read options as the program does (package shell's
+// option model: `curl -d@f`, `nc -e/bin/sh`, `rm --recur`). A program
+// computed at run time is denied by default, and so is a script that the
+// same command writes first or that lies where commands write (scratch, a
+// writable root); an interpreter reading a file descriptor reads stdin.
+// Paths are
 // resolved component by component against roots resolved once at load, so
 // a symlink cannot lead a read or a redirection out of the workspace.
 // Protected paths (IronVise's data directory, every home's credential
@@ -16,7 +21,8 @@
 // with ~ and $HOME expanded to every home, globs and the directories a cd
 // can reach taken into account. URLs must be https to an allowed domain
 // (label-boundary match), without userinfo or IP literals, and must resolve
-// to public addresses only.
+// to public addresses only, also through every IPv4-in-IPv6 embedding
+// (NAT64, 6to4, Teredo, …; see Embedded).
 //
 // # Usage
 //
