@@ -8,12 +8,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ironvise/ironvise/internal/check"
+	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/guard"
+	"github.com/ironvise/ironvise/internal/intent"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
-
-// maxCheckInput bounds what `ironvise check` reads from stdin; the schema
-// check itself rejects anything over 64 KiB.
-const maxCheckInput = 1 << 20
 
 // checkOutput is the verdict JSON of `ironvise check`.
 type checkOutput struct {
@@ -32,6 +31,7 @@ type checkOutput struct {
 
 func (a *app) checkCommand() *cobra.Command {
 	var policyRef, policyPin, wsFlag string
+	var requireGuard bool
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Check one intent JSON from stdin without running anything",
@@ -39,6 +39,11 @@ func (a *app) checkCommand() *cobra.Command {
 (schema, policy, tripwire, approval gates; the guard when configured) and prints
 the verdict as JSON. Executes nothing. Exit code 0 = allow, 1 = deny, 2 = error.
 An intent that needs approval is denied here: there is no approver.
+
+The guard is required unless GUARD_REQUIRED=false. When none is configured
+(no GUARD_LLM_BACKEND), the verdict says guard_not_configured and a warning
+goes to stderr; with --require-guard, or an explicit GUARD_REQUIRED=true, the
+intent is denied (exit 1) whenever no guard can run.
 
 Use it as a pre-execution hook for any agent: pipe the tool call in, run the
 tool only on exit code 0.`,
@@ -52,24 +57,33 @@ tool only on exit code 0.`,
 				return err
 			}
 			tw, pol, hash := r.tw, r.pol, r.polHash
-			raw, err := io.ReadAll(io.LimitReader(a.stdin, maxCheckInput+1))
+			// One limit for an intent, wherever it comes from: reading one
+			// byte past it is enough to know the input is too large.
+			raw, err := io.ReadAll(io.LimitReader(a.stdin, intent.MaxRawBytes+1))
 			if err != nil {
 				return exitCode(ExitUsage, fmt.Errorf("read stdin: %w", err))
 			}
 			out := checkOutput{PolicyHash: hash, TripwireHash: tw.Config().SHA256, Verdicts: []check.Timed{}}
 			var res *check.Result
-			if len(raw) > maxCheckInput {
-				v := verdict.Denial(verdict.CheckSchema, verdict.SchemaTooLarge, fmt.Sprintf("$: input exceeds %d bytes (max %d)", maxCheckInput, 65536))
+			if len(raw) > intent.MaxRawBytes {
+				v := verdict.Denial(verdict.CheckSchema, verdict.SchemaTooLarge, intent.TooLarge(-1).Error())
 				res = &check.Result{Decisive: v, Verdicts: []check.Timed{{Verdict: v}}}
 			} else {
-				// The guard runs only when one is configured (cli.md).
-				g, err := a.optionalGuard(r.cfg)
+				g, gs, err := a.checkGuard(r.cfg, requireGuard)
 				if err != nil {
 					return err
 				}
 				defer g.close()
-				p := &check.Pipeline{Tripwire: tw, Policy: check.PolicyCheck(pol), Guard: g.checkGuard(), GuardDisabled: g.skip}
+				p := &check.Pipeline{Tripwire: tw, Policy: check.PolicyCheck(pol), Guard: g.checkGuard(), GuardDisabled: g.skip,
+					GuardUnconfigured: gs.unconfigured, RequireGuard: gs.require}
 				res = p.Run(a.ctx, check.Input{Raw: string(raw), Step: 1})
+				if gs.unconfigured && !gs.require && res.Allowed() {
+					// A hook that only reads the exit code would not see that
+					// no guard ran.
+					a.logger().Warn("no guard reviewed this intent", "code", verdict.GuardNotConfigured,
+						"why", "GUARD_REQUIRED is unset, so a guard is required, but GUARD_LLM_BACKEND is not set",
+						"fix", "set GUARD_LLM_BACKEND and GUARD_LLM_MODEL; pass --require-guard to deny instead; or set GUARD_REQUIRED=false to run without a guard")
+				}
 			}
 			d := res.Decisive
 			out.Decision, out.Check, out.Code, out.Message = verdict.Allow, d.Check, d.Code, d.Message
@@ -95,5 +109,37 @@ tool only on exit code 0.`,
 	cmd.Flags().StringVar(&policyRef, "policy", "", "policy file or shipped pack name (see 'ironvise policy list')")
 	cmd.Flags().StringVar(&policyPin, "policy-sha256", "", "refuse the policy unless its SHA-256 is this hex value")
 	cmd.Flags().StringVar(&wsFlag, "workspace", "", "workspace directory (default: the current directory)")
+	cmd.Flags().BoolVar(&requireGuard, "require-guard", false, "deny (exit 1) when no guard can run, instead of allowing with guard_not_configured")
 	return cmd
+}
+
+// checkGuardState says how the check command runs without a guard.
+type checkGuardState struct {
+	// unconfigured: GUARD_REQUIRED is unset (so true) and no guard
+	// backend is configured.
+	unconfigured bool
+	// require: a missing guard denies (--require-guard, or an explicit
+	// GUARD_REQUIRED=true).
+	require bool
+}
+
+// checkGuard is the guard of `ironvise check`: it runs when a guard backend
+// is configured and GUARD_REQUIRED is not false. Without one, the verdict
+// says guard_not_configured; it denies when the guard was asked for.
+func (a *app) checkGuard(cfg *config.Config, requireFlag bool) (*guardHandle, checkGuardState, error) {
+	gs := checkGuardState{require: requireFlag || (cfg.Guard.RequiredSet && cfg.Guard.Required)}
+	switch {
+	case !cfg.Guard.Required && !requireFlag:
+		return &guardHandle{skip: guard.SkipNotRequired}, gs, nil
+	case cfg.Guard.Backend == "":
+		gs.unconfigured = true
+		return &guardHandle{skip: guard.SkipUnconfigured + " (GUARD_LLM_BACKEND is not set)"}, gs, nil
+	}
+	g, err := a.startGuard(cfg, guard.Flags{})
+	if err != nil && gs.require {
+		// The guard was asked for and cannot start: deny rather than fail
+		// with a usage error a hook might treat differently.
+		return &guardHandle{skip: "the guard cannot start: " + err.Error()}, gs, nil
+	}
+	return g, gs, err
 }

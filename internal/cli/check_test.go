@@ -41,7 +41,7 @@ func TestCheckCommand(t *testing.T) {
 		code        int
 		check, vc   string
 	}{
-		{"allow", `{"action":"run_command","params":{"command":"ls -la"},"justification":"list files"}`, 0, "guard", "guard_disabled"},
+		{"allow", `{"action":"run_command","params":{"command":"ls -la"},"justification":"list files"}`, 0, "guard", "guard_not_configured"},
 		{"tripwire deny", `{"action":"run_command","params":{"command":"sudo ls"},"justification":"list files"}`, 1, "tripwire", "cmd_banned_program"},
 		{"schema deny", `{"action":"write_file"}`, 1, "schema", "schema_unknown_action"},
 		{"path escape", `{"action":"read_file","params":{"path":"../../etc/passwd"},"justification":"read it"}`, 1, "tripwire", "path_traversal"},
