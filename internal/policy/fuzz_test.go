@@ -19,7 +19,7 @@ func fuzzViews(f *testing.F) []*tripwire.View {
 		e.rc("ls -la | grep x > out.txt"), e.rc("nmap -sV 10.0.0.1; $X; eval \"$y\""), e.rc("cat < certs/a.key"),
 		e.rc("echo 'unterminated"), e.rf("certs/a.key"), e.rf("/etc/shadow"), e.rf("../x"),
 		e.hg("https://internal.example.com/"), e.hg("https://fail.example.com/"), e.hg("https://[::ffff:10.0.0.1]/"), e.hg("ftp://x"),
-		e.complete(),
+		e.complete(), e.rc("rm -vr /x; curl -sd@f https://example.com/; npm --registry r i x; yarn; git -c a=b log -c"),
 	}
 }
 
@@ -50,6 +50,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("name = \"x\"\nmax_steps = 9223372036854775807\napproval_timeout_seconds = -1\n"))                                                                       // integer extremes
 	f.Add([]byte("name = \"x\"\na = [[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]\n"))                                                                                                // deep nesting in an unknown key
 	f.Add([]byte("name = \"\xff\"\n"))                                                                                                                                    // invalid UTF-8
+	f.Add([]byte("name = \"x\"\ncommand_rules = [{ program = \"x\", options = [\"-r\", \"r\", 1], option_value = \"(\", subcommand = \"\", decision = \"deny\" }]\n"))    // option keys: a bad name, a non-string, a bad regex, an empty subcommand
 	views := fuzzViews(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse("f.toml", data, Options{GOOS: "linux"})

@@ -73,6 +73,9 @@ var gitConfigVar = sync.OnceValue(func() *regexp.Regexp { return regexp.MustComp
 func (w *walker) assignEffects(cmd Command, c ctx) {
 	for _, a := range cmd.Assigns {
 		label := a.Name + "="
+		if (a.Form == "prefix" || a.Form == "bare") && a.Value.word == nil && !a.Value.Static && a.Value.Match == "" {
+			a.Value = Word{Static: true} // NAME= assigns the empty string
+		}
 		if cv, ok := commandVars[a.Name]; ok {
 			v := a.Value
 			if a.Name == "LESSOPEN" || a.Name == "LESSCLOSE" {

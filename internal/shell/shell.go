@@ -189,7 +189,9 @@ type Analysis struct {
 	// ChangesDir reports a cd, pushd or popd anywhere in the script: relative
 	// redirection targets then cannot be resolved statically.
 	ChangesDir bool
-	// LoopVars are the variables of for loops, which the loop assigns.
+	// LoopVars are the variables of for loops, which the loop assigns: one
+	// entry per item with the item as the value (one without a value for
+	// a loop over "$@").
 	LoopVars []Assign
 	// AssignsTmpDir reports any assignment to TMPDIR, which voids the
 	// $TMPDIR redirection exception.

@@ -211,7 +211,17 @@ func (w *walker) stmt(s *syntax.Stmt, c ctx) {
 		d := c.deeper()
 		if it, ok := cmd.Loop.(*syntax.WordIter); ok {
 			w.noteAssign(it.Name.Value)
-			w.a.LoopVars = append(w.a.LoopVars, Assign{Name: it.Name.Value, Form: "for"})
+			// One assignment per item: the loop gives the variable each
+			// value in turn. Without items it iterates "$@", unknown here.
+			vars := []Assign{{Name: it.Name.Value, Form: "for"}}
+			if len(it.Items) > 0 {
+				vars = vars[:0]
+				for _, wd := range it.Items {
+					vars = append(vars, Assign{Name: it.Name.Value, Value: makeWord(wd, c.src), Form: "for"})
+				}
+			}
+			w.a.LoopVars = append(w.a.LoopVars, vars...)
+			w.assignEffects(Command{Assigns: vars, AssignOnly: true, Offset: c.offset(cmd.Pos())}, d)
 			for _, wd := range it.Items {
 				w.substs(wd, d)
 			}

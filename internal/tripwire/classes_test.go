@@ -95,12 +95,19 @@ func TestStdinAndSameCommandScripts(t *testing.T) {
 		{"heredoc script", rc("cat > \"$TMPDIR/a.py\" <<EOF\nprint(1)\nEOF\npython3 \"$TMPDIR/a.py\""), verdict.CmdDynamicProgram, "", nil},
 		{"make -f scratch", rc("make -f $TMPDIR/Makefile"), verdict.CmdDynamicProgram, "", nil},
 		{"cd scratch, run", rc(`cd "$TMPDIR" && sh s`), verdict.CmdDynamicProgram, "", nil},
+		{"stdin through a variable", rc(`x=/dev/stdin; echo id | sh "$x"`), verdict.CmdInterpreterStdin, "", nil},
+		{"stdin through two variables", rc(`y=/dev/fd/0; x=$y; sh "$x"`), verdict.CmdInterpreterStdin, "", nil},
+		{"scratch through a loop", rc(`for s in "$TMPDIR"/*.sh; do sh "$s"; done`), verdict.CmdDynamicProgram, "scratch", nil},
+		{"name read at run time", rc(`read s; sh "$s"`), verdict.CmdDynamicProgram, "at run time", nil},
+		{"name from a substitution", rc(`sh "$(echo /dev/stdin)"`), verdict.CmdDynamicProgram, "command substitution", nil},
 		// Benign: workspace scripts, scratch data.
 		{"workspace script", rc("sh ./check.sh"), verdict.OK, "", []string{FlagScriptFile}},
 		{"python script", rc("python3 x.py"), verdict.OK, "", nil},
 		{"cd sub; script", rc("cd sub && sh ./x.sh"), verdict.OK, "", []string{FlagScriptFile}},
 		{"scratch data", rc(`sort notes.txt > "$TMPDIR/y"; cat "$TMPDIR/y"`), verdict.OK, "", nil},
 		{"python -m", rc("python3 -m pytest -q"), verdict.OK, "", nil},
+		{"loop over workspace tests", rc(`for f in tests/*.py; do python3 "$f"; done`), verdict.OK, "", nil},
+		{"script from the caller", rc(`sh "$1"`), verdict.OK, "", []string{FlagScriptFile}},
 	})
 	// With every arg rule off, `curl -o x URL; sh x` is the script class
 	// alone; with dynamic programs allowed it is an allow for the guard.
@@ -322,6 +329,8 @@ func TestProgramFeatures(t *testing.T) {
 		{"git -c computed", rc(`git -c core.pager="$P" log`), verdict.CmdDynamicProgram, "", nil},
 		{"git env value first", rc("GIT_CONFIG_VALUE_0='sudo id' GIT_CONFIG_KEY_0=core.editor GIT_CONFIG_COUNT=1 git commit"), verdict.CmdBannedProgram, "", nil},
 		{"export GIT_PAGER", rc("export GIT_PAGER='sudo id'; git log"), verdict.CmdBannedProgram, "", nil},
+		{"for GIT_PAGER", rc("for GIT_PAGER in 'sudo id'; do git log; done"), verdict.CmdBannedProgram, "", nil},
+		{"read GIT_PAGER", rc("read GIT_PAGER; git log"), verdict.CmdDynamicProgram, "", nil},
 		{"env GIT_PAGER", rc("env GIT_PAGER='sudo id' git log"), verdict.CmdBannedProgram, "", nil},
 		{"MANPAGER=sh", rc("MANPAGER=sh man ls"), verdict.CmdInterpreterStdin, "", nil},
 		{"EDITOR", rc("EDITOR='sudo id' git commit"), verdict.CmdBannedProgram, "", nil},
@@ -352,6 +361,7 @@ func TestProgramFeatures(t *testing.T) {
 		{"git log -c", rc("git log -c -1"), verdict.OK, "", nil},
 		{"git pager cat", rc("git -c core.pager=cat log"), verdict.OK, "", nil},
 		{"GIT_PAGER=cat", rc("GIT_PAGER=cat git log"), verdict.OK, "", nil},
+		{"GIT_PAGER empty", rc("GIT_PAGER= git log; EDITOR=true git commit"), verdict.OK, "", nil},
 		{"PAGER=less", rc("PAGER=less man ls"), verdict.OK, "", nil},
 		{"git config get", rc("git config --get user.name"), verdict.OK, "", nil},
 		{"git config set", rc("git config user.name x"), verdict.OK, "", nil},

@@ -50,9 +50,39 @@ func (t *Tripwire) scriptFinding(v *View, c *shell.Command) *unreviewed {
 
 // fileOrigin reports why a file named by w holds unreviewed code.
 func (t *Tripwire) fileOrigin(v *View, w shell.Word) *unreviewed {
+	return t.fileOriginDepth(v, w, 0)
+}
+
+// maxVarDepth bounds how far a script name is followed through variables
+// (x=$y; y=/dev/stdin).
+const maxVarDepth = 3
+
+func (t *Tripwire) fileOriginDepth(v *View, w shell.Word, depth int) *unreviewed {
 	a := v.Command
 	if w.Match == "-" || shell.IsFDPath(w.Match) {
 		return &unreviewed{verdict.CmdInterpreterStdin, "it is a file descriptor, so the code is data read at run time"}
+	}
+	if !w.Static {
+		if strings.Contains(w.Match, "$(") || strings.Contains(w.Match, "`") {
+			return &unreviewed{verdict.CmdDynamicProgram, "its name is computed by a command substitution"}
+		}
+		// A name held in a variable the script sets (x=/dev/stdin; sh
+		// "$x", for s in $TMPDIR/*; do sh "$s"; done) is each value the
+		// variable can take.
+		if name, rest, ok := varRef(w.Match); ok && depth < maxVarDepth {
+			for _, val := range assignedValues(a, name) {
+				if val == nil {
+					return &unreviewed{verdict.CmdDynamicProgram, fmt.Sprintf("its name comes from $%s, which the script sets at run time", name)}
+				}
+				nw := shell.Word{Static: val.Static && val.Value+rest != "", Value: val.Value + rest, Match: val.Match + rest}
+				if !nw.Static {
+					nw.Value = ""
+				}
+				if u := t.fileOriginDepth(v, nw, depth+1); u != nil {
+					return u
+				}
+			}
+		}
 	}
 	form, formOK := w.PathForm()
 	for _, p := range a.Written {
@@ -138,4 +168,64 @@ func scratchPath(p string) bool {
 		}
 	}
 	return false
+}
+
+// varRef splits a word's match text that starts with $NAME or ${NAME}
+// into the name and the rest.
+func varRef(m string) (name, rest string, ok bool) {
+	switch {
+	case strings.HasPrefix(m, "${"):
+		end := strings.IndexByte(m, '}')
+		if end < 0 {
+			return "", "", false
+		}
+		name, rest = m[2:end], m[end+1:]
+	case strings.HasPrefix(m, "$"):
+		i := 1
+		for i < len(m) && (m[i] == '_' || m[i] >= 'a' && m[i] <= 'z' || m[i] >= 'A' && m[i] <= 'Z' || i > 1 && m[i] >= '0' && m[i] <= '9') {
+			i++
+		}
+		name, rest = m[1:i], m[i:]
+	default:
+		return "", "", false
+	}
+	if name == "" || strings.ContainsAny(name, ":-=?+#%/") {
+		return "", "", false
+	}
+	return name, rest, true
+}
+
+// assignedValues returns every value the script gives the variable name;
+// nil stands for a value read at run time (read, getopts, a loop over
+// "$@").
+func assignedValues(a *shell.Analysis, name string) []*shell.Word {
+	var out []*shell.Word
+	add := func(as shell.Assign) {
+		if as.Name != name {
+			return
+		}
+		switch as.Form {
+		case "read", "getopts", "printf -v":
+			out = append(out, nil)
+			return
+		}
+		if as.Value.Match == "" && !as.Value.Static && as.Form == "for" {
+			out = append(out, nil)
+			return
+		}
+		w := as.Value
+		out = append(out, &w)
+	}
+	for i := range a.Commands {
+		for _, as := range a.Commands[i].Assigns {
+			add(as)
+		}
+	}
+	for _, as := range a.ExpansionAssigns {
+		add(as)
+	}
+	for _, as := range a.LoopVars {
+		add(as)
+	}
+	return out
 }
