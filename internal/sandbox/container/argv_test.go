@@ -213,6 +213,8 @@ func TestExtraArgsRefused(t *testing.T) {
 		{[]string{"--tmpfs", "/var/x:suid"}, "option suid"},
 		{[]string{"--tmpfs", "/var/../tmp"}, "not a clean absolute path"},
 		{[]string{"--tmpfs", "var"}, "not a clean absolute path"},
+		{[]string{"--tmpfs", "//tmp:exec"}, "not a clean absolute path"},
+		{[]string{"--tmpfs", "/var/./x"}, "not a clean absolute path"},
 		// Everything else.
 		{[]string{"--privileged"}, `"--privileged": not an accepted flag`},
 		{[]string{"--network=host"}, `"--network": not an accepted flag`},

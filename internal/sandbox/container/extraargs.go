@@ -3,6 +3,7 @@ package container
 import (
 	"fmt"
 	"net/url"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -42,7 +43,7 @@ var extraFlags = []extraFlag{
 	{long: "--ulimit", value: true, check: checkUlimit,
 		what: "a per-process limit IronVise does not set itself (" + strings.Join(siteUlimits, ", ") + ")"},
 	{long: "--label", short: "-l", value: true,
-		what: "metadata for the site's own tooling; no runtime acts on a container label"},
+		what: "metadata for the site's own tooling; no runtime changes a container's confinement for a label"},
 	{long: "--env", short: "-e", value: true, check: checkEnv,
 		what: "NAME=value only, never a bare name or a wildcard (both copy IronVise's own environment), never a secret name, HOME, TMPDIR or LD_*"},
 	{long: "--storage-opt", value: true, check: checkStorageOpt,
@@ -325,10 +326,13 @@ var tmpfsForbidden = []string{"/tmp", "/dev", "/proc", "/sys"}
 // own mounts, and one mounted exec, suid or dev.
 func checkTmpfs(v string) error {
 	target, opts, _ := strings.Cut(v, ":")
+	// The runtimes clean the target themselves: "//tmp" or "/var/../tmp"
+	// must not slip past the comparisons below.
+	if !strings.HasPrefix(target, "/") || path.Clean(target) != target {
+		return fmt.Errorf("%q is not a clean absolute path", clip(target))
+	}
 	clean := strings.TrimRight(target, "/")
 	switch {
-	case !strings.HasPrefix(target, "/") || strings.Contains(target, "/../") || strings.HasSuffix(target, "/..") || strings.Contains(target, "/./"):
-		return fmt.Errorf("%q is not a clean absolute path", clip(target))
 	case clean == "" || within(workspaceTarget, clean) || within(clean, workspaceTarget):
 		return fmt.Errorf("a tmpfs on %q would replace the read-only workspace or root", clip(v))
 	}
