@@ -60,19 +60,9 @@ for line in open("/proc/self/status"):
 func TestSetIDFamilyGainsNothing(t *testing.T) {
 	requireSandbox(t)
 	requireTool(t, py3)
-	users := []struct {
-		name string
-		opts sandbox.Options
-	}{{"as_self", sandbox.Options{}}}
-	if os.Geteuid() == 0 {
-		users = append(users, struct {
-			name string
-			opts sandbox.Options
-		}{"as_nobody", sandbox.Options{User: "nobody"}})
-	}
-	for _, u := range users {
-		t.Run(u.name, func(t *testing.T) {
-			tier := newTestTier(t, u.opts)
+	for _, opts := range userOptions(t) {
+		t.Run(optsName(opts), func(t *testing.T) {
+			tier := newTestTier(t, opts)
 			fx := newFixture(t)
 			if err := os.WriteFile(filepath.Join(fx.ws, "setid.py"), []byte(setidProbePy), 0o644); err != nil {
 				t.Fatal(err)

@@ -121,16 +121,6 @@ func (h *hostDgram) nothingArrived(t *testing.T) {
 func TestUnixSocketpairEscape(t *testing.T) {
 	requireSandbox(t)
 	requireTool(t, py3)
-	users := []struct {
-		name string
-		opts sandbox.Options
-	}{{"as_self", sandbox.Options{}}}
-	if os.Geteuid() == 0 {
-		users = append(users, struct {
-			name string
-			opts sandbox.Options
-		}{"as_nobody", sandbox.Options{User: "nobody"}})
-	}
 	pairNr := nr(t, "socketpair")
 	raw := "raw:" + pairNr
 	hex := func(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }
@@ -165,9 +155,9 @@ func TestUnixSocketpairEscape(t *testing.T) {
 		{"stream_scm_rights", raw, stream, "rights", []string{"OK PAIR", "ERR 106 EISCONN"}},
 		{"stream_connect", raw, stream, "connect", []string{"OK PAIR", "ERR 1 EPERM"}},
 	}
-	for _, u := range users {
-		t.Run(u.name, func(t *testing.T) {
-			tier := newTestTier(t, u.opts)
+	for _, opts := range userOptions(t) {
+		t.Run(optsName(opts), func(t *testing.T) {
+			tier := newTestTier(t, opts)
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
 					fx := newFixture(t)
@@ -184,7 +174,7 @@ func TestUnixSocketpairEscape(t *testing.T) {
 					visible := listenDgram(t, filepath.Join(fx.ws, "log.sock"))
 					cmd := strings.Join([]string{"python3", "unixprobe.py", tc.mode, strconv.Itoa(syscall.AF_UNIX), hex(tc.typ), tc.action, hidden.path, visible.path}, " ")
 					r := run(t, tier, fx, cmd)
-					if u.opts.User != "" && (r.Enforced.UID == nil || *r.Enforced.UID != 65534) {
+					if opts.User != "" && (r.Enforced.UID == nil || *r.Enforced.UID != 65534) {
 						t.Fatalf("ran as uid %v; want 65534 (nobody)", r.Enforced.UID)
 					}
 					hidden.nothingArrived(t)
