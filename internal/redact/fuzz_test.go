@@ -1,0 +1,68 @@
+package redact
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzRedact checks the redactor on any text: no panic, placeholders where
+// it says they are, valid UTF-8 kept valid, and redacting twice changes
+// nothing (the agent redacts event payloads that may already hold
+// placeholders).
+func FuzzRedact(f *testing.F) {
+	for _, s := range []string{
+		"",                                      // empty text
+		"AWS_ACCESS_KEY_ID=" + awsKeyID,         // a gitleaks rule with an allowlist
+		"postgres://u:" + dbPassword + "@h/db",  // url-password
+		"postgres://u:p@ss@h/db",                // '@' inside the password
+		"DB_PASSWORD=hunter2 x",                 // key-value-secret
+		"password: ",                            // assignment with no value
+		"Authorization: Bearer",                 // scheme with no credential
+		pemKey,                                  // a whole PEM block
+		"-----BEGIN PRIVATE KEY-----",           // a header alone
+		"-----BEGIN PRIVATE KEY-----\\nQUJD\\n", // a cut block with escaped newlines
+		jwtToken,                                // JWT
+		"eyJ.eyJ.",                              // a JWT shape too short to decode
+		"[REDACTED:aws-access-token:hmac-sha256=", // a cut placeholder
+		"\xff\xfe password=\xc3",                  // invalid UTF-8 around a key
+		strings.Repeat("key=", 300),               // many keyword occurrences
+		"sk" + strings.Repeat("0", 32),            // an expanded short keyword (twilio)
+		"s.abcdefghijklmnopqrstuvwx",              // an expanded short keyword (vault)
+		"abc1q~" + strings.Repeat("a", 34),        // an expanded short keyword (azure)
+	} {
+		f.Add(s)
+	}
+	r := ForSession(testSession)
+	f.Fuzz(func(t *testing.T, text string) {
+		out, reps := r.Redact(text)
+		for _, p := range reps {
+			if p.Start < 0 || p.End > len(out) || !strings.HasPrefix(out[p.Start:p.End], PlaceholderPrefix) || !strings.HasSuffix(out[p.Start:p.End], "]") {
+				t.Fatalf("replacement %+v is not a placeholder in %q", p, out)
+			}
+		}
+		if utf8.ValidString(text) && !utf8.ValidString(out) {
+			t.Fatalf("valid UTF-8 %q became invalid %q", text, out)
+		}
+		if again := r.String(out); again != out {
+			t.Fatalf("redacting twice changed %q to %q", out, again)
+		}
+	})
+}
+
+// FuzzStreamJSON: stream redaction of any document either fails to decode
+// or returns JSON.
+func FuzzStreamJSON(f *testing.F) {
+	f.Add([]byte(`{"content":"token=abc sk_live_4eC39HqLyjWDarjtT1zdp7dcXq"}`)) // both rule sets
+	f.Add([]byte(`{"password":{"nested":[1]}}`))                                // a secret-named key holding an object
+	f.Add([]byte(`[1, "10.0.0.1", null]`))                                      // a non-object document
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		out, changed, err := StreamJSON(doc)
+		if err != nil {
+			return
+		}
+		if !changed && string(out) != string(doc) {
+			t.Fatalf("unchanged document rewritten")
+		}
+	})
+}
