@@ -179,6 +179,10 @@
     const byStep = {};
     for (const e of events) {
       const p = e.payload || {};
+      // A client's own event (event_origin "client", signed into the
+      // payload) never joins an intent IronVise checked and ran: it is
+      // shown apart, labelled.
+      if (p.event_origin === 'client') { items.push({ kind: 'event', event: e, payload: p }); continue; }
       const g = (p.intent_id && byIntent[p.intent_id]) || (p.step !== undefined && byStep[p.step]);
       switch (p.type) {
         case 'intent_proposed': {
@@ -253,7 +257,11 @@
       case 'schema_error': text = p.message; break;
       default: text = short(JSON.stringify(p), 300);
     }
-    return el('li', { class: 'step ' + cls }, el('h3', {}, el('code', {}, '#' + it.event.sequence), el('span', {}, p.type)), el('p', {}, text));
+    const client = p.event_origin === 'client';
+    return el('li', { class: 'step ' + (client ? 'client' : cls), 'data-origin': client ? 'client' : null },
+      el('h3', {}, el('code', {}, '#' + it.event.sequence), el('span', {}, p.type),
+        client ? el('span', { class: 'pill client', title: 'Appended by a client through the API: recorded as said, not produced by IronVise, never evidence' }, 'appended by client') : null),
+      el('p', {}, text));
   }
 
   async function verify() {
@@ -263,7 +271,7 @@
       const v = await api('GET', '/api/sessions/' + state.session + '/verify');
       clear(out);
       out.append(el('span', { class: 'pill ' + (v.ok ? 'ok' : 'fail'), 'data-result': v.ok ? 'ok' : 'fail' }, v.ok ? 'verified' : 'verification FAILED'));
-      for (const [name, key] of [['chain', 'chain_ok'], ['signatures', 'signatures_ok'], ['goal', 'goal_ok'], ['log', 'log_ok'], ['seal', 'seal_ok']]) {
+      for (const [name, key] of [['chain', 'chain_ok'], ['signatures', 'signatures_ok'], ['goal', 'goal_ok'], ['log', 'log_ok'], ['seal', 'seal_ok'], ['findings', 'findings_ok']]) {
         out.append(el('span', { class: 'pill ' + (v[key] ? 'ok' : 'fail'), 'data-check': name }, name + ': ' + (v[key] ? 'ok' : 'failed')));
       }
       if (v.error) out.append(el('span', { class: 'error' }, 'first problem at sequence ' + v.error.sequence + ': ' + v.error.problem));
@@ -323,8 +331,9 @@
     const p = d.payload || {};
     const body = $('live-body');
     const deny = p.type === 'check_verdict' && p.decision === 'deny';
+    const client = p.event_origin === 'client';
     body.insertBefore(el('tr', { class: deny ? 'deny' : '' }, el('td', {}, String(d.id)), el('td', {}, d.session_id ? el('code', {}, d.session_id.slice(0, 8)) : 'instance'),
-      el('td', {}, el('span', { class: 'pill ' + (deny ? 'deny' : '') }, p.type)), el('td', {}, summary(p))), body.firstChild);
+      el('td', {}, el('span', { class: 'pill ' + (deny ? 'deny' : '') }, p.type), client ? el('span', { class: 'pill client' }, 'client') : null), el('td', {}, summary(p))), body.firstChild);
     while (body.children.length > 300) body.removeChild(body.lastChild);
     if (state.view === 'sessions' && d.session_id) debounce('sessions', 400, () => loadSessions().catch(report));
     if (state.view === 'session' && d.session_id === state.session) debounce('session', 300, () => renderSession().catch(report));

@@ -10,9 +10,28 @@ import (
 )
 
 var (
+	// golden is a v1 certificate (before events carried their origin),
+	// goldenV2 one of this build's format.
 	golden    = filepath.Join("..", "..", "internal", "evidence", "testdata", "session.elc")
+	goldenV2  = filepath.Join("..", "..", "internal", "evidence", "testdata", "session-v2.elc")
+	forgedV1  = filepath.Join("..", "..", "internal", "evidence", "testdata", "forged-v1.elc")
 	issuerPub = filepath.Join("..", "..", "internal", "evidence", "testdata", "issuer.pub")
 )
+
+// TestVerifyCertOrigins: both formats verify, and a certificate whose
+// finding cites a client's own observation (forged-v1.elc, which the
+// verifier before event origins accepted) is invalid, with the client's
+// event named.
+func TestVerifyCertOrigins(t *testing.T) {
+	code, out, _ := verify("--issuer-key", issuerPub, forgedV1)
+	if code != 1 || !strings.Contains(out, "certificate INVALID") || !strings.Contains(out, "names no earlier action") ||
+		!strings.Contains(out, "appended by a client") {
+		t.Errorf("forged certificate: exit %d; want 1, with the client's observation named\n%s", code, out)
+	}
+	if code, out, _ := verify("--issuer-key", issuerPub, goldenV2); code != 0 || strings.Count(out, " ok") != 5 {
+		t.Errorf("v2 certificate: exit %d\n%s", code, out)
+	}
+}
 
 func verify(args ...string) (int, string, string) {
 	var out, errb bytes.Buffer

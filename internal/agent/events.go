@@ -39,10 +39,12 @@ type checkVerdictEvent struct {
 }
 
 type actionEvent struct {
-	Step      int            `json:"step"`
-	IntentSeq uint64         `json:"intent_seq"`
-	Name      string         `json:"name"`
-	Params    map[string]any `json:"params"`
+	Step      int    `json:"step"`
+	IntentSeq uint64 `json:"intent_seq"`
+	// IntentID binds the commit to its sandbox_result (ledger origin.go).
+	IntentID string         `json:"intent_id"`
+	Name     string         `json:"name"`
+	Params   map[string]any `json:"params"`
 }
 
 type observationEvent struct {
@@ -53,6 +55,10 @@ type observationEvent struct {
 	Truncated  bool     `json:"truncated"`
 	Suspicious bool     `json:"suspicious"`
 	RawSHA256  string   `json:"raw_sha256"`
+
+	// SandboxResultSeq names the sandbox_result of a run_command's run, so
+	// the observation is bound to the run it reports (ledger origin.go).
+	SandboxResultSeq *uint64 `json:"sandbox_result_seq,omitempty"`
 }
 
 type sessionHaltedEvent struct {

@@ -24,8 +24,9 @@ type External struct {
 	s     *Session
 	lim   Limits
 	guard GuardStatus
-	// complete runs after a committed complete action, before the session
-	// ends: the issuer's verifiable credential is appended there.
+	// complete runs after a committed complete action ended the session
+	// completed, before anything seals it: the issuer's verifiable
+	// credential is appended there.
 	complete func(ctx context.Context) error
 
 	mu    sync.Mutex // guards the fields below
@@ -48,8 +49,8 @@ type ExternalOptions struct {
 	// Guard, when set, is asked after every step whether the guard worker
 	// was lost for good.
 	Guard GuardStatus
-	// Complete, when set, runs after a committed complete action and before
-	// the session ends completed.
+	// Complete, when set, runs after a committed complete action has ended
+	// the session completed (so the credential states "completed").
 	Complete func(ctx context.Context) error
 	// StartStep is the number of steps already taken (0 for a new session).
 	StartStep int
@@ -124,6 +125,13 @@ func (e *External) Submit(ctx context.Context, raw string) (*StepResult, *Stop, 
 		if err := e.endLocked(ctx, stop); err != nil {
 			return res, stop, err
 		}
+		// The credential is issued once the session has ended completed,
+		// as the loop does (Run): issued before, it stated "running".
+		if res.Completed && stop.Status == ledger.StatusCompleted && e.complete != nil {
+			if err := e.complete(ctx); err != nil {
+				return res, stop, fmt.Errorf("complete session: %w", err)
+			}
+		}
 	}
 	return res, stop, nil
 }
@@ -132,11 +140,6 @@ func (e *External) Submit(ctx context.Context, raw string) (*StepResult, *Stop, 
 // loop the limit is checked before proposing the next step, here the session
 // ends as soon as the last allowed step is used.
 func (e *External) after(ctx context.Context, res *StepResult) (*Stop, error) {
-	if res.Completed && e.complete != nil {
-		if err := e.complete(ctx); err != nil {
-			return nil, fmt.Errorf("complete session: %w", err)
-		}
-	}
 	es, err := e.s.afterStep(ctx, RunOptions{Guard: e.guard}, e.lim, &e.st, res)
 	if err != nil || es != nil {
 		if es == nil {

@@ -122,8 +122,10 @@ type StepResult struct {
 	// passed every check); ActionSeq is its sequence number.
 	Committed bool
 	ActionSeq uint64
-	// Sandbox is set for a run_command that reached the sandbox.
-	Sandbox *sandbox.Result
+	// Sandbox is set for a run_command that reached the sandbox;
+	// SandboxSeq is the sequence of its sandbox_result.
+	Sandbox    *sandbox.Result
+	SandboxSeq *uint64
 	// Observation is the recorded observation, when one was written.
 	Observation *Observation
 	// Halted is set when an observation rule with action abort fired: the
@@ -197,7 +199,7 @@ func (s *Session) step(ctx context.Context, step int, raw string, src Source, ca
 		return res, nil
 	}
 	ev, err := s.append(rctx, ledger.TypeAction, actionEvent{
-		Step: step, IntentSeq: rec.intentSeq, Name: string(in.Action), Params: in.Params(),
+		Step: step, IntentSeq: rec.intentSeq, IntentID: res.IntentID, Name: string(in.Action), Params: in.Params(),
 	})
 	if err != nil {
 		return res, fmt.Errorf("commit step %d: %w", step, err)
@@ -231,9 +233,11 @@ func (s *Session) execute(ctx, rctx context.Context, res *StepResult, in *intent
 	case intent.RunCommand:
 		sr := s.env.Tier.Run(ctx, sandbox.Request{Command: in.Command, Workspace: s.cfg.Workspace, Env: s.env.SandboxEnv})
 		res.Sandbox = &sr
-		if err := s.appendSandboxResult(rctx, res.IntentID, sr); err != nil {
+		seq, err := s.appendSandboxResult(rctx, res.IntentID, sr)
+		if err != nil {
 			return "", err
 		}
+		res.SandboxSeq = &seq
 		return sr.Observation(), nil
 	case intent.ReadFile:
 		out, denied, err := action.ReadFile(s.cfg.Tripwire, in.Path)
@@ -285,7 +289,7 @@ func (s *Session) observe(ctx context.Context, res *StepResult, text string) err
 		labels = []string{}
 	}
 	ev, err := s.append(ctx, ledger.TypeObservation, observationEvent{
-		Step: res.Step, ActionSeq: res.ActionSeq, Content: sr.Sanitized, Labels: labels,
+		Step: res.Step, ActionSeq: res.ActionSeq, SandboxResultSeq: res.SandboxSeq, Content: sr.Sanitized, Labels: labels,
 		Truncated: sr.Truncated, Suspicious: sr.Suspicious, RawSHA256: sr.RawSHA256,
 	})
 	if err != nil {
@@ -308,30 +312,32 @@ func (s *Session) observe(ctx context.Context, res *StepResult, text string) err
 // command ended. The streams themselves are not stored here: they reach
 // the ledger scanned and redacted in the observation, and this record
 // commits to the raw streams by SHA-256 so redaction never stores a secret.
-func (s *Session) appendSandboxResult(ctx context.Context, intentID string, r sandbox.Result) error {
+func (s *Session) appendSandboxResult(ctx context.Context, intentID string, r sandbox.Result) (uint64, error) {
 	b, err := json.Marshal(r)
 	if err != nil {
-		return fmt.Errorf("encode sandbox_result: %w", err)
+		return 0, fmt.Errorf("encode sandbox_result: %w", err)
 	}
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
-		return fmt.Errorf("encode sandbox_result: %w", err)
+		return 0, fmt.Errorf("encode sandbox_result: %w", err)
 	}
 	m["intent_id"] = intentID
 	m["stdout"], m["stderr"] = nil, nil
 	m["stdout_sha256"], m["stderr_sha256"] = sha256Hex(r.Stdout), sha256Hex(r.Stderr)
 	ev, err := s.append(ctx, ledger.TypeSandboxResult, m)
 	if err != nil {
-		return fmt.Errorf("record sandbox_result: %w", err)
+		return 0, fmt.Errorf("record sandbox_result: %w", err)
 	}
 	if r.Status == sandbox.StatusAborted {
 		s.Notify(ev)
 	}
-	return nil
+	return ev.Seq, nil
 }
 
 // ledgerObservations resolves findings evidence from this session's
-// observation events (checks.md §3 step 9).
+// observation events (checks.md §3 step 9): only an observation IronVise
+// recorded from an action it executed counts (ledger.ExecutedObservation),
+// never one a client appended through the API, whatever it says.
 type ledgerObservations struct {
 	ctx     context.Context
 	l       *ledger.Ledger
@@ -346,20 +352,11 @@ func (o ledgerObservations) Observation(seq int64) (string, bool, error) {
 	}
 	ctx, cancel := context.WithTimeout(o.ctx, o.timeout)
 	defer cancel()
-	evs, err := o.l.Events(ctx, o.session, uint64(seq), 1)
-	if err != nil {
+	content, problem, err := o.l.ExecutedObservation(ctx, o.session, uint64(seq))
+	if err != nil || problem != "" {
 		return "", false, err
 	}
-	if len(evs) == 0 || evs[0].Seq != uint64(seq) || evs[0].Type != ledger.TypeObservation {
-		return "", false, nil
-	}
-	var p struct {
-		Content string `json:"content"`
-	}
-	if err := json.Unmarshal(evs[0].Payload, &p); err != nil {
-		return "", false, fmt.Errorf("decode observation %d: %w", seq, err)
-	}
-	return p.Content, true, nil
+	return content, true, nil
 }
 
 // ErrClosed is returned for steps on a session that ended.

@@ -103,9 +103,13 @@ func (a *app) runDemo() error {
 	if err != nil {
 		return exitCode(ExitUsage, fmt.Errorf("verify session: %w", err))
 	}
+	fc, err := a.findingsCheck(l, rep.SessionID)
+	if err != nil {
+		return exitCode(ExitUsage, fmt.Errorf("verify session: %w", err))
+	}
 	fmt.Fprintln(a.stdout, "\nverification of the recorded session:")
-	a.printVerifyText(&rep)
-	if out.Status != ledger.StatusCompleted || !rep.OK() {
+	a.printVerifyText(&rep, fc)
+	if out.Status != ledger.StatusCompleted || !rep.OK() || !fc.OK {
 		return exitCode(ExitDenied, fmt.Errorf("the demo did not complete as scripted (status %s)", out.Status))
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/ironvise/ironvise/internal/evidence"
 	"github.com/ironvise/ironvise/internal/ledger"
 )
 
@@ -24,6 +25,7 @@ type verifyJSON struct {
 	GoalOK          bool                    `json:"goal_ok"`
 	LogOK           bool                    `json:"log_ok"`
 	SealOK          bool                    `json:"seal_ok"`
+	FindingsOK      bool                    `json:"findings_ok"`
 	CheckedTreeSize int64                   `json:"checked_tree_size"`
 	Error           *verifyError            `json:"error"`
 	Checks          map[string]ledger.Check `json:"checks"`
@@ -54,8 +56,11 @@ func (a *app) verifySessionCommand() *cobra.Command {
   log         every event covered by the newest checkpoint is included in it,
               and the checkpoint's signature verifies
   seal        a sealed session's seal is the last event and commits to the tip
+  findings    every finding of a complete action IronVise committed cites
+              observations IronVise recorded from actions it executed (never
+              an event a client appended), with its quotes in them
 
-Exit status: 0 when all five pass; 1 when any fails (the output names the
+Exit status: 0 when all six pass; 1 when any fails (the output names the
 check, the first broken sequence and why); 2 on a usage or configuration
 error, or when the session does not exist. The nil UUID verifies the
 instance chain.`,
@@ -79,14 +84,18 @@ instance chain.`,
 			if err != nil {
 				return exitCode(ExitUsage, err)
 			}
+			fc, err := a.findingsCheck(l, id)
+			if err != nil {
+				return exitCode(ExitUsage, err)
+			}
 			if asJSON {
-				if err := a.printVerifyJSON(&r); err != nil {
+				if err := a.printVerifyJSON(&r, fc); err != nil {
 					return err
 				}
 			} else {
-				a.printVerifyText(&r)
+				a.printVerifyText(&r, fc)
 			}
-			if !r.OK() {
+			if !r.OK() || !fc.OK {
 				return exitCode(ExitDenied, nil)
 			}
 			return nil
@@ -94,6 +103,19 @@ instance chain.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print machine-readable JSON")
 	return cmd
+}
+
+// findingsCheck runs the findings check of verify-session on a session
+// chain (the instance chain has no findings).
+func (a *app) findingsCheck(l *ledger.Ledger, id uuid.UUID) (ledger.Check, error) {
+	if id == ledger.InstanceSessionID {
+		return ledger.Check{OK: true, Seq: -1}, nil
+	}
+	evs, err := l.Events(a.ctx, id, 0, 0)
+	if err != nil {
+		return ledger.Check{}, fmt.Errorf("read the events of %s: %w", id, err)
+	}
+	return evidence.FindingsCheck(evs), nil
 }
 
 // parseSessionID accepts the 36-character hyphenated UUID form only.
@@ -105,17 +127,24 @@ func parseSessionID(s string) (uuid.UUID, error) {
 	return id, nil
 }
 
-func (a *app) printVerifyJSON(r *ledger.Report) error {
+// printVerifyJSON prints the ledger's five checks and the findings check
+// fc.
+func (a *app) printVerifyJSON(r *ledger.Report, fc ledger.Check) error {
 	out := verifyJSON{
-		OK: r.OK(), SessionID: r.SessionID.String(), EventCount: r.EventCount, TipHash: r.TipHash.String(),
+		OK: r.OK() && fc.OK, SessionID: r.SessionID.String(), EventCount: r.EventCount, TipHash: r.TipHash.String(),
 		Sealed: r.Sealed, ChainOK: r.Chain.OK, SignaturesOK: r.Signatures.OK, GoalOK: r.Goal.OK, LogOK: r.Log.OK,
-		SealOK: r.Seal.OK, CheckedTreeSize: r.CheckedTreeSize, Checks: map[string]ledger.Check{},
+		SealOK: r.Seal.OK, FindingsOK: fc.OK, CheckedTreeSize: r.CheckedTreeSize, Checks: map[string]ledger.Check{},
 		IssuerSigned: r.IssuerSigned, Uncovered: r.Uncovered,
 	}
 	for i, c := range r.Checks() {
 		out.Checks[ledger.CheckNames[i]] = c
 	}
-	if name, c, failed := r.FirstFailure(); failed {
+	out.Checks[evidence.FindingCheckName] = fc
+	name, c, failed := r.FirstFailure()
+	if !failed && !fc.OK {
+		name, c, failed = evidence.FindingCheckName, fc, true
+	}
+	if failed {
 		e := &verifyError{Check: name, Problem: c.Problem}
 		if c.Seq >= 0 {
 			e.Sequence = &c.Seq
@@ -127,14 +156,19 @@ func (a *app) printVerifyJSON(r *ledger.Report) error {
 	return enc.Encode(out)
 }
 
-func (a *app) printVerifyText(r *ledger.Report) {
+// printVerifyText prints the ledger's five checks and the findings check
+// fc.
+func (a *app) printVerifyText(r *ledger.Report, fc ledger.Check) {
 	state := "not sealed"
 	if r.Sealed {
 		state = "sealed"
 	}
 	fmt.Fprintf(a.stdout, "session %s: %d events, %s, tip %s\n", r.SessionID, r.EventCount, state, r.TipHash)
-	for i, c := range r.Checks() {
-		name := ledger.CheckNames[i]
+	five := r.Checks()
+	checks := append(five[:], fc)
+	names := append(ledger.CheckNames[:], evidence.FindingCheckName)
+	for i, c := range checks {
+		name := names[i]
 		switch {
 		case !c.OK && c.Seq >= 0:
 			fmt.Fprintf(a.stdout, "  %-11s FAIL at seq %d: %s\n", name, c.Seq, c.Problem)
@@ -146,7 +180,11 @@ func (a *app) printVerifyText(r *ledger.Report) {
 			fmt.Fprintf(a.stdout, "  %-11s ok\n", name)
 		}
 	}
-	if name, c, failed := r.FirstFailure(); failed {
+	name, c, failed := r.FirstFailure()
+	if !failed && !fc.OK {
+		name, c, failed = evidence.FindingCheckName, fc, true
+	}
+	if failed {
 		where := "not tied to one event"
 		if c.Seq >= 0 {
 			where = fmt.Sprintf("first broken seq %d", c.Seq)

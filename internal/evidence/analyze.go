@@ -58,6 +58,7 @@ type (
 		Params json.RawMessage `json:"params"`
 	}
 	observationPayload struct {
+		Origin     string  `json:"event_origin"`
 		ActionSeq  *uint64 `json:"action_seq"`
 		Content    string  `json:"content"`
 		Suspicious bool    `json:"suspicious"`
@@ -86,14 +87,15 @@ func target(params map[string]any) string {
 	return ""
 }
 
-// extractFindings returns the findings of every complete action in the
-// chain, in order. A complete action whose findings cannot be read (a
-// client may append any action) is named in problem and contributes none.
+// extractFindings returns the findings of every complete action IronVise
+// committed in the chain, in order. A complete action a client appended
+// itself is not a finding of the session (clientEvents lists it); one
+// whose findings cannot be read is named in problem and contributes none.
 func extractFindings(evs []ledger.Event) (out []Finding, problem string) {
 	out = []Finding{}
 	for i := range evs {
 		ev := &evs[i]
-		if ev.Type != ledger.TypeAction {
+		if ev.Type != ledger.TypeAction || !committedAction(ev) {
 			continue
 		}
 		var a actionPayload
@@ -129,10 +131,13 @@ func extractFindings(evs []ledger.Event) (out []Finding, problem string) {
 type observations struct {
 	byseq   map[int64]observationPayload
 	actions map[uint64]intentBody
+	// chain is the session's chain from sequence 0, for
+	// ledger.ExecutedObservation.
+	chain []ledger.Event
 }
 
 func indexObservations(evs []ledger.Event) observations {
-	o := observations{byseq: map[int64]observationPayload{}, actions: map[uint64]intentBody{}}
+	o := observations{byseq: map[int64]observationPayload{}, actions: map[uint64]intentBody{}, chain: evs}
 	for i := range evs {
 		ev := &evs[i]
 		switch ev.Type {
@@ -165,21 +170,37 @@ func (o observations) locate(f *Finding) []Location {
 		}
 		loc.Quote = quote
 		obs, ok := o.byseq[seq]
+		if ok && obs.ActionSeq != nil {
+			if a, ok := o.actions[*obs.ActionSeq]; ok {
+				loc.Action, loc.Target = a.Action, target(a.Params)
+			}
+		}
+		// Only what IronVise observed of an action it executed is
+		// evidence; a client's own observation never is.
+		problem := ""
+		if seq < 0 {
+			problem = fmt.Sprintf("sequence %d is not in this session's chain", seq)
+		} else {
+			_, problem = ledger.ExecutedObservation(o.chain, uint64(seq))
+		}
 		if ok {
-			if obs.ActionSeq != nil {
-				if a, ok := o.actions[*obs.ActionSeq]; ok {
-					loc.Action, loc.Target = a.Action, target(a.Params)
-				}
+			loc.Origin = obs.Origin
+			if loc.Origin == "" {
+				loc.Origin = ledger.OriginLegacy
 			}
+		}
+		switch {
+		case problem != "":
+			loc.Problem = problem
+		case quote != "":
+			if at := strings.Index(obs.Content, quote); at < 0 {
+				loc.Problem = fmt.Sprintf("quote not found in observation %d", seq)
+			} else {
+				loc.Verified = true
+				loc.Line = 1 + strings.Count(obs.Content[:at], "\n")
+			}
+		default:
 			loc.Verified = true
-			if quote != "" {
-				at := strings.Index(obs.Content, quote)
-				if at < 0 {
-					loc.Verified = false
-				} else {
-					loc.Line = 1 + strings.Count(obs.Content[:at], "\n")
-				}
-			}
 		}
 		out = append(out, loc)
 	}
@@ -191,7 +212,7 @@ func (o observations) locate(f *Finding) []Location {
 func assemble(s *ledger.Session, evs []ledger.Event, chain ChainStatus, now time.Time) *Report {
 	r := &Report{
 		Format: ReportFormatVersion, GeneratedAt: now.UTC().Format(ledger.TimeFormat),
-		Session: sessionInfo(s, len(evs)), Denials: []Denial{}, Chain: chain,
+		Session: sessionInfo(s, len(evs)), Denials: []Denial{}, Chain: chain, ClientEvents: clientEvents(evs, s.AgentLoop),
 	}
 	sum := &r.Summary
 	sum.Status = string(s.Status)

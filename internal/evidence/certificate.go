@@ -16,9 +16,15 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger"
 )
 
-// CertificateFormatVersion names the certificate layout. A verifier
-// refuses any other value: a new layout gets a new version.
-const CertificateFormatVersion = "ironvise-elc/v1"
+// CertificateFormatVersion names the certificate layout this build
+// writes. A verifier refuses any value but this one and
+// CertificateFormatV1: a new layout gets a new version.
+const CertificateFormatVersion = "ironvise-elc/v2"
+
+// CertificateFormatV1 is the layout before events carried their origin
+// label (CertEvent.Origin). Verifiers still read it, so certificates
+// issued before stay verifiable.
+const CertificateFormatV1 = "ironvise-elc/v1"
 
 // certSigDomain separates certificate signatures from every other use of
 // the issuer key (event signatures, checkpoint notes, credentials).
@@ -98,6 +104,11 @@ type CertEvent struct {
 	KeyID           string      `json:"key_id"`
 	Signature       HexBytes    `json:"signature"`
 	Payload         string      `json:"payload"`
+	// Origin labels the event for the reader (v2): "ironvise", "client"
+	// (appended through the API, never evidence) or "legacy" (written
+	// before origins were recorded). It repeats the payload's signed
+	// "event_origin"; verification refuses a label that disagrees.
+	Origin string `json:"origin,omitempty"`
 }
 
 // CertCheckpoint is a signed tree head (ledger.md §5); Note is the
@@ -275,6 +286,7 @@ func certEvent(ev *ledger.Event) CertEvent {
 	return CertEvent{
 		Seq: ev.Seq, LogIndex: ev.LogIndex, Type: ev.Type, CreatedAtMicros: ev.CreatedMicros, PrevHash: ev.PrevHash,
 		Hash: ev.Hash, Signer: ev.Signer, KeyID: ev.KeyID, Signature: HexBytes(ev.Signature), Payload: string(ev.Payload),
+		Origin: ledger.EventOrigin(ev.Payload),
 	}
 }
 

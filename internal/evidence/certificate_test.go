@@ -195,7 +195,7 @@ func TestCertificateTampering(t *testing.T) {
 		}, nil, PillarBinding, "which is not in observation"},
 		{"finding cites a non-observation", func() []byte {
 			return edit(t, data, func(c *Certificate) { c.Findings[0].EvidenceSequence[0] = 2 })
-		}, nil, PillarBinding, "not an observation of this session"},
+		}, nil, PillarBinding, "not an observation"},
 		{"finding added", func() []byte {
 			return edit(t, data, func(c *Certificate) { c.Findings = append(c.Findings, c.Findings[3]) })
 		}, nil, PillarBinding, "differ from"},
@@ -287,8 +287,11 @@ func TestCertificateMalformed(t *testing.T) {
 		"trailing data":    append(bytes.TrimSpace(bytes.Clone(data)), []byte(" {}")...),
 		"duplicate member": []byte(`{"certificate":{"format":"ironvise-elc/v1"},"certificate":{"format":"x"},"signature":null}`),
 		"unknown member":   bytes.Replace(data, []byte(`{"certificate":`), []byte(`{"extra":1,"certificate":`), 1),
-		"other version":    bytes.Replace(data, []byte(`"format":"ironvise-elc/v1"`), []byte(`"format":"ironvise-elc/v2"`), 1),
-		"no certificate":   []byte(`{"signature":null}`),
+		"other version":    bytes.Replace(data, []byte(`"format":"ironvise-elc/v2"`), []byte(`"format":"ironvise-elc/v9"`), 1),
+		// v1 had no origin labels, v2 labels every event: a mix is refused.
+		"v1 with labels":    bytes.Replace(data, []byte(`"format":"ironvise-elc/v2"`), []byte(`"format":"ironvise-elc/v1"`), 1),
+		"v2 without labels": bytes.ReplaceAll(data, []byte(`,"origin":"ironvise"`), nil),
+		"no certificate":    []byte(`{"signature":null}`),
 	}
 	for name, doc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -300,40 +303,54 @@ func TestCertificateMalformed(t *testing.T) {
 	}
 }
 
-// TestCertificateGolden freezes the on-disk format: the committed
+// TestCertificateGolden freezes the on-disk formats: each committed
 // certificate verifies, and re-encoding its parsed body with the issuer
-// key gives the same bytes.
+// key gives the same bytes. session.elc is a v1 certificate, written before
+// events carried their origin: it is never rewritten, and must keep
+// verifying (its observations are judged by their legacy binding).
+// session-v2.elc is this build's format; -update rewrites only it.
 func TestCertificateGolden(t *testing.T) {
-	path := filepath.Join("testdata", "session.elc")
-	if *update {
-		_, _, data := fixtureCertificate(t)
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join("testdata", "issuer.pub"), []byte(hexString(testIssuerPub(t))+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res := mustVerify(t, data, testIssuerPub(t)); !res.Valid {
-		t.Fatalf("golden certificate no longer verifies: %+v", res.Pillars)
-	}
-	c, _, _, err := ParseCertificate(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, err := signCertificate(c, testIssuerKey(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(again, data) {
-		t.Fatal("re-encoding the golden certificate changed its bytes: the format changed (bump CertificateFormatVersion, then go test -update)")
-	}
-	if c.IssuedAt != "2026-01-02T03:04:05.000000Z" {
-		t.Fatalf("issued_at %s", c.IssuedAt)
+	for _, tc := range []struct{ file, format string }{
+		{"session.elc", CertificateFormatV1},
+		{"session-v2.elc", CertificateFormatVersion},
+	} {
+		t.Run(tc.format, func(t *testing.T) {
+			path := filepath.Join("testdata", tc.file)
+			if *update && tc.format == CertificateFormatVersion {
+				_, _, data := fixtureCertificate(t)
+				if err := os.WriteFile(path, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join("testdata", "issuer.pub"), []byte(hexString(testIssuerPub(t))+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := mustVerify(t, data, testIssuerPub(t))
+			if !res.Valid || res.Findings != 4 {
+				t.Fatalf("golden certificate no longer verifies: %+v", res)
+			}
+			c, _, _, err := ParseCertificate(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Format != tc.format {
+				t.Fatalf("format %s; want %s", c.Format, tc.format)
+			}
+			again, err := signCertificate(c, testIssuerKey(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(again, data) {
+				t.Fatal("re-encoding the golden certificate changed its bytes: the format changed (bump CertificateFormatVersion, then go test -update)")
+			}
+			if c.IssuedAt != "2026-01-02T03:04:05.000000Z" {
+				t.Fatalf("issued_at %s", c.IssuedAt)
+			}
+		})
 	}
 }
 

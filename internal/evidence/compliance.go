@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -191,6 +192,14 @@ func VerifySessionVC(ctx context.Context, l *ledger.Ledger, id uuid.UUID) (*VCVe
 	}
 	if c.Subject != id.String() {
 		return &VCVerification{Reason: fmt.Sprintf("the credential is about session %s, not %s", c.Subject, id)}, nil
+	}
+	// A well-signed credential of a session whose findings cite a
+	// client's own observations (issued before that was refused) vouches
+	// for nothing.
+	if err := checkSessionFindings(ctx, l, id); errors.Is(err, ErrUnbackedFindings) {
+		return &VCVerification{Reason: strings.TrimPrefix(err.Error(), ErrUnbackedFindings.Error()+": ") + ": the session's findings are not backed by observations IronVise recorded from executed actions"}, nil
+	} else if err != nil {
+		return nil, err
 	}
 	return &VCVerification{Valid: true, SignatureVerified: true, VCJWT: v.VCJWT, VCPayload: v.VCPayload}, nil
 }

@@ -22,4 +22,8 @@ var (
 	// ErrInstanceChain reports an export request for the instance chain,
 	// which is verified with verify-session rather than exported.
 	ErrInstanceChain = errors.New("ironvise/evidence: the instance chain has no report or certificate")
+	// ErrUnbackedFindings reports findings that cite something other than
+	// observations IronVise recorded from actions it executed (a client's
+	// own observation, say): no credential is issued for them.
+	ErrUnbackedFindings = errors.New("ironvise/evidence: findings are not backed by observations IronVise recorded")
 )

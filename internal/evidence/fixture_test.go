@@ -69,17 +69,19 @@ type (
 	fxAction struct {
 		Step      int            `json:"step"`
 		IntentSeq uint64         `json:"intent_seq"`
+		IntentID  string         `json:"intent_id"`
 		Name      string         `json:"name"`
 		Params    map[string]any `json:"params"`
 	}
 	fxObservation struct {
-		Step       int      `json:"step"`
-		ActionSeq  uint64   `json:"action_seq"`
-		Content    string   `json:"content"`
-		Labels     []string `json:"labels"`
-		Truncated  bool     `json:"truncated"`
-		Suspicious bool     `json:"suspicious"`
-		RawSHA256  string   `json:"raw_sha256"`
+		Step             int      `json:"step"`
+		ActionSeq        uint64   `json:"action_seq"`
+		SandboxResultSeq *uint64  `json:"sandbox_result_seq,omitempty"`
+		Content          string   `json:"content"`
+		Labels           []string `json:"labels"`
+		Truncated        bool     `json:"truncated"`
+		Suspicious       bool     `json:"suspicious"`
+		RawSHA256        string   `json:"raw_sha256"`
 	}
 	fxSandbox struct {
 		IntentID   string `json:"intent_id"`
@@ -149,24 +151,26 @@ var allChecks = []fxVerdict{allow("schema"), allow("policy"), allow("tripwire"),
 // and observation; it returns the observation's sequence.
 func (f *fixture) run(action string, params map[string]any, status, content string) int64 {
 	id, seq, _ := f.propose(action, params, allChecks...)
-	a := f.append(ledger.TypeAction, fxAction{Step: f.step, IntentSeq: seq, Name: action, Params: params})
+	a := f.append(ledger.TypeAction, fxAction{Step: f.step, IntentSeq: seq, IntentID: id, Name: action, Params: params})
+	var srSeq *uint64
 	if action == "run_command" {
 		code := 0
 		var exit *int
 		if status == "ok" {
 			exit = &code
 		}
-		f.append(ledger.TypeSandboxResult, fxSandbox{IntentID: id, Tier: "native", Status: status, ExitCode: exit, DurationMS: 12, Reason: map[bool]string{true: "", false: "landlock is not available: enable CONFIG_SECURITY_LANDLOCK"}[status == "ok"]})
+		sr := f.append(ledger.TypeSandboxResult, fxSandbox{IntentID: id, Tier: "native", Status: status, ExitCode: exit, DurationMS: 12, Reason: map[bool]string{true: "", false: "landlock is not available: enable CONFIG_SECURITY_LANDLOCK"}[status == "ok"]})
+		srSeq = &sr.Seq
 	}
-	o := f.append(ledger.TypeObservation, fxObservation{Step: f.step, ActionSeq: a.Seq, Content: content, Labels: []string{}, RawSHA256: sum(content)})
+	o := f.append(ledger.TypeObservation, fxObservation{Step: f.step, ActionSeq: a.Seq, SandboxResultSeq: srSeq, Content: content, Labels: []string{}, RawSHA256: sum(content)})
 	return int64(o.Seq)
 }
 
 // complete records the complete action with findings.
 func (f *fixture) complete(findings ...map[string]any) ledger.Event {
 	params := map[string]any{"findings": findings}
-	_, seq, _ := f.propose("complete", params, allChecks...)
-	return f.append(ledger.TypeAction, fxAction{Step: f.step, IntentSeq: seq, Name: "complete", Params: params})
+	id, seq, _ := f.propose("complete", params, allChecks...)
+	return f.append(ledger.TypeAction, fxAction{Step: f.step, IntentSeq: seq, IntentID: id, Name: "complete", Params: params})
 }
 
 func finding(sev, title, evidence, rec string, seqs []int64, quotes []string) map[string]any {

@@ -6,6 +6,7 @@ import (
 	"html"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // The HTML report is one self-contained page: inline CSS, no scripts, no
@@ -162,6 +163,8 @@ func writeHTML(w io.Writer, r *Report) error {
 			v := "not verified"
 			if l.Verified {
 				v = "verified"
+			} else if l.Problem != "" {
+				v += " (" + l.Problem + ")"
 			}
 			detail := v
 			if l.Action != "" {
@@ -199,6 +202,26 @@ func writeHTML(w io.Writer, r *Report) error {
 			h.text(d.Action + " " + d.Target)
 			h.raw("</td><td class=\"pre\">")
 			h.text(d.Message)
+			h.raw("</td></tr>\n")
+		}
+		h.raw("</table>\n")
+	}
+	if len(r.ClientEvents) > 0 {
+		// Labelled apart: a client's words are recorded, never evidence.
+		h.raw("<h2>Appended by a client</h2>\n<p class=\"muted\">")
+		h.text("These events were appended through the API as the client wrote them. IronVise did not produce them and no finding may cite them.")
+		h.raw("</p>\n<table>\n<tr><th>Seq</th><th>Type</th><th>Note</th></tr>\n")
+		for _, c := range r.ClientEvents {
+			note := c.Note
+			if c.Inferred {
+				note = strings.TrimSpace("origin inferred (written before origins were recorded). " + note)
+			}
+			h.raw("<tr><td>")
+			h.text(strconv.FormatUint(c.Sequence, 10))
+			h.raw("</td><td>")
+			h.text(c.Type)
+			h.raw("</td><td class=\"pre\">")
+			h.text(note)
 			h.raw("</td></tr>\n")
 		}
 		h.raw("</table>\n")

@@ -77,6 +77,22 @@ func (r *CertificateResult) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  %d. %-44s ok\n", i+1, title)
 		}
 	}
+	if n := len(r.ClientEvents); n > 0 {
+		// Labelled, so no reader takes a client's words for IronVise's
+		// record.
+		fmt.Fprintf(&b, "%d event(s) appended by a client through the API (recorded as said, never evidence):\n", n)
+		for _, c := range r.ClientEvents {
+			label := "client"
+			if c.Inferred {
+				label = "client, inferred: written before origins were recorded"
+			}
+			fmt.Fprintf(&b, "  seq %d %s (%s)", c.Sequence, c.Type, label)
+			if c.Note != "" {
+				fmt.Fprintf(&b, ": %s", c.Note)
+			}
+			b.WriteByte('\n')
+		}
+	}
 	if f, failed := r.FirstFailure(); failed {
 		fmt.Fprintf(&b, "certificate INVALID: %s failed\n", PillarTitle(f.Name))
 	} else {

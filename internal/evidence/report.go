@@ -25,8 +25,11 @@ type Report struct {
 	Findings []ReportFinding `json:"findings"`
 	Summary  Summary         `json:"summary"`
 	// Denials lists every deny verdict, in ledger order.
-	Denials []Denial    `json:"denials"`
-	Chain   ChainStatus `json:"chain"`
+	Denials []Denial `json:"denials"`
+	// ClientEvents lists, labelled, the events a client appended through
+	// the API: not IronVise's record of anything, never evidence.
+	ClientEvents []ClientEvent `json:"client_events"`
+	Chain        ChainStatus   `json:"chain"`
 }
 
 // Gate reports whether the CI gate fails: any finding is high or critical
@@ -91,9 +94,16 @@ type Location struct {
 	// quote or not found).
 	Line  int    `json:"line,omitempty"`
 	Quote string `json:"quote,omitempty"`
-	// Verified is true when the sequence names an observation of the
-	// session and the quote (if any) is a substring of it.
+	// Verified is true when the sequence names an observation IronVise
+	// recorded from an action it executed in this session
+	// (ledger.ExecutedObservation) and the quote (if any) is a substring
+	// of it.
 	Verified bool `json:"verified"`
+	// Origin is the cited observation's origin ("ironvise", "client",
+	// "legacy"; "" when the sequence is not an observation).
+	Origin string `json:"origin,omitempty"`
+	// Problem says why the location is not verified.
+	Problem string `json:"problem,omitempty"`
 }
 
 // Path returns the file a location points into: the read_file path, or "".

@@ -118,6 +118,12 @@ func issueVC(ctx context.Context, l *ledger.Ledger, id uuid.UUID, now time.Time)
 		// credential must name a checkpoint that covers what it states.
 		return "", fmt.Errorf("evidence: issue credential for %s: the tip (log index %d) is not covered by checkpoint %d; retry", id, tip.LogIndex, cp.TreeSize)
 	}
+	// A credential vouches for the session's findings: issue none when
+	// they cite anything but what IronVise observed of actions it
+	// executed (issue 13: a client's own observation once earned one).
+	if err := checkSessionFindings(ctx, l, id); err != nil {
+		return "", fmt.Errorf("evidence: issue credential for %s: %w", id, err)
+	}
 	issuer := l.IssuerPublicKey()
 	did := ledger.DIDKey(issuer)
 	claims := VCClaims{
@@ -134,6 +140,49 @@ func issueVC(ctx context.Context, l *ledger.Ledger, id uuid.UUID, now time.Time)
 		},
 	}
 	return signJWT(l.Issuer(), &claims)
+}
+
+// checkSessionFindings applies the certificate's findings rules
+// (FindingsCheck) to the session's chain as it stands; the error wraps
+// ErrUnbackedFindings with the first problem.
+func checkSessionFindings(ctx context.Context, l *ledger.Ledger, id uuid.UUID) error {
+	evs, err := l.Events(ctx, id, 0, 0)
+	if err != nil {
+		return err
+	}
+	if c := FindingsCheck(evs); !c.OK {
+		return fmt.Errorf("%w: %s", ErrUnbackedFindings, c.Problem)
+	}
+	return nil
+}
+
+// FindingCheckName names FindingsCheck beside the ledger's five checks
+// (ledger.CheckNames) in verify-session and the API's verify route.
+const FindingCheckName = "findings"
+
+// FindingsCheck applies the findings rules of the certificate's fifth
+// pillar to a session's chain (all its events, from sequence 0): every
+// finding of a complete action IronVise committed cites only observations
+// IronVise recorded from actions it executed, with its quotes in them.
+// Seq is the complete action of the first failing finding.
+func FindingsCheck(evs []ledger.Event) ledger.Check {
+	fs, problem := extractFindings(evs)
+	if problem != "" {
+		return ledger.Check{Seq: -1, Problem: problem}
+	}
+	p := checkFindingsEvidence(fs, evs)
+	if !p.OK {
+		seq := int64(-1)
+		if p.Sequence != nil {
+			seq = *p.Sequence
+		}
+		return ledger.Check{Seq: seq, Problem: p.Problem}
+	}
+	c := ledger.Check{OK: true, Seq: -1}
+	if len(fs) > 0 {
+		c.Note = fmt.Sprintf("%d finding(s), each citing what IronVise observed", len(fs))
+	}
+	return c
 }
 
 // AppendVC issues the credential of session id and records it as a

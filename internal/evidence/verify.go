@@ -74,10 +74,14 @@ type CertificateResult struct {
 	TreeSize int64 `json:"tree_size"`
 	// IssuerKeyID names the key the certificate was checked against;
 	// IssuerPinned says whether the caller supplied it.
-	IssuerKeyID  string   `json:"issuer_key_id"`
-	IssuerPinned bool     `json:"issuer_pinned"`
-	Findings     int      `json:"findings"`
-	Pillars      []Pillar `json:"pillars"`
+	IssuerKeyID  string `json:"issuer_key_id"`
+	IssuerPinned bool   `json:"issuer_pinned"`
+	Findings     int    `json:"findings"`
+	// ClientEvents lists the events a client appended through the API
+	// (from their signed origin, or inferred for legacy events): recorded,
+	// but never evidence of anything IronVise did.
+	ClientEvents []ClientEvent `json:"client_events"`
+	Pillars      []Pillar      `json:"pillars"`
 }
 
 // FirstFailure returns the first failed pillar, and false when all passed.
@@ -155,8 +159,22 @@ func ParseCertificate(data []byte) (*Certificate, []byte, *CertSignature, error)
 	if doc.Certificate == nil {
 		return nil, nil, nil, fmt.Errorf("%w: no certificate member", ErrMalformedCertificate)
 	}
-	if doc.Certificate.Format != CertificateFormatVersion {
-		return nil, nil, nil, fmt.Errorf("%w: format %q (this build reads %q)", ErrMalformedCertificate, doc.Certificate.Format, CertificateFormatVersion)
+	switch doc.Certificate.Format {
+	case CertificateFormatVersion:
+		// v2 labels every event with its origin.
+		for i := range doc.Certificate.Events {
+			if doc.Certificate.Events[i].Origin == "" {
+				return nil, nil, nil, fmt.Errorf("%w: event %d has no origin label (format %s labels every event)", ErrMalformedCertificate, doc.Certificate.Events[i].Seq, CertificateFormatVersion)
+			}
+		}
+	case CertificateFormatV1:
+		for i := range doc.Certificate.Events {
+			if doc.Certificate.Events[i].Origin != "" {
+				return nil, nil, nil, fmt.Errorf("%w: event %d has an origin label, which format %s does not have", ErrMalformedCertificate, doc.Certificate.Events[i].Seq, CertificateFormatV1)
+			}
+		}
+	default:
+		return nil, nil, nil, fmt.Errorf("%w: format %q (this build reads %q and %q)", ErrMalformedCertificate, doc.Certificate.Format, CertificateFormatVersion, CertificateFormatV1)
 	}
 	body, ok := canonicalBody(canon, doc.Signature != nil)
 	if !ok {
@@ -218,7 +236,7 @@ func verifyParsed(c *Certificate, body []byte, sig *CertSignature, pinned ed2551
 	res := &CertificateResult{
 		SessionID: c.Session.ID, Goal: c.Session.Goal, Status: c.Session.Status, Sealed: c.Session.SealedAt != nil,
 		IssuedAt: c.IssuedAt, EventCount: len(c.Events), TreeSize: c.Checkpoint.TreeSize, Findings: len(c.Findings),
-		IssuerPinned: pinned != nil,
+		IssuerPinned: pinned != nil, ClientEvents: []ClientEvent{},
 	}
 	if n := len(c.Events); n > 0 {
 		res.TipHash = c.Events[n-1].Hash.String()
@@ -280,6 +298,7 @@ func verifyParsed(c *Certificate, body []byte, sig *CertSignature, pinned ed2551
 	if p5.OK {
 		p5 = checkBinding(c, in.Events)
 	}
+	res.ClientEvents = clientEvents(in.Events, c.Session.AgentLoop)
 	res.Pillars = []Pillar{p1, p2, p3, p4, p5}
 	res.Valid = p1.OK && p2.OK && p3.OK && p4.OK && p5.OK
 	return res
@@ -395,6 +414,15 @@ func checkBinding(c *Certificate, evs []ledger.Event) Pillar {
 	if !samePtr(c.PolicyHash, c.Session.PolicyHash) {
 		return failP(PillarBinding, 0, "the certificate's policy_hash %s differs from the session's %s", strOr(c.PolicyHash, "null"), strOr(c.Session.PolicyHash, "null"))
 	}
+	if c.Format != CertificateFormatV1 {
+		// The labels are unsigned conveniences: one that disagrees with
+		// the signed payload would show a client's event as IronVise's.
+		for i := range c.Events {
+			if want := ledger.EventOrigin(evs[i].Payload); c.Events[i].Origin != want {
+				return failP(PillarBinding, int64(evs[i].Seq), "event %d is labelled origin %q, its signed payload says %q", evs[i].Seq, c.Events[i].Origin, want)
+			}
+		}
+	}
 	if p := checkFindingsEvidence(c.Findings, evs); !p.OK {
 		return p
 	}
@@ -413,20 +441,12 @@ func checkBinding(c *Certificate, evs []ledger.Event) Pillar {
 }
 
 // checkFindingsEvidence applies the finding rules of checks.md §1 to
-// findings against the events: high and critical findings need evidence,
-// every cited sequence is an observation recorded before the finding, and
-// every non-empty quote is a substring of its observation's content.
+// findings against the events (the chain from sequence 0): high and
+// critical findings need evidence, every cited sequence is an observation
+// IronVise recorded from an action it executed, before the finding
+// (ledger.ExecutedObservation: a client's own observation never counts),
+// and every non-empty quote is a substring of its observation's content.
 func checkFindingsEvidence(fs []Finding, evs []ledger.Event) Pillar {
-	content := map[int64]string{}
-	for i := range evs {
-		if evs[i].Type != ledger.TypeObservation {
-			continue
-		}
-		var p observationPayload
-		if json.Unmarshal(evs[i].Payload, &p) == nil {
-			content[int64(evs[i].Seq)] = p.Content
-		}
-	}
 	for i, f := range fs {
 		at := int64(f.ActionSeq)
 		what := fmt.Sprintf("finding %d (%s, %q)", i+1, f.Severity, f.Title)
@@ -440,9 +460,12 @@ func checkFindingsEvidence(fs []Finding, evs []ledger.Event) Pillar {
 			return failP(PillarBinding, at, "%s has more quotes than cited sequences", what)
 		}
 		for j, seq := range f.EvidenceSequence {
-			text, ok := content[seq]
-			if !ok {
+			if seq < 0 {
 				return failP(PillarBinding, at, "%s cites sequence %d, which is not an observation of this session", what, seq)
+			}
+			text, problem := ledger.ExecutedObservation(evs, uint64(seq))
+			if problem != "" {
+				return failP(PillarBinding, at, "%s cites sequence %d, which is not evidence: %s", what, seq, problem)
 			}
 			if seq >= at {
 				return failP(PillarBinding, at, "%s cites sequence %d, recorded after the finding", what, seq)

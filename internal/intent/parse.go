@@ -27,8 +27,9 @@ func (e *Error) Error() string { return e.Path + ": " + e.Problem }
 // interface so that this package never imports the ledger.
 type Observations interface {
 	// Observation returns the stored content of the event with sequence
-	// seq when that event is an observation of the current session, and
-	// ok = false otherwise.
+	// seq when that event is an observation the current session recorded
+	// from an action it executed, and ok = false otherwise (a client's
+	// own observation is not evidence).
 	Observation(seq int64) (content string, ok bool, err error)
 }
 
@@ -345,7 +346,7 @@ func verifyEvidence(fs []Finding, obs Observations) *Error {
 				}
 			}
 			if !ok {
-				return &Error{verdict.SchemaFindingUnverified, path, fmt.Sprintf("sequence %d is not an observation of this session", seq)}
+				return &Error{verdict.SchemaFindingUnverified, path, fmt.Sprintf("sequence %d is not an observation IronVise recorded from an action it executed in this session (events appended through POST /api/sessions/{id}/events are not evidence); cite the observation of a run_command, read_file or http_get", seq)}
 			}
 			if j < len(f.EvidenceQuotes) && f.EvidenceQuotes[j] != "" && !strings.Contains(content, f.EvidenceQuotes[j]) {
 				return &Error{verdict.SchemaFindingUnverified, fmt.Sprintf("$.params.findings[%d].evidence_quotes[%d]", i, j), fmt.Sprintf("quote not found in observation %d", seq)}

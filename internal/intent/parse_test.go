@@ -56,7 +56,7 @@ func TestParseSpecCases(t *testing.T) {
 		{"6 extra param", `{"action":"run_command","params":{"command":"ls","timeout":5},"justification":"list files"}`, verdict.SchemaUnknownKey, `$.params: unknown key "timeout" for run_command (allowed: command)`},
 		// #7
 		{"7 high without evidence", `{"action":"complete","params":{"findings":[{"severity":"high","title":"t","evidence":"e","recommendation":"r","evidence_sequence":[]}]}}`, verdict.SchemaFindingInvalid, `high/critical finding needs evidence_sequence`},
-		{"7 sequence not an observation", `{"action":"complete","params":{"findings":[{"severity":"high","title":"t","evidence":"e","recommendation":"r","evidence_sequence":[2]}]}}`, verdict.SchemaFindingUnverified, `sequence 2 is not an observation of this session`},
+		{"7 sequence not an observation", `{"action":"complete","params":{"findings":[{"severity":"high","title":"t","evidence":"e","recommendation":"r","evidence_sequence":[2]}]}}`, verdict.SchemaFindingUnverified, `sequence 2 is not an observation IronVise recorded from an action it executed`},
 		// #8
 		{"8 NUL in path", `{"action":"read_file","params":{"path":"a\u0000b"},"justification":"read it"}`, verdict.SchemaInvalidString, `$.params.path: contains NUL`},
 	}

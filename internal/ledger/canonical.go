@@ -27,7 +27,7 @@ const maxJSONDepth = 512
 // trailing data.
 func Canonicalize(in []byte) ([]byte, error) {
 	p := parser{data: in}
-	out, err := p.document(nil, "")
+	out, err := p.document(nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidPayload, err)
 	}
@@ -46,15 +46,22 @@ func CanonicalJSON(v any) ([]byte, error) {
 
 // canonicalPayload returns the stored bytes of an event payload: the
 // canonical form of v, which must be a JSON object, with a "type" member
-// equal to typ added (api.md §6.3: payloads are internally tagged). A "type"
-// member with another value is refused rather than overwritten.
-func canonicalPayload(typ string, v any) ([]byte, error) {
+// equal to typ added (api.md §6.3: payloads are internally tagged) and,
+// when origin is not "", an "event_origin" member equal to origin (see
+// origin.go). A "type" or "event_origin" member with another value is
+// refused rather than overwritten: a client cannot name its own origin.
+func canonicalPayload(typ, origin string, v any) ([]byte, error) {
 	raw, err := marshalPayload(v)
 	if err != nil {
 		return nil, err
 	}
+	stamps := []member{{"type", appendJCSString(nil, typ)}}
+	if origin != "" {
+		// Sorted by name, as object() expects: event_origin < type.
+		stamps = []member{{OriginMember, appendJCSString(nil, origin)}, stamps[0]}
+	}
 	p := parser{data: raw}
-	out, err := p.document(nil, typ)
+	out, err := p.document(nil, stamps)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidPayload, err)
 	}
@@ -87,16 +94,17 @@ func (p *parser) errf(format string, args ...any) error {
 	return fmt.Errorf("offset %d: %s", p.pos, fmt.Sprintf(format, args...))
 }
 
-// document parses one complete JSON text. With typ set, the top level must
-// be an object and gets a "type" member equal to typ.
-func (p *parser) document(out []byte, typ string) ([]byte, error) {
+// document parses one complete JSON text. With stamps set, the top level
+// must be an object and gets each stamp member (added, or checked when
+// present).
+func (p *parser) document(out []byte, stamps []member) ([]byte, error) {
 	p.skipSpace()
 	var err error
-	if typ != "" {
+	if len(stamps) > 0 {
 		if p.pos >= len(p.data) || p.data[p.pos] != '{' {
 			return nil, p.errf("payload must be a JSON object")
 		}
-		out, err = p.object(out, typ)
+		out, err = p.object(out, stamps)
 	} else {
 		out, err = p.value(out)
 	}
@@ -128,7 +136,7 @@ func (p *parser) value(out []byte) ([]byte, error) {
 	}
 	switch c := p.data[p.pos]; {
 	case c == '{':
-		return p.object(out, "")
+		return p.object(out, nil)
 	case c == '[':
 		return p.array(out)
 	case c == '"':
@@ -171,7 +179,10 @@ func (p *parser) enter() error {
 	return nil
 }
 
-func (p *parser) object(out []byte, typ string) ([]byte, error) {
+// object parses an object. Each of stamps (a value already in canonical
+// form) is added as a member, or, when the object has a member of that
+// name, must equal it.
+func (p *parser) object(out []byte, stamps []member) ([]byte, error) {
 	if err := p.enter(); err != nil {
 		return nil, err
 	}
@@ -224,15 +235,14 @@ func (p *parser) object(out []byte, typ string) ([]byte, error) {
 			return nil, fmt.Errorf("duplicate member name %q", members[i].name)
 		}
 	}
-	if typ != "" {
-		want := appendJCSString(nil, typ)
-		i, found := slices.BinarySearchFunc(members, "type", func(m member, n string) int { return compareUTF16(m.name, n) })
+	for _, st := range stamps {
+		i, found := slices.BinarySearchFunc(members, st.name, func(m member, n string) int { return compareUTF16(m.name, n) })
 		if found {
-			if !bytes.Equal(members[i].value, want) {
-				return nil, fmt.Errorf("member \"type\" is %s, want %s", members[i].value, want)
+			if !bytes.Equal(members[i].value, st.value) {
+				return nil, fmt.Errorf("member %q is %s, want %s", st.name, members[i].value, st.value)
 			}
 		} else {
-			members = slices.Insert(members, i, member{"type", want})
+			members = slices.Insert(members, i, member{st.name, st.value})
 		}
 	}
 	out = append(out, '{')

@@ -90,7 +90,7 @@ func TestCanonicalNumbersRoundTrip(t *testing.T) {
 }
 
 func TestCanonicalPayloadType(t *testing.T) {
-	got, err := canonicalPayload("observation", struct {
+	got, err := canonicalPayload("observation", "", struct {
 		Content string `json:"content"`
 		Zeta    int    `json:"zeta"`
 	}{"<tag> & ok", 1})

@@ -365,7 +365,7 @@ func (b *batch) writeCheckpoint() error {
 	}
 	cp.CreatedMicros = b.now
 	cp.EventLogIndex = size
-	payload, err := canonicalPayload(TypeCheckpoint, checkpointPayload{
+	payload, err := canonicalPayload(TypeCheckpoint, OriginIronVise, checkpointPayload{
 		TreeSize: size, RootHash: cp.Root.String(), Timestamp: time.UnixMicro(b.now).UTC().Format(TimeFormat),
 		KeyID: cp.KeyID, Signature: hex.EncodeToString(cp.Signature),
 	})
@@ -409,7 +409,7 @@ func (b *batch) createInstanceSession() error {
 	})
 	h := &SessionHead{ID: InstanceSessionID, Status: StatusRunning}
 	b.heads[InstanceSessionID] = h
-	payload, err := canonicalPayload(TypeGenesis, instanceGenesis{
+	payload, err := canonicalPayload(TypeGenesis, OriginIronVise, instanceGenesis{
 		Message: instanceGenesisMsg, Nonce: hex.EncodeToString(nonce), SessionPublicKey: hex.EncodeToString(b.l.issuerPub),
 		InstanceID: b.l.instanceID, Origin: b.l.origin, HashVersion: HashVersion,
 	})
@@ -473,7 +473,7 @@ func (l *Ledger) afterCommit(b *batch) {
 // ownPayload canonicalises a payload struct the ledger builds itself, so a
 // failure is a bug.
 func ownPayload(typ string, v any) ([]byte, error) {
-	p, err := canonicalPayload(typ, v)
+	p, err := canonicalPayload(typ, OriginIronVise, v)
 	if err != nil {
 		return nil, bug(err)
 	}

@@ -109,7 +109,7 @@ func TestGolden(t *testing.T) {
 	if err := json.Unmarshal(b, &g); err != nil {
 		t.Fatal(err)
 	}
-	if len(g.Events) < 4 || len(g.Checkpoints) < 1 {
+	if len(g.Events) < 6 || len(g.Checkpoints) < 1 {
 		t.Fatal("golden file lost its vectors")
 	}
 	for i, v := range g.Events {

@@ -80,7 +80,7 @@ func (l *Ledger) CreateSession(ctx context.Context, spec SessionSpec) (*Session,
 	if err != nil {
 		return nil, err
 	}
-	prompt, err := canonicalPayload(TypePromptInput, struct {
+	prompt, err := canonicalPayload(TypePromptInput, OriginIronVise, struct {
 		Content string `json:"content"`
 	}{goal})
 	if err != nil {
@@ -129,6 +129,10 @@ func (b *batch) abort(err error) error {
 type Record struct {
 	Type    string
 	Payload any
+	// Origin is stamped into the payload (origin.go): "" or OriginIronVise
+	// for events IronVise produced, OriginClient for what a client
+	// appended through the API (AppendClient).
+	Origin string
 }
 
 // Append appends one event to a session's chain and returns it once it is
@@ -139,7 +143,9 @@ type Record struct {
 // from the key table when another process created the session.
 //
 // Append refuses the types only the ledger writes (ErrReservedType), a
-// sealed session (ErrSealed), and an unknown one (ErrNotFound). Before
+// sealed session (ErrSealed), and an unknown one (ErrNotFound). The event
+// is recorded as produced by IronVise ("event_origin":"ironvise");
+// anything a client submitted goes through AppendClient instead. Before
 // appending it re-checks goal anchoring: when the session row's goal hash
 // no longer matches the goal of its genesis event, the session is aborted
 // and Append returns ErrGoalMismatch.
@@ -167,7 +173,15 @@ func (l *Ledger) AppendBatch(ctx context.Context, session uuid.UUID, recs []Reco
 		if IsLedgerWritten(r.Type) {
 			return nil, fmt.Errorf("ledger: append %s: %w", r.Type, ErrReservedType)
 		}
-		body, err := canonicalPayload(r.Type, r.Payload)
+		origin := r.Origin
+		switch origin {
+		case "":
+			origin = OriginIronVise
+		case OriginIronVise, OriginClient:
+		default:
+			return nil, fmt.Errorf("ledger: append %s: %w: origin %q (want %q or %q)", r.Type, ErrInvalidPayload, origin, OriginIronVise, OriginClient)
+		}
+		body, err := canonicalPayload(r.Type, origin, r.Payload)
 		if err != nil {
 			return nil, fmt.Errorf("ledger: append %s: %w", r.Type, err)
 		}

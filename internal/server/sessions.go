@@ -437,7 +437,11 @@ func (s *Server) handleAppend(rc *reqCtx) {
 		rc.fail(errf(http.StatusConflict, "session %s is sealed: its chain is closed for good", id))
 		return
 	}
-	ev, err := s.ledger().Append(rc.r.Context(), id, typ, json.RawMessage(payload))
+	// A client's event is recorded as the client's ("event_origin":
+	// "client", inside the signed bytes): evidence checks never accept it
+	// as an observation of IronVise, so an agent token cannot write the
+	// "proof" its own findings cite (issue 13, item 1).
+	ev, err := s.ledger().AppendClient(rc.r.Context(), id, typ, json.RawMessage(payload))
 	switch {
 	case errors.Is(err, ledger.ErrSealed):
 		rc.fail(errf(http.StatusConflict, "session %s is sealed: its chain is closed for good", id))
@@ -457,7 +461,7 @@ func (s *Server) handleAppend(rc *reqCtx) {
 	}
 	rc.writeJSON(http.StatusCreated, map[string]any{
 		"id": ev.ID(), "sequence": ev.Seq, "payload_hash": ev.Hash.String(), "content_hash": ev.Hash.String(),
-		"session_id": id.String(), "type": ev.Type,
+		"session_id": id.String(), "type": ev.Type, "event_origin": ledger.OriginClient,
 	})
 }
 

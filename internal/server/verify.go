@@ -13,7 +13,8 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger"
 )
 
-// handleVerify is route 11: the five checks of ledger.md §7, each reported.
+// handleVerify is route 11: the five checks of ledger.md §7 and the
+// findings check (evidence.FindingsCheck), each reported.
 func (s *Server) handleVerify(rc *reqCtx) {
 	id, err := rc.sessionParam()
 	if err != nil {
@@ -29,24 +30,39 @@ func (s *Server) handleVerify(rc *reqCtx) {
 		rc.fail(err)
 		return
 	}
-	if !rep.OK() {
+	// The sixth check: findings cite only what IronVise observed of
+	// actions it executed (a signed chain can still hold findings that a
+	// client's own observation "proves", from before that was refused).
+	evs, err := s.ledger().Events(rc.r.Context(), id, 0, 0)
+	if err != nil {
+		rc.fail(err)
+		return
+	}
+	fc := evidence.FindingsCheck(evs)
+	ok := rep.OK() && fc.OK
+	if !ok {
 		s.verifyFailures.Add(1)
 	}
 	var errObj any
-	if name, c, bad := rep.FirstFailure(); bad {
+	name, c, bad := rep.FirstFailure()
+	if !bad && !fc.OK {
+		name, c, bad = evidence.FindingCheckName, fc, true
+	}
+	if bad {
 		var seq any
 		if c.Seq >= 0 {
 			seq = c.Seq
 		}
 		errObj = map[string]any{"sequence": seq, "problem": name + ": " + c.Problem, "check": name}
 	}
-	checks := map[string]ledger.Check{}
+	checks := map[string]ledger.Check{evidence.FindingCheckName: fc}
 	for i, c := range rep.Checks() {
 		checks[ledger.CheckNames[i]] = c
 	}
 	rc.writeJSON(http.StatusOK, map[string]any{
-		"ok": rep.OK(), "session_id": id.String(), "event_count": rep.EventCount, "tip_hash": rep.TipHash.String(), "sealed": rep.Sealed,
+		"ok": ok, "session_id": id.String(), "event_count": rep.EventCount, "tip_hash": rep.TipHash.String(), "sealed": rep.Sealed,
 		"chain_ok": rep.Chain.OK, "signatures_ok": rep.Signatures.OK, "goal_ok": rep.Goal.OK, "log_ok": rep.Log.OK, "seal_ok": rep.Seal.OK,
+		"findings_ok":       fc.OK,
 		"checked_tree_size": rep.CheckedTreeSize, "uncovered": rep.Uncovered, "issuer_signed": nonNilSeqs(rep.IssuerSigned),
 		"error": errObj, "checks": checks,
 	})

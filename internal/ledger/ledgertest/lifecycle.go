@@ -134,7 +134,7 @@ func testLifecycle(t *testing.T, h Harness) {
 			t.Errorf("genesis payload lacks %q", k)
 		}
 	}
-	if !bytes.Equal(evs[1].Payload, []byte(`{"content":"audit the repository","type":"prompt_input"}`)) {
+	if !bytes.Equal(evs[1].Payload, []byte(`{"content":"audit the repository","event_origin":"ironvise","type":"prompt_input"}`)) {
 		t.Fatalf("prompt_input payload %s", evs[1].Payload)
 	}
 	appended := appendN(t, e.l, s.ID, 5)
@@ -218,25 +218,35 @@ func testCanonicalPayload(t *testing.T, h Harness) {
 		payload any
 		want    string
 		err     error
+		// client appends through AppendClient instead of Append.
+		client bool
 	}{
-		{"sorted keys and type added", "observation", map[string]any{"z": 1, "a": "x", "m": []any{true, nil, 1.5}}, `{"a":"x","m":[true,null,1.5],"type":"observation","z":1}`, nil},
-		{"raw JSON canonicalised", "thought", []byte(" { \"content\" : \"\\u00e9\\u003c\" , \"n\": 1E2 } "), `{"content":"é<","n":100,"type":"thought"}`, nil},
-		{"matching type kept", "observation", map[string]any{"type": "observation"}, `{"type":"observation"}`, nil},
-		{"nil payload", "observation", nil, `{"type":"observation"}`, nil},
-		{"conflicting type", "observation", map[string]any{"type": "action"}, "", ledger.ErrInvalidPayload},
-		{"not an object", "observation", []int{1}, "", ledger.ErrInvalidPayload},
-		{"duplicate keys", "observation", []byte(`{"a":1,"a":2}`), "", ledger.ErrInvalidPayload},
-		{"reserved genesis", "genesis", nil, "", ledger.ErrReservedType},
-		{"reserved seal", "session_sealed", nil, "", ledger.ErrReservedType},
-		{"reserved checkpoint", "checkpoint", nil, "", ledger.ErrReservedType},
-		{"reserved rotation", "key_rotation", nil, "", ledger.ErrReservedType},
-		{"reserved recovery", "recovery", nil, "", ledger.ErrReservedType},
-		{"bad type name", "Observation!", nil, "", ledger.ErrInvalidType},
-		{"empty type name", "", nil, "", ledger.ErrInvalidType},
+		{"sorted keys and type added", "observation", map[string]any{"z": 1, "a": "x", "m": []any{true, nil, 1.5}}, `{"a":"x","event_origin":"ironvise","m":[true,null,1.5],"type":"observation","z":1}`, nil, false},
+		{"raw JSON canonicalised", "thought", []byte(" { \"content\" : \"\\u00e9\\u003c\" , \"n\": 1E2 } "), `{"content":"é<","event_origin":"ironvise","n":100,"type":"thought"}`, nil, false},
+		{"matching type kept", "observation", map[string]any{"type": "observation"}, `{"event_origin":"ironvise","type":"observation"}`, nil, false},
+		{"nil payload", "observation", nil, `{"event_origin":"ironvise","type":"observation"}`, nil, false},
+		// The origin is in the signed bytes, and a client cannot choose it.
+		{"client origin stamped", "observation", map[string]any{"content": "x"}, `{"content":"x","event_origin":"client","type":"observation"}`, nil, true},
+		{"client claims ironvise", "observation", map[string]any{"content": "x", "event_origin": "ironvise"}, "", ledger.ErrInvalidPayload, true},
+		{"ironvise payload claims client", "observation", map[string]any{"event_origin": "client"}, "", ledger.ErrInvalidPayload, false},
+		{"conflicting type", "observation", map[string]any{"type": "action"}, "", ledger.ErrInvalidPayload, false},
+		{"not an object", "observation", []int{1}, "", ledger.ErrInvalidPayload, false},
+		{"duplicate keys", "observation", []byte(`{"a":1,"a":2}`), "", ledger.ErrInvalidPayload, false},
+		{"reserved genesis", "genesis", nil, "", ledger.ErrReservedType, false},
+		{"reserved seal", "session_sealed", nil, "", ledger.ErrReservedType, false},
+		{"reserved checkpoint", "checkpoint", nil, "", ledger.ErrReservedType, false},
+		{"reserved rotation", "key_rotation", nil, "", ledger.ErrReservedType, false},
+		{"reserved recovery", "recovery", nil, "", ledger.ErrReservedType, false},
+		{"bad type name", "Observation!", nil, "", ledger.ErrInvalidType, false},
+		{"empty type name", "", nil, "", ledger.ErrInvalidType, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ev, err := e.l.Append(ctx(), s.ID, tc.typ, tc.payload)
+			add := e.l.Append
+			if tc.client {
+				add = e.l.AppendClient
+			}
+			ev, err := add(ctx(), s.ID, tc.typ, tc.payload)
 			if tc.err != nil {
 				if !errors.Is(err, tc.err) {
 					t.Fatalf("Append: %v; want %v", err, tc.err)
