@@ -51,7 +51,6 @@ func parseFind(args []Word) Parsed {
 	}
 	for i < len(args) && !findExprStart(args[i].Match) {
 		p.Operands = append(p.Operands, args[i])
-		p.OperandArgs = append(p.OperandArgs, i)
 		i++
 	}
 	for i < len(args) {

@@ -13,8 +13,18 @@ type Glob struct {
 	src   string
 	alts  []string // brace-expanded alternatives
 	lower []string // the same, ASCII-lowercased, for folded matching
-	plain bool     // no metacharacters: compare as a string
+	kinds []altKind
+	plain bool // no metacharacters: compare as a string
 }
+
+// altKind is how one alternative is matched.
+type altKind uint8
+
+const (
+	altLiteral altKind = iota // compare as a string
+	altPrefix                 // "python*": the name starts with the literal part
+	altPattern                // path.Match
+)
 
 // CompileGlob validates and compiles a glob.
 func CompileGlob(src string) (Glob, error) {
@@ -25,6 +35,16 @@ func CompileGlob(src string) (Glob, error) {
 	g.plain = !strings.ContainsAny(src, `*?[\`)
 	for _, a := range g.alts {
 		g.lower = append(g.lower, strings.ToLower(a))
+		k := altPattern
+		switch p, star := strings.CutSuffix(a, "*"); {
+		case !strings.ContainsAny(a, `*?[\`):
+			k = altLiteral
+		case star && !strings.ContainsAny(p, `*?[\`):
+			// A name holds no "/", so "p*" matches exactly the names
+			// that start with p, as path.Match decides.
+			k = altPrefix
+		}
+		g.kinds = append(g.kinds, k)
 	}
 	return g, nil
 }
@@ -39,6 +59,19 @@ func MustGlobs(list ...string) GlobSet {
 	return set
 }
 
+// Literals returns the names a glob without metacharacters matches
+// ({a,b} alternatives expanded; lowercased for folded matching), so that
+// callers can index rules by name. ok is false for a glob with *, ? or [.
+func (g Glob) Literals(fold bool) (names []string, ok bool) {
+	if !g.plain {
+		return nil, false
+	}
+	if fold {
+		return g.lower, true
+	}
+	return g.alts, true
+}
+
 // String returns the glob as written.
 func (g Glob) String() string { return g.src }
 
@@ -48,15 +81,20 @@ func (g Glob) Match(name string, fold bool) bool {
 	if fold {
 		alts, name = g.lower, strings.ToLower(name)
 	}
-	for _, a := range alts {
-		if g.plain {
+	for i, a := range alts {
+		switch g.kinds[i] {
+		case altLiteral:
 			if a == name {
 				return true
 			}
-			continue
-		}
-		if ok, err := path.Match(a, name); err == nil && ok {
-			return true
+		case altPrefix:
+			if strings.HasPrefix(name, a[:len(a)-1]) {
+				return true
+			}
+		default:
+			if ok, err := path.Match(a, name); err == nil && ok {
+				return true
+			}
 		}
 	}
 	return false

@@ -58,6 +58,9 @@ type OptSpec struct {
 	Strict bool
 }
 
+// genericSpec is the model of programs without a spec.
+var genericSpec OptSpec
+
 // Opt is one option of a command line.
 type Opt struct {
 	// Name is the option as the program reads it: "-d" or "--data". A
@@ -75,10 +78,9 @@ type Opt struct {
 // Parsed is a command line split by an OptSpec.
 type Parsed struct {
 	Opts []Opt
-	// Operands are the words that are not options or option values;
-	// OperandArgs are their indices in the argument list.
-	Operands    []Word
-	OperandArgs []int
+	// Operands are the words that are not options or option values, in
+	// order.
+	Operands []Word
 	// Unknown names the first option a Strict spec does not list.
 	Unknown string
 }
@@ -115,44 +117,91 @@ func (p Parsed) First() (Word, bool) {
 // ParseArgs splits args with spec; a nil spec is the generic model.
 func ParseArgs(args []Word, spec *OptSpec) Parsed {
 	if spec == nil {
-		spec = &OptSpec{}
+		spec = &genericSpec
 	}
 	var p Parsed
+	dashes := 0
+	for k := range args {
+		if strings.HasPrefix(args[k].Match, "-") {
+			dashes++
+		}
+	}
+	if dashes == 0 && !spec.OldStyle {
+		// No option at all (most commands): the words are the operands,
+		// shared rather than copied because the checks run on every step.
+		p.Operands = args
+		return p
+	}
+	// One allocation for the options (a cluster may hold more options
+	// than words); the operands are usually the words' tail, shared.
+	p.Opts = make([]Opt, 0, 2*dashes+1)
+	var buf [16]int
+	ops := spec.split(&p, args, buf[:0])
+	p.Operands = operandWords(args, ops)
+	return p
+}
+
+// split fills p.Opts and returns the indices of the operands.
+func (spec *OptSpec) split(p *Parsed, args []Word, ops []int) []int {
 	i := 0
 	if spec.OldStyle && len(args) > 0 && args[0].Static && args[0].Value != "" && !strings.HasPrefix(args[0].Value, "-") {
-		i = spec.oldCluster(&p, args)
+		i = spec.oldCluster(p, args)
 	}
 	for i < len(args) {
 		m := args[i].Match
 		switch {
 		case m == "--":
-			p.operands(args, i+1)
-			return p
+			ops = appendRange(ops, i+1, len(args))
+			return ops
 		case len(m) < 2 || m[0] != '-':
-			p.Operands = append(p.Operands, args[i])
-			p.OperandArgs = append(p.OperandArgs, i)
+			ops = append(ops, i)
 			if spec.InOrder {
-				p.operands(args, i+1)
-				return p
+				ops = appendRange(ops, i+1, len(args))
+				return ops
 			}
 			i++
 		case strings.HasPrefix(m, "--"):
-			i = spec.long(&p, args, i)
+			i = spec.long(p, args, i)
 		case spec.OneDashLong:
-			i = spec.oneDash(&p, args, i)
+			i = spec.oneDash(p, args, i)
 		default:
-			i = spec.short(&p, args, i)
+			i = spec.short(p, args, i)
 		}
 	}
-	return p
+	return ops
 }
 
-func (p *Parsed) operands(args []Word, from int) {
-	for j := from; j < len(args); j++ {
-		p.Operands = append(p.Operands, args[j])
-		p.OperandArgs = append(p.OperandArgs, j)
+func appendRange(ops []int, from, to int) []int {
+	for k := from; k < to; k++ {
+		ops = append(ops, k)
 	}
+	return ops
 }
+
+// operandWords returns the words at the indices ops: a subslice of args
+// when they are consecutive, a copy otherwise.
+func operandWords(args []Word, ops []int) []Word {
+	if len(ops) == 0 {
+		return nil
+	}
+	if ops[len(ops)-1]-ops[0] == len(ops)-1 {
+		return args[ops[0] : ops[len(ops)-1]+1 : ops[len(ops)-1]+1]
+	}
+	out := make([]Word, len(ops))
+	for k, i := range ops {
+		out[k] = args[i]
+	}
+	return out
+}
+
+// shortNames holds "-x" for every byte x, so that splitting a cluster
+// allocates no option names.
+var shortNames = func() (t [256]string) {
+	for i := range t {
+		t[i] = string([]byte{'-', byte(i)})
+	}
+	return t
+}()
 
 func (p *Parsed) unknown(name string) {
 	if p.Unknown == "" {
@@ -252,7 +301,7 @@ func (s *OptSpec) short(p *Parsed, args []Word, i int) int {
 	}
 	for k := 1; k < len(m); k++ {
 		c := m[k]
-		o := Opt{Name: "-" + string(c), Arg: i}
+		o := Opt{Name: shortNames[c], Arg: i}
 		rest := m[k+1:]
 		switch {
 		case strings.IndexByte(s.ShortValue, c) >= 0:
@@ -303,7 +352,7 @@ func (s *OptSpec) oneDash(p *Parsed, args []Word, i int) int {
 func (s *OptSpec) oldCluster(p *Parsed, args []Word) int {
 	next := 1
 	for _, c := range []byte(args[0].Value) {
-		o := Opt{Name: "-" + string(c), Arg: 0}
+		o := Opt{Name: shortNames[c], Arg: 0}
 		if strings.IndexByte(s.ShortValue, c) >= 0 && next < len(args) {
 			o.Value, o.HasValue = args[next], true
 			next++

@@ -121,3 +121,23 @@ func TestGlob(t *testing.T) {
 		t.Error("bad glob accepted")
 	}
 }
+
+// TestGlobPrefixFastPath: a trailing-* glob decides as path.Match does.
+func TestGlobPrefixFastPath(t *testing.T) {
+	for _, tc := range []struct {
+		glob, name string
+		want       bool
+	}{
+		{"python*", "python3.12", true}, {"python*", "python", true}, {"python*", "xpython", false},
+		{"mkfs*", "mkfs.ext4", true}, {"{nc,nc.*}", "nc.openbsd", true}, {"{nc,nc.*}", "ncat", false},
+		{"a\\*", "a*", true}, {"a\\*", "ab", false}, {"a?*", "ab", true}, {"a?*", "a", false},
+	} {
+		g, err := CompileGlob(tc.glob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := g.Match(tc.name, false); got != tc.want {
+			t.Errorf("%s ~ %s = %v; want %v", tc.glob, tc.name, got, tc.want)
+		}
+	}
+}

@@ -328,7 +328,7 @@ func (w *walker) redirects(rs []*syntax.Redirect, c ctx) []Redirect {
 				rd.Target = makeWord(r.Word, c.src)
 				rd.Rest, rd.TmpDir = tmpDirTarget(r.Word)
 			}
-			if rd.Kind == RedirWrite {
+			if rd.Kind == RedirWrite && !streamTarget(rd.Target) {
 				w.a.Written = append(w.a.Written, rd.Target)
 			}
 		}
@@ -426,4 +426,17 @@ func arithName(x syntax.ArithmExpr) string {
 		return lit.Value
 	}
 	return ""
+}
+
+// streamTarget reports a redirection to the null device or a stream
+// (2>/dev/null), which writes no file a script could later run.
+func streamTarget(t Word) bool {
+	if !t.Static {
+		return false
+	}
+	switch t.Value {
+	case "/dev/null", "/dev/stdout", "/dev/stderr":
+		return true
+	}
+	return strings.HasPrefix(t.Value, "/dev/fd/")
 }

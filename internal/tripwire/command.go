@@ -187,7 +187,7 @@ func (t *Tripwire) checkOne(a *shell.Analysis, c *shell.Command, forms func(shel
 	}
 	fold := t.foldCase
 	if !c.Dynamic && c.Program != "" {
-		if t.cfg.banned.Match(c.Program, fold) {
+		if t.bannedNames[t.nameKey(c.Program)] || t.bannedGlobs.Match(c.Program, fold) {
 			return deny(verdict.CmdBannedProgram, "program %q is banned", c.Program)
 		}
 	}
@@ -202,9 +202,21 @@ func (t *Tripwire) checkOne(a *shell.Analysis, c *shell.Command, forms func(shel
 		return verdict.Verdict{}, false
 	}
 	if !c.Dynamic {
-		for k := range t.cfg.BannedArgRules {
+		// The rules for this name and the glob rules, in file order: the
+		// first rule that fires is the one reported.
+		named, globs := t.rulesByName[t.nameKey(c.Program)], t.ruleGlobs
+		for len(named) > 0 || len(globs) > 0 {
+			var k int
+			if len(globs) == 0 || len(named) > 0 && named[0] < globs[0] {
+				k, named = named[0], named[1:]
+			} else {
+				k, globs = globs[0], globs[1:]
+				if !t.cfg.BannedArgRules[k].prog.Match(c.Program, fold) {
+					continue
+				}
+			}
 			r := &t.cfg.BannedArgRules[k]
-			if r.prog.Match(c.Program, fold) && r.fires(c, forms) {
+			if r.fires(c, forms) {
 				vd, d := deny(verdict.CmdBannedArgs, "rule %s matched for %q", r.ID, c.Program)
 				return vd.WithRule(r.ID), d
 			}
@@ -240,4 +252,39 @@ func invisibleRune(s string) (rune, int, bool) {
 		}
 	}
 	return 0, 0, false
+}
+
+// indexRules builds the lookups of banned programs and argument rules.
+func (t *Tripwire) indexRules() {
+	t.bannedNames = map[string]bool{}
+	for _, g := range t.cfg.banned {
+		if names, ok := g.Literals(t.foldCase); ok {
+			for _, n := range names {
+				t.bannedNames[n] = true
+			}
+			continue
+		}
+		t.bannedGlobs = append(t.bannedGlobs, g)
+	}
+	t.rulesByName = map[string][]int{}
+	for i := range t.cfg.BannedArgRules {
+		names, ok := t.cfg.BannedArgRules[i].prog.Literals(t.foldCase)
+		if !ok {
+			t.ruleGlobs = append(t.ruleGlobs, i)
+			continue
+		}
+		for _, n := range names {
+			if l := t.rulesByName[n]; len(l) == 0 || l[len(l)-1] != i {
+				t.rulesByName[n] = append(l, i)
+			}
+		}
+	}
+}
+
+// nameKey is a program name as the indexes hold it.
+func (t *Tripwire) nameKey(p string) string {
+	if t.foldCase {
+		return strings.ToLower(p)
+	}
+	return p
 }

@@ -85,6 +85,14 @@ type Tripwire struct {
 	// names fold), so a path is checked by walking its ancestors.
 	protected map[string]string
 	list      secretpaths.List
+	// Banned programs and argument rules indexed by program name (folded
+	// where names fold), with the rules whose program glob has
+	// metacharacters apart: every command is checked against them, and
+	// most commands match none.
+	bannedNames map[string]bool
+	bannedGlobs shell.GlobSet
+	rulesByName map[string][]int
+	ruleGlobs   []int
 }
 
 // New returns a Tripwire for cfg.
@@ -103,6 +111,7 @@ func New(cfg *Config, opt Options) *Tripwire {
 	t.foldCase = goos == "darwin" || goos == "windows"
 	t.windows = goos == "windows"
 	t.shellOpt = shell.Options{FoldCase: t.foldCase}
+	t.indexRules()
 	t.list = opt.Protected
 	t.protected = make(map[string]string, len(opt.Protected.Paths))
 	for _, p := range opt.Protected.Paths {
