@@ -30,6 +30,8 @@ func TestPackOptionRules(t *testing.T) {
 		{name: "git -c still", view: rc("git -c core.sshCommand=id fetch"), decision: verdict.Deny, code: verdict.PolicyCommandRule, rule: "git-exec"},
 		{name: "git ext::", view: rc("git clone ext::x y"), decision: verdict.Deny, code: verdict.PolicyCommandRule},
 		{name: "rm --recur", view: rc("rm --recur build"), decision: verdict.Deny, code: verdict.PolicyCommandRule, rule: "rm-recursive"},
+		{name: "sqlmap abbreviation", view: rc("sqlmap -u https://example.com/?id=1 --os-sh"), decision: verdict.Deny, code: verdict.PolicyCommandRule, rule: "sqlmap-extract"},
+		{name: "sqlmap --sql-query=", view: rc("sqlmap -u https://example.com/?id=1 --sql-query='select 1'"), decision: verdict.Deny, code: verdict.PolicyCommandRule, rule: "sqlmap-extract"},
 		// Benign look-alikes.
 		{name: "git log -c is a diff option", view: rc("git log -c -1"), decision: verdict.Allow, code: verdict.OK},
 		{name: "npm audit", view: rc("npm audit --json"), decision: verdict.Allow, code: verdict.OK},
@@ -38,6 +40,8 @@ func TestPackOptionRules(t *testing.T) {
 		{name: "npm view of a package named install", view: rc("npm view install"), decision: verdict.Allow, code: verdict.OK},
 		{name: "yarn test", view: rc("yarn test"), decision: verdict.Allow, code: verdict.OK},
 		{name: "pip show", view: rc("pip show requests"), decision: verdict.Allow, code: verdict.OK},
+		{name: "sqlmap probe with --dbms", view: rc("sqlmap -u https://example.com/?id=1 --dbms=mysql --batch"), decision: verdict.RequireApproval, code: verdict.PolicyRequiresApproval,
+			rule: "app-scanner", gates: []string{"app-scanner"}, timeout: 300, onTimeout: "deny"},
 	})
 	for _, pack := range []string{"soc2-audit", "pci-dss-audit"} {
 		runPackCases(t, pack, []packCase{

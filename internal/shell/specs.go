@@ -226,6 +226,24 @@ var (
 		LongValue: []string{"prefix", "registry", "cache", "userconfig", "globalconfig", "loglevel", "workspace", "tag", "otp",
 			"scope", "include", "omit", "before", "location", "install-strategy", "node-options", "script-shell", "user-agent"},
 	}
+	// sqlmap (Python optparse) accepts unique prefixes of long options:
+	// --os-sh is --os-shell.
+	specSqlmap = &OptSpec{
+		ShortValue: "udlmrgcpDTCXUHAvtszx",
+		LongValue: []string{"url", "data", "cookie", "level", "risk", "dbms", "dbms-cred", "technique", "tamper", "os", "sql-query",
+			"sql-file", "file-read", "file-write", "file-dest", "os-cmd", "reg-key", "reg-value", "reg-data", "reg-type",
+			"dump-format", "delay", "timeout", "retries", "threads", "proxy", "headers", "user-agent", "referer", "method",
+			"param-del", "cookie-del", "auth-type", "auth-cred", "string", "not-string", "regexp", "code", "prefix", "suffix",
+			"where", "start", "stop", "first", "last", "msf-path", "tmp-path", "shared-lib", "csv-del", "output-dir", "crawl",
+			"dns-domain", "second-url", "union-cols", "union-char", "time-sec", "pivot-column", "search", "host", "csrf-token"},
+		LongFlags: []string{"dbs", "dump", "dump-all", "os-shell", "os-pwn", "os-smbrelay", "os-bof", "sql-shell", "passwords",
+			"users", "tables", "columns", "schema", "count", "banner", "current-user", "current-db", "hostname", "is-dba",
+			"privileges", "roles", "comments", "statements", "all", "batch", "flush-session", "fresh-queries", "forms",
+			"random-agent", "tor", "check-tor", "priv-esc", "udf-inject", "reg-read", "reg-add", "reg-del", "exclude-sysdbs",
+			"common-tables", "common-columns", "common-files", "text-only", "titles", "hex", "smart", "skip-waf",
+			"drop-set-cookie", "disable-coloring", "dependencies", "version", "help", "wizard", "answers", "parse-errors"},
+		Abbrev: true,
+	}
 	specPip = &OptSpec{
 		LongValue: []string{"log", "proxy", "retries", "timeout", "exists-action", "trusted-host", "cert", "client-cert",
 			"cache-dir", "python", "index-url", "extra-index-url", "find-links", "constraint", "requirement", "target", "root",
@@ -243,7 +261,7 @@ var specs = map[string]*OptSpec{
 	"systemctl": specSystemctl, "loginctl": specLoginctl, "pkill": specPkill, "pgrep": specPkill, "killall": specKillall,
 	"tee": specTee, "crontab": specCrontab, "at": specAt, "batch": specAt, "make": specMake, "gmake": specMake, "dd": specDD,
 	"shred": specShred, "git": specGitTop, "node": specNode, "nodejs": specNode, "npm": specNpm, "pip": specPip,
-	"pip3": specPip,
+	"pip3": specPip, "sqlmap": specSqlmap,
 }
 
 // SpecFor returns the option spec of a program (nil: the generic model).
