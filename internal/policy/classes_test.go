@@ -26,6 +26,8 @@ func TestPackOptionRules(t *testing.T) {
 		{name: "npm exec", view: rc("npm exec cowsay"), decision: verdict.Deny, code: verdict.PolicyCommandRule, rule: "pkg-install"},
 		{name: "pip download", view: rc("pip download x"), decision: verdict.Deny, code: verdict.PolicyCommandRule, rule: "pkg-install"},
 		{name: "composer req", view: rc("composer req vendor/x"), decision: verdict.Deny, code: verdict.PolicyCommandRule, rule: "pkg-install"},
+		{name: "pnpm i", view: rc("pnpm i left-pad"), decision: verdict.Deny, code: verdict.PolicyCommandRule, rule: "pkg-install"},
+		{name: "bun add", view: rc("bun add left-pad"), decision: verdict.Deny, code: verdict.PolicyCommandRule, rule: "pkg-install"},
 		{name: "git --config-env", view: rc("git --config-env=core.pager=P log"), decision: verdict.Deny, code: verdict.PolicyCommandRule, rule: "git-exec"},
 		{name: "git -c still", view: rc("git -c core.sshCommand=id fetch"), decision: verdict.Deny, code: verdict.PolicyCommandRule, rule: "git-exec"},
 		{name: "git ext::", view: rc("git clone ext::x y"), decision: verdict.Deny, code: verdict.PolicyCommandRule},
