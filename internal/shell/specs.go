@@ -244,6 +244,15 @@ var (
 			"drop-set-cookie", "disable-coloring", "dependencies", "version", "help", "wizard", "answers", "parse-errors"},
 		Abbrev: true,
 	}
+	// openssl's options take one dash and their value as the next word.
+	specOpenSSL = &OptSpec{
+		OneDashLong: true,
+		LongValue: []string{"in", "out", "inform", "outform", "key", "keyout", "keyform", "config", "passin", "passout", "CAfile",
+			"CApath", "cert", "certfile", "connect", "servername", "subj", "days", "newkey", "name", "engine", "pass", "inkey",
+			"signkey", "extfile", "extensions", "reqexts", "set_serial", "CA", "CAkey", "CAform", "CAkeyform", "host", "port",
+			"proxy", "verify", "cipher", "ciphersuites", "curves", "starttls", "rand", "writerand", "md", "sigopt", "pkeyopt",
+			"nameopt", "certopt", "checkhost", "checkemail", "checkip", "purpose", "iter", "kdf", "macopt", "digest"},
+	}
 	specPip = &OptSpec{
 		LongValue: []string{"log", "proxy", "retries", "timeout", "exists-action", "trusted-host", "cert", "client-cert",
 			"cache-dir", "python", "index-url", "extra-index-url", "find-links", "constraint", "requirement", "target", "root",
@@ -261,7 +270,7 @@ var specs = map[string]*OptSpec{
 	"systemctl": specSystemctl, "loginctl": specLoginctl, "pkill": specPkill, "pgrep": specPkill, "killall": specKillall,
 	"tee": specTee, "crontab": specCrontab, "at": specAt, "batch": specAt, "make": specMake, "gmake": specMake, "dd": specDD,
 	"shred": specShred, "git": specGitTop, "node": specNode, "nodejs": specNode, "npm": specNpm, "pip": specPip,
-	"pip3": specPip, "sqlmap": specSqlmap,
+	"pip3": specPip, "sqlmap": specSqlmap, "openssl": specOpenSSL,
 }
 
 // SpecFor returns the option spec of a program (nil: the generic model).
