@@ -170,7 +170,7 @@ func tierNotes(name TierName, e *Enforced) []string {
 	case TierDocker, TierPodman:
 		return []string{
 			"the container shares the host kernel: use the Firecracker tier for untrusted workloads",
-			"the workspace is mounted read-only at /workspace and must be readable by the image's nobody user",
+			"the workspace is mounted read-only at /workspace and must be readable by uid 65534 (the command runs as 65534:65534 whatever the image's /etc/passwd says)",
 			"no perl or bash in a minimal image means the socket and ptrace probes are not attempted; --network=none and --cap-drop ALL hold regardless",
 		}
 	case TierFirecracker:
