@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"github.com/ironvise/ironvise/internal/scan"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
@@ -48,13 +49,20 @@ type actionEvent struct {
 }
 
 type observationEvent struct {
-	Step       int      `json:"step"`
-	ActionSeq  uint64   `json:"action_seq"`
-	Content    string   `json:"content"`
-	Labels     []string `json:"labels"`
-	Truncated  bool     `json:"truncated"`
-	Suspicious bool     `json:"suspicious"`
-	RawSHA256  string   `json:"raw_sha256"`
+	Step      int    `json:"step"`
+	ActionSeq uint64 `json:"action_seq"`
+	// Content is the observation with credentials replaced by
+	// placeholders and nothing else changed (an injection attempt stays,
+	// as evidence); Spans locate the scanner's hits in it, and the fenced
+	// ones are what the model read as [WITHHELD:…] (scan.ModelView).
+	Content    string      `json:"content"`
+	Labels     []string    `json:"labels"`
+	Truncated  bool        `json:"truncated"`
+	Suspicious bool        `json:"suspicious"`
+	RawSHA256  string      `json:"raw_sha256"`
+	Spans      []scan.Span `json:"spans"`
+	// Secrets counts the credential placeholders in Content.
+	Secrets int `json:"secrets"`
 
 	// SandboxResultSeq names the sandbox_result of a run_command's run, so
 	// the observation is bound to the run it reports (ledger origin.go).

@@ -226,8 +226,8 @@ func (s *Session) loop(ctx context.Context, o RunOptions, lim Limits, st *loopSt
 				return s.halt(ctx, st, verdict.HaltInterrupted, "interrupted by the operator", 1)
 			}
 			st.Counters.LLMErrors++
-			report(o, StepReport{Step: st.Step + 1, LLMError: perr.Error()})
-			if _, err := s.env.Ledger.Append(ctx, s.ID, ledger.TypeThought, thoughtEvent{
+			s.report(o, StepReport{Step: st.Step + 1, LLMError: perr.Error()})
+			if _, err := s.append(ctx, ledger.TypeThought, thoughtEvent{
 				Content: fmt.Sprintf("model call failed (%d of %d allowed in a row): %v", st.Counters.LLMErrors, lim.LLMErrorLimit, perr),
 			}); err != nil {
 				return nil, err
@@ -249,7 +249,7 @@ func (s *Session) loop(ctx context.Context, o RunOptions, lim Limits, st *loopSt
 			return nil, err
 		}
 		rep := s.account(st, res, out)
-		report(o, rep)
+		s.report(o, rep)
 		if stop, err := s.afterStep(ctx, o, lim, st, res); stop != nil || err != nil {
 			return stop, err
 		}
@@ -301,11 +301,13 @@ func (s *Session) account(st *loopState, res *StepResult, out *Outcome) StepRepo
 	if res.Observation != nil {
 		rep.Preview = res.Observation.Content
 		rep.Labels = res.Observation.Labels
-		rep.Redactions = strings.Count(res.Observation.Content, "[REDACTED:")
+		// Withheld spans, and the placeholders of credentials and policy
+		// redactions.
+		rep.Redactions = res.Observation.Withheld() + strings.Count(res.Observation.Content, "[REDACTED:")
 	}
 	if res.Completed {
 		rep.Completed = true
-		out.Findings = cr.Intent.Findings
+		out.Findings = s.redactFindings(cr.Intent.Findings)
 	}
 	return rep
 }
@@ -402,8 +404,12 @@ func (s *Session) snapshot(ctx context.Context, st *loopState) error {
 	if err != nil {
 		return fmt.Errorf("encode snapshot: %w", err)
 	}
+	// Redacted before hashing, so the recorded state matches its hash.
+	if b, _, err = s.red.JSON(b); err != nil {
+		return fmt.Errorf("redact snapshot: %w", err)
+	}
 	sum := sha256.Sum256(b)
-	_, err = s.env.Ledger.Append(ctx, s.ID, ledger.TypeSnapshot, snapshotEvent{Step: st.Step, StateSHA256: hex.EncodeToString(sum[:]), State: json.RawMessage(b)})
+	_, err = s.append(ctx, ledger.TypeSnapshot, snapshotEvent{Step: st.Step, StateSHA256: hex.EncodeToString(sum[:]), State: json.RawMessage(b)})
 	if err != nil {
 		return fmt.Errorf("record snapshot: %w", err)
 	}
@@ -412,7 +418,7 @@ func (s *Session) snapshot(ctx context.Context, st *loopState) error {
 
 func (s *Session) appendSchemaError(ctx context.Context, step int, p llm.Proposal) error {
 	raw, _ := truncateRaw(p.FirstReply)
-	_, err := s.env.Ledger.Append(ctx, s.ID, ledger.TypeSchemaError, schemaErrorEvent{
+	_, err := s.append(ctx, ledger.TypeSchemaError, schemaErrorEvent{
 		Step: step, Message: p.FirstError.Error(), Attempt: 1, MaxAttempts: 2, Raw: raw,
 	})
 	if err != nil {
@@ -441,10 +447,31 @@ func (s *Session) breaker(ctx context.Context, st *loopState, reason verdict.Cod
 	return &errStop{ledger.StatusAborted, string(reason), fmt.Sprintf("%d consecutive failures", n)}, nil
 }
 
-func report(o RunOptions, r StepReport) {
-	if o.Report != nil {
-		o.Report(r)
+// redactFindings returns a copy of findings with their text redacted, as
+// the action event recorded them, for the summary a front end prints.
+func (s *Session) redactFindings(fs []intent.Finding) []intent.Finding {
+	out := make([]intent.Finding, len(fs))
+	for i, f := range fs {
+		f.Title, f.Evidence, f.Recommendation = s.red.String(f.Title), s.red.String(f.Evidence), s.red.String(f.Recommendation)
+		quotes := make([]string, len(f.EvidenceQuotes))
+		for j, q := range f.EvidenceQuotes {
+			quotes[j] = s.red.String(q)
+		}
+		f.EvidenceQuotes = quotes
+		out[i] = f
 	}
+	return out
+}
+
+// report hands a step to the live log with every text from the step
+// passed through the session's redactor: the target is the model's
+// command, the message may quote it, and a model error may quote a reply.
+func (s *Session) report(o RunOptions, r StepReport) {
+	if o.Report == nil {
+		return
+	}
+	r.Target, r.Message, r.Preview, r.LLMError = s.red.String(r.Target), s.red.String(r.Message), s.red.String(r.Preview), s.red.String(r.LLMError)
+	o.Report(r)
 }
 
 func checkTimed(v verdict.Verdict) check.Timed { return check.Timed{Verdict: v} }

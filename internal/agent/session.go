@@ -20,6 +20,7 @@ import (
 	"github.com/ironvise/ironvise/internal/intent"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/policy"
+	"github.com/ironvise/ironvise/internal/redact"
 	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/scan"
 	"github.com/ironvise/ironvise/internal/tripwire"
@@ -81,6 +82,9 @@ type Session struct {
 	env *Env
 	cfg Config
 	log *slog.Logger
+	// red redacts credentials from everything the session records or
+	// reports, salted with the session id (internal/redact).
+	red *redact.Redactor
 
 	// mu serialises steps; the fields below are guarded by it.
 	mu    sync.Mutex
@@ -93,8 +97,12 @@ func Open(env *Env, id uuid.UUID, goal string, cfg Config) *Session {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Session{ID: id, Goal: goal, env: env, cfg: cfg, log: log.With("session", id.String())}
+	return &Session{ID: id, Goal: goal, env: env, cfg: cfg, log: log.With("session", id.String()), red: redact.ForSession(id.String())}
 }
+
+// Redactor returns the session's credential redactor: front ends pass
+// text they show about the session (the live log, a stream) through it.
+func (s *Session) Redactor() *redact.Redactor { return s.red }
 
 // AddFlags records flags that later steps forward to the guard (the prompt
 // scan's flags).
@@ -137,11 +145,32 @@ type StepResult struct {
 
 // Observation is a recorded observation.
 type Observation struct {
-	Seq        uint64
+	Seq uint64
+	// Content is the recorded text (credentials redacted, injection
+	// attempts kept as evidence); Spans say where the scanner's hits are.
 	Content    string
+	Spans      []scan.Span
 	Labels     []string
 	Truncated  bool
 	Suspicious bool
+	// Secrets counts the credentials replaced by placeholders.
+	Secrets int
+}
+
+// ModelView returns the observation as a model reads it: the content with
+// the fenced spans withheld (scan.ModelView). An agent outside IronVise
+// that submitted the intent gets this, never Content.
+func (o *Observation) ModelView() string { return scan.ModelView(o.Content, o.Spans) }
+
+// Withheld counts the spans the model reads as [WITHHELD:…].
+func (o *Observation) Withheld() int {
+	n := 0
+	for _, sp := range o.Spans {
+		if sp.Fenced {
+			n++
+		}
+	}
+	return n
 }
 
 // Step checks, commits, executes and observes one proposed intent. Every
@@ -220,9 +249,27 @@ func (s *Session) step(ctx context.Context, step int, raw string, src Source, ca
 // Env.WriteTimeout. ctx should be a step's rctx (no cancel), so that
 // neither an interrupt nor the time the step already took cuts the write
 // short; the deadline only guards against a stalled database.
+//
+// Every string of the payload passes the session's redactor first: a
+// command, a denial message quoting it, a model reply or an error can carry
+// a credential as well as an observation can, and the ledger feeds the
+// model, the stream, webhooks and reports. Observations are the exception:
+// they were redacted by the scan with the same redactor, and their spans
+// index their content, which must not move.
 func (s *Session) append(ctx context.Context, typ string, payload any) (ledger.Event, error) {
 	wctx, cancel := context.WithTimeout(ctx, s.env.writeTimeout())
 	defer cancel()
+	if typ != ledger.TypeObservation {
+		raw, err := json.Marshal(payload)
+		if err != nil {
+			return ledger.Event{}, fmt.Errorf("encode %s: %w", typ, err)
+		}
+		clean, _, err := s.red.JSON(raw)
+		if err != nil {
+			return ledger.Event{}, fmt.Errorf("redact %s: %w", typ, err)
+		}
+		payload = json.RawMessage(clean)
+	}
 	return s.env.Ledger.Append(wctx, s.ID, typ, payload)
 }
 
@@ -278,8 +325,11 @@ func (s *Session) execute(ctx, rctx context.Context, res *StepResult, in *intent
 
 // observe scans the observation text, applies the policy's observation
 // rules and records the observation (and session_halted for an abort rule).
+// Credentials are replaced before anything is recorded, with or without a
+// policy; the model later reads the recorded content with the scanner's
+// fenced spans withheld (summarize).
 func (s *Session) observe(ctx context.Context, res *StepResult, text string) error {
-	sr := s.env.Scanner.Scan(text)
+	sr := s.env.Scanner.ScanWith(text, s.red)
 	var abort string
 	if s.cfg.Policy != nil {
 		sr, abort = scan.ApplyRules(sr, s.cfg.Policy.ObservationRules())
@@ -288,15 +338,21 @@ func (s *Session) observe(ctx context.Context, res *StepResult, text string) err
 	if labels == nil {
 		labels = []string{}
 	}
+	spans := sr.Spans
+	if spans == nil {
+		spans = []scan.Span{}
+	}
 	ev, err := s.append(ctx, ledger.TypeObservation, observationEvent{
-		Step: res.Step, ActionSeq: res.ActionSeq, SandboxResultSeq: res.SandboxSeq, Content: sr.Sanitized, Labels: labels,
+		Step: res.Step, ActionSeq: res.ActionSeq, SandboxResultSeq: res.SandboxSeq, Content: sr.Content, Labels: labels,
 		Truncated: sr.Truncated, Suspicious: sr.Suspicious, RawSHA256: sr.RawSHA256,
+		Spans: spans, Secrets: len(sr.Secrets),
 	})
 	if err != nil {
 		return fmt.Errorf("record observation of step %d: %w", res.Step, err)
 	}
 	s.Notify(ev)
-	res.Observation = &Observation{Seq: ev.Seq, Content: sr.Sanitized, Labels: labels, Truncated: sr.Truncated, Suspicious: sr.Suspicious}
+	res.Observation = &Observation{Seq: ev.Seq, Content: sr.Content, Spans: spans, Labels: labels,
+		Truncated: sr.Truncated, Suspicious: sr.Suspicious, Secrets: len(sr.Secrets)}
 	if abort != "" {
 		res.Halted = abort
 		if _, err := s.append(ctx, ledger.TypeSessionHalted, sessionHaltedEvent{

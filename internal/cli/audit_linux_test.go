@@ -25,7 +25,7 @@ func TestDemo(t *testing.T) {
 		"DENY by tripwire: path_traversal",
 		"DENY by policy: policy_command_rule",
 		"DENY by guard: guard_deny",
-		"flagged: download_pipe_shell, ignore_previous_instructions",
+		"flagged: download_pipe_shell, html_comment_instruction, ignore_previous_instructions",
 		"completed (complete",
 		"4 findings",
 		"verification passed",

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/redact"
 )
 
 // Severities of checks.md §1, most severe first.
@@ -306,6 +307,7 @@ func assemble(s *ledger.Session, evs []ledger.Event, chain ChainStatus, now time
 	if r.Gate() {
 		sum.Gate = "fail"
 	}
+	redactReport(r, redact.ForSession(s.ID.String()))
 	return r
 }
 

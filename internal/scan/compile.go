@@ -16,7 +16,8 @@ type pattern struct {
 	label string
 	list  listMask
 	raw   bool
-	hints uint64 // ids in the scanner's hintIndex
+	fence Sensitivity // withheld from the model from this sensitivity on
+	hints uint64      // ids in the scanner's hintIndex
 	// variants are the literal-prefixed forms the pattern runs as. When
 	// the pattern cannot be split that way, full (the pattern as written)
 	// runs over the whole text instead.
@@ -156,7 +157,10 @@ func compilePatterns(defs []patternDef) ([]pattern, hintIndex, error) {
 }
 
 func compilePattern(d patternDef, idx *hintIndex) (pattern, error) {
-	p := pattern{label: d.label, list: d.list, raw: d.raw}
+	p := pattern{label: d.label, list: d.list, raw: d.raw, fence: d.fence}
+	if d.fence < Low || d.fence > High {
+		return p, fmt.Errorf("fence sensitivity %v", d.fence)
+	}
 	if strings.Contains(d.re, "(?i)") {
 		return p, fmt.Errorf("uses (?i); write it in lowercase or mark it raw")
 	}

@@ -12,6 +12,7 @@ const (
 	labelLargeBlob   = "large_base64_blob"
 	labelLookalike   = "cyrillic_greek_lookalike"
 	labelCyrGreekOne = "cyrillic_greek_single"
+	labelTagSmuggled = "tag_smuggled_injection"
 )
 
 // ASCII byte classes of the detector pass.
@@ -64,9 +65,11 @@ func isInvisible(r rune) bool {
 
 // isBidi reports the characters of bidi_control_chars (§10.3): embeddings,
 // overrides and isolates, which can make text display in another order than
-// it is read ("trojan source").
+// it is read ("trojan source"), and the invisible direction marks U+200E,
+// U+200F and U+061C, which split a word for a pattern ("ign\u200eore")
+// while the model reads it whole.
 func isBidi(r rune) bool {
-	return r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069
+	return r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069 || r == 0x200E || r == 0x200F || r == 0x061C
 }
 
 // isConfusableUpper reports the uppercase Cyrillic and Greek letters that
@@ -386,8 +389,12 @@ func (s *Scanner) detectUnicode(t string, d *detections) {
 	u.endRuns(len(t))
 }
 
-// detectorHits turns detections into labels, redactions and deletions at
-// medium and high (§10.1 step 6, §10.3).
+// detectorHits turns detections into labels and spans at medium and high
+// (§10.1 step 6, §10.3). Look-alike words are withheld from the model;
+// a large base64 blob (an ssh-rsa public key, a certificate, an image) is
+// evidence and only labeled below high, its decoding is what the encoded
+// pass judges. Invisible and bidi characters are deleted from the model's
+// copy by ModelView.
 func (s *Scanner) detectorHits(d *detections, h *hits) {
 	if d.invisible {
 		h.label(labelInvisible)
@@ -395,18 +402,11 @@ func (s *Scanner) detectorHits(d *detections, h *hits) {
 	if d.bidi {
 		h.label(labelBidi)
 	}
-	h.del = append(h.del, d.deleted...)
-	if len(d.lookalike) > 0 {
-		h.label(labelLookalike)
-		for _, sp := range d.lookalike {
-			h.addRedact(sp)
-		}
+	for _, sp := range d.lookalike {
+		h.add(labelLookalike, sp, true)
 	}
-	if len(d.blobs) > 0 {
-		h.label(labelLargeBlob)
-		for _, sp := range d.blobs {
-			h.addRedact(sp)
-		}
+	for _, sp := range d.blobs {
+		h.add(labelLargeBlob, sp, s.sens >= High)
 	}
 	// cyrillic_greek_single only labels, and only at high.
 	if s.sens == High && d.cyrGreek {

@@ -5,9 +5,12 @@
 // execution errors) goes back to the agent's model as an observation. That
 // text is attacker-controlled: a web page or a file can carry instructions
 // aimed at the model ("ignore previous instructions …"), an action object the
-// model might copy, or encoded payloads. The scanner labels such content and,
-// at medium and high sensitivity, redacts it before the model or the ledger
-// sees it. The goal gets a separate, stricter scan once per session.
+// model might copy, or encoded payloads; and it can hold credentials. The
+// scanner first replaces credentials (internal/redact, at every sensitivity),
+// then labels the rest. The ledger records that text unchanged otherwise,
+// with the labeled spans ([Result.Content], [Result.Spans]); at medium and
+// high the model reads a copy in which the spans aimed at it are withheld
+// ([ModelView]). The goal gets a separate, stricter scan once per session.
 //
 // # Usage
 //
@@ -19,10 +22,13 @@
 //	cmd.Stdout = &out
 //	stdout, truncated := out.Text()
 //
-//	// Compose the observation (sandbox.md §1.1), then scan it.
-//	res := sc.Scan(composed)
+//	// Compose the observation (sandbox.md §1.1), then scan it with the
+//	// session's redactor, whose placeholders carry tags.
+//	res := sc.ScanWith(composed, redact.ForSession(sessionID))
 //	res.Truncated = res.Truncated || truncated
 //	res, abort := scan.ApplyRules(res, policyRules)
+//	// Record res.Content and res.Spans; the model reads res.Sanitized,
+//	// which ModelView(res.Content, res.Spans) rebuilds from the record.
 //
 //	// Before step 1:
 //	v := sc.ScanGoal(goal) // check prompt_scan: allow, flag or deny
@@ -73,4 +79,8 @@
 //     more lines than that is missed there (the deletion itself is labeled).
 //   - Policy observation_rules are compiled by the policy package; this
 //     package only applies them ([ApplyRules]).
+//   - Hex payloads are decoded when they are one run of hex digits; spaced
+//     or escaped hex (\x69) is not.
+//   - Redaction shares the scan's time budget (checks.md §10.1); its limits
+//     are those of internal/redact.
 package scan

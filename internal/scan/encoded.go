@@ -2,6 +2,7 @@ package scan
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -120,11 +121,15 @@ func stripDeleted(s string) string {
 	return sb.String()
 }
 
-// base64Pass is the base64 pass of §10.4 over the runs the detector pass
-// found in t. A run is reported with the labels its decoding earns; nested
-// runs inside decoded text are followed to MaxEncodedDepth layers and
-// report against the outer run, the only span the sanitized text has.
-func (s *Scanner) base64Pass(t string, runs []b64run, h *hits, redact bool) {
+// encodedPass is the base64 pass of §10.4 over the runs the detector pass
+// found in t, and the same for the hex runs inside them (the prompt scan
+// decodes hex, and so must the observation scanner: "69676e6f7265…" is
+// "ignore…" to a model that decodes it). A run is reported with the labels
+// its decoding earns; nested runs inside decoded text are followed to
+// MaxEncodedDepth layers and report against the outer run, the only span
+// the text has. Every hex run of at least MinHexRun digits lies inside a
+// base64 candidate run, since hex digits are base64 characters.
+func (s *Scanner) encodedPass(t string, runs []b64run, h *hits, withhold bool) {
 	budget := MaxBase64Runs
 	for _, r := range runs {
 		if budget == 0 {
@@ -134,40 +139,52 @@ func (s *Scanner) base64Pass(t string, runs []b64run, h *hits, redact bool) {
 		if r.inv {
 			text = stripDeleted(text)
 		}
-		labels := s.decodedLabels(text, 1, &budget)
-		if len(labels) == 0 {
+		for _, l := range s.decodedLabels(text, 1, &budget) {
+			h.add(l, span{r.s, r.e}, withhold)
+		}
+		if r.e-r.s < MinHexRun {
 			continue
 		}
-		for _, l := range labels {
-			h.label(l)
-		}
-		if redact {
-			h.addRedact(span{r.s, r.e})
+		for _, hx := range s.hexRuns(text) {
+			b, err := hex.DecodeString(hx)
+			if err != nil || !isText(b) || budget == 0 {
+				continue
+			}
+			budget--
+			for _, l := range s.textLabels(toNFKC(string(b)), 1, &budget, labelHexAction, labelHexInjection) {
+				h.add(l, span{r.s, r.e}, withhold)
+			}
 		}
 	}
 }
 
-// decodedLabels decodes one run and returns the labels of its content.
-// budget counts runs whose decoding was text; binary and undecodable runs
-// (hex digests, identifiers, UUIDs) are cheap and do not use it up, so they
-// cannot be used to exhaust it ahead of a payload.
+// decodedLabels decodes one base64 run and returns the labels of its
+// content. budget counts runs whose decoding was text; binary and
+// undecodable runs (hex digests, identifiers, UUIDs) are cheap and do not
+// use it up, so they cannot be used to exhaust it ahead of a payload.
 func (s *Scanner) decodedLabels(run string, depth int, budget *int) []string {
 	b, ok := decodeBase64(run)
 	if !ok || !isText(b) || *budget == 0 {
 		return nil
 	}
 	*budget--
-	decoded := toNFKC(string(b))
+	return s.textLabels(toNFKC(string(b)), depth, budget, labelBase64Action, labelBase64Injection)
+}
+
+// textLabels returns the labels of a decoded text: actionLabel when it is
+// or holds an action object, injLabel (medium and high) when the injection
+// list fires on it, and the labels of the runs nested in it.
+func (s *Scanner) textLabels(decoded string, depth int, budget *int, actionLabel, injLabel string) []string {
 	var labels []string
 	if startsJSON(decoded) {
 		hit := false
 		s.structural(newTextView(decoded), func(string, span) { hit = true }, false)
 		if hit {
-			labels = append(labels, labelBase64Action)
+			labels = append(labels, actionLabel)
 		}
 	}
 	if s.sens >= Medium && s.injectionHit(decoded) {
-		labels = append(labels, labelBase64Injection)
+		labels = append(labels, injLabel)
 	}
 	if depth < MaxEncodedDepth {
 		var d detections
@@ -192,6 +209,10 @@ func (s *Scanner) injectionHit(t string) bool {
 		return true
 	}
 	hit := false
-	s.matchLists(newTextView(t), maskInjection, func(string, span) { hit = true })
+	s.matchLists(newTextView(t), maskInjection, func(_ string, _ span, fence Sensitivity) {
+		// Patterns that only label (data: URIs) do not make the
+		// decoding an injection.
+		hit = hit || fence <= Medium
+	})
 	return hit
 }

@@ -190,8 +190,8 @@ func lowerASCII(dst []byte, src string) {
 }
 
 // matchLists runs the patterns of the lists in mask over v and reports each
-// match.
-func (s *Scanner) matchLists(v *view, mask listMask, emit func(label string, sp span)) {
+// match with the sensitivity from which it is withheld from the model.
+func (s *Scanner) matchLists(v *view, mask listMask, emit func(label string, sp span, fence Sensitivity)) {
 	found := s.viewHints(v)
 	if found == 0 {
 		return
@@ -201,7 +201,7 @@ func (s *Scanner) matchLists(v *view, mask listMask, emit func(label string, sp 
 		if p.list&mask == 0 || p.hints&found == 0 {
 			continue
 		}
-		p.matches(v, found, func(sp span) { emit(p.label, sp) })
+		p.matches(v, found, func(sp span) { emit(p.label, sp, p.fence) })
 	}
 }
 

@@ -13,75 +13,13 @@ type labeledSpan struct {
 	order int // tie-break: position of the producing rule
 }
 
-// mergeSpans sorts spans and merges those that overlap or touch
-// (§10.1 step 6: "overlapping or adjacent").
-func mergeSpans(sp []span) []span {
+// redactLabeled replaces each merged span of t with "[REDACTED:<label>]"
+// and returns the replaced runs. Overlapping or adjacent spans merge; the
+// merged span is named by the label of its first span (leftmost, then
+// longest, then rule order).
+func redactLabeled(t string, sp []labeledSpan) (string, []replaced) {
 	if len(sp) == 0 {
-		return nil
-	}
-	slices.SortFunc(sp, func(a, b span) int {
-		if c := cmp.Compare(a.s, b.s); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.e, a.e)
-	})
-	out := []span{sp[0]}
-	for _, x := range sp[1:] {
-		last := &out[len(out)-1]
-		if x.s <= last.e {
-			last.e = max(last.e, x.e)
-			continue
-		}
-		out = append(out, x)
-	}
-	return out
-}
-
-// sanitize replaces each merged redaction span of t with marker and deletes
-// the del spans outside them.
-func sanitize(t string, redact, del []span, marker string) string {
-	if len(redact) == 0 && len(del) == 0 {
-		return t
-	}
-	merged := mergeSpans(redact)
-	slices.SortFunc(del, func(a, b span) int { return cmp.Compare(a.s, b.s) })
-	var sb strings.Builder
-	sb.Grow(len(t))
-	di := 0
-	// copyKept writes t[a:b] without the deleted characters in it.
-	copyKept := func(a, b int) {
-		for di < len(del) && del[di].s < b {
-			d := del[di]
-			if d.s >= a {
-				sb.WriteString(t[a:d.s])
-				a = d.e
-			}
-			di++
-		}
-		if a < b {
-			sb.WriteString(t[a:b])
-		}
-	}
-	pos := 0
-	for _, r := range merged {
-		copyKept(pos, r.s)
-		sb.WriteString(marker)
-		pos = r.e
-		// Deletions inside the redacted span are covered by it.
-		for di < len(del) && del[di].s < pos {
-			di++
-		}
-	}
-	copyKept(pos, len(t))
-	return sb.String()
-}
-
-// redactLabeled replaces each merged span of t with "[REDACTED:<label>]".
-// Overlapping or adjacent spans merge; the merged span is named by the
-// label of its first span (leftmost, then longest, then rule order).
-func redactLabeled(t string, sp []labeledSpan) string {
-	if len(sp) == 0 {
-		return t
+		return t, nil
 	}
 	slices.SortFunc(sp, func(a, b labeledSpan) int {
 		if c := cmp.Compare(a.s, b.s); c != 0 {
@@ -94,6 +32,7 @@ func redactLabeled(t string, sp []labeledSpan) string {
 	})
 	var sb strings.Builder
 	sb.Grow(len(t))
+	var runs []replaced
 	pos := 0
 	for i := 0; i < len(sp); {
 		cur := sp[i]
@@ -103,10 +42,31 @@ func redactLabeled(t string, sp []labeledSpan) string {
 			j++
 		}
 		sb.WriteString(t[pos:cur.s])
-		sb.WriteString("[REDACTED:" + cur.label + "]")
+		marker := "[REDACTED:" + cur.label + "]"
+		sb.WriteString(marker)
+		runs = append(runs, replaced{cur.s, cur.e, len(marker)})
 		pos = cur.e
 		i = j
 	}
 	sb.WriteString(t[pos:])
-	return sb.String()
+	return sb.String(), runs
+}
+
+// outside returns the parts of [s, e) that lie outside the sorted,
+// non-overlapping spans keep.
+func outside(s, e int, keep []span) []span {
+	var out []span
+	for _, k := range keep {
+		if k.e <= s || k.s >= e {
+			continue
+		}
+		if k.s > s {
+			out = append(out, span{s, k.s})
+		}
+		s = max(s, k.e)
+	}
+	if s < e {
+		out = append(out, span{s, e})
+	}
+	return out
 }

@@ -41,7 +41,8 @@ type ObservationRule struct {
 	// ID identifies the rule in messages; Label names it in markers and
 	// labels.
 	ID, Label string
-	// Pattern is matched against the scanner's sanitized text.
+	// Pattern is matched against the scanner's content (credentials
+	// already replaced).
 	Pattern *regexp.Regexp
 	// Action is what a match does.
 	Action RuleAction
@@ -65,17 +66,32 @@ func (r ObservationRule) Validate() error {
 func PolicyLabel(label string) string { return "policy:" + label }
 
 // ApplyRules applies policy observation rules to a scanner result (checks.md
-// §10.1 step 8). Every rule reads the same input, res.Sanitized, so rules
+// §10.1 step 8). Every rule reads the same input, res.Content, so rules
 // cannot see or undo each other's edits. Redact and abort spans are merged
 // and replaced with "[REDACTED:<label>]"; flag and abort add
-// "policy:<label>" to the labels, which stay sorted and unique.
+// "policy:<label>" to the labels, which stay sorted and unique. The
+// scanner's spans are moved with the text (a span that touches a replaced
+// run covers it whole) and Sanitized is rebuilt from them.
+//
+// The credential placeholders of the scan are never replaced: a rule such
+// as password\s*[:=]\s*\S+ still redacts "password=", but the tag that lets
+// an auditor confirm the secret survives. A Result built by hand with only
+// Sanitized set has the rules applied to Sanitized.
 //
 // abortLabel is the label of the first abort rule, in rule order, that
 // matched; the caller appends the observation, then halts the session. A
 // rule that fails Validate aborts with its ID as the label: a policy that
 // cannot be applied must not let the observation through unchecked.
 func ApplyRules(res Result, rules []ObservationRule) (Result, string) {
-	in := res.Sanitized
+	legacy := res.Content == "" && len(res.Spans) == 0 && len(res.Secrets) == 0
+	in := res.Content
+	if legacy {
+		in = res.Sanitized
+	}
+	keep := make([]span, 0, len(res.Secrets))
+	for _, r := range res.Secrets {
+		keep = append(keep, span{r.Start, r.End})
+	}
 	var spans []labeledSpan
 	labels := slices.Clone(res.Labels)
 	abortLabel := ""
@@ -94,8 +110,11 @@ func ApplyRules(res Result, rules []ObservationRule) (Result, string) {
 				continue // an empty match has nothing to redact or flag
 			}
 			matched = true
-			if r.Action != RuleFlag {
-				spans = append(spans, labeledSpan{span{m[0], m[1]}, r.Label, i})
+			if r.Action == RuleFlag {
+				continue
+			}
+			for _, part := range outside(m[0], m[1], keep) {
+				spans = append(spans, labeledSpan{part, r.Label, i})
 			}
 		}
 		if !matched {
@@ -108,7 +127,22 @@ func ApplyRules(res Result, rules []ObservationRule) (Result, string) {
 			abortLabel = r.Label
 		}
 	}
-	res.Sanitized = redactLabeled(in, spans)
+	out, runs := redactLabeled(in, spans)
+	if legacy {
+		res.Sanitized = out
+	} else if len(runs) > 0 {
+		sh := shift{runs}
+		res.Content = out
+		res.Spans = slices.Clone(res.Spans)
+		for i := range res.Spans {
+			res.Spans[i].Start, res.Spans[i].End = sh.start(res.Spans[i].Start), sh.end(res.Spans[i].End)
+		}
+		res.Secrets = slices.Clone(res.Secrets)
+		for i := range res.Secrets {
+			res.Secrets[i].Start, res.Secrets[i].End = sh.start(res.Secrets[i].Start), sh.end(res.Secrets[i].End)
+		}
+		res.Sanitized = ModelView(out, res.Spans)
+	}
 	slices.Sort(labels)
 	res.Labels = slices.Compact(labels)
 	if res.Labels == nil {

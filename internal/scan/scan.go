@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
+
+	"github.com/ironvise/ironvise/internal/redact"
 )
 
 // Limits of checks.md §9 and §10. Each is tested at its boundary.
@@ -42,10 +45,19 @@ const (
 	LargeBlobRun = 500
 	// MaxStructuralDepth bounds the action-object search (§10.4).
 	MaxStructuralDepth = 16
+	// MaxLabelSpans caps the spans a Result records for hits that are
+	// labeled but not withheld, so a page full of shell snippets does not
+	// bloat the ledger; withheld spans are never capped (the model's copy
+	// is rebuilt from them).
+	MaxLabelSpans = 256
+	// MaxHTMLComment bounds how far the end of an HTML comment is looked
+	// for.
+	MaxHTMLComment = 4 << 10
 )
 
-// Marker is the replacement text of a scanner redaction.
-const Marker = "[REDACTED:scanner]"
+// WithheldPrefix starts the marker that replaces withheld text in the
+// model's copy of an observation: "[WITHHELD:<labels>]".
+const WithheldPrefix = "[WITHHELD:"
 
 // Sentinel errors, compared with errors.Is.
 var (
@@ -92,12 +104,21 @@ func ParseSensitivity(v string) (Sensitivity, error) {
 	return 0, fmt.Errorf("scan: parse SCANNER_SENSITIVITY %q (accepted: low, medium, high): %w", v, ErrInvalidSensitivity)
 }
 
-// Result is the scanner's verdict on one observation (checks.md §10.1 step 7).
+// Result is the scanner's verdict on one observation (checks.md §10.1 step
+// 7, with the ledger and the model reading different copies).
 type Result struct {
-	// Sanitized is the normalised text with hits redacted and invisible
-	// and bidi control characters deleted (medium and high); at low it is
-	// the normalised text unchanged.
+	// Content is the normalised text with credentials replaced by
+	// placeholders ([redact]) and nothing else changed: what the ledger
+	// stores. Injection attempts stay in it, as evidence, with Spans
+	// saying where they are.
+	Content string
+	// Spans are the scanner's hits in Content, sorted by start. The
+	// Fenced ones are withheld from the model.
+	Spans []Span
+	// Sanitized is what the model reads: ModelView(Content, Spans).
 	Sanitized string
+	// Secrets are the credential placeholders in Content.
+	Secrets []redact.Replacement
 	// Labels are the labels that fired, sorted and unique; never nil.
 	Labels []string
 	// Suspicious is true when the scanner produced any label. Policy rules
@@ -109,6 +130,18 @@ type Result struct {
 	// RawSHA256 is the hex SHA-256 of the text given to Scan, so the
 	// ledger commits to the unredacted text without storing it.
 	RawSHA256 string
+}
+
+// Span is a run of bytes of Result.Content that the scanner labeled. Its
+// field names are the wire names of an observation event's spans.
+type Span struct {
+	Start int `json:"start"`
+	End   int `json:"end"`
+	// Labels are the labels of the hits merged into the span, sorted.
+	Labels []string `json:"labels"`
+	// Fenced says the model reads "[WITHHELD:<labels>]" instead of the
+	// span.
+	Fenced bool `json:"fenced"`
 }
 
 // Scanner holds the compiled lists for one sensitivity. It is immutable
@@ -123,6 +156,12 @@ type Scanner struct {
 	class      *[256]uint8
 	// payload is the encoded-payload regexp of the prompt scan (§9 step 5).
 	payload *regexp.Regexp
+	// untagged redacts credentials for scans that belong to no session.
+	untagged *redact.Redactor
+	// htmlHint is the hint id of "<!--" and htmlComment the test of a
+	// comment's body (the HTML comment pass).
+	htmlHint    uint8
+	htmlComment *regexp.Regexp
 	// lowerBufs recycles the lowercased copies between scans.
 	lowerBufs sync.Pool
 }
@@ -149,7 +188,21 @@ func New(sens Sensitivity) (*Scanner, error) {
 		s.needles[i] = uint8(id)
 		s.needleMask |= 1 << id
 	}
+	id, err := s.hints.add("<!--", false)
+	if err != nil {
+		return nil, bug(err)
+	}
+	s.htmlHint = uint8(id)
 	if s.payload, err = regexp.Compile(payloadPattern); err != nil {
+		return nil, bug(err)
+	}
+	if s.htmlComment, err = regexp.Compile(htmlCommentPattern); err != nil {
+		return nil, bug(err)
+	}
+	s.untagged = redact.Untagged()
+	if err := s.untagged.Err(); err != nil {
+		// The redactor fails closed on its own (it withholds every
+		// text); a scanner built on it is still safe, but report it.
 		return nil, bug(err)
 	}
 	return s, nil
@@ -158,37 +211,90 @@ func New(sens Sensitivity) (*Scanner, error) {
 // Sensitivity returns the sensitivity the scanner was built for.
 func (s *Scanner) Sensitivity() Sensitivity { return s.sens }
 
-// Scan scans one composed observation (checks.md §10.1 steps 6–7). text is
-// normally the composition of CapStream outputs; Scan still replaces
-// invalid UTF-8, applies NFKC and caps the text at MaxScanBytes itself, so
-// any input is safe.
-func (s *Scanner) Scan(text string) Result {
+// Scan scans one composed observation (checks.md §10.1 steps 6–7) with
+// credentials redacted by placeholders that carry no tag; a session scans
+// with ScanWith and its own redactor. text is normally the composition of
+// CapStream outputs; Scan still replaces invalid UTF-8, applies NFKC and
+// caps the text at MaxScanBytes itself, so any input is safe.
+func (s *Scanner) Scan(text string) Result { return s.ScanWith(text, nil) }
+
+// ScanWith is Scan with the credential placeholders of red (a session's
+// redactor, whose tags let an auditor confirm a secret); nil means untagged
+// placeholders. Credentials are redacted first, at every sensitivity and
+// whatever the policy: the scanner and the ledger never see them.
+func (s *Scanner) ScanWith(text string, red *redact.Redactor) Result {
+	if red == nil {
+		red = s.untagged
+	}
 	res := Result{RawSHA256: sha256Hex(text)}
 	t, cut := normalize(text, MaxScanBytes)
 	res.Truncated = cut
+	t, res.Secrets = s.redactSecrets(t, red)
 
 	h := newHits()
 	s.scanText(t, h)
 
+	res.Content = t
 	res.Labels = h.sortedLabels()
 	res.Suspicious = len(res.Labels) > 0
-	if s.sens == Low {
-		// Low labels only (§10.1 step 6): the text goes on unchanged.
-		res.Sanitized = t
-	} else {
-		res.Sanitized = sanitize(t, h.redact, h.del, Marker)
-	}
+	res.Spans = h.spans(t)
+	res.Sanitized = ModelView(t, res.Spans)
 	return res
+}
+
+// redactSecrets replaces the credentials of t. The model's copy drops
+// invisible and bidi characters, which would join a secret split by them
+// ("AKIA\u200bIOSF…") into a whole one; so when t has such characters the
+// secrets are looked for in t without them (where every secret of t is
+// found too), and replaced, with the characters inside them, in t.
+func (s *Scanner) redactSecrets(t string, red *redact.Redactor) (string, []redact.Replacement) {
+	if isASCII(t) {
+		return red.Redact(t)
+	}
+	var d detections
+	s.detectUnicode(t, &d)
+	if len(d.deleted) == 0 {
+		return red.Redact(t)
+	}
+	compact, off := compacted(t, d.deleted)
+	fs := red.Find(compact)
+	for i, f := range fs {
+		// Map back to t, widened to whole characters there.
+		sp := span{int(off[f.Start]), int(off[f.End-1]) + 1}
+		for sp.e < len(t) && !utf8.RuneStart(t[sp.e]) {
+			sp.e++
+		}
+		fs[i].Start, fs[i].End = sp.s, sp.e
+	}
+	return red.Apply(t, fs)
+}
+
+// compacted returns t without the deleted spans, and the offset in t of
+// each byte of the result.
+func compacted(t string, deleted []span) (string, []int32) {
+	var sb strings.Builder
+	sb.Grow(len(t))
+	off := make([]int32, 0, len(t))
+	last := 0
+	for _, sp := range append(deleted, span{len(t), len(t)}) {
+		sb.WriteString(t[last:sp.s])
+		for i := last; i < sp.s; i++ {
+			off = append(off, int32(i))
+		}
+		last = sp.e
+	}
+	return sb.String(), off
 }
 
 // scanText runs every pass over the normalised text t and records hits.
 func (s *Scanner) scanText(t string, h *hits) {
-	redact := s.sens >= Medium
+	withhold := s.sens >= Medium
 	var det detections
 	s.detect(t, &det)
 
 	if s.sens >= Medium {
 		s.detectorHits(&det, h)
+		s.tagRuns(t, det.deleted, h)
 	}
 
 	// The primary view keeps offsets, with deleted characters read as
@@ -208,29 +314,58 @@ func (s *Scanner) scanText(t string, h *hits) {
 	*bufp = primary.lower
 	structView := primary
 	if s.sens >= Medium {
-		s.matchLists(primary, s.listMask(), func(label string, sp span) {
-			h.label(label)
-			h.addRedact(primary.toOrig(sp))
+		s.matchLists(primary, s.listMask(), func(label string, sp span, fence Sensitivity) {
+			h.add(label, primary.toOrig(sp), s.sens >= fence)
 		})
 	}
 	if len(det.deleted) > 0 {
 		structView = newCompactView(t, det.deleted)
 		if s.sens >= Medium {
 			for _, ex := range structView.junctionExcerpts() {
-				s.matchLists(ex, s.listMask(), func(label string, sp span) {
-					h.label(label)
-					h.addRedact(ex.toOrig(sp))
+				s.matchLists(ex, s.listMask(), func(label string, sp span, fence Sensitivity) {
+					h.add(label, ex.toOrig(sp), s.sens >= fence)
 				})
 			}
 		}
 	}
 	s.structural(structView, func(label string, sp span) {
-		h.label(label)
-		if redact {
-			h.addRedact(structView.toOrig(sp))
-		}
+		h.add(label, structView.toOrig(sp), withhold)
 	}, true)
-	s.base64Pass(t, det.runs, h, redact)
+	s.htmlComments(structView, func(sp span) {
+		h.add(labelHTMLComment, structView.toOrig(sp), withhold)
+	})
+	s.encodedPass(t, det.runs, h, withhold)
+}
+
+// tagRuns decodes each run of Unicode tag characters (U+E0020–U+E007E mirror
+// ASCII, and a model may read them as text while a person sees nothing:
+// "ASCII smuggling") and withholds the run when its decoding is an
+// injection. The characters are deleted from the model's copy anyway; the
+// label and marker say what was hidden there.
+func (s *Scanner) tagRuns(t string, deleted []span, h *hits) {
+	var run strings.Builder
+	start, end := -1, -1
+	flush := func() {
+		if start >= 0 && run.Len() > 0 && s.injectionHit(run.String()) {
+			h.add(labelTagSmuggled, span{start, end}, true)
+		}
+		run.Reset()
+		start, end = -1, -1
+	}
+	for _, d := range deleted {
+		r, _ := utf8.DecodeRuneInString(t[d.s:])
+		if r < 0xE0020 || r > 0xE007E {
+			flush()
+			continue
+		}
+		if start < 0 || d.s != end {
+			flush()
+			start = d.s
+		}
+		run.WriteByte(byte(r - 0xE0000))
+		end = d.e
+	}
+	flush()
 }
 
 // listMask returns the regex lists that run at the scanner's sensitivity.
@@ -244,21 +379,40 @@ func (s *Scanner) listMask() listMask {
 	return 0
 }
 
-// hits collects labels and spans of one scan.
+// hits collects labels and labeled spans of one scan.
 type hits struct {
 	labels map[string]struct{}
-	redact []span
-	del    []span
+	marks  []mark
+}
+
+// mark is one hit: a span of the text, its label, and whether the model's
+// copy withholds it.
+type mark struct {
+	span
+	label string
+	fence bool
 }
 
 func newHits() *hits { return &hits{labels: make(map[string]struct{}, 8)} }
 
 func (h *hits) label(l string) { h.labels[l] = struct{}{} }
 
-func (h *hits) addRedact(sp span) {
-	if sp.e > sp.s {
-		h.redact = append(h.redact, sp)
+// add labels the text and records the span (an empty span only labels).
+// A pattern reports its matches left to right, so a span that overlaps or
+// touches the previous one of the same label joins it, which keeps the
+// list that spans sorts short on a page full of hits.
+func (h *hits) add(label string, sp span, fence bool) {
+	h.label(label)
+	if sp.e <= sp.s {
+		return
 	}
+	if k := len(h.marks) - 1; k >= 0 {
+		if last := &h.marks[k]; last.label == label && last.fence == fence && sp.s >= last.s && sp.s <= last.e {
+			last.e = max(last.e, sp.e)
+			return
+		}
+	}
+	h.marks = append(h.marks, mark{sp, label, fence})
 }
 
 func (h *hits) sortedLabels() []string {

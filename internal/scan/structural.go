@@ -16,6 +16,9 @@ const (
 	labelStrictPrefix    = "strict_schema_violation:"
 	labelBase64Action    = "base64_embedded_action_json"
 	labelBase64Injection = "base64_embedded_injection"
+	labelHexAction       = "hex_embedded_action_json"
+	labelHexInjection    = "hex_embedded_injection"
+	labelHTMLComment     = "html_comment_instruction"
 )
 
 const (
@@ -29,20 +32,75 @@ const (
 )
 
 // candidateNeedleList is the number of candidate needles.
-const candidateNeedleList = 6
+const candidateNeedleList = 9
 
 // candidateNeedles are lowercase substrings of which a candidate span must
 // contain one to be parsed: the action key and the suspicious keys (their
-// shortest distinct forms), and \u, since a key may be spelled with escapes.
+// shortest distinct forms), the keys of other tool-call formats (tool,
+// function, arguments), and \u, since a key may be spelled with escapes.
 func candidateNeedles() [candidateNeedleList]string {
-	return [candidateNeedleList]string{"action", "instructions", "system", "new_goal", "override_goal", `\u`}
+	return [candidateNeedleList]string{"action", "instructions", "system", "new_goal", "override_goal", "tool", "function", "argument", `\u`}
 }
 
-// isSuspiciousKey reports the top-level keys that make an object an action
-// object on their own (§10.4), compared case-insensitively.
+// isSuspiciousKey reports the keys that make an object an action object on
+// their own (§10.4), compared case-insensitively: the spec's list and the
+// keys that only tool calls have (OpenAI tool_calls and function_call,
+// Anthropic tool_use, ReAct action_input).
 func isSuspiciousKey(k string) bool {
 	switch k {
-	case "instructions", "system_prompt", "new_goal", "override_goal", "system", "new_instructions":
+	case "instructions", "system_prompt", "new_goal", "override_goal", "system", "new_instructions",
+		"tool_calls", "function_call", "tool_use", "tool_input", "action_input":
+		return true
+	}
+	return false
+}
+
+// toolCall collects, for one object, the members that make it a tool call
+// in a format other than IronVise's: a tool named by "name", "tool" or
+// "function" with its arguments ({"name": "bash", "arguments": "…"},
+// {"tool": "shell", "args": {…}}), or a "type" saying it is one.
+type toolCall struct {
+	name     string // the tool's name, when a name key holds a string
+	hasName  bool
+	args     bool // "arguments", or an object or array under args/kwargs/input
+	params   bool // "parameters"/"params": a tool call only for a tool-like name
+	typeCall bool // "type": "tool_use", "function", "tool_call", "function_call"
+}
+
+// member records one member; kind is the first byte of its value.
+func (tc *toolCall) member(k string, kind byte, str string) {
+	switch k {
+	case "name", "tool", "tool_name", "function", "recipient_name":
+		if kind == '"' {
+			tc.name, tc.hasName = strings.ToLower(strings.TrimSpace(str)), true
+		}
+	case "arguments":
+		tc.args = true
+	case "args", "kwargs", "input":
+		tc.args = tc.args || kind == '{' || kind == '['
+	case "parameters", "params":
+		tc.params = true
+	case "type":
+		switch strings.ToLower(str) {
+		case "tool_use", "function", "tool_call", "function_call":
+			tc.typeCall = kind == '"'
+		}
+	}
+}
+
+func (tc *toolCall) hit() bool {
+	return tc.hasName && (tc.args || tc.typeCall || tc.params && toolLikeName(tc.name))
+}
+
+// toolLikeName reports tool names that run, read or fetch something.
+func toolLikeName(n string) bool {
+	if intent.Action(n).Known() {
+		return true
+	}
+	switch n {
+	case "bash", "shell", "sh", "terminal", "exec", "execute", "execute_command", "run", "run_shell", "run_shell_command",
+		"shell_exec", "python", "code_interpreter", "computer", "cmd", "powershell", "write_file", "edit_file",
+		"delete_file", "fetch", "browser", "web_fetch", "http_request", "curl":
 		return true
 	}
 	return false
@@ -338,11 +396,12 @@ func (w *jsonWalker) array(depth int) bool {
 func (w *jsonWalker) object(depth int, top bool) bool {
 	w.i++ // '{'
 	hit := false
+	var tc toolCall
 	for {
 		w.space()
 		if w.i >= len(w.s) || w.s[w.i] == '}' {
 			w.i++
-			return hit
+			return hit || tc.hit()
 		}
 		key := w.str()
 		w.space()
@@ -355,12 +414,22 @@ func (w *jsonWalker) object(depth int, top bool) bool {
 			hit = true
 		}
 		w.space()
-		if k == "action" && w.i < len(w.s) && w.s[w.i] == '"' {
+		var kind byte
+		if w.i < len(w.s) {
+			kind = w.s[w.i]
+		}
+		switch {
+		case k == "action" && kind == '"':
 			if isActionName(w.str()) {
 				hit = true
 			}
-		} else if w.value(depth+1, false) {
-			hit = true
+		case kind == '"':
+			tc.member(k, kind, w.str())
+		default:
+			tc.member(k, kind, "")
+			if w.value(depth+1, false) {
+				hit = true
+			}
 		}
 		w.space()
 		if w.i < len(w.s) && w.s[w.i] == ',' {
@@ -420,5 +489,39 @@ func (w *jsonWalker) skipContainer() {
 			}
 		}
 		w.i++
+	}
+}
+
+// htmlCommentPattern tests the body of an HTML comment (lowercased) for
+// what a rendered page hides from its reader and shows a model that reads
+// the source: a command that fetches, runs or deletes, a tool or action
+// name, an injection phrase, or words addressed to an AI. Ordinary comments
+// (<!-- TOC -->, <!-- prettier-ignore -->, <!-- run `make docs` -->) hold
+// none of them.
+const htmlCommentPattern = `\b(sudo\s+\S|(curl|wget)\s[^\n]{0,200}https?://|rm\s+-[a-z]*[rf]|chmod\s+[0-7+]|(ba|z|da|k)?sh\s+-c\b|python[0-9.]*\s+-c\b|nc\s+-[a-z]*e|eval\s*[("$]|run_command|read_file|http_get|(ignore|disregard|forget)\s+(all|any|the|previous|prior|above|your|everything)\b|you\s+must\b|please\s+(run|execute|call|invoke|fetch|send|read)\b|(run|execute)\s+the\s+following\b|(dear\s+)?(ai|assistant|llm|claude|chatgpt|copilot|gemini|language\s+model|ai\s+agents?|coding\s+agents?)\s*[:,])|\|\s*(sudo\s+)?(ba|z)?sh\b|\$\(\s*(curl|wget|cat|id|whoami)\b`
+
+// htmlComments reports each HTML comment (<!-- … -->, or an unterminated
+// one up to MaxHTMLComment bytes) whose body htmlCommentPattern matches.
+func (s *Scanner) htmlComments(v *view, emit func(span)) {
+	if s.viewHints(v)&(1<<s.htmlHint) == 0 {
+		return
+	}
+	open := []byte("<!--")
+	for at := int(v.first[s.htmlHint]); at >= 0 && at < len(v.lower); {
+		k := bytes.Index(v.lower[at:], open)
+		if k < 0 {
+			return
+		}
+		start := at + k
+		body := start + len(open)
+		limit := min(len(v.lower), body+MaxHTMLComment)
+		end := limit
+		if c := bytes.Index(v.lower[body:limit], []byte("-->")); c >= 0 {
+			end = body + c + 3
+		}
+		if s.htmlComment.Match(v.lower[body:end]) {
+			emit(span{start, end})
+		}
+		at = max(end, start+1)
 	}
 }

@@ -76,7 +76,7 @@ func TestStructuralCandidates(t *testing.T) {
 		{name: "action value is an object", sens: Low, in: `{"action":{"action":"http_get"}}`, include: []string{"structural_embedded_action_json"}},
 		{name: "numbers and literals", sens: Low, in: `{"a":[1,-2.5e3,true,false,null,"s"],"system":null}`, include: []string{"structural_embedded_action_json"}},
 		{name: "invalid json is not parsed", sens: Low, in: `{"action":"run_command",}`, clean: true},
-		{name: "redacted at medium", in: `see {"system":"x"} end`, kept: []string{"see [REDACTED:scanner] end"}},
+		{name: "withheld at medium", in: `see {"system":"x"} end`, kept: []string{"see [WITHHELD:structural_embedded_action_json] end"}},
 	})
 }
 

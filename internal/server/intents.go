@@ -159,7 +159,9 @@ func buildIntentResult(res *agent.StepResult, evs []ledger.Event) intentResult {
 		out.Executed = true // read_file and http_get run in IronVise itself
 	}
 	if o := res.Observation; o != nil {
-		out.Observation = str(o.Content)
+		// The submitting agent is a model: it reads what the loop's model
+		// reads, with injection attempts withheld (the ledger keeps them).
+		out.Observation = str(o.ModelView())
 		if o.Labels != nil {
 			out.ScannerLabels = o.Labels
 		}
