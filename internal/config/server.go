@@ -39,6 +39,33 @@ type Server struct {
 	CORSOrigins []string
 	// DemoMode is ECTO_DEMO_MODE (1/true): enables the demo reset.
 	DemoMode bool
+	// MaxConnections is ECTO_MAX_CONNECTIONS: open client connections
+	// across all peers, event streams included; one more is answered 503
+	// with Retry-After and closed. 0 (the default) derives it from the
+	// open-file limit, keeping room below it for the database, the guard
+	// workers and the sandbox (internal/server fdlimit.go).
+	MaxConnections int
+	// MaxConnectionsPerIP is ECTO_MAX_CONNECTIONS_PER_IP (default 512):
+	// open connections of one client address; one more is answered 429.
+	// Trusted proxies (ECTO_TRUSTED_PROXIES) are counted only globally.
+	MaxConnectionsPerIP int
+	// IdleTimeoutSecs is ECTO_IDLE_TIMEOUT_SECS (default 15): how long a
+	// keep-alive connection may wait for its next request.
+	IdleTimeoutSecs int
+	// BodyTimeoutSecs is ECTO_BODY_TIMEOUT_SECS (default 30): how long a
+	// request body may take to arrive in full.
+	BodyTimeoutSecs int
+	// MaxIdleSessions is ECTO_MAX_IDLE_SESSIONS (default 1000): API
+	// sessions (agent_loop false) that may be running at once on this
+	// instance; MaxIdleSessionsPerToken is ECTO_MAX_IDLE_SESSIONS_PER_TOKEN
+	// (default 100), the same per token. Both are answered 429.
+	MaxIdleSessions         int
+	MaxIdleSessionsPerToken int
+	// SessionIdleSecs is ECTO_SESSION_IDLE_SECS (default 300): an API
+	// session that received no intent for this long drops its in-memory
+	// state (its guard worker, caches); the next intent rebuilds it from
+	// the ledger.
+	SessionIdleSecs int
 	// EVMRPCURL and EVMContractAddress are only reflected (evm_enabled is
 	// false in this milestone). The RPC URL often embeds a provider key,
 	// so it is a Secret.
@@ -57,6 +84,13 @@ const (
 	DefaultSSERate          = 4
 	DefaultSSEBurst         = 10
 	DefaultSSEKeepAliveSecs = 15
+
+	DefaultMaxConnectionsPerIP     = 512
+	DefaultIdleTimeoutSecs         = 15
+	DefaultBodyTimeoutSecs         = 30
+	DefaultMaxIdleSessions         = 1000
+	DefaultMaxIdleSessionsPerToken = 100
+	DefaultSessionIdleSecs         = 300
 )
 
 func loadServer(r *reader) Server {
@@ -82,6 +116,15 @@ func loadServer(r *reader) Server {
 	s.SSERate, _ = r.intRange("SSE_RATE_LIMIT_PER_SECOND", DefaultSSERate, 1, most)
 	s.SSEBurst, _ = r.intRange("SSE_RATE_LIMIT_BURST", DefaultSSEBurst, 1, most)
 	s.SSEKeepAliveSecs, _ = r.intRange("SSE_KEEPALIVE_SECS", DefaultSSEKeepAliveSecs, 1, 86400)
+	// Connection and memory limits (issue 13): each one bounds what a
+	// client can hold open; zero would disable the bound.
+	s.MaxConnections, _ = r.intRange("ECTO_MAX_CONNECTIONS", 0, 0, most)
+	s.MaxConnectionsPerIP, _ = r.intRange("ECTO_MAX_CONNECTIONS_PER_IP", DefaultMaxConnectionsPerIP, 1, most)
+	s.IdleTimeoutSecs, _ = r.intRange("ECTO_IDLE_TIMEOUT_SECS", DefaultIdleTimeoutSecs, 1, 3600)
+	s.BodyTimeoutSecs, _ = r.intRange("ECTO_BODY_TIMEOUT_SECS", DefaultBodyTimeoutSecs, 1, 3600)
+	s.MaxIdleSessions, _ = r.intRange("ECTO_MAX_IDLE_SESSIONS", DefaultMaxIdleSessions, 1, most)
+	s.MaxIdleSessionsPerToken, _ = r.intRange("ECTO_MAX_IDLE_SESSIONS_PER_TOKEN", DefaultMaxIdleSessionsPerToken, 1, most)
+	s.SessionIdleSecs, _ = r.intRange("ECTO_SESSION_IDLE_SECS", DefaultSessionIdleSecs, 1, 86400)
 	if v, ok := r.get("ECTO_TRUSTED_PROXIES"); ok {
 		for _, p := range strings.Split(v, ",") {
 			if p = strings.TrimSpace(p); p == "" {

@@ -75,6 +75,28 @@ func TestServerSection(t *testing.T) {
 		{"demo typo", map[string]string{"ECTO_DEMO_MODE": "yes"}, nil, "ECTO_DEMO_MODE"},
 		{"evm url", map[string]string{"EVM_RPC_URL": "ftp://x"}, nil, "EVM_RPC_URL"},
 		{"evm address", map[string]string{"EVM_CONTRACT_ADDRESS": "0x123"}, nil, "EVM_CONTRACT_ADDRESS"},
+		// Connection and idle-session limits (issue 13): zero would disable
+		// a bound, so only ECTO_MAX_CONNECTIONS takes 0 (derive it).
+		{"connection limits", map[string]string{"ECTO_MAX_CONNECTIONS": "900", "ECTO_MAX_CONNECTIONS_PER_IP": "20", "ECTO_IDLE_TIMEOUT_SECS": "5",
+			"ECTO_BODY_TIMEOUT_SECS": "7", "ECTO_MAX_IDLE_SESSIONS": "50", "ECTO_MAX_IDLE_SESSIONS_PER_TOKEN": "4", "ECTO_SESSION_IDLE_SECS": "60"}, func(s Server) error {
+			if s.MaxConnections != 900 || s.MaxConnectionsPerIP != 20 || s.IdleTimeoutSecs != 5 || s.BodyTimeoutSecs != 7 ||
+				s.MaxIdleSessions != 50 || s.MaxIdleSessionsPerToken != 4 || s.SessionIdleSecs != 60 {
+				return fmt.Errorf("limits %+v", s)
+			}
+			return nil
+		}, ""},
+		{"limit defaults", map[string]string{}, func(s Server) error {
+			if s.MaxConnections != 0 || s.MaxConnectionsPerIP != 512 || s.IdleTimeoutSecs != 15 || s.BodyTimeoutSecs != 30 ||
+				s.MaxIdleSessions != 1000 || s.MaxIdleSessionsPerToken != 100 || s.SessionIdleSecs != 300 {
+				return fmt.Errorf("limits %+v", s)
+			}
+			return nil
+		}, ""},
+		{"per-ip zero", map[string]string{"ECTO_MAX_CONNECTIONS_PER_IP": "0"}, nil, "ECTO_MAX_CONNECTIONS_PER_IP"},
+		{"connections negative", map[string]string{"ECTO_MAX_CONNECTIONS": "-1"}, nil, "ECTO_MAX_CONNECTIONS"},
+		{"idle zero", map[string]string{"ECTO_IDLE_TIMEOUT_SECS": "0"}, nil, "ECTO_IDLE_TIMEOUT_SECS"},
+		{"body text", map[string]string{"ECTO_BODY_TIMEOUT_SECS": "soon"}, nil, "ECTO_BODY_TIMEOUT_SECS"},
+		{"idle sessions zero", map[string]string{"ECTO_MAX_IDLE_SESSIONS_PER_TOKEN": "0"}, nil, "ECTO_MAX_IDLE_SESSIONS_PER_TOKEN"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

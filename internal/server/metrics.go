@@ -114,6 +114,9 @@ func newMetrics(s *Server) *metrics {
 	gaugeFunc("ironvise_webhook_queue_depth", "Webhook deliveries waiting in the queue.", func() float64 { return float64(s.webhookStats().QueueDepth) })
 	counterFunc("ironvise_webhook_dropped_total", "Webhook deliveries dropped because the queue was full.", func() float64 { return float64(s.webhookStats().Dropped) })
 	counterFunc("ironvise_webhook_failures_total", "Webhook deliveries that failed after their retries.", func() float64 { return float64(s.webhookStats().Failed) })
+	gaugeFunc("ironvise_connections_open", "Open client connections, event streams included (ECTO_MAX_CONNECTIONS caps them).", func() float64 { return float64(s.conns.open()) })
+	counterFunc("ironvise_connections_refused_global_total", "Connections refused with 503 because the server had ECTO_MAX_CONNECTIONS open.", func() float64 { return float64(s.conns.rejectedGlobal.Load()) })
+	counterFunc("ironvise_connections_refused_per_ip_total", "Connections refused with 429 because their address had ECTO_MAX_CONNECTIONS_PER_IP open.", func() float64 { return float64(s.conns.rejectedIP.Load()) })
 	m.reg.MustRegister(&webhookDeliveries{s: s, desc: prometheus.NewDesc("ironvise_webhook_deliveries_total", "Webhook delivery attempts by result.", []string{"result"}, nil)})
 	return m
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -34,6 +35,9 @@ type reqCtx struct {
 	// of the body stage.
 	body   []byte
 	status int
+	// hasBody reports a request that carries a body (it got a read
+	// deadline).
+	hasBody bool
 }
 
 func (rc *reqCtx) routeName() string {
@@ -54,6 +58,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc.id = newRequestID()
 	}
 	h.Set("X-Request-Id", rc.id)
+	// A request that carries a body must deliver all of it within
+	// ECTO_BODY_TIMEOUT_SECS, whatever happens to it: without a deadline
+	// a client trickling uploads holds a connection and a goroutine for
+	// ever (issue 13: 4,000 slow uploads were never closed), including
+	// while net/http drains the body of a request refused before its body
+	// was read. Requests without a body, event streams among them, get
+	// none.
+	if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+		rc.hasBody = true
+		http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyTimeout()))
+	}
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	corsOK := s.setCORS(h, r.Header.Get("Origin"))
@@ -147,6 +162,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // readBody applies the body rules of api.md §3.5.
+//
+// The body's deadline was set by ServeHTTP; it is lifted once the body is
+// in, because net/http's background read would otherwise cancel the
+// request of a long intent when it expires.
 func (rc *reqCtx) readBody() error {
 	if rc.r.ContentLength > MaxBodyBytes {
 		return errf(http.StatusRequestEntityTooLarge, "request body of %d bytes exceeds the limit of %d bytes", rc.r.ContentLength, MaxBodyBytes)
@@ -162,10 +181,18 @@ func (rc *reqCtx) readBody() error {
 	b, err := io.ReadAll(http.MaxBytesReader(rc.w, rc.r.Body, MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		var ne net.Error
+		switch {
+		case errors.As(err, &mbe):
 			return errf(http.StatusRequestEntityTooLarge, "request body exceeds the limit of %d bytes", MaxBodyBytes)
+		case errors.As(err, &ne) && ne.Timeout():
+			rc.w.Header().Set("Connection", "close")
+			return errf(http.StatusRequestTimeout, "the request body did not arrive within %s (ECTO_BODY_TIMEOUT_SECS); send it at once", rc.s.bodyTimeout())
 		}
 		return errf(http.StatusBadRequest, "reading the request body failed: %v", err)
+	}
+	if rc.hasBody {
+		http.NewResponseController(rc.w).SetReadDeadline(time.Time{})
 	}
 	rc.body = b
 	if rc.route.body != bodyJSON {

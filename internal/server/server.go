@@ -125,6 +125,12 @@ type Server struct {
 	verifyFailures atomic.Int64
 	streams        atomic.Int64 // open event streams
 
+	// conns counts open client connections against the global and
+	// per-address caps (connlimit.go); connWG tracks the goroutines that
+	// answer refused connections.
+	conns  *connLimiter
+	connWG sync.WaitGroup
+
 	httpSrv *http.Server
 	ln      net.Listener
 	closed  atomic.Bool
@@ -210,6 +216,11 @@ func New(ctx context.Context, o Options) (srv *Server, err error) {
 	for _, o := range sc.CORSOrigins {
 		s.corsOrigins[o] = struct{}{}
 	}
+	capConns, err := connectionCap(sc.MaxConnections, fdLimit())
+	if err != nil {
+		return nil, err
+	}
+	s.conns = newConnLimiter(capConns, sc.MaxConnectionsPerIP, s.trusted)
 	s.metrics = newMetrics(s)
 	s.routes()
 	s.runners = newRunners()
@@ -307,7 +318,7 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("server: listen on %s: %w (set ECTO_BIND_HOST/ECTO_BIND_PORT, or stop what uses the port)", addr, err)
 	}
-	s.ln = ln
+	s.ln = &limitListener{Listener: ln, lim: s.conns, wg: &s.connWG}
 	if !isLoopbackHost(sc.BindHost) {
 		s.log.Warn("listening on a non-loopback address: tokens travel in clear text unless TLS is terminated in front of IronVise", "host", sc.BindHost)
 	}
@@ -317,10 +328,14 @@ func (s *Server) Start(ctx context.Context) error {
 	s.httpSrv = &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-		BaseContext:       func(net.Listener) context.Context { return s.bg },
+		// A short idle timeout frees the connections keep-alive clients
+		// forget (issue 13). There is deliberately no ReadTimeout or
+		// WriteTimeout: they would cut event streams and long intents;
+		// request bodies get their own deadline (readBody).
+		IdleTimeout:    time.Duration(sc.IdleTimeoutSecs) * time.Second,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		BaseContext:    func(net.Listener) context.Context { return s.bg },
 	}
 	s.feed = newFeed(s)
 	s.wg.Add(3)
@@ -339,7 +354,7 @@ func (s *Server) Start(ctx context.Context) error {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if err := s.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.httpSrv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("server: serve failed", "err", err)
 		}
 	}()
@@ -388,6 +403,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.stop()
 	s.inflight.Wait()
 	s.wg.Wait()
+	s.connWG.Wait()
 	if s.genToken != "" {
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		if err := s.ledger().DeleteToken(dctx, TokenHash(s.genToken)); err != nil && !errors.Is(err, ledger.ErrNotFound) {
@@ -462,3 +478,8 @@ func (s *Server) guardPlan() (guard.Plan, error) {
 }
 
 func (s *Server) openStreams() int64 { return s.streams.Load() }
+
+// bodyTimeout is how long a request body may take (ECTO_BODY_TIMEOUT_SECS).
+func (s *Server) bodyTimeout() time.Duration {
+	return time.Duration(s.cfg.Server.BodyTimeoutSecs) * time.Second
+}
