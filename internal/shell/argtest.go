@@ -117,72 +117,94 @@ func matchesAll(w Word, names []string) bool {
 // PathForm), so that `/..`, `$HOME/.` and `"${HOME:?}"` compare as `/` and
 // `~`.
 func Forms(w Word) []string {
-	out := []string{w.Match}
-	if f, ok := w.PathForm(); ok && f != w.Match {
-		out = append(out, f)
+	f, ok := w.PathForm()
+	switch {
+	case !ok || f == w.Match:
+		return []string{w.Match}
+	case strings.HasPrefix(w.Match, "~"):
+		// The text alone cannot tell a home (~) from a file named ~
+		// ('~', "~/x"); the path form can.
+		return []string{f}
 	}
-	return out
+	return []string{w.Match, f}
 }
 
-// PathForm returns the word as a cleaned path: a leading ~, ~user, $HOME,
-// ${HOME} or ${HOME<op>…} with an operator that yields HOME whenever it is
-// set (:? ? :- - := =) is written "~"; "." and ".." components are
-// resolved lexically ("~/.." stays "~": every home counts); glob
-// characters are kept. ok is false for a word that holds any other
-// expansion.
+// PathForm returns the word as a cleaned path: a leading unquoted ~,
+// ~user, $HOME, ${HOME} or ${HOME<op>…} with an operator that yields HOME
+// whenever it is set (:? ? :- - := =) is written "~"; "." and ".."
+// components are resolved lexically ("~/.." stays "~": every home
+// counts); glob characters are kept. A relative path that would start
+// with a literal "~" is written "./~…", so it never reads as a home. ok is
+// false for a word that holds any other expansion.
 func (w Word) PathForm() (string, bool) {
-	var s string
 	switch {
 	case w.word != nil:
 		var b strings.Builder
-		if !pathText(&b, w.word.Parts, true) {
+		home, ok := pathText(&b, w.word.Parts, true, true)
+		if !ok {
 			return "", false
 		}
-		s = b.String()
+		return formOf(home, b.String()), true
 	case w.Static:
-		s = w.Value
-	default:
-		s = w.Match
-		for _, h := range []string{"${HOME}", "$HOME"} {
-			if r, ok := strings.CutPrefix(s, h); ok && (r == "" || r[0] == '/') {
-				s = "~" + r
+		return formOf(false, w.Value), true
+	}
+	s := w.Match
+	for _, h := range []string{"${HOME}", "$HOME"} {
+		if r, ok := strings.CutPrefix(s, h); ok && (r == "" || r[0] == '/') {
+			if strings.ContainsAny(r, "$`") {
+				return "", false
 			}
-		}
-		if strings.ContainsAny(s, "$`") {
-			return "", false
+			return formOf(true, r), true
 		}
 	}
-	return cleanForm(s), true
+	if strings.ContainsAny(s, "$`") {
+		return "", false
+	}
+	return formOf(false, s), true
 }
 
-// cleanForm cleans a path, keeping a leading "~" as the root of a home.
-func cleanForm(s string) string {
-	switch {
-	case s == "":
-		return s
-	case s[0] == '~':
-		_, rest, _ := strings.Cut(s, "/")
+// formOf cleans a path; with home, rest is what follows the home ("" or
+// "/…").
+func formOf(home bool, rest string) string {
+	if home {
 		r := path.Clean("/" + rest)
 		if r == "/" {
 			return "~"
 		}
 		return "~" + r
 	}
-	return path.Clean(s)
+	if rest == "" {
+		return ""
+	}
+	c := path.Clean(rest)
+	if strings.HasPrefix(c, "~") {
+		c = "./" + c
+	}
+	return c
 }
 
-// pathText writes the parts of a word as path text; it reports false on an
-// expansion other than HOME at the start.
-func pathText(b *strings.Builder, parts []syntax.WordPart, first bool) bool {
+// cleanForm cleans a form PathForm returned (it is one already).
+func cleanForm(s string) string {
+	if s == "~" || strings.HasPrefix(s, "~/") {
+		return formOf(true, s[1:])
+	}
+	return formOf(false, s)
+}
+
+// pathText writes the parts of a word as path text; home reports that the
+// word starts with a home reference, which is then left out of the text.
+// tilde is false inside double quotes, where the shell does not expand ~.
+// ok is false on an expansion other than HOME at the start.
+func pathText(b *strings.Builder, parts []syntax.WordPart, first, tilde bool) (home, ok bool) {
 	for i, part := range parts {
 		lead := first && i == 0
 		switch p := part.(type) {
 		case *syntax.Lit:
 			v := p.Value
-			if lead && strings.HasPrefix(v, "~") {
+			if lead && tilde && strings.HasPrefix(v, "~") {
 				// ~ and ~user: a home directory.
 				_, rest, found := strings.Cut(v, "/")
-				b.WriteString("~")
+				home = true
 				if found {
 					b.WriteString("/")
 				}
@@ -196,23 +218,28 @@ func pathText(b *strings.Builder, parts []syntax.WordPart, first bool) bool {
 			}
 		case *syntax.SglQuoted:
 			if p.Dollar {
-				return false
+				return false, false
 			}
 			b.WriteString(p.Value)
 		case *syntax.DblQuoted:
-			if p.Dollar || !pathText(b, p.Parts, lead) {
-				return false
+			if p.Dollar {
+				return false, false
 			}
+			h, ok := pathText(b, p.Parts, lead, false)
+			if !ok {
+				return false, false
+			}
+			home = home || h
 		case *syntax.ParamExp:
 			if !lead || !homeParam(p) {
-				return false
+				return false, false
 			}
-			b.WriteString("~")
+			home = true
 		default:
-			return false
+			return false, false
 		}
 	}
-	return true
+	return home, true
 }
 
 // homeParam reports $HOME, ${HOME} and the ${HOME<op>word} forms whose

@@ -88,7 +88,7 @@ func FuzzParseArgs(f *testing.F) {
 // FuzzPathForm: a path form is already clean, and a home form starts with
 // "~".
 func FuzzPathForm(f *testing.F) {
-	for _, s := range []string{`/..`, `$HOME/.`, `"${HOME:?}"/x/../..`, `~alice/./a`, `/tmp/../*`, `a/"b c"/..`, `${HOME%/*}`} {
+	for _, s := range []string{`/..`, `$HOME/.`, `"${HOME:?}"/x/../..`, `~alice/./a`, `/tmp/../*`, `a/"b c"/..`, `${HOME%/*}`, `./~0`, `"~"/x`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, word string) {

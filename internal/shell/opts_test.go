@@ -101,6 +101,10 @@ func TestArgTest(t *testing.T) {
 		`rm -rf "$HOME"/*`:    "~/*",
 		"rm -rf ~alice/":      "~",
 		"rm -rf ./build/../b": "b",
+		"rm -rf ./~":          "./~", // a file named ~, not a home
+		"rm -rf '~'":          "./~",
+		`rm -rf "~/x"`:        "./~/x",
+		"rm -rf ./~0":         "./~0",
 	} {
 		c := parseCmd(t, src)
 		if f, ok := c.Args[len(c.Args)-1].PathForm(); !ok || f != want {

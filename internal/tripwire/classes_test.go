@@ -260,6 +260,7 @@ func TestNearMisses(t *testing.T) {
 		{"rm in scratch", rc(`rm -rf "$TMPDIR/build"`), verdict.OK, "", nil},
 		{"rm home file", rc("rm -f ~/.cache/x"), verdict.OK, "", nil},
 		{"rm * in workspace", rc("rm -rf *.o"), verdict.OK, "", nil},
+		{"rm a directory named ~", rc("rm -rf ./~ '~'"), verdict.OK, "", nil},
 		{"plain recursion", rc(`f(){ [ "$1" -gt 0 ] && f $(($1-1)); }; f 3`), verdict.OK, "", nil},
 		{"chmod u+x", rc("chmod u+x x"), verdict.OK, "", nil},
 		{"chmod go+rX", rc("chmod -R u+rwX,go+rX d"), verdict.OK, "", nil},
