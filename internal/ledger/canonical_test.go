@@ -23,6 +23,10 @@ func TestCanonicalize(t *testing.T) {
 			`[333333333.3333333,1e+30,4.5,0.002,1e-27,0,1e+21,100000000000000000000,0.000001,1e-7,123456789,-1.5e-10]`},
 		{"max safe integer", `9007199254740991`, `9007199254740991`},
 		{"exact large integer", `9007199254740992`, `9007199254740992`},
+		// The fuzz reproducer (testdata/fuzz/FuzzCanonicalize): an exponent
+		// form whose canonical spelling is an integer literal above 2^53.
+		{"exponent to large integer", `7000000001e9`, `7000000001000000000`},
+		{"large integer already canonical", `7000000001000000000`, `7000000001000000000`},
 		{"string escapes", `"\u0000\u001f\b\f\n\r\t\"\\\/<>&\u2028é"`, "\"\\u0000\\u001f\\b\\f\\n\\r\\t\\\"\\\\/<>&\u2028é\""},
 		{"literals", `[true,false,null]`, `[true,false,null]`},
 		{"empty containers", `{"a":{},"b":[]}`, `{"a":{},"b":[]}`},

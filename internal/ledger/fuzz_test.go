@@ -21,6 +21,7 @@ func FuzzCanonicalize(f *testing.F) {
 		`[[[[[[[[[[]]]]]]]]]]`,          // nesting
 		"{\"a\":\"\xff\"}",              // invalid UTF-8
 		` {"x" : [true , null] } `,      // insignificant whitespace
+		`7000000001e9`,                  // exponent form canonicalising to an integer above 2^53 (idempotency)
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
