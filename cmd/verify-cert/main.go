@@ -5,20 +5,20 @@
 //
 // Usage:
 //
-//	verify-cert [--issuer-key KEY|FILE] [--json] CERTIFICATE.elc
+//	verify-cert (--issuer-key KEY | --issuer-key-file FILE | --allow-unpinned) [--json] CERTIFICATE.elc
 //
 // It prints the five pillars of ledger.md §8 (issuer signature; hash
 // chain; event signatures and key rotations; Merkle inclusion in the
 // signed checkpoint; goal/policy binding and findings evidence) and exits
 // 0 when all hold, 1 when the certificate is invalid, unsigned or
-// unreadable, and 2 on a usage error. KEY is what `ironvise issuer-key`
-// prints: 64 hex digits, a did:key or the checkpoint verifier key, or a
-// file holding one. Without it the certificate is checked against the key
+// unreadable, and 2 on a usage error, including a missing pin. KEY is what
+// `ironvise issuer-key` prints: 64 hex digits, a did:key or the checkpoint
+// verifier key; --issuer-key never reads a file, --issuer-key-file always
+// does. Only with --allow-unpinned is a certificate checked against the key
 // it names, which proves only that it is self-consistent.
 package main
 
 import (
-	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -53,14 +53,16 @@ func (o *once) Set(s string) error {
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("verify-cert", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var key once
-	fs.Var(&key, "issuer-key", "the issuer public key to trust: hex, did:key, checkpoint verifier key, or a file holding one")
+	var key, keyFile once
+	fs.Var(&key, "issuer-key", "the issuer public key to trust, as its value: hex, did:key or checkpoint verifier key (never a file name)")
+	fs.Var(&keyFile, "issuer-key-file", "a file holding the issuer public key to trust")
+	allowUnpinned := fs.Bool("allow-unpinned", false, "check a certificate against the key it names itself (proves self-consistency only)")
 	asJSON := fs.Bool("json", false, "print machine-readable JSON")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: verify-cert [--issuer-key KEY|FILE] [--json] CERTIFICATE.elc\n\n"+
+		fmt.Fprintf(stderr, "usage: verify-cert (--issuer-key KEY | --issuer-key-file FILE | --allow-unpinned) [--json] CERTIFICATE.elc\n\n"+
 			"Verifies an IronVise .elc audit certificate offline and prints its five pillars.\n"+
-			"Exit status: 0 valid, 1 invalid, 2 usage error.\n\n"+
-			"example:\n  verify-cert --issuer-key \"$(cat issuer.pub)\" audit.elc\n\nflags:\n")
+			"Exit status: 0 valid, 1 invalid, 2 usage error (including no pinned key).\n\n"+
+			"example:\n  verify-cert --issuer-key-file issuer.pub audit.elc\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -73,13 +75,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	var pin ed25519.PublicKey
-	if key.set {
-		var err error
-		if pin, err = readKey(key.v); err != nil {
-			fmt.Fprintf(stderr, "verify-cert: %v\n", err)
-			return 2
-		}
+	pin, err := evidence.ResolveIssuerPin(key.v, keyFile.v, *allowUnpinned)
+	if err != nil {
+		// Without a pin a self-made certificate verifies: exiting 0 would
+		// let a CI step that only checks the exit status accept it.
+		fmt.Fprintf(stderr, "verify-cert: %v\n", err)
+		return 2
 	}
 	data, err := readFile(fs.Arg(0))
 	if err != nil {
@@ -102,22 +103,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// readKey takes a key, or the path of a small file holding one.
-func readKey(s string) (ed25519.PublicKey, error) {
-	if st, err := os.Stat(s); err == nil && st.Mode().IsRegular() && st.Size() < 4096 {
-		b, err := os.ReadFile(s)
-		if err != nil {
-			return nil, fmt.Errorf("--issuer-key %s: %w", s, err)
-		}
-		s = string(b)
-	}
-	k, err := evidence.ParseIssuerKey(s)
-	if err != nil {
-		return nil, fmt.Errorf("--issuer-key: %w", err)
-	}
-	return k, nil
 }
 
 func readFile(path string) ([]byte, error) {

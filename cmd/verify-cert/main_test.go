@@ -23,12 +23,12 @@ var (
 // verifier before event origins accepted) is invalid, with the client's
 // event named.
 func TestVerifyCertOrigins(t *testing.T) {
-	code, out, _ := verify("--issuer-key", issuerPub, forgedV1)
+	code, out, _ := verify("--issuer-key-file", issuerPub, forgedV1)
 	if code != 1 || !strings.Contains(out, "certificate INVALID") || !strings.Contains(out, "names no earlier action") ||
 		!strings.Contains(out, "appended by a client") {
 		t.Errorf("forged certificate: exit %d; want 1, with the client's observation named\n%s", code, out)
 	}
-	if code, out, _ := verify("--issuer-key", issuerPub, goldenV2); code != 0 || strings.Count(out, " ok") != 5 {
+	if code, out, _ := verify("--issuer-key-file", issuerPub, goldenV2); code != 0 || strings.Count(out, " ok") != 5 {
 		t.Errorf("v2 certificate: exit %d\n%s", code, out)
 	}
 }
@@ -48,11 +48,11 @@ func TestVerifyCert(t *testing.T) {
 	if code != 0 || strings.Count(out, " ok") != 5 || !strings.Contains(out, "certificate valid") {
 		t.Fatalf("valid certificate: exit %d\n%s", code, out)
 	}
-	if code, out, _ := verify("--issuer-key", issuerPub, "--json", golden); code != 0 || !strings.Contains(out, `"valid": true`) {
+	if code, out, _ := verify("--issuer-key-file", issuerPub, "--json", golden); code != 0 || !strings.Contains(out, `"valid": true`) {
 		t.Fatalf("key file, json: exit %d\n%s", code, out)
 	}
-	// Unpinned: valid, and it says so.
-	if code, out, _ := verify(golden); code != 0 || !strings.Contains(out, "NOT PINNED") {
+	// Unpinned: only with --allow-unpinned, and it says so.
+	if code, out, _ := verify("--allow-unpinned", golden); code != 0 || !strings.Contains(out, "NOT PINNED") {
 		t.Fatalf("unpinned: exit %d\n%s", code, out)
 	}
 	data, _ := os.ReadFile(golden)
@@ -64,19 +64,19 @@ func TestVerifyCert(t *testing.T) {
 	} {
 		p := filepath.Join(dir, name+".elc")
 		os.WriteFile(p, []byte(doc), 0o644)
-		if code, out, _ := verify("--issuer-key", issuerPub, p); code != 1 || !strings.Contains(out, "certificate INVALID") {
+		if code, out, _ := verify("--issuer-key-file", issuerPub, p); code != 1 || !strings.Contains(out, "certificate INVALID") {
 			t.Errorf("%s: exit %d\n%s", name, code, out)
 		}
 	}
 	if code, out, _ := verify("--issuer-key", strings.Repeat("ab", 32), golden); code != 1 || !strings.Contains(out, "not issued by the key you trust") {
 		t.Fatalf("wrong key: exit %d\n%s", code, out)
 	}
-	for _, args := range [][]string{{}, {"a", "b"}, {"--issuer-key", "x", golden}, {"--issuer-key", issuerPub, "--issuer-key", issuerPub, golden}, {"--bogus", golden}} {
+	for _, args := range [][]string{{}, {"a", "b"}, {"--issuer-key", "x", golden}, {"--issuer-key-file", issuerPub, "--issuer-key-file", issuerPub, golden}, {"--bogus", golden}} {
 		if code, _, _ := verify(args...); code != 2 {
 			t.Errorf("%v: exit %d; want 2", args, code)
 		}
 	}
-	if code, _, errOut := verify(filepath.Join(dir, "absent.elc")); code != 1 || !strings.Contains(errOut, "absent.elc") {
+	if code, _, errOut := verify("--issuer-key-file", issuerPub, filepath.Join(dir, "absent.elc")); code != 1 || !strings.Contains(errOut, "absent.elc") {
 		t.Errorf("missing file: exit %d %s", code, errOut)
 	}
 	if code, _, errOut := verify("--help"); code != 0 || !strings.Contains(errOut, "example:") {
@@ -106,5 +106,62 @@ func TestNoDatabaseNoNetwork(t *testing.T) {
 				t.Errorf("verify-cert depends on %s", pkg)
 			}
 		}
+	}
+}
+
+// TestPinIsNeverAFileName: --issuer-key is the key's value. A file in the
+// working directory named like the real key and holding another one must
+// not replace it (before the split, the argument was first read as a file
+// name, so a file planted there pinned the attacker's key).
+func TestPinIsNeverAFileName(t *testing.T) {
+	key, err := os.ReadFile(issuerPub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := strings.TrimSpace(string(key))
+	cert, err := filepath.Abs(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	attacker := strings.Repeat("ab", 32)
+	if err := os.WriteFile(filepath.Join(dir, real), []byte(attacker+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	code, out, errOut := verify("--issuer-key", real, cert)
+	if code != 0 || !strings.Contains(out, "certificate valid") {
+		t.Fatalf("--issuer-key %s with a planted file of that name: exit %d; want 0 (the value is the key)\n%s%s", real, code, out, errOut)
+	}
+	// The pinned key id is printed next to the certificate's.
+	if !strings.Contains(out, "issuer key: certificate names 90204e6bdd26cc9d, pinned 90204e6bdd26cc9d") {
+		t.Errorf("output does not show both key ids:\n%s", out)
+	}
+	// The file is only read through --issuer-key-file, and then it is the
+	// attacker's key: the certificate is refused, both ids shown.
+	code, out, _ = verify("--issuer-key-file", real, cert)
+	if code != 1 || !strings.Contains(out, "not issued by the key you trust") || !strings.Contains(out, "certificate names 90204e6bdd26cc9d, pinned ") {
+		t.Fatalf("--issuer-key-file with the attacker's key: exit %d; want 1\n%s", code, out)
+	}
+	if code, _, errOut := verify("--issuer-key", real, "--issuer-key-file", real, cert); code != 2 || !strings.Contains(errOut, "both given") {
+		t.Errorf("both pin flags: exit %d %s; want 2", code, errOut)
+	}
+	if code, _, errOut := verify("--issuer-key", filepath.Join(dir, real), cert); code != 2 || !strings.Contains(errOut, "--issuer-key-file") {
+		t.Errorf("a path given to --issuer-key: exit %d %s; want 2 pointing at --issuer-key-file", code, errOut)
+	}
+}
+
+// TestUnpinnedExitsNonZero: a CI step that checks only the exit status
+// must not accept a certificate no pinned key vouches for.
+func TestUnpinnedExitsNonZero(t *testing.T) {
+	code, out, errOut := verify(golden)
+	if code == 0 {
+		t.Fatalf("unpinned verification: exit 0; want non-zero\n%s", out)
+	}
+	if code != 2 || !strings.Contains(errOut, "--allow-unpinned") || !strings.Contains(errOut, "--issuer-key-file") {
+		t.Errorf("unpinned: exit %d %q; want 2 naming the pin flags and --allow-unpinned", code, errOut)
+	}
+	if code, out, _ := verify("--allow-unpinned", "--json", golden); code != 0 || !strings.Contains(out, `"issuer_pinned": false`) {
+		t.Errorf("--allow-unpinned: exit %d\n%s", code, out)
 	}
 }

@@ -23,14 +23,16 @@ func TestReportCommandErrorsAndGate(t *testing.T) {
 		{[]string{"report", e.sealed.String(), "--format", "pdf"}, "gitlab_codequality"},
 		{[]string{"report", e.sealed.String(), "--output", filepath.Join(t.TempDir(), "missing", "dir", "x.json")}, "write"},
 		{[]string{"verify-certificate", "x.elc", "--issuer-key", "nope"}, "--issuer-key"},
-		{[]string{"verify-vc", "not-a-jwt"}, "neither a JWT"},
+		{[]string{"verify-vc", "not-a-jwt", "--allow-unpinned"}, "neither a JWT"},
+		{[]string{"verify-certificate", "x.elc"}, "--allow-unpinned"},
+		{[]string{"verify-vc", "a.b.c"}, "no issuer key pinned"},
 	}
 	for _, c := range cases {
 		if code, _, errOut := e.run(c.args...); code != 2 || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: exit %d %s; want 2 and %q", c.args, code, errOut, c.want)
 		}
 	}
-	if code, _, _ := e.run("verify-certificate", filepath.Join(t.TempDir(), "absent.elc")); code != 1 {
+	if code, _, _ := e.run("verify-certificate", filepath.Join(t.TempDir(), "absent.elc"), "--allow-unpinned"); code != 1 {
 		t.Errorf("unreadable certificate: exit %d; want 1", code)
 	}
 }

@@ -75,10 +75,10 @@ func TestEvidenceCommandsOnDemoSession(t *testing.T) {
 			t.Fatalf("verify-certificate --issuer-key %s: exit %d\n%s", k, code, out)
 		}
 	}
-	// A key file works too, and an unrelated key is refused.
+	// A key file works too (--issuer-key-file), and an unrelated key is refused.
 	keyFile := filepath.Join(dir, "issuer.pub")
 	os.WriteFile(keyFile, []byte(key.PublicKey+"\n"), 0o644)
-	if code, out, _ := runCLI(t, env, "", "verify-certificate", cert, "--issuer-key", keyFile, "--json"); code != 0 || !strings.Contains(out, `"valid": true`) {
+	if code, out, _ := runCLI(t, env, "", "verify-certificate", cert, "--issuer-key-file", keyFile, "--json"); code != 0 || !strings.Contains(out, `"valid": true`) {
 		t.Fatalf("key file: exit %d %s", code, out)
 	}
 	other := strings.Repeat("ab", 32)
@@ -121,8 +121,11 @@ func TestEvidenceCommandsOnDemoSession(t *testing.T) {
 	if code, out, _ := runCLI(t, env, "", "verify-vc", vcFile, "--issuer-key", key.DID); code != 0 || !strings.Contains(out, "credential valid: session "+id) {
 		t.Fatalf("verify-vc: exit %d %s", code, out)
 	}
-	if code, _, _ := runCLI(t, env, "", "verify-vc", jwt); code != 0 {
+	if code, _, _ := runCLI(t, env, "", "verify-vc", jwt, "--issuer-key-file", keyFile); code != 0 {
 		t.Fatal("verify-vc of the JWT itself failed")
+	}
+	if code, _, errOut := runCLI(t, env, "", "verify-vc", jwt); code != 2 || !strings.Contains(errOut, "--allow-unpinned") {
+		t.Fatalf("unpinned verify-vc: exit %d %s; want 2", code, errOut)
 	}
 	parts := strings.Split(jwt, ".")
 	forged := parts[0] + "." + parts[1][:len(parts[1])-2] + "AA." + parts[2]

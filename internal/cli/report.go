@@ -110,27 +110,31 @@ func writeOutput(w io.Writer, path string, data []byte) error {
 	return nil
 }
 
-// readKeyArg reads --issuer-key: a key, or a file holding one.
-func readKeyArg(s string) (ed25519.PublicKey, error) {
-	if s == "" {
-		return nil, nil
-	}
-	if st, err := os.Stat(s); err == nil && st.Mode().IsRegular() && st.Size() < 4096 {
-		b, err := os.ReadFile(s)
-		if err != nil {
-			return nil, fmt.Errorf("--issuer-key %s: %w", s, err)
-		}
-		s = string(b)
-	}
-	k, err := evidence.ParseIssuerKey(s)
+// pinFlags are the issuer key flags of the offline verifiers.
+type pinFlags struct {
+	key, file     string
+	allowUnpinned bool
+}
+
+func (p *pinFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&p.key, "issuer-key", "", "the issuer public key to trust, as its value: hex, did:key or checkpoint verifier key (never a file name)")
+	cmd.Flags().StringVar(&p.file, "issuer-key-file", "", "a file holding the issuer public key to trust")
+	cmd.Flags().BoolVar(&p.allowUnpinned, "allow-unpinned", false, "check against the key the document names itself (proves self-consistency only)")
+}
+
+// resolve returns the pinned key; a missing pin is a usage error (exit 2)
+// unless --allow-unpinned was given, so a CI step that checks only the
+// exit status never accepts a self-made document.
+func (p *pinFlags) resolve() (ed25519.PublicKey, error) {
+	k, err := evidence.ResolveIssuerPin(p.key, p.file, p.allowUnpinned)
 	if err != nil {
-		return nil, fmt.Errorf("--issuer-key: %w", err)
+		return nil, exitCode(ExitUsage, err)
 	}
 	return k, nil
 }
 
 func (a *app) verifyCertificateCommand() *cobra.Command {
-	var keyArg string
+	var pf pinFlags
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "verify-certificate FILE",
@@ -150,17 +154,19 @@ five pillars separately (ledger.md §8):
 
 A certificate with any failing pillar is invalid, and so is an unsigned one.
 Pin the issuer with --issuer-key (hex, did:key or the checkpoint verifier key
-that 'ironvise issuer-key' prints, or a file holding one); without it the
-certificate can only prove that it is self-consistent.
+that 'ironvise issuer-key' prints; never read as a file name) or with
+--issuer-key-file FILE. Without a pin the command refuses (exit 2): anyone can
+make a self-consistent certificate under a key of their own. --allow-unpinned
+checks self-consistency only.
 
-Exit status: 0 valid, 1 invalid or unreadable, 2 usage error.`,
+Exit status: 0 valid, 1 invalid or unreadable, 2 usage error (including no pin).`,
 		Example: `  ironvise verify-certificate audit.elc --issuer-key c3b1e7c2b912306bdab7689d88a4b5ec421860c5f896a438ec6356f66c2b843e
-  ironvise verify-certificate audit.elc --issuer-key issuer.pub --json`,
+  ironvise verify-certificate audit.elc --issuer-key-file issuer.pub --json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pin, err := readKeyArg(keyArg)
+			pin, err := pf.resolve()
 			if err != nil {
-				return exitCode(ExitUsage, err)
+				return err
 			}
 			data, err := readBounded(args[0], evidence.MaxCertificateBytes)
 			if err != nil {
@@ -182,7 +188,7 @@ Exit status: 0 valid, 1 invalid or unreadable, 2 usage error.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&keyArg, "issuer-key", "", "the issuer public key to trust (or a file holding it)")
+	pf.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print machine-readable JSON")
 	return cmd
 }
@@ -205,7 +211,7 @@ func readBounded(path string, limit int64) ([]byte, error) {
 }
 
 func (a *app) verifyVCCommand() *cobra.Command {
-	var keyArg string
+	var pf pinFlags
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "verify-vc FILE|JWT",
@@ -215,17 +221,18 @@ when a session completes: the EdDSA signature by the issuer's did:key, the
 validity window and the credential's shape. The argument is the JWT itself or
 a file holding it (for instance the vc_jwt of GET /api/sessions/{id}/vc).
 
-Pin the issuer with --issuer-key; without it the key is taken from the
-credential's own did:key, which proves only that it is self-consistent.
+Pin the issuer with --issuer-key (the key's value) or --issuer-key-file FILE.
+Without a pin the command refuses (exit 2); --allow-unpinned takes the key
+from the credential's own did:key, which proves only self-consistency.
 
-Exit status: 0 valid, 1 invalid, 2 usage error.`,
+Exit status: 0 valid, 1 invalid, 2 usage error (including no pin).`,
 		Example: `  ironvise verify-vc session.jwt --issuer-key did:key:z6Mk…
   ironvise verify-vc "$(curl -s -H "Authorization: Bearer $TOKEN" localhost:3000/api/sessions/$ID/vc | jq -r .vc_jwt)"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pin, err := readKeyArg(keyArg)
+			pin, err := pf.resolve()
 			if err != nil {
-				return exitCode(ExitUsage, err)
+				return err
 			}
 			jwt := args[0]
 			if st, err := os.Stat(jwt); err == nil && st.Mode().IsRegular() {
@@ -259,7 +266,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 				s := c.VC.Subject
 				pinned := "issuer key pinned"
 				if pin == nil {
-					pinned = "issuer key NOT pinned: pass --issuer-key to check who issued it"
+					pinned = "issuer key NOT pinned: pass --issuer-key or --issuer-key-file to check who issued it"
 				}
 				fmt.Fprintf(a.stdout, "credential valid: session %s (%s), issued by %s (%s)\n", s.SessionID, s.Status, c.Issuer, pinned)
 				fmt.Fprintf(a.stdout, "  goal hash    %s\n  policy hash  %s\n  tip          seq %d, %s\n  checkpoint   %s size %d, root %s\n",
@@ -268,7 +275,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&keyArg, "issuer-key", "", "the issuer public key to trust (or a file holding it)")
+	pf.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print machine-readable JSON")
 	return cmd
 }
@@ -289,7 +296,8 @@ func (a *app) issuerKeyCommand() *cobra.Command {
 certificates and verifiable credentials, in the forms verifiers accept: hex,
 did:key and the checkpoint verifier key of signed-note tools. Give it to
 auditors over a channel you trust; they pass it to 'verify-cert', 'ironvise
-verify-certificate' or 'ironvise verify-vc' with --issuer-key. The private
+verify-certificate' or 'ironvise verify-vc' with --issuer-key (or save it and
+use --issuer-key-file). The private
 key never leaves $ECTO_DATA_DIR/keys/issuer.ed25519.`,
 		Example: `  ironvise issuer-key
   ironvise issuer-key --json | jq -r .public_key > issuer.pub`,

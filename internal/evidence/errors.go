@@ -26,4 +26,8 @@ var (
 	// observations IronVise recorded from actions it executed (a client's
 	// own observation, say): no credential is issued for them.
 	ErrUnbackedFindings = errors.New("ironvise/evidence: findings are not backed by observations IronVise recorded")
+	// ErrUnpinned reports a verification asked for without an issuer key:
+	// anyone can make a self-consistent certificate under a key of their
+	// own, so an unpinned check is refused unless explicitly allowed.
+	ErrUnpinned = errors.New("ironvise/evidence: no issuer key pinned: pass --issuer-key HEX or --issuer-key-file FILE (what 'ironvise issuer-key' prints, obtained over a channel you trust), or --allow-unpinned to check self-consistency only")
 )

@@ -93,12 +93,19 @@ func (r *CertificateResult) WriteText(w io.Writer) error {
 			b.WriteByte('\n')
 		}
 	}
+	if r.CertificateKeyID != "" || r.PinnedKeyID != "" {
+		pinned := r.PinnedKeyID
+		if !r.IssuerPinned {
+			pinned = "none (NOT pinned)"
+		}
+		fmt.Fprintf(&b, "issuer key: certificate names %s, pinned %s\n", orNone(r.CertificateKeyID), pinned)
+	}
 	if f, failed := r.FirstFailure(); failed {
 		fmt.Fprintf(&b, "certificate INVALID: %s failed\n", PillarTitle(f.Name))
 	} else {
 		pin := "issuer key pinned"
 		if !r.IssuerPinned {
-			pin = "issuer key NOT pinned: pass --issuer-key to check who issued it"
+			pin = "issuer key NOT pinned: pass --issuer-key or --issuer-key-file to check who issued it"
 		}
 		fmt.Fprintf(&b, "certificate valid: all five pillars hold (issuer %s, %s)\n", r.IssuerKeyID, pin)
 	}
@@ -122,6 +129,13 @@ func oneLine(s string) string {
 			cut--
 		}
 		s = s[:cut] + "…"
+	}
+	return s
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
 	}
 	return s
 }

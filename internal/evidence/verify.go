@@ -76,7 +76,12 @@ type CertificateResult struct {
 	// IssuerPinned says whether the caller supplied it.
 	IssuerKeyID  string `json:"issuer_key_id"`
 	IssuerPinned bool   `json:"issuer_pinned"`
-	Findings     int    `json:"findings"`
+	// CertificateKeyID is the key id the certificate names for its issuer;
+	// PinnedKeyID the id of the key the caller pinned (empty when none), so
+	// a reader sees both side by side.
+	CertificateKeyID string `json:"certificate_key_id"`
+	PinnedKeyID      string `json:"pinned_key_id,omitempty"`
+	Findings         int    `json:"findings"`
 	// ClientEvents lists the events a client appended through the API
 	// (from their signed origin, or inferred for legacy events): recorded,
 	// but never evidence of anything IronVise did.
@@ -243,6 +248,12 @@ func verifyParsed(c *Certificate, body []byte, sig *CertSignature, pinned ed2551
 	}
 	issuer, p1 := checkIssuer(c, body, sig, pinned)
 	res.IssuerKeyID = ledger.KeyID(issuer)
+	if len(c.Issuer.PublicKey) == ed25519.PublicKeySize {
+		res.CertificateKeyID = ledger.KeyID(ed25519.PublicKey(c.Issuer.PublicKey))
+	}
+	if pinned != nil {
+		res.PinnedKeyID = ledger.KeyID(pinned)
+	}
 	in, problem, seq := verifyInput(c, issuer)
 	if problem != "" {
 		// The certificate's data cannot even be put into ledger form:
@@ -333,7 +344,7 @@ func checkIssuer(c *Certificate, body []byte, sig *CertSignature, pinned ed25519
 		return trusted, failP(PillarIssuer, -1, "the issuer signature does not verify with key %s: the certificate was changed after it was signed", ledger.KeyID(trusted))
 	}
 	if pinned == nil {
-		return trusted, passP(PillarIssuer, fmt.Sprintf("issuer key %s NOT PINNED: this proves only that the certificate is self-consistent; pass the issuer's public key (--issuer-key) to trust it", ledger.KeyID(trusted)))
+		return trusted, passP(PillarIssuer, fmt.Sprintf("issuer key %s NOT PINNED: this proves only that the certificate is self-consistent; pin the issuer's public key (--issuer-key or --issuer-key-file) to trust it", ledger.KeyID(trusted)))
 	}
 	return trusted, passP(PillarIssuer, fmt.Sprintf("signed by the pinned issuer key %s", ledger.KeyID(trusted)))
 }

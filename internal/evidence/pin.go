@@ -1,0 +1,62 @@
+package evidence
+
+import (
+	"crypto/ed25519"
+	"fmt"
+	"io"
+	"os"
+)
+
+// maxKeyFileBytes bounds an issuer key file: every form ParseIssuerKey
+// reads is well under 200 bytes.
+const maxKeyFileBytes = 4096
+
+// ResolveIssuerPin turns a verifier's pin flags into the key it trusts.
+// keyValue is the key itself (--issuer-key: hex, did:key, checkpoint
+// verifier key or base64) and is never read as a file name; keyFile is the
+// path of a file holding one (--issuer-key-file). Exactly one may be
+// given. With neither, the result is ErrUnpinned unless allowUnpinned is
+// true, in which case the key is nil and verification only shows that the
+// document is self-consistent.
+func ResolveIssuerPin(keyValue, keyFile string, allowUnpinned bool) (ed25519.PublicKey, error) {
+	switch {
+	case keyValue != "" && keyFile != "":
+		return nil, fmt.Errorf("evidence: --issuer-key and --issuer-key-file both given: pass the key once, either as its value or as a file")
+	case keyValue != "":
+		// The value is only ever a key. Reading it as a file name first
+		// let a file named like the real key, holding another key, make
+		// a self-made certificate pass as pinned (issue 23, item 3).
+		k, err := ParseIssuerKey(keyValue)
+		if err != nil {
+			return nil, fmt.Errorf("--issuer-key: %w (for a file holding the key use --issuer-key-file)", err)
+		}
+		return k, nil
+	case keyFile != "":
+		k, err := ReadIssuerKeyFile(keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--issuer-key-file: %w", err)
+		}
+		return k, nil
+	case allowUnpinned:
+		return nil, nil
+	}
+	return nil, ErrUnpinned
+}
+
+// ReadIssuerKeyFile reads an issuer public key from a small file holding
+// one of the forms ParseIssuerKey accepts.
+func ReadIssuerKeyFile(path string) (ed25519.PublicKey, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read issuer key %s: %w", path, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read issuer key %s: %w", path, err)
+	}
+	if len(b) > maxKeyFileBytes {
+		return nil, fmt.Errorf("read issuer key %s: larger than %d bytes, not a key file", path, maxKeyFileBytes)
+	}
+	return ParseIssuerKey(string(b))
+}
