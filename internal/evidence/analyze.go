@@ -193,6 +193,8 @@ func (o observations) locate(f *Finding) []Location {
 		switch {
 		case problem != "":
 			loc.Problem = problem
+		case quote == "" && NeedsEvidence(f.Severity):
+			loc.Problem = fmt.Sprintf("no quote: a %s finding needs a non-empty quote found in observation %d", f.Severity, seq)
 		case quote != "":
 			if at := strings.Index(obs.Content, quote); at < 0 {
 				loc.Problem = fmt.Sprintf("quote not found in observation %d", seq)

@@ -456,7 +456,8 @@ func checkBinding(c *Certificate, evs []ledger.Event) Pillar {
 // critical findings need evidence, every cited sequence is an observation
 // IronVise recorded from an action it executed, before the finding
 // (ledger.ExecutedObservation: a client's own observation never counts),
-// and every non-empty quote is a substring of its observation's content.
+// every non-empty quote is a substring of its observation's content, and a
+// high or critical finding has such a quote for each cited observation.
 func checkFindingsEvidence(fs []Finding, evs []ledger.Event) Pillar {
 	for i, f := range fs {
 		at := int64(f.ActionSeq)
@@ -481,8 +482,17 @@ func checkFindingsEvidence(fs []Finding, evs []ledger.Event) Pillar {
 			if seq >= at {
 				return failP(PillarBinding, at, "%s cites sequence %d, recorded after the finding", what, seq)
 			}
-			if j < len(f.EvidenceQuotes) && f.EvidenceQuotes[j] != "" && !strings.Contains(text, f.EvidenceQuotes[j]) {
-				return failP(PillarBinding, at, "%s quotes %q, which is not in observation %d", what, f.EvidenceQuotes[j], seq)
+			quote := ""
+			if j < len(f.EvidenceQuotes) {
+				quote = f.EvidenceQuotes[j]
+			}
+			// Without a quote, citing any earlier observation would pass
+			// as evidence for a high or critical finding.
+			if quote == "" && NeedsEvidence(f.Severity) {
+				return failP(PillarBinding, at, "%s cites observation %d without a quote: high and critical findings need a non-empty quote found in each cited observation", what, seq)
+			}
+			if quote != "" && !strings.Contains(text, quote) {
+				return failP(PillarBinding, at, "%s quotes %q, which is not in observation %d", what, quote, seq)
 			}
 		}
 	}

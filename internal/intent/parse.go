@@ -348,7 +348,16 @@ func verifyEvidence(fs []Finding, obs Observations) *Error {
 			if !ok {
 				return &Error{verdict.SchemaFindingUnverified, path, fmt.Sprintf("sequence %d is not an observation IronVise recorded from an action it executed in this session (events appended through POST /api/sessions/{id}/events are not evidence); cite the observation of a run_command, read_file or http_get", seq)}
 			}
-			if j < len(f.EvidenceQuotes) && f.EvidenceQuotes[j] != "" && !strings.Contains(content, f.EvidenceQuotes[j]) {
+			quote := ""
+			if j < len(f.EvidenceQuotes) {
+				quote = f.EvidenceQuotes[j]
+			}
+			// A high or critical finding must show what it saw: without a
+			// quote any earlier observation "backs" it (issue 23, item 6).
+			if quote == "" && f.Severity.NeedsEvidence() {
+				return &Error{verdict.SchemaFindingUnverified, fmt.Sprintf("$.params.findings[%d].evidence_quotes[%d]", i, j), fmt.Sprintf("a %s finding needs a non-empty quote copied from observation %d", f.Severity, seq)}
+			}
+			if quote != "" && !strings.Contains(content, quote) {
 				return &Error{verdict.SchemaFindingUnverified, fmt.Sprintf("$.params.findings[%d].evidence_quotes[%d]", i, j), fmt.Sprintf("quote not found in observation %d", seq)}
 			}
 		}

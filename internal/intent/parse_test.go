@@ -110,6 +110,9 @@ func TestParseAdversarial(t *testing.T) {
 		{"finding zero sequence", `{"action":"complete","params":{"findings":[{"severity":"low","title":"t","evidence":"e","recommendation":"r","evidence_sequence":[0]}]}}`, verdict.SchemaFindingInvalid},
 		{"more quotes than sequences", `{"action":"complete","params":{"findings":[{"severity":"low","title":"t","evidence":"e","recommendation":"r","evidence_sequence":[3],"evidence_quotes":["a","b"]}]}}`, verdict.SchemaFindingInvalid},
 		{"quote not in observation", `{"action":"complete","params":{"findings":[{"severity":"high","title":"t","evidence":"e","recommendation":"r","evidence_sequence":[3],"evidence_quotes":["PermitRootLogin no"]}]}}`, verdict.SchemaFindingUnverified},
+		// A high finding must quote what it saw (issue 23 item 6).
+		{"high finding empty quote", `{"action":"complete","params":{"findings":[{"severity":"high","title":"t","evidence":"e","recommendation":"r","evidence_sequence":[3],"evidence_quotes":[""]}]}}`, verdict.SchemaFindingUnverified},
+		{"critical finding no quote", `{"action":"complete","params":{"findings":[{"severity":"critical","title":"t","evidence":"e","recommendation":"r","evidence_sequence":[3]}]}}`, verdict.SchemaFindingUnverified},
 		{"whitespace-only justification", `{"action":"read_file","params":{"path":"a"},"justification":"      "}`, verdict.SchemaJustificationShort},
 		{"fence without closing", "```json\n{\"action\":\"complete\"}\nmore", verdict.SchemaNotJSON},
 	}
