@@ -157,8 +157,12 @@ func (a *app) runExec(o execOptions) error {
 		code, status = ExitExecDenied, ledger.StatusAborted
 	case res.Sandbox != nil:
 		sr := res.Sandbox
-		fmt.Fprint(a.stdout, sr.Stdout)
-		fmt.Fprint(a.stderr, sr.Stderr)
+		// Security: exec is often an agent's shell, so what it prints
+		// reaches a model: the output is the recorded one, credentials
+		// replaced by the session's tagged placeholders.
+		red := sess.Redactor()
+		fmt.Fprint(a.stdout, red.String(sr.Stdout))
+		fmt.Fprint(a.stderr, red.String(sr.Stderr))
 		if hint := sr.MemoryHint(); hint != "" {
 			fmt.Fprintf(a.stderr, "ironvise: %s\n", hint)
 		}
