@@ -248,11 +248,17 @@ func (w *walker) produced(cmd *Command) {
 	}
 	p := &cmd.Parsed
 	write := func(ws ...Word) { w.a.Written = append(w.a.Written, ws...) }
-	unknown := func() {
+	dot := Word{Static: true, Value: ".", Match: "."}
+	unknownIn := func(dirs ...Word) {
 		if w.a.WritesUnknown == "" {
 			w.a.WritesUnknown = cmd.Program
 		}
+		if len(dirs) == 0 {
+			dirs = []Word{dot}
+		}
+		w.a.UnknownDirs = append(w.a.UnknownDirs, dirs[len(dirs)-1])
 	}
+	unknown := func() { unknownIn() }
 	switch prog := strings.ToLower(cmd.Program); prog {
 	case "tee":
 		write(p.Operands...)
@@ -291,13 +297,13 @@ func (w *walker) produced(cmd *Command) {
 		write(outs...)
 		switch {
 		case p.Has("-r", "--recursive", "-m", "--mirror", "-i", "--input-file"):
-			unknown()
+			unknownIn(p.Values("-P", "--directory-prefix")...)
 		case len(outs) == 0:
 			urlNames(p.Operands, write, unknown)
 		}
 	case "tar", "gtar", "bsdtar":
 		if p.Has("-x", "--extract", "--get") && !p.Has("-O", "--to-stdout", "--to-command") {
-			unknown()
+			unknownIn(p.Values("-C", "--directory")...)
 		}
 		write(p.Values("-f", "--file")...)
 	case "sed", "gsed":
@@ -311,8 +317,23 @@ func (w *walker) produced(cmd *Command) {
 			unknown()
 		}
 	case "git":
-		if sc, ok := p.First(); ok && (sc.Match == "clone" || sc.Match == "checkout" || sc.Match == "switch" ||
-			sc.Match == "restore" || sc.Match == "pull" || sc.Match == "apply" || sc.Match == "am" || sc.Match == "worktree") {
+		sc, ok := p.First()
+		switch {
+		case ok && sc.Match == "clone":
+			// git clone URL [DIR]: the files land in DIR, by default the
+			// URL's last component without .git.
+			ops := ParseArgs(p.Operands[1:], specGitFetch).Operands
+			switch {
+			case len(ops) >= 2:
+				unknownIn(ops[1])
+			case len(ops) == 1 && ops[0].Static:
+				d := strings.TrimSuffix(path.Base(strings.TrimSuffix(ops[0].Value, "/")), ".git")
+				unknownIn(Word{Static: true, Value: d, Match: d})
+			default:
+				unknown()
+			}
+		case ok && (sc.Match == "checkout" || sc.Match == "switch" || sc.Match == "restore" || sc.Match == "pull" ||
+			sc.Match == "apply" || sc.Match == "am" || sc.Match == "worktree"):
 			unknown()
 		}
 	}

@@ -208,8 +208,11 @@ type Analysis struct {
 	// tee, cp, mv, install, ln, dd of=, curl -o/-O, wget, sort -o, sed -i.
 	Written []Word
 	// WritesUnknown names a program that writes files under names the
-	// analysis cannot know (tar -x, unzip, git clone, wget -r).
+	// analysis cannot know (tar -x, unzip, git clone, wget -r), and
+	// UnknownDirs the directories they write into ("." for the working
+	// directory).
 	WritesUnknown string
+	UnknownDirs   []Word
 	// ConfigFiles are configuration files a command is told to read that
 	// can name commands (git include.path, GIT_CONFIG_GLOBAL).
 	ConfigFiles []Word

@@ -92,6 +92,9 @@ func TestStdinAndSameCommandScripts(t *testing.T) {
 		{"ln -s /dev/stdin", rc("ln -s /dev/stdin s; sh s"), verdict.CmdDynamicProgram, "same command", nil},
 		{"cp then run", rc("cp /bin/sh ./x; ./x -c id"), verdict.CmdDynamicProgram, "same command", nil},
 		{"tar x then run", rc("tar xf a.tar && sh ./configure"), verdict.CmdDynamicProgram, "tar", nil},
+		{"git clone then run", rc("git clone https://example.com/r.git && sh r/install.sh"), verdict.CmdDynamicProgram, "git", nil},
+		{"git clone, cd, run", rc("git clone https://example.com/r.git x && cd x && sh ./install.sh"), verdict.CmdDynamicProgram, "git", nil},
+		{"tar -C dir then run from it", rc("tar -xf a.tar -C sub && sh sub/x.sh"), verdict.CmdDynamicProgram, "tar", nil},
 		{"heredoc script", rc("cat > \"$TMPDIR/a.py\" <<EOF\nprint(1)\nEOF\npython3 \"$TMPDIR/a.py\""), verdict.CmdDynamicProgram, "", nil},
 		{"make -f scratch", rc("make -f $TMPDIR/Makefile"), verdict.CmdDynamicProgram, "", nil},
 		{"cd scratch, run", rc(`cd "$TMPDIR" && sh s`), verdict.CmdDynamicProgram, "", nil},
@@ -106,6 +109,8 @@ func TestStdinAndSameCommandScripts(t *testing.T) {
 		{"cd sub; script", rc("cd sub && sh ./x.sh"), verdict.OK, "", []string{FlagScriptFile}},
 		{"scratch data", rc(`sort notes.txt > "$TMPDIR/y"; cat "$TMPDIR/y"`), verdict.OK, "", nil},
 		{"python -m", rc("python3 -m pytest -q"), verdict.OK, "", nil},
+		{"extract to scratch, run the workspace's", rc(`tar -xzf a.tgz -C "$TMPDIR" && make -C . test && sh ./check.sh`), verdict.OK, "", []string{FlagScriptFile}},
+		{"clone elsewhere, run the workspace's", rc("git clone https://example.com/r.git other && sh ./check.sh"), verdict.OK, "", []string{FlagScriptFile}},
 		{"loop over workspace tests", rc(`for f in tests/*.py; do python3 "$f"; done`), verdict.OK, "", nil},
 		{"script from the caller", rc(`sh "$1"`), verdict.OK, "", []string{FlagScriptFile}},
 	})

@@ -97,8 +97,8 @@ func (t *Tripwire) fileOriginDepth(v *View, w shell.Word, depth int) *unreviewed
 		return nil
 	}
 	relative := form != "" && form[0] != '/' && form[0] != '~'
-	if relative && a.WritesUnknown != "" {
-		return &unreviewed{verdict.CmdDynamicProgram, fmt.Sprintf("%s in the same command writes files whose names the check cannot know", a.WritesUnknown)}
+	if a.WritesUnknown != "" && t.inUnknownWrite(v, form, relative) {
+		return &unreviewed{verdict.CmdDynamicProgram, fmt.Sprintf("%s in the same command writes files whose names the check cannot know where it lies", a.WritesUnknown)}
 	}
 	if relative && !v.cwdKnown {
 		return &unreviewed{verdict.CmdDynamicProgram, "the directory it is in is computed at run time"}
@@ -228,4 +228,56 @@ func assignedValues(a *shell.Analysis, name string) []*shell.Word {
 		add(as)
 	}
 	return out
+}
+
+// inUnknownWrite reports whether a script's path form may lie in a
+// directory that a program of the script fills with files the analysis
+// cannot name (tar -x -C DIR, git clone URL DIR). Directories in scratch
+// are left out: everything there is unreviewed anyway.
+func (t *Tripwire) inUnknownWrite(v *View, form string, relative bool) bool {
+	a := v.Command
+	if form == "" || (relative && !v.cwdKnown) {
+		return relative || form == ""
+	}
+	var scripts []string
+	switch {
+	case relative:
+		for _, c := range v.cwds {
+			scripts = append(scripts, path.Join(filepath.ToSlash(c), form))
+		}
+	case form[0] == '/':
+		scripts = []string{form}
+	default:
+		return false // under a home: scratch
+	}
+	for _, d := range a.UnknownDirs {
+		if scratchWord(d) {
+			continue
+		}
+		df, ok := d.PathForm()
+		if !ok || df == "" {
+			return true // a directory computed at run time
+		}
+		var dirs []string
+		switch {
+		case df[0] == '/':
+			dirs = []string{df}
+		case df[0] == '~':
+			continue
+		case !v.cwdKnown:
+			return true
+		default:
+			for _, c := range v.cwds {
+				dirs = append(dirs, path.Join(filepath.ToSlash(c), df))
+			}
+		}
+		for _, s := range scripts {
+			for _, dir := range dirs {
+				if s == dir || strings.HasPrefix(s, strings.TrimSuffix(dir, "/")+"/") {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
