@@ -16,10 +16,14 @@ func makeWord(wd *syntax.Word, src string) Word {
 	}
 	start, end := int(wd.Pos().Offset()), int(wd.End().Offset())
 	if start >= 0 && end <= len(src) && start <= end {
-		w.Match = strings.NewReplacer(`'`, "", `"`, "").Replace(src[start:end])
+		w.Match = unquoteMatch.Replace(src[start:end])
 	}
 	return w
 }
+
+// unquoteMatch drops quote characters from a word's source text; a
+// Replacer is safe for concurrent use and is built once.
+var unquoteMatch = strings.NewReplacer(`'`, "", `"`, "")
 
 // staticValue returns the word's value after POSIX quote removal, and false
 // when the word is not static (checks.md §6.1.2): any part other than a

@@ -150,6 +150,9 @@ func (s *wordScan) protectedName(p string) *protHit {
 // and every word of every command is resolved, so its components are not
 // examined again each time.
 func (t *Tripwire) resolveName(p string) (string, error) {
+	if p == t.workspace && p != "" {
+		return p, nil
+	}
 	if rest, ok := strings.CutPrefix(p, t.workspace+string(filepath.Separator)); ok && t.workspace != "" {
 		return t.resolveFrom(t.workspace, splitPath(rest))
 	}
