@@ -11,15 +11,19 @@ type kwDef struct{ word string }
 
 const kwBucketBits = 12
 
-// multiTrigram marks a bucket list whose words start differently; it is not
-// a 24-bit value, so no position equals it.
-const multiTrigram = 1 << 31
+// prefixBits returns the first n (at most 8) bytes of w, little-endian,
+// and the mask that selects them.
+func prefixBits(w string, n int) (key, mask uint64) {
+	n = min(n, len(w), 8)
+	for k := range n {
+		key |= uint64(w[k]) << (8 * k)
+		mask |= 0xff << (8 * k)
+	}
+	return key, mask
+}
 
-// trigram returns the first three bytes of w, little-endian.
-func trigram(w string) uint32 { return uint32(w[0]) | uint32(w[1])<<8 | uint32(w[2])<<16 }
-
-// keywordIndex finds which of a few hundred keywords occur in a text, and
-// where first, in one pass: each position's first three bytes are hashed
+// keywordIndex finds every occurrence of a few hundred keywords in a text
+// in one pass: each position's first three bytes are hashed
 // into a small table, and only positions whose bucket holds a keyword are
 // compared. Keywords shorter than three bytes are searched for directly.
 type keywordIndex struct {
@@ -28,13 +32,17 @@ type keywordIndex struct {
 	id     []int
 	bucket [1 << kwBucketBits]uint16 // 0: empty; else 1 + index into lists
 	lists  [][]uint16                // word ids per non-empty bucket
-	// tri[li] is the first three bytes (little-endian) of the words of
-	// list li, or multiTrigram when they differ; most positions whose
-	// bucket is not empty only collide with it, and one comparison
-	// rejects them.
-	tri        []uint32
-	short      []int // ids of words shorter than three bytes
-	trigramIDs int   // how many words the table holds
+	// head[li] and headMask[li] select the longest prefix (at most four
+	// bytes) that all words of list li share: most positions whose
+	// bucket is not empty only collide with it ("connection" with
+	// "contentful", "message queue" with "messagebird" share three
+	// bytes at most), and one comparison rejects them.
+	head, headMask []uint32
+	// pre[id] and preMask[id] are the first eight bytes of word id, so
+	// that verifying a candidate is one comparison for most words.
+	pre, preMask []uint64
+	short        []int // ids of words shorter than three bytes
+	trigramIDs   int   // how many words the table holds
 }
 
 func newKeywordIndex(defs []kwDef) (keywordIndex, error) {
@@ -66,18 +74,30 @@ func newKeywordIndex(defs []kwDef) (keywordIndex, error) {
 					x.bucket[b] = uint16(len(x.lists))
 				}
 				li := x.bucket[b] - 1
-				tri := trigram(d.word)
-				switch {
-				case len(x.lists[li]) == 0:
-					x.tri = append(x.tri, tri)
-				case x.tri[li] != tri:
-					x.tri[li] = multiTrigram
-				}
 				x.lists[li] = append(x.lists[li], uint16(id))
 				x.trigramIDs++
 			}
 		}
 		x.id = append(x.id, id)
+	}
+	for _, w := range x.words {
+		k, m := prefixBits(w, 8)
+		x.pre, x.preMask = append(x.pre, k), append(x.preMask, m)
+	}
+	for _, l := range x.lists {
+		// The common prefix of the list's words, at most four bytes.
+		first := x.words[l[0]]
+		n := min(len(first), 4)
+		for _, id := range l[1:] {
+			w := x.words[id]
+			k := 0
+			for k < n && k < len(w) && w[k] == first[k] {
+				k++
+			}
+			n = k
+		}
+		k, m := prefixBits(first, n)
+		x.head, x.headMask = append(x.head, uint32(k)), append(x.headMask, uint32(m))
 	}
 	return x, nil
 }
@@ -87,33 +107,37 @@ func kwHash(k uint32) uint32 {
 	return ((k & 0xffffff) * 0x9E3779B1) >> (32 - kwBucketBits)
 }
 
-// scan stores in first[id] the first offset of each keyword in lower (the
-// ASCII-lowercased text), or -1. done is scratch space of at least
-// len(x.lists) entries.
-func (x *keywordIndex) scan(lower []byte, first []int32, done []bool) {
-	for i := range first {
-		first[i] = -1
-	}
+// kwHit is one occurrence of a keyword: its id and offset.
+type kwHit struct{ id, at int32 }
+
+// scan appends to hits every occurrence of every keyword in lower (the
+// ASCII-lowercased text), in ascending offset per keyword. Recording all of
+// them in the one pass costs a comparison per occurrence; searching the
+// text again for each keyword found cost a scan of the rest of the text
+// per keyword ("api", "curl" and "key" occur in most logs).
+func (x *keywordIndex) scan(lower []byte, hits []kwHit) []kwHit {
 	for _, id := range x.short {
-		if at := bytes.Index(lower, []byte(x.words[id])); at >= 0 {
-			first[id] = int32(at)
+		w := []byte(x.words[id])
+		for at := 0; at < len(lower); {
+			k := bytes.Index(lower[at:], w)
+			if k < 0 {
+				break
+			}
+			hits = append(hits, kwHit{int32(id), int32(at + k)})
+			at += k + 1
 		}
 	}
 	n := len(lower)
 	if n < 3 || x.trigramIDs == 0 {
-		return
+		return hits
 	}
-	// done[li] is set once every word of list li has been found, so a
-	// common keyword costs one test at each later occurrence.
-	done = done[:len(x.lists)]
-	clear(done)
-	remaining := x.trigramIDs
 	bucket := &x.bucket
-	tri := x.tri
+	head, headMask := x.head, x.headMask
 	i := 0
 	// Six positions per 8-byte load, hashed independently so the loop
-	// does not serialise on one rolling key.
-	for ; i+8 <= n; i += 6 {
+	// does not serialise on one rolling key. The bound leaves four bytes
+	// after the last position for the prefix check.
+	for ; i+10 <= n; i += 6 {
 		w := binary.LittleEndian.Uint64(lower[i:])
 		b0, b1, b2 := bucket[kwHash(uint32(w))], bucket[kwHash(uint32(w>>8))], bucket[kwHash(uint32(w>>16))]
 		b3, b4, b5 := bucket[kwHash(uint32(w>>24))], bucket[kwHash(uint32(w>>32))], bucket[kwHash(uint32(w>>40))]
@@ -121,60 +145,37 @@ func (x *keywordIndex) scan(lower []byte, first []int32, done []bool) {
 			continue
 		}
 		for j, b := range [6]uint16{b0, b1, b2, b3, b4, b5} {
-			if b == 0 || done[b-1] {
-				continue
+			if b == 0 || binary.LittleEndian.Uint32(lower[i+j:])&headMask[b-1] != head[b-1] {
+				continue // empty, or another prefix in the same bucket
 			}
-			if t := tri[b-1]; t != multiTrigram && t != uint32(w>>(8*j))&0xffffff {
-				continue // another trigram in the same bucket
-			}
-			remaining -= x.verify(lower, i+j, b-1, first, done)
-		}
-		if remaining == 0 {
-			return
+			hits = x.verify(lower, i+j, b-1, hits)
 		}
 	}
 	for ; i+3 <= n; i++ {
 		k := uint32(lower[i]) | uint32(lower[i+1])<<8 | uint32(lower[i+2])<<16
-		if b := bucket[kwHash(k)]; b != 0 && !done[b-1] && (tri[b-1] == multiTrigram || tri[b-1] == k) {
-			x.verify(lower, i, b-1, first, done)
+		if b := bucket[kwHash(k)]; b != 0 {
+			hits = x.verify(lower, i, b-1, hits)
 		}
 	}
+	return hits
 }
 
-// verify records the words of list li that start at i and returns how
-// many were new; it marks the list done once all its words are found.
-func (x *keywordIndex) verify(lower []byte, i int, li uint16, first []int32, done []bool) int {
-	found, all := 0, true
+// verify appends the words of list li that start at i.
+func (x *keywordIndex) verify(lower []byte, i int, li uint16, hits []kwHit) []kwHit {
+	var at uint64
+	wide := i+8 <= len(lower)
+	if wide {
+		at = binary.LittleEndian.Uint64(lower[i:])
+	}
 	for _, id := range x.lists[li] {
-		if first[id] >= 0 {
+		if wide && at&x.preMask[id] != x.pre[id] {
 			continue
 		}
-		w := x.words[id]
-		if i+len(w) <= len(lower) && lower[i] == w[0] && lower[i+1] == w[1] && lower[i+2] == w[2] &&
-			string(lower[i+3:i+len(w)]) == w[3:] {
-			first[id] = int32(i)
-			found++
-			continue
+		if w := x.words[id]; i+len(w) <= len(lower) && string(lower[i:i+len(w)]) == w {
+			hits = append(hits, kwHit{int32(id), int32(i)})
 		}
-		all = false
 	}
-	done[li] = all
-	return found
-}
-
-// occurrences returns every offset of keyword id in lower, starting at its
-// first occurrence.
-func (x *keywordIndex) occurrences(lower []byte, id int, first int32, out []int) []int {
-	w := []byte(x.words[id])
-	for at := int(first); at >= 0 && at < len(lower); {
-		k := bytes.Index(lower[at:], w)
-		if k < 0 {
-			break
-		}
-		out = append(out, at+k)
-		at += k + 1
-	}
-	return out
+	return hits
 }
 
 // lowerASCII writes the ASCII-lowercased src into dst (same length): a

@@ -234,13 +234,14 @@ func (r *Redactor) value(v any, changed *bool) any {
 // scratch holds the per-call buffers of find.
 type scratch struct {
 	lower []byte
-	first []int32
-	done  []bool
+	hits  []kwHit
 	occ   []int
-	// byWord caches the occurrences of each keyword found, as ranges of
-	// all; words shared by many rules ("api", "key") are searched once.
-	all    []int
-	byWord map[int][2]int
+	// all holds the occurrences of every keyword found, grouped by
+	// keyword: those of keyword k are all[start[k]:start[k+1]]. Words
+	// shared by many rules ("api", "key") are grouped once.
+	all   []int
+	start []int32
+	next  []int32
 	// lits caches whether each clause literal occurs anywhere in the
 	// text: a rule whose clause holds nowhere is skipped whole.
 	lits map[string]bool
@@ -276,18 +277,33 @@ func (rs *Rules) find(t string) []Finding {
 	}
 	lower := sc.lower[:len(t)]
 	lowerASCII(lower, t)
-	if cap(sc.first) < len(rs.kw.words) {
-		sc.first = make([]int32, len(rs.kw.words))
+	nw := len(rs.kw.words)
+	sc.hits = rs.kw.scan(lower, sc.hits[:0])
+	// Group the hits by keyword (a counting sort, which keeps each
+	// keyword's offsets ascending).
+	if cap(sc.start) < nw+1 {
+		sc.start, sc.next = make([]int32, nw+1), make([]int32, nw+1)
 	}
-	first := sc.first[:len(rs.kw.words)]
-	if cap(sc.done) < len(rs.kw.lists) {
-		sc.done = make([]bool, len(rs.kw.lists))
+	start, next := sc.start[:nw+1], sc.next[:nw+1]
+	clear(start)
+	for _, h := range sc.hits {
+		start[h.id+1]++
 	}
-	rs.kw.scan(lower, first, sc.done)
-	if sc.byWord == nil {
-		sc.byWord, sc.lits = map[int][2]int{}, map[string]bool{}
+	for k := 1; k <= nw; k++ {
+		start[k] += start[k-1]
 	}
-	clear(sc.byWord)
+	copy(next, start)
+	if cap(sc.all) < len(sc.hits) {
+		sc.all = make([]int, len(sc.hits))
+	}
+	sc.all = sc.all[:len(sc.hits)]
+	for _, h := range sc.hits {
+		sc.all[next[h.id]] = int(h.at)
+		next[h.id]++
+	}
+	if sc.lits == nil {
+		sc.lits = map[string]bool{}
+	}
 	clear(sc.lits)
 	anywhere := func(l string) bool {
 		v, ok := sc.lits[l]
@@ -296,17 +312,6 @@ func (rs *Rules) find(t string) []Finding {
 			sc.lits[l] = v
 		}
 		return v
-	}
-	sc.all = sc.all[:0]
-	occurrences := func(occ []int, k int) []int {
-		r, ok := sc.byWord[k]
-		if !ok {
-			a := len(sc.all)
-			sc.all = rs.kw.occurrences(lower, k, first[k], sc.all)
-			r = [2]int{a, len(sc.all)}
-			sc.byWord[k] = r
-		}
-		return append(occ, sc.all[r[0]:r[1]]...)
 	}
 
 	var out []Finding
@@ -319,9 +324,7 @@ func (rs *Rules) find(t string) []Finding {
 		ru := &rs.rules[i]
 		occ := sc.occ[:0]
 		for _, k := range ru.keywords {
-			if first[k] >= 0 {
-				occ = occurrences(occ, k)
-			}
+			occ = append(occ, sc.all[start[k]:start[k+1]]...)
 		}
 		sc.occ = occ
 		if len(occ) > 0 && ru.clausesAnywhere(anywhere) {
@@ -332,9 +335,7 @@ func (rs *Rules) find(t string) []Finding {
 		p := &rs.passes[i]
 		occ := sc.occ[:0]
 		for _, k := range p.keywords {
-			if first[k] >= 0 {
-				occ = occurrences(occ, k)
-			}
+			occ = append(occ, sc.all[start[k]:start[k+1]]...)
 		}
 		sc.occ = occ
 		if len(occ) > 0 {
@@ -381,9 +382,9 @@ func (ru *rule) run(t string, lower []byte, occ []int, rs *Rules, emit func(Find
 		}
 		// The window: from the start of the keyword's line (within
 		// windowReach) to the end of the value for the assignment rules,
-		// else to the end of the next line.
-		base := max(0, o-windowReach)
-		a := bytes.LastIndexByte(lower[base:o], '\n') + 1 + base
+		// else to the end of the next line. The assignment shape is
+		// checked first: it rules out most occurrences ("/api/v1") at
+		// the cost of a few bytes, before the line start is looked for.
 		var b int
 		if ru.assign {
 			if b = assignedValueEnd(lower, o); b < 0 {
@@ -402,6 +403,8 @@ func (ru *rule) run(t string, lower []byte, occ []int, rs *Rules, emit func(Find
 			}
 			b = min(b, o+windowReach)
 		}
+		base := max(0, o-windowReach)
+		a := bytes.LastIndexByte(lower[base:o], '\n') + 1 + base
 		wins = append(wins, [2]int{a, b})
 	}
 	if len(wins) > 1 {
