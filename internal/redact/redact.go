@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -236,6 +237,7 @@ type scratch struct {
 	lower []byte
 	hits  []kwHit
 	occ   []int
+	wins  [][2]int
 	// all holds the occurrences of every keyword found, grouped by
 	// keyword: those of keyword k are all[start[k]:start[k+1]]. Words
 	// shared by many rules ("api", "key") are grouped once.
@@ -328,7 +330,7 @@ func (rs *Rules) find(t string) []Finding {
 		}
 		sc.occ = occ
 		if len(occ) > 0 && ru.clausesAnywhere(anywhere) {
-			ru.run(t, lower, occ, rs, emit)
+			sc.wins = ru.run(t, lower, occ, rs, sc.wins[:0], emit)
 		}
 	}
 	for i := range rs.passes {
@@ -372,10 +374,9 @@ func (ru *rule) clausesAnywhere(anywhere func(string) bool) bool {
 }
 
 // run runs a gitleaks rule over the lines around its keyword occurrences
-// (in any order).
-func (ru *rule) run(t string, lower []byte, occ []int, rs *Rules, emit func(Finding)) {
+// (in any order). wins is scratch space, returned for reuse.
+func (ru *rule) run(t string, lower []byte, occ []int, rs *Rules, wins [][2]int, emit func(Finding)) [][2]int {
 	n := len(t)
-	var wins [][2]int
 	for _, o := range occ {
 		if ru.follow != nil && !ru.follow(lower, o) {
 			continue
@@ -403,9 +404,7 @@ func (ru *rule) run(t string, lower []byte, occ []int, rs *Rules, emit func(Find
 			}
 			b = min(b, o+windowReach)
 		}
-		base := max(0, o-windowReach)
-		a := bytes.LastIndexByte(lower[base:o], '\n') + 1 + base
-		wins = append(wins, [2]int{a, b})
+		wins = append(wins, [2]int{lineStart(lower, max(0, o-windowReach), o), b})
 	}
 	if len(wins) > 1 {
 		slices.SortFunc(wins, func(x, y [2]int) int { return cmp.Compare(x[0], y[0]) })
@@ -462,6 +461,31 @@ func (ru *rule) run(t string, lower []byte, occ []int, rs *Rules, emit func(Find
 			}
 		}
 	}
+	return wins
+}
+
+// lineStart returns the offset of the start of the line that holds
+// lower[o], or base when no line break lies in lower[base:o]. It reads
+// eight bytes at a time: the window of each keyword occurrence starts at
+// its line, and a byte loop back over long lines cost as much as the
+// rule's regexp.
+func lineStart(lower []byte, base, o int) int {
+	i := o
+	for i-8 >= base {
+		// A zero byte of w marks a '\n' (the classic test below has no
+		// false positives when w has no zero byte).
+		w := binary.LittleEndian.Uint64(lower[i-8:]) ^ 0x0a0a0a0a0a0a0a0a
+		if (w-0x0101010101010101)&^w&0x8080808080808080 != 0 {
+			break
+		}
+		i -= 8
+	}
+	for ; i > base; i-- {
+		if lower[i-1] == '\n' {
+			return i
+		}
+	}
+	return base
 }
 
 // placeholders returns the spans of the placeholders already in the text.

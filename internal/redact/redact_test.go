@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -190,6 +191,21 @@ func TestPlaceholdersAreNotRedactedAgain(t *testing.T) {
 	} {
 		if got := r.String(in); got != in {
 			t.Errorf("String(%q) = %q; want it unchanged", in, got)
+		}
+	}
+}
+
+func TestLineStart(t *testing.T) {
+	texts := []string{"", "a", "\n", "abc\ndef", "0123456789abcdef\n0123456789abcdef0123\nxy", strings.Repeat("x", 40) + "\n" + strings.Repeat("y", 3)}
+	for _, txt := range texts {
+		b := []byte(txt)
+		for base := 0; base <= len(b); base++ {
+			for o := base; o <= len(b); o++ {
+				want := bytes.LastIndexByte(b[base:o], '\n') + 1 + base
+				if got := lineStart(b, base, o); got != want {
+					t.Fatalf("lineStart(%q, %d, %d) = %d, want %d", txt, base, o, got, want)
+				}
+			}
 		}
 	}
 }
