@@ -27,8 +27,23 @@ type view struct {
 	// spaces counts whitespace for the windows of long patterns; built on
 	// first use.
 	spaces spaceIndex
-	// occ caches the offsets of each variant prefix, by prefix.
-	occ map[string][]int32
+	// occ caches the offsets of each variant prefix: those of prefix
+	// occ[i].key are occBuf[occ[i].s:occ[i].e]. A view has a handful of
+	// prefixes, and one buffer, recycled between scans, holds them all.
+	occ    []prefixOcc
+	occBuf []int32
+}
+
+// prefixOcc locates the offsets of one prefix in view.occBuf.
+type prefixOcc struct {
+	key  string
+	s, e int
+}
+
+// viewBufs are the buffers of a primary view that a Scanner recycles.
+type viewBufs struct {
+	lower []byte
+	occ   []int32
 }
 
 // origBytes returns orig as a byte slice for the raw patterns.
@@ -402,27 +417,28 @@ func (w *variant) matches(buf []byte, occ []int32, spaces *spaceIndex, emit func
 // copy, or its original for raw patterns), found once per view and shared
 // by every variant with the same prefix ("curl" starts three of them).
 func (v *view) occurrences(w *variant, buf []byte, raw bool) []int32 {
-	if v.occ == nil {
-		v.occ = make(map[string][]int32)
-	}
 	key := w.prefix
 	if raw {
 		key = "\x00" + key // case-sensitive, on the original
 	}
-	if occ, ok := v.occ[key]; ok {
-		return occ
+	for _, o := range v.occ {
+		if o.key == key {
+			return v.occBuf[o.s:o.e:o.e]
+		}
 	}
-	var occ []int32
+	s := len(v.occBuf)
 	for pos := int(v.first[w.prefixHint]); ; {
 		p := w.nextPrefix(buf, pos)
 		if p < 0 {
 			break
 		}
-		occ = append(occ, int32(p))
+		v.occBuf = append(v.occBuf, int32(p))
 		pos = p + 1
 	}
-	v.occ[key] = occ
-	return occ
+	v.occ = append(v.occ, prefixOcc{key, s, len(v.occBuf)})
+	// The full slice expression keeps a caller's append from writing
+	// into the next prefix's offsets.
+	return v.occBuf[s:len(v.occBuf):len(v.occBuf)]
 }
 
 // nextPrefix returns the next occurrence of the prefix at or after pos, or

@@ -162,7 +162,8 @@ type Scanner struct {
 	// comment's body (the HTML comment pass).
 	htmlHint    uint8
 	htmlComment *regexp.Regexp
-	// lowerBufs recycles the lowercased copies between scans.
+	// lowerBufs recycles the primary view's buffers (*viewBufs) between
+	// scans.
 	lowerBufs sync.Pool
 }
 
@@ -173,7 +174,7 @@ func New(sens Sensitivity) (*Scanner, error) {
 		return nil, fmt.Errorf("scan: new scanner with %v (accepted: low, medium, high): %w", sens, ErrInvalidSensitivity)
 	}
 	s := &Scanner{sens: sens, class: newClassTable()}
-	s.lowerBufs.New = func() any { return new([]byte) }
+	s.lowerBufs.New = func() any { return new(viewBufs) }
 	var err error
 	if s.patterns, s.hints, err = compilePatterns(builtinPatterns()); err != nil {
 		return nil, bug(err)
@@ -302,16 +303,17 @@ func (s *Scanner) scanText(t string, h *hits) {
 	// When characters are deleted, a compacted view shows the text as the
 	// model will read it: the regex lists read the parts of it around the
 	// deletions, and the structural passes read all of it.
-	bufp := s.lowerBufs.Get().(*[]byte)
+	bufs := s.lowerBufs.Get().(*viewBufs)
+	primary := newView(t, det.deleted, bufs.lower)
+	primary.occBuf = bufs.occ[:0]
 	defer func() {
 		// Very large buffers are not kept, so one huge observation does
 		// not pin memory for the life of the scanner.
-		if cap(*bufp) <= 4*MaxStreamBytes {
-			s.lowerBufs.Put(bufp)
+		bufs.lower, bufs.occ = primary.lower, primary.occBuf[:0]
+		if cap(bufs.lower) <= 4*MaxStreamBytes && cap(bufs.occ) <= MaxStreamBytes {
+			s.lowerBufs.Put(bufs)
 		}
 	}()
-	primary := newView(t, det.deleted, *bufp)
-	*bufp = primary.lower
 	structView := primary
 	if s.sens >= Medium {
 		s.matchLists(primary, s.listMask(), func(label string, sp span, fence Sensitivity) {
