@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -46,6 +47,17 @@ func FuzzRedact(f *testing.F) {
 		}
 		if again := r.String(out); again != out {
 			t.Fatalf("redacting twice changed %q to %q", out, again)
+		}
+		// The scanner hands its own lowercased copy to FindLowered; the
+		// findings must be those of Find.
+		lower := []byte(text)
+		for i, c := range lower {
+			if c >= 'A' && c <= 'Z' {
+				lower[i] = c + 'a' - 'A'
+			}
+		}
+		if got, want := r.FindLowered(text, lower), r.Find(text); !slices.Equal(got, want) {
+			t.Fatalf("FindLowered(%q) = %v, Find = %v", text, got, want)
 		}
 	})
 }

@@ -113,13 +113,25 @@ func Confirm(placeholder string, salt []byte, secret string) bool {
 // Find returns the secrets of t, sorted and without overlap. Text that is
 // already a placeholder of this package is never reported again, so
 // redacting twice changes nothing.
-func (r *Redactor) Find(t string) []Finding { return r.rules.find(t) }
+func (r *Redactor) Find(t string) []Finding { return r.rules.find(t, nil) }
+
+// FindLowered is Find for a caller that already holds lower, the
+// ASCII-lowercased copy of t: 'A'–'Z' mapped to 'a'–'z', every other byte
+// as in t. The output scanner lowercases each observation for its own
+// passes, and sharing the copy saves a pass over the text. lower is only
+// read; one of another length is ignored.
+func (r *Redactor) FindLowered(t string, lower []byte) []Finding {
+	if len(lower) != len(t) {
+		lower = nil
+	}
+	return r.rules.find(t, lower)
+}
 
 // Redact returns t with every secret replaced by its placeholder, and the
 // placeholders' places in the result. It returns t itself when there is
 // nothing to replace.
 func (r *Redactor) Redact(t string) (string, []Replacement) {
-	return r.Apply(t, r.rules.find(t))
+	return r.Apply(t, r.rules.find(t, nil))
 }
 
 // Apply replaces the findings fs of t (from Find, possibly of several texts
@@ -255,8 +267,9 @@ var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
 // keyword's line and the next one, within this many bytes either side.
 const windowReach = 2048
 
-// find returns the merged findings of t.
-func (rs *Rules) find(t string) []Finding {
+// find returns the merged findings of t. lower is t ASCII-lowercased, or nil
+// to have find make it.
+func (rs *Rules) find(t string, lower []byte) []Finding {
 	if rs.broken != nil {
 		if t == "" {
 			return nil
@@ -274,11 +287,13 @@ func (rs *Rules) find(t string) []Finding {
 			scratchPool.Put(sc)
 		}
 	}()
-	if cap(sc.lower) < len(t) {
-		sc.lower = make([]byte, len(t))
+	if lower == nil {
+		if cap(sc.lower) < len(t) {
+			sc.lower = make([]byte, len(t))
+		}
+		lower = sc.lower[:len(t)]
+		lowerASCII(lower, t)
 	}
-	lower := sc.lower[:len(t)]
-	lowerASCII(lower, t)
 	nw := len(rs.kw.words)
 	sc.hits = rs.kw.scan(lower, sc.hits[:0])
 	// Group the hits by keyword (a counting sort, which keeps each

@@ -174,7 +174,7 @@ func TestViewToOrig(t *testing.T) {
 			t.Errorf("toOrig(%v) = %v; want %v", tc.in, got, tc.want)
 		}
 	}
-	p := newView(text, deleted, nil)
+	p := newView(text, deleted, nil, false)
 	if string(p.lower) != "ab   cd   ef" {
 		t.Errorf("primary lowered view = %q; want deleted characters as spaces", p.lower)
 	}

@@ -57,12 +57,17 @@ func (v *view) origBytes() []byte {
 // newView builds the primary view of t. In the lowered copy, the bytes of
 // deleted characters become spaces: the offsets stay, and a zero-width
 // space used as a word separator still separates words.
-func newView(t string, deleted []span, buf []byte) *view {
+//
+// lowered says buf already holds t lowercased (the redactor read the same
+// copy), so it is not made again.
+func newView(t string, deleted []span, buf []byte, lowered bool) *view {
 	if cap(buf) < len(t) {
-		buf = make([]byte, len(t))
+		buf, lowered = make([]byte, len(t)), false
 	}
 	v := &view{orig: t, base: t, lower: buf[:len(t)]}
-	lowerASCII(v.lower, t)
+	if !lowered || len(buf) != len(t) {
+		lowerASCII(v.lower, t)
+	}
 	for _, sp := range deleted {
 		for i := sp.s; i < sp.e; i++ {
 			v.lower[i] = ' '
@@ -154,7 +159,7 @@ func (v *view) junctionExcerpts() []*view {
 }
 
 // newTextView builds a view of a standalone text (a decoded base64 run).
-func newTextView(t string) *view { return newView(t, nil, nil) }
+func newTextView(t string) *view { return newView(t, nil, nil, false) }
 
 // toOrig maps a span of the view to the primary text, widened to whole
 // characters there.

@@ -230,10 +230,19 @@ func (s *Scanner) ScanWith(text string, red *redact.Redactor) Result {
 	res := Result{RawSHA256: sha256Hex(text)}
 	t, cut := normalize(text, MaxScanBytes)
 	res.Truncated = cut
-	t, res.Secrets = s.redactSecrets(t, red)
+	bufs := s.lowerBufs.Get().(*viewBufs)
+	defer func() {
+		// Very large buffers are not kept, so one huge observation does
+		// not pin memory for the life of the scanner.
+		if cap(bufs.lower) <= 4*MaxStreamBytes && cap(bufs.occ) <= MaxStreamBytes {
+			s.lowerBufs.Put(bufs)
+		}
+	}()
+	var lowered bool
+	t, res.Secrets, lowered = s.redactSecrets(t, red, bufs)
 
 	h := newHits()
-	s.scanText(t, h)
+	s.scanText(t, h, bufs, lowered)
 
 	res.Content = t
 	res.Labels = h.sortedLabels()
@@ -248,14 +257,29 @@ func (s *Scanner) ScanWith(text string, red *redact.Redactor) Result {
 // ("AKIA\u200bIOSF…") into a whole one; so when t has such characters the
 // secrets are looked for in t without them (where every secret of t is
 // found too), and replaced, with the characters inside them, in t.
-func (s *Scanner) redactSecrets(t string, red *redact.Redactor) (string, []redact.Replacement) {
+//
+// For ASCII text, the redactor reads the lowercased copy of t the scanner's
+// passes need, made in bufs.lower; lowered reports that bufs.lower still
+// holds that copy of the returned text (nothing was replaced).
+func (s *Scanner) redactSecrets(t string, red *redact.Redactor, bufs *viewBufs) (_ string, _ []redact.Replacement, lowered bool) {
 	if isASCII(t) {
-		return red.Redact(t)
+		if cap(bufs.lower) < len(t) {
+			bufs.lower = make([]byte, len(t))
+		}
+		bufs.lower = bufs.lower[:len(t)]
+		lowerASCII(bufs.lower, t)
+		fs := red.FindLowered(t, bufs.lower)
+		if len(fs) == 0 {
+			return t, nil, true
+		}
+		out, reps := red.Apply(t, fs)
+		return out, reps, false
 	}
 	var d detections
 	s.detectUnicode(t, &d)
 	if len(d.deleted) == 0 {
-		return red.Redact(t)
+		out, reps := red.Redact(t)
+		return out, reps, false
 	}
 	compact, off := compacted(t, d.deleted)
 	fs := red.Find(compact)
@@ -267,7 +291,8 @@ func (s *Scanner) redactSecrets(t string, red *redact.Redactor) (string, []redac
 		}
 		fs[i].Start, fs[i].End = sp.s, sp.e
 	}
-	return red.Apply(t, fs)
+	out, reps := red.Apply(t, fs)
+	return out, reps, false
 }
 
 // compacted returns t without the deleted spans, and the offset in t of
@@ -288,7 +313,9 @@ func compacted(t string, deleted []span) (string, []int32) {
 }
 
 // scanText runs every pass over the normalised text t and records hits.
-func (s *Scanner) scanText(t string, h *hits) {
+// bufs are the primary view's buffers; lowered says bufs.lower already
+// holds t lowercased.
+func (s *Scanner) scanText(t string, h *hits, bufs *viewBufs, lowered bool) {
 	withhold := s.sens >= Medium
 	var det detections
 	s.detect(t, &det)
@@ -303,17 +330,9 @@ func (s *Scanner) scanText(t string, h *hits) {
 	// When characters are deleted, a compacted view shows the text as the
 	// model will read it: the regex lists read the parts of it around the
 	// deletions, and the structural passes read all of it.
-	bufs := s.lowerBufs.Get().(*viewBufs)
-	primary := newView(t, det.deleted, bufs.lower)
+	primary := newView(t, det.deleted, bufs.lower, lowered)
 	primary.occBuf = bufs.occ[:0]
-	defer func() {
-		// Very large buffers are not kept, so one huge observation does
-		// not pin memory for the life of the scanner.
-		bufs.lower, bufs.occ = primary.lower, primary.occBuf[:0]
-		if cap(bufs.lower) <= 4*MaxStreamBytes && cap(bufs.occ) <= MaxStreamBytes {
-			s.lowerBufs.Put(bufs)
-		}
-	}()
+	defer func() { bufs.lower, bufs.occ = primary.lower, primary.occBuf[:0] }()
 	structView := primary
 	if s.sens >= Medium {
 		s.matchLists(primary, s.listMask(), func(label string, sp span, fence Sensitivity) {
