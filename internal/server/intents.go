@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/ironvise/ironvise/internal/agent"
 	"github.com/ironvise/ironvise/internal/intent"
@@ -45,7 +46,7 @@ func (s *Server) handleIntent(rc *reqCtx) {
 		return
 	}
 	r := s.runners.get(id)
-	if r == nil || r.ext == nil {
+	if r == nil || r.loop {
 		rc.fail(errf(http.StatusConflict, "session %s is driven by another IronVise instance (or one that restarted); submit its intents there", id))
 		return
 	}
@@ -71,6 +72,15 @@ func (s *Server) handleIntent(rc *reqCtx) {
 	if err := intentPrecondition(cur); err != nil {
 		rc.fail(err)
 		return
+	}
+	defer r.touch(time.Now())
+	if r.dormant() {
+		// Idle long enough to have dropped its state (idle.go): rebuilt
+		// from the ledger before the intent is checked.
+		if err := s.revive(ctx, r); err != nil {
+			rc.fail(err)
+			return
+		}
 	}
 	res, _, err := r.ext.Submit(ctx, string(rc.body))
 	switch {

@@ -29,9 +29,21 @@ type runner struct {
 	done   chan struct{} // closed when a loop's Run returned
 	guard  *guard.Host   // nil when the guard is off
 
-	// External sessions: submissions in arrival order.
+	// External sessions: submissions in arrival order. ext is nil while
+	// the session is dormant (idle.go): its state was dropped and the
+	// next intent rebuilds it from the ledger. ext and guard are touched
+	// only by the holder of order.
 	ext   *agent.External
 	order fifo
+	// creator is the actor (token hash prefix) that created an external
+	// session; counted says the session holds a place under the idle-
+	// session caps (released by runners.remove).
+	creator string
+	counted bool
+	// lastUsed is when the last intent finished; steps the steps taken
+	// when the session went dormant. Both guarded by mu.
+	lastUsed time.Time
+	steps    int
 
 	// sealReq hands a seal to the loop at its next safe point (between
 	// steps, or while it waits for the model).
@@ -40,6 +52,10 @@ type runner struct {
 	mu      sync.Mutex
 	sealing bool // guarded by mu: no new intents
 }
+
+// dormant reports whether an external session's state was dropped.
+// r.order must be held.
+func (r *runner) dormant() bool { return !r.loop && r.ext == nil }
 
 type sealRequest struct {
 	actor string
@@ -55,9 +71,15 @@ type sealReply struct {
 type runners struct {
 	mu sync.Mutex
 	m  map[uuid.UUID]*runner // guarded by mu
+	// external counts the external sessions holding a place under the
+	// idle-session caps, in all and by creator (idle.go); guarded by mu.
+	external  int
+	byCreator map[string]int
 }
 
-func newRunners() *runners { return &runners{m: map[uuid.UUID]*runner{}} }
+func newRunners() *runners {
+	return &runners{m: map[uuid.UUID]*runner{}, byCreator: map[string]int{}}
+}
 
 func (rs *runners) get(id uuid.UUID) *runner {
 	rs.mu.Lock()
@@ -74,6 +96,9 @@ func (rs *runners) add(r *runner) {
 func (rs *runners) remove(id uuid.UUID) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
+	if r := rs.m[id]; r != nil && r.counted {
+		rs.unreserveLocked(r.creator)
+	}
 	delete(rs.m, id)
 }
 
@@ -88,7 +113,9 @@ func (rs *runners) all() []*runner {
 }
 
 // sealedElsewhere stops the work of a local session that was sealed
-// (possibly by another instance): its chain is closed for good.
+// (possibly by another instance): its chain is closed for good. An
+// external session leaves the registry (and the idle-session caps) once
+// no intent is in flight; the one in flight gets ErrSealed.
 func (rs *runners) sealedElsewhere(id uuid.UUID) {
 	if r := rs.get(id); r != nil {
 		r.mu.Lock()
@@ -96,36 +123,87 @@ func (rs *runners) sealedElsewhere(id uuid.UUID) {
 		r.mu.Unlock()
 		if r.loop {
 			r.cancel()
+			return
 		}
+		go func() {
+			r.order.lock()
+			defer r.order.unlock()
+			rs.remove(id)
+			r.closeGuard()
+		}()
 	}
 }
 
+// stopWorkers bounds the sessions whose end stopAll records at once: the
+// ledger commits concurrent writes in one transaction, so ten thousand
+// idle sessions end in seconds rather than one after another (issue 13:
+// shutdown took 37 s).
+const stopWorkers = 32
+
 // stopAll stops every session at shutdown and records its end: a loop
 // records halt_interrupted, ends aborted and seals itself; an externally
-// driven session is ended aborted (its client seals it).
+// driven session is ended aborted (its client seals it), a dormant one
+// without rebuilding it.
 func (rs *runners) stopAll(ctx context.Context) {
 	list := rs.all()
 	for _, r := range list {
 		r.cancel()
 	}
+	work := make(chan *runner)
+	var wg sync.WaitGroup
+	for range stopWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range work {
+				r.stopExternal(ctx)
+				rs.remove(r.id)
+			}
+		}()
+	}
+	for _, r := range list {
+		if !r.loop {
+			work <- r
+		}
+	}
+	close(work)
+	wg.Wait()
 	for _, r := range list {
 		if r.loop {
 			select {
 			case <-r.done:
 			case <-ctx.Done():
 			}
-			continue
 		}
-		r.order.lock()
-		if err := r.ext.Interrupt(context.WithoutCancel(ctx), "the server is shutting down"); err != nil {
-			r.s.log.Warn("record the end of an API session at shutdown", "session", r.id, "err", err)
-		}
-		r.order.unlock()
-		r.closeGuard()
-		rs.remove(r.id)
 	}
 }
 
+// stopExternal records the end of an external session at shutdown.
+func (r *runner) stopExternal(ctx context.Context) {
+	r.order.lock()
+	defer r.order.unlock()
+	const msg = "the server is shutting down"
+	wctx := context.WithoutCancel(ctx)
+	var err error
+	if r.dormant() {
+		r.mu.Lock()
+		steps := r.steps
+		r.mu.Unlock()
+		err = agent.InterruptDormant(wctx, r.s.ledger(), r.id, steps, msg)
+		if errors.Is(err, ledger.ErrSealed) || errors.Is(err, ledger.ErrNotRunning) {
+			err = nil
+		}
+	} else {
+		err = r.ext.Interrupt(wctx, msg)
+	}
+	if err != nil {
+		r.s.log.Warn("record the end of an API session at shutdown", "session", r.id, "err", err)
+	}
+	r.closeGuard()
+}
+
+// closeGuard stops the session's guard worker, if any. The caller owns
+// r.guard (see the runner fields).
 func (r *runner) closeGuard() {
 	if r.guard == nil {
 		return
@@ -133,6 +211,7 @@ func (r *runner) closeGuard() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	r.guard.Close(ctx)
+	r.guard = nil
 }
 
 // runLoop drives an agent-loop session until it ends; Run seals it.
@@ -320,6 +399,17 @@ func (f *fifo) lock() {
 	f.queue = append(f.queue, ch)
 	f.mu.Unlock()
 	<-ch
+}
+
+// tryLock takes the lock when it is free, without waiting.
+func (f *fifo) tryLock() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.busy {
+		return false
+	}
+	f.busy = true
+	return true
 }
 
 func (f *fifo) unlock() {

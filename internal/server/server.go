@@ -105,7 +105,8 @@ type Server struct {
 	feed    *feed
 	sec     *secWindow
 	runners *runners
-	wake    *broadcast // decisions stored by this process
+	twCache tripwireCache // the compiled tripwire sessions share (idle.go)
+	wake    *broadcast    // decisions stored by this process
 
 	// bg is the context of everything the server runs in the background
 	// (sessions, the feed); stop cancels it at shutdown.
@@ -426,16 +427,24 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// housekeeping drops idle rate-limit buckets.
+// housekeeping drops idle rate-limit buckets and makes idle API sessions
+// dormant (idle.go).
 func (s *Server) housekeeping() {
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
+	idle := time.Duration(s.cfg.Server.SessionIdleSecs) * time.Second
+	e := time.NewTicker(min(max(idle/4, 250*time.Millisecond), 30*time.Second))
+	defer e.Stop()
 	for {
 		select {
 		case <-s.bg.Done():
 			return
 		case now := <-t.C:
 			s.limits.sweep(now)
+		case now := <-e.C:
+			if n := s.evictIdle(now, idle); n > 0 {
+				s.log.Debug("idle API sessions made dormant", "sessions", n)
+			}
 		}
 	}
 }

@@ -11,11 +11,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/ironvise/ironvise/internal/agent"
-	"github.com/ironvise/ironvise/internal/check"
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/demo"
 	"github.com/ironvise/ironvise/internal/evidence"
@@ -98,12 +98,14 @@ func (s *Server) handleEvents(rc *reqCtx) {
 	rc.writeRawJSON(http.StatusOK, eventsJSON(evs))
 }
 
-// createRequest is the body of route 6 (api.md §5.2).
+// createRequest is the body of route 6 (api.md §5.2) and its caller.
 type createRequest struct {
 	goal       string
 	policy     string
 	policyHash string
 	agentLoop  bool
+	// creator is the caller's actor (token hash prefix).
+	creator string
 }
 
 // handleCreateSession is route 6.
@@ -124,6 +126,7 @@ func (s *Server) handleCreateSession(rc *reqCtx) {
 		return
 	}
 	req.agentLoop = loop || !set
+	req.creator = rc.who.actor()
 	req.goal = strings.TrimSpace(req.goal)
 	if req.goal == "" {
 		rc.fail(errf(http.StatusBadRequest, "goal must not be empty"))
@@ -153,9 +156,21 @@ func firstAPIError(errs ...error) error {
 
 // createSession creates and starts an API session: it resolves the policy,
 // the guard, the tripwire and the limits, commits sequences 0 and 1, and
-// starts the loop or prepares for submitted intents.
+// starts the loop or prepares for submitted intents. A session without the
+// loop first takes a place under the idle-session caps (idle.go).
 func (s *Server) createSession(ctx context.Context, req createRequest) (*ledger.Session, error) {
 	cfg := s.sessionConfig()
+	if !req.agentLoop {
+		if err := s.runners.reserve(req.creator, cfg.Server.MaxIdleSessions, cfg.Server.MaxIdleSessionsPerToken); err != nil {
+			return nil, err
+		}
+	}
+	counted := !req.agentLoop
+	defer func() {
+		if counted {
+			s.runners.unreserve(req.creator)
+		}
+	}()
 	pol, err := s.resolvePolicy(req.policy, req.policyHash)
 	if err != nil {
 		return nil, err
@@ -164,13 +179,11 @@ func (s *Server) createSession(ctx context.Context, req createRequest) (*ledger.
 	if err != nil {
 		return nil, errf(http.StatusServiceUnavailable, "the guard is required but not configured: %v (set GUARD_LLM_BACKEND and GUARD_LLM_MODEL, or GUARD_REQUIRED=false, through PUT /api/config)", err)
 	}
-	tc, err := s.loadTripwireConfig(cfg)
+	tc, tw, err := s.sessionTripwire(cfg)
 	if err != nil {
 		// checks.md §6.4: the text goes to the log, the client gets a 500.
 		return nil, err
 	}
-	// The protected paths are the start's: the tier hides exactly those.
-	tw := tripwire.New(tc, tripwire.Options{Workspace: s.opts.Workspace, Protected: s.opts.Protected})
 	var client llm.Client
 	spec := ledger.SessionSpec{
 		Goal: req.goal, TripwireHash: tc.SHA256, GuardRequired: plan.Enabled,
@@ -186,19 +199,9 @@ func (s *Server) createSession(ctx context.Context, req createRequest) (*ledger.
 		}
 		spec.LLMBackend, spec.LLMModel = client.Backend(), client.Model()
 	}
-	var host *guard.Host
-	if plan.Enabled {
-		opts, err := guard.ConfigHostOptions(s.opts.Lookup, plan.Guard, cfg.LLM)
-		if err != nil {
-			return nil, errf(http.StatusServiceUnavailable, "the guard cannot be started: %v", err)
-		}
-		opts.Logger = s.log
-		if s.opts.GuardExecutable != "" {
-			opts.Executable = s.opts.GuardExecutable
-		}
-		if host, err = guard.NewHost(opts); err != nil {
-			return nil, errf(http.StatusServiceUnavailable, "the guard cannot be started: %v", err)
-		}
+	host, err := s.startGuard(plan, cfg)
+	if err != nil {
+		return nil, err
 	}
 	created, err := s.ledger().CreateSession(ctx, spec)
 	if err != nil {
@@ -207,30 +210,17 @@ func (s *Server) createSession(ctx context.Context, req createRequest) (*ledger.
 		}
 		return nil, err
 	}
-	r := &runner{s: s, id: created.ID, loop: req.agentLoop, guard: host, done: make(chan struct{}), sealReq: make(chan *sealRequest)}
+	r := &runner{s: s, id: created.ID, loop: req.agentLoop, guard: host, done: make(chan struct{}), sealReq: make(chan *sealRequest),
+		creator: req.creator, counted: counted, lastUsed: time.Now()}
 	r.ctx, r.cancel = context.WithCancel(s.bg)
-	acfg := agent.Config{Workspace: s.opts.Workspace, Tripwire: tw, Policy: pol, GuardDisabled: plan.SkipMessage,
-		Approver: &agent.APIApprover{Ledger: s.ledger(), SessionID: created.ID, Poll: s.opts.ApprovalPoll, Wake: s.wake.wait}}
-	var cg check.Guard
-	if host != nil {
-		cg = host
-	}
-	acfg.Guard = cg
-	// The loop issues the credential of a completed session before its
-	// seal; SIEM egress is fed from the commits themselves (committed), so
-	// the loop's notifier stays unset and nothing is sent twice.
-	env := &agent.Env{Ledger: s.ledger(), Tier: s.opts.Tier, Scanner: s.scanner, Logger: s.log, SandboxEnv: s.opts.SandboxEnv,
-		Credentials: evidence.Credentials{Ledger: s.ledger()}, WriteTimeout: s.opts.WriteTimeout}
-	sess := agent.Open(env, created.ID, created.Goal, acfg)
 	lim := limitsFor(cfg.Agent, pol)
+	sess, eo := s.openAgentSession(created.ID, created.Goal, tw, pol, plan, host, lim)
+	// From here the runner holds the place: remove gives it back.
+	counted = false
 	s.runners.add(r)
 	if req.agentLoop {
 		go r.runLoop(sess, client, lim)
 		return s.ledger().Session(ctx, created.ID)
-	}
-	eo := agent.ExternalOptions{Limits: lim, Complete: func(ctx context.Context) error { return s.appendCredential(ctx, created.ID) }}
-	if host != nil {
-		eo.Guard = host
 	}
 	r.ext = agent.NewExternal(sess, eo)
 	// The prompt scan runs on every new session (api.md §5.2); a denial
@@ -243,6 +233,45 @@ func (s *Server) createSession(ctx context.Context, req createRequest) (*ledger.
 		r.closeGuard()
 	}
 	return s.ledger().Session(ctx, created.ID)
+}
+
+// startGuard starts the guard worker of a session when the plan enables
+// it (nil otherwise).
+func (s *Server) startGuard(plan guard.Plan, cfg *config.Config) (*guard.Host, error) {
+	if !plan.Enabled {
+		return nil, nil
+	}
+	opts, err := guard.ConfigHostOptions(s.opts.Lookup, plan.Guard, cfg.LLM)
+	if err != nil {
+		return nil, errf(http.StatusServiceUnavailable, "the guard cannot be started: %v", err)
+	}
+	opts.Logger = s.log
+	if s.opts.GuardExecutable != "" {
+		opts.Executable = s.opts.GuardExecutable
+	}
+	host, err := guard.NewHost(opts)
+	if err != nil {
+		return nil, errf(http.StatusServiceUnavailable, "the guard cannot be started: %v", err)
+	}
+	return host, nil
+}
+
+// openAgentSession binds a ledger session to its checks, and returns the
+// options of an external session's driver.
+func (s *Server) openAgentSession(id uuid.UUID, goal string, tw *tripwire.Tripwire, pol *policy.Policy, plan guard.Plan, host *guard.Host, lim agent.Limits) (*agent.Session, agent.ExternalOptions) {
+	acfg := agent.Config{Workspace: s.opts.Workspace, Tripwire: tw, Policy: pol, GuardDisabled: plan.SkipMessage,
+		Approver: &agent.APIApprover{Ledger: s.ledger(), SessionID: id, Poll: s.opts.ApprovalPoll, Wake: s.wake.wait}}
+	eo := agent.ExternalOptions{Limits: lim, Complete: func(ctx context.Context) error { return s.appendCredential(ctx, id) }}
+	if host != nil {
+		acfg.Guard = host
+		eo.Guard = host
+	}
+	// The loop issues the credential of a completed session before its
+	// seal; SIEM egress is fed from the commits themselves (committed), so
+	// the loop's notifier stays unset and nothing is sent twice.
+	env := &agent.Env{Ledger: s.ledger(), Tier: s.opts.Tier, Scanner: s.scanner, Logger: s.log, SandboxEnv: s.opts.SandboxEnv,
+		Credentials: evidence.Credentials{Ledger: s.ledger()}, WriteTimeout: s.opts.WriteTimeout}
+	return agent.Open(env, id, goal, acfg), eo
 }
 
 // limitsFor computes the effective limits (checks.md §2): the step limit is
