@@ -129,6 +129,7 @@ func TestVerifySessionCommand(t *testing.T) {
 	defer db.Close()
 	for _, q := range []string{
 		`DROP TRIGGER events_no_update`,
+		`DROP TRIGGER sessions_bound`,
 		`UPDATE events SET payload = CAST(replace(CAST(payload AS TEXT), '"ok"', '"OK"') AS BLOB) WHERE session_id = ? AND seq = 3`,
 	} {
 		args := []any{}

@@ -33,9 +33,12 @@ func (a *app) reportCommand() *cobra.Command {
   github_actions      workflow commands (::error / ::warning / ::notice)
   gitlab_codequality  GitLab Code Quality JSON
 
+The session is verified first (the checks of 'ironvise verify-session'); when
+any check fails nothing is written and the error names the check.
+
 Exit status: 1 when any finding is high or critical (a CI gate), 0 otherwise,
-2 on an error (unknown session, unknown format, unreadable ledger). The file is
-written even when the gate fails.`,
+2 on an error (unknown session, unknown format, unreadable ledger, a session
+that fails verification). The file is written even when the gate fails.`,
 		Example: `  ironvise report 0190f1c2-7a3b-7cde-8f01-23456789abcd
   ironvise report 0190f1c2-7a3b-7cde-8f01-23456789abcd --format sarif --output ironvise.sarif
   ironvise report 0190f1c2-7a3b-7cde-8f01-23456789abcd --format certificate --output audit.elc

@@ -76,7 +76,7 @@ func rotatedLedger(t *testing.T, sealed bool) (*ledgerEnv, uuid.UUID, []ledger.E
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	for _, tr := range []string{"events_no_update", "events_no_delete", "keys_no_update", "keys_no_delete"} {
+	for _, tr := range []string{"events_no_update", "events_no_delete", "keys_no_update", "keys_no_delete", "sessions_bound"} {
 		if _, err := db.Exec("DROP TRIGGER " + tr); err != nil {
 			t.Fatal(err)
 		}

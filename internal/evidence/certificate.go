@@ -154,8 +154,13 @@ func (b *HexBytes) UnmarshalText(t []byte) error {
 // session is covered by the checkpoint its seal names; for a running
 // session a checkpoint is written first if needed, and the certificate
 // holds the events that checkpoint covers. An unknown session is
-// ledger.ErrNotFound.
+// ledger.ErrNotFound. The session is verified first (verify-session's
+// checks); when one fails nothing is signed and the error is an
+// *UnverifiedError naming it.
 func BuildCertificate(ctx context.Context, l *ledger.Ledger, id uuid.UUID) ([]byte, error) {
+	if err := verifyForExport(ctx, l, id); err != nil {
+		return nil, err
+	}
 	data, _, err := buildCertificate(ctx, l, id, time.Now())
 	return data, err
 }

@@ -260,7 +260,12 @@ func TestCertificateChainFindings(t *testing.T) {
 			if _, err := l.Seal(context.Background(), f.id, "test"); err != nil {
 				t.Fatal(err)
 			}
-			data, err := BuildCertificate(context.Background(), l, f.id)
+			// The export refuses such a session (it fails the findings check);
+			// the verifier must refuse the certificate too, were one made.
+			if _, err := BuildCertificate(context.Background(), l, f.id); !errors.Is(err, ErrUnverified) {
+				t.Fatalf("BuildCertificate: %v; want ErrUnverified", err)
+			}
+			data, _, err := buildCertificate(context.Background(), l, f.id, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}

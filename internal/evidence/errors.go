@@ -30,4 +30,7 @@ var (
 	// anyone can make a self-consistent certificate under a key of their
 	// own, so an unpinned check is refused unless explicitly allowed.
 	ErrUnpinned = errors.New("ironvise/evidence: no issuer key pinned: pass --issuer-key HEX or --issuer-key-file FILE (what 'ironvise issuer-key' prints, obtained over a channel you trust), or --allow-unpinned to check self-consistency only")
+	// ErrUnverified reports an export refused because the session failed
+	// verification (the error is an *UnverifiedError naming the check).
+	ErrUnverified = errors.New("ironvise/evidence: session failed verification")
 )

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ironvise/ironvise/internal/ledger"
 )
@@ -36,7 +37,12 @@ func TestClientObservationIsNotEvidence(t *testing.T) {
 	if _, err := l.Seal(ctx, f.id, "agent"); err != nil {
 		t.Fatal(err)
 	}
-	data, err := BuildCertificate(ctx, l, f.id)
+	// The export refuses such a session (it fails the findings check);
+	// the verifier must refuse the certificate too, were one made.
+	if _, err := BuildCertificate(ctx, l, f.id); !errors.Is(err, ErrUnverified) {
+		t.Fatalf("BuildCertificate: %v; want ErrUnverified", err)
+	}
+	data, _, err := buildCertificate(ctx, l, f.id, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

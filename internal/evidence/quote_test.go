@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ironvise/ironvise/internal/ledger"
 )
@@ -39,7 +40,12 @@ func TestHighFindingNeedsQuote(t *testing.T) {
 			if _, err := l.Seal(ctx, f.id, "agent"); err != nil {
 				t.Fatal(err)
 			}
-			data, err := BuildCertificate(ctx, l, f.id)
+			// The export refuses such a session (it fails the findings check);
+			// the verifier must refuse the certificate too, were one made.
+			if _, err := BuildCertificate(ctx, l, f.id); !errors.Is(err, ErrUnverified) {
+				t.Fatalf("BuildCertificate: %v; want ErrUnverified", err)
+			}
+			data, _, err := buildCertificate(ctx, l, f.id, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,4 +83,39 @@ func mustEvents(t *testing.T, l *ledger.Ledger, f *fixture) []ledger.Event {
 		t.Fatal(err)
 	}
 	return evs
+}
+
+// TestCertificateSessionFieldsBound is issue 23 item 1 for certificates:
+// a header whose times or agent_loop differ from the signed events (as an
+// export from an edited database would carry them, re-signed by the
+// issuer) fails verification, naming the field.
+func TestCertificateSessionFieldsBound(t *testing.T) {
+	_, _, data := fixtureCertificate(t)
+	shift := func(p *string) *string {
+		tm, err := time.Parse(ledger.TimeFormat, *p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := tm.Add(-24 * time.Hour).Format(ledger.TimeFormat)
+		return &s
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(c *Certificate)
+		want   string
+	}{
+		{"created_at", func(c *Certificate) { c.Session.CreatedAt = *shift(&c.Session.CreatedAt) }, "created_at"},
+		{"finished_at", func(c *Certificate) { c.Session.FinishedAt = shift(c.Session.FinishedAt) }, "finished_at"},
+		{"sealed_at", func(c *Certificate) { c.Session.SealedAt = shift(c.Session.SealedAt) }, "sealed_at"},
+		{"agent_loop", func(c *Certificate) { c.Session.AgentLoop = !c.Session.AgentLoop }, "agent_loop"},
+		{"status", func(c *Certificate) { c.Session.Status = "failed" }, "status"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := mustVerify(t, edit(t, data, tc.mutate), testIssuerPub(t))
+			p, failed := res.FirstFailure()
+			if res.Valid || !failed || !strings.Contains(p.Problem, tc.want) {
+				t.Fatalf("first failure %+v; want one naming %s", p, tc.want)
+			}
+		})
+	}
 }

@@ -73,7 +73,16 @@ func Render(r *Report, f Format, w io.Writer) error {
 // Export writes session id's evidence in format f and reports whether the
 // CI gate fails (a high or critical finding; the certificate format
 // reports the gate of its findings too).
+//
+// Nothing is written for a session that fails verification: the error is
+// then an *UnverifiedError naming the check.
 func Export(ctx context.Context, l *ledger.Ledger, id uuid.UUID, f Format, w io.Writer) (gate bool, err error) {
+	if _, err := ParseFormat(string(f)); err != nil {
+		return false, fmt.Errorf("evidence: export: %w", err)
+	}
+	if err := verifyForExport(ctx, l, id); err != nil {
+		return false, err
+	}
 	if f == FormatCertificate {
 		data, findings, err := buildCertificate(ctx, l, id, time.Now())
 		if err != nil {

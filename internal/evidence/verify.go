@@ -370,12 +370,26 @@ func verifyInput(c *Certificate, issuer ed25519.PublicKey) (in *ledger.VerifyInp
 	if c.Session.PolicyHash != nil {
 		s.PolicyHash = *c.Session.PolicyHash
 	}
-	if c.Session.SealedAt != nil {
-		t, err := time.Parse(ledger.TimeFormat, *c.Session.SealedAt)
-		if err != nil || t.IsZero() {
-			return nil, fmt.Sprintf("sealed_at %q is not a timestamp", *c.Session.SealedAt), -1
+	s.AgentLoop = c.Session.AgentLoop
+	// Every time the header shows is checked against the signed events
+	// (ledger checkGoal and checkSeal), so each must parse.
+	for _, f := range []struct {
+		name string
+		v    *string
+		dst  *time.Time
+	}{
+		{"created_at", &c.Session.CreatedAt, &s.CreatedAt},
+		{"finished_at", c.Session.FinishedAt, &s.FinishedAt},
+		{"sealed_at", c.Session.SealedAt, &s.SealedAt},
+	} {
+		if f.v == nil {
+			continue
 		}
-		s.SealedAt = t
+		t, err := time.Parse(ledger.TimeFormat, *f.v)
+		if err != nil || t.IsZero() {
+			return nil, fmt.Sprintf("%s %q is not a timestamp", f.name, *f.v), -1
+		}
+		*f.dst = t
 	}
 	in = &ledger.VerifyInput{
 		SessionID: id, Session: s, IssuerKey: issuer, Origin: ledger.OriginPrefix + ledger.KeyID(issuer),

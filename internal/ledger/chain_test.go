@@ -22,7 +22,8 @@ func newMemChain(tb testing.TB, n int) *memChain {
 	key, _ := SigningKeyFromSeed([]byte("0123456789abcdef0123456789abcdef"))
 	id := uuid.MustParse("0190f1c2-7a3b-7cde-8f01-23456789abcd")
 	goal := "verify me"
-	s := &Session{ID: id, Goal: goal, GoalHash: GoalHash(goal), Status: StatusRunning, PublicKey: key.Public(), DID: DIDKey(key.Public())}
+	s := &Session{ID: id, Goal: goal, GoalHash: GoalHash(goal), Status: StatusRunning, PublicKey: key.Public(), DID: DIDKey(key.Public()),
+		CreatedAt: fromMicros(1796000000000000)} // the genesis event's time below
 	m := &memChain{key: key, in: VerifyInput{
 		SessionID: id, Session: s, IssuerKey: issuer.Public(), Origin: OriginPrefix + KeyID(issuer.Public()), MissingLeaf: -1,
 		Keys: []KeyRecord{{SessionID: id, KeyID: KeyID(key.Public()), PublicKey: key.Public()}},

@@ -27,6 +27,9 @@ type sessionGenesis struct {
 	LLMBackend       string  `json:"llm_backend"`
 	LLMModel         string  `json:"llm_model"`
 	SandboxTier      string  `json:"sandbox_tier"`
+	// AgentLoop is what the session row's agent_loop shows; sessions
+	// created before it was signed lack the member (verify.go checkGoal).
+	AgentLoop bool `json:"agent_loop"`
 }
 
 // CreateSession creates a running session owned by this process, with a
@@ -71,7 +74,7 @@ func (l *Ledger) CreateSession(ctx context.Context, spec SessionSpec) (*Session,
 	g := sessionGenesis{
 		Message: "session started", Nonce: hex.EncodeToString(nonce), SessionPublicKey: hex.EncodeToString(pub),
 		Goal: goal, GoalHash: gh, TripwireHash: spec.TripwireHash, GuardRequired: spec.GuardRequired,
-		LLMBackend: spec.LLMBackend, LLMModel: spec.LLMModel, SandboxTier: spec.SandboxTier,
+		LLMBackend: spec.LLMBackend, LLMModel: spec.LLMModel, SandboxTier: spec.SandboxTier, AgentLoop: spec.AgentLoop,
 	}
 	if spec.PolicyHash != "" {
 		g.PolicyHash = &spec.PolicyHash
@@ -370,6 +373,9 @@ type sealPayload struct {
 	TipHash            string `json:"tip_hash"`
 	CheckpointTreeSize int64  `json:"checkpoint_tree_size"`
 	Actor              string `json:"actor"`
+	// FinishedAt binds the row's finished_at (TimeFormat); seals written
+	// before it was signed lack the member.
+	FinishedAt string `json:"finished_at,omitempty"`
 }
 
 // Seal closes a session's chain: a running session becomes completed, a
@@ -413,15 +419,19 @@ func (l *Ledger) Seal(ctx context.Context, session uuid.UUID, actor string) (Sea
 		status := h.Status
 		now := b.now
 		upd := SessionUpdate{ID: session, SealedMicro: &now}
+		finished := now
 		if status == StatusRunning {
 			status = StatusCompleted
 			upd.Status, upd.FinishedMicro = &status, &now
+		} else if finished, err = b.finishedMicros(session); err != nil {
+			return nil, err
 		}
 		payload, err := ownPayload(TypeSessionSealed, sealPayload{
 			Status: status, EventCount: h.LastSeq + 1, TipSequence: h.LastSeq, TipHash: h.LastHash.String(),
 			// The checkpoint written right after this event has exactly
 			// this size, so the seal names the tree that covers it.
 			CheckpointTreeSize: b.logSize + 1, Actor: actor,
+			FinishedAt: fromMicros(finished).Format(TimeFormat),
 		})
 		if err != nil {
 			return nil, err
@@ -589,4 +599,22 @@ func (l *Ledger) Checkpoint(ctx context.Context) (Checkpoint, error) {
 		return Checkpoint{}, fmt.Errorf("ledger: checkpoint: %w", err)
 	}
 	return res.(Checkpoint), nil
+}
+
+// finishedMicros is the finished_at of an ended session: from an update
+// staged in this batch, else from its row.
+func (b *batch) finishedMicros(session uuid.UUID) (int64, error) {
+	for i := len(b.ch.SessionUpdates) - 1; i >= 0; i-- {
+		if u := b.ch.SessionUpdates[i]; u.ID == session && u.FinishedMicro != nil {
+			return *u.FinishedMicro, nil
+		}
+	}
+	s, err := b.tx.Session(b.ctx, session)
+	if err != nil {
+		return 0, err
+	}
+	if s.FinishedAt.IsZero() {
+		return 0, bug(fmt.Errorf("session %s is %s but has no finished_at", session, s.Status))
+	}
+	return s.FinishedAt.UnixMicro(), nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	"golang.org/x/mod/sumdb/tlog"
@@ -392,6 +393,7 @@ func checkGoal(in *VerifyInput) Check {
 		LLMBackend  string  `json:"llm_backend"`
 		LLMModel    string  `json:"llm_model"`
 		SandboxTier string  `json:"sandbox_tier"`
+		AgentLoop   *bool   `json:"agent_loop"`
 	}
 	if json.Unmarshal(in.Events[0].Payload, &g) != nil || g.Goal == nil || g.GoalHash == nil {
 		return fail(0, "genesis payload lacks goal and goal_hash")
@@ -420,6 +422,17 @@ func checkGoal(in *VerifyInput) Check {
 		if f.row != f.genesis {
 			return fail(0, "the session's %s %q differs from the genesis %s %q", f.name, f.row, f.name, f.genesis)
 		}
+	}
+	// The row's created_at is the genesis event's signed time, and its
+	// agent_loop (an exec session shown as an agent session, or the
+	// reverse) what the genesis records; genesis events written before
+	// agent_loop was signed lack it, and only the trigger of
+	// migrations/0002_sessions_guard.sql guards their row.
+	if got, want := s.CreatedAt.UnixMicro(), in.Events[0].CreatedMicros; s.CreatedAt.IsZero() || got != want {
+		return fail(0, "the session's created_at %s differs from the genesis event's time %s", s.CreatedAt.UTC().Format(TimeFormat), fromMicros(want).UTC().Format(TimeFormat))
+	}
+	if g.AgentLoop != nil && *g.AgentLoop != s.AgentLoop {
+		return fail(0, "the session's agent_loop %v differs from the genesis agent_loop %v", s.AgentLoop, *g.AgentLoop)
 	}
 	return pass("")
 }
@@ -505,6 +518,16 @@ func checkSeal(in *VerifyInput) Check {
 		if rowSealed {
 			return fail(int64(n), "the session is marked sealed but has no session_sealed event: the tail of the chain was removed")
 		}
+		// Unsealed, status and finished_at are bound by no event yet; they
+		// must at least agree (the trigger keeps them once set).
+		if s := in.Session; s != nil && in.SessionID != InstanceSessionID {
+			switch {
+			case s.Status == StatusRunning && !s.FinishedAt.IsZero():
+				return fail(-1, "the session is running but has finished_at %s", s.FinishedAt.UTC().Format(TimeFormat))
+			case s.Status != StatusRunning && s.FinishedAt.IsZero():
+				return fail(-1, "the session is %s but has no finished_at", s.Status)
+			}
+		}
 		return pass("not sealed")
 	}
 	if sealAt != n-1 {
@@ -529,6 +552,14 @@ func checkSeal(in *VerifyInput) Check {
 		return fail(int64(sealAt), "the seal commits to tip hash %s, the tip is %s", p.TipHash, tip.Hash)
 	case in.Session != nil && p.Status != in.Session.Status:
 		return fail(int64(sealAt), "the seal records status %s, the session row says %s", p.Status, in.Session.Status)
+	case in.Session != nil && in.Session.SealedAt.UnixMicro() != ev.CreatedMicros:
+		return fail(int64(sealAt), "the session's sealed_at %s differs from the seal event's time %s", in.Session.SealedAt.UTC().Format(TimeFormat), fromMicros(ev.CreatedMicros).UTC().Format(TimeFormat))
+	case in.Session != nil && p.FinishedAt != "" && in.Session.FinishedAt.UTC().Format(TimeFormat) != p.FinishedAt:
+		return fail(int64(sealAt), "the session's finished_at %s differs from the %s the seal records", fmtTimeOrNone(in.Session.FinishedAt), p.FinishedAt)
+	case in.Session != nil && p.FinishedAt == "" && (in.Session.FinishedAt.IsZero() || in.Session.FinishedAt.After(in.Session.SealedAt)):
+		// A seal from before finished_at was signed: the row must at
+		// least have ended no later than the seal.
+		return fail(int64(sealAt), "the session's finished_at %s is not at or before its seal %s", fmtTimeOrNone(in.Session.FinishedAt), in.Session.SealedAt.UTC().Format(TimeFormat))
 	case p.CheckpointTreeSize != ev.LogIndex+1:
 		return fail(int64(sealAt), "the seal names checkpoint size %d, want %d (the tree ending with the seal)", p.CheckpointTreeSize, ev.LogIndex+1)
 	}
@@ -650,4 +681,11 @@ func (l *Ledger) collectLogEvidence(ctx context.Context, tx ReadTx, in *VerifyIn
 		break
 	}
 	return nil
+}
+
+func fmtTimeOrNone(t time.Time) string {
+	if t.IsZero() {
+		return "none"
+	}
+	return t.UTC().Format(TimeFormat)
 }

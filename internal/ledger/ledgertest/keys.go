@@ -190,11 +190,9 @@ func testGoalAnchoringOnAppend(t *testing.T, h Harness) {
 	e := open(t, h, nil)
 	s := newSession(t, e.l, "the real goal")
 	appendN(t, e.l, s.ID, 1)
-	// The sessions table is mutable (status, lease), so no trigger stops
-	// this: the append path must.
-	if err := e.db.Exec(t, `UPDATE sessions SET goal = ?, goal_hash = ? WHERE id = ?`, "a different goal", ledger.GoalHash("a different goal"), s.ID[:]); err != nil {
-		t.Fatal(err)
-	}
+	// The trigger refuses this edit; with it dropped, the append path
+	// must still notice.
+	e.db.Tamper(t, `UPDATE sessions SET goal = ?, goal_hash = ? WHERE id = ?`, "a different goal", ledger.GoalHash("a different goal"), s.ID[:])
 	_, err := e.l.Append(ctx(), s.ID, ledger.TypeObservation, map[string]any{"content": "x"})
 	if !errors.Is(err, ledger.ErrGoalMismatch) {
 		t.Fatalf("append after goal change: %v; want ErrGoalMismatch", err)

@@ -32,6 +32,11 @@ func testImmutability(t *testing.T, h Harness) {
 		`DELETE FROM checkpoints`,
 		`UPDATE meta SET value = value`,
 		`DELETE FROM meta`,
+		// The session row's anchored fields (migrations/0002_sessions_guard.sql).
+		`UPDATE sessions SET created_at = 0`,
+		`UPDATE sessions SET agent_loop = NOT agent_loop`,
+		`UPDATE sessions SET goal = 'other'`,
+		`DELETE FROM sessions`,
 	}
 	if e.db.HasTruncate() {
 		stmts = append(stmts, `TRUNCATE events CASCADE`, `TRUNCATE keys`, `TRUNCATE log_hashes`, `TRUNCATE checkpoints`, `TRUNCATE meta`)
@@ -133,6 +138,27 @@ func testTamper(t *testing.T, h Harness) {
 			atk, _ := ledger.GenerateSigningKey(nil)
 			e.db.Tamper(t, `UPDATE sessions SET public_key = ?, did = ? WHERE id = ?`, []byte(atk.Public()), ledger.DIDKey(atk.Public()), id[:])
 		}, "signatures", 0},
+		// Issue 23 item 1: every field a report or certificate shows is
+		// bound to a signed event (the trigger is dropped here).
+		{"session created_at", false, func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event) {
+			e.db.Tamper(t, `UPDATE sessions SET created_at = created_at - 3600000000 WHERE id = ?`, id[:])
+		}, "goal", 0},
+		{"session agent_loop", false, func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event) {
+			// An agent session shown as an exec one (or the reverse).
+			e.db.Tamper(t, `UPDATE sessions SET agent_loop = NOT agent_loop WHERE id = ?`, id[:])
+		}, "goal", 0},
+		{"session sealed_at", true, func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event) {
+			e.db.Tamper(t, `UPDATE sessions SET sealed_at = sealed_at + 86400000000 WHERE id = ?`, id[:])
+		}, "seal", 9},
+		{"session finished_at", true, func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event) {
+			e.db.Tamper(t, `UPDATE sessions SET finished_at = finished_at - 86400000000 WHERE id = ?`, id[:])
+		}, "seal", 9},
+		{"session status sealed", true, func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event) {
+			e.db.Tamper(t, `UPDATE sessions SET status = 'failed' WHERE id = ?`, id[:])
+		}, "seal", 9},
+		{"running session with finished_at", false, func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event) {
+			e.db.Tamper(t, `UPDATE sessions SET finished_at = created_at WHERE id = ?`, id[:])
+		}, "seal", -1},
 		{"session row model", false, func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event) {
 			// Listings would claim another model and a stronger tier than
 			// the signed genesis records.

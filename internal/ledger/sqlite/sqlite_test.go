@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/ironvise/ironvise/internal/ledger"
@@ -45,6 +46,26 @@ func (d *testDB) Exec(t testing.TB, query string, args ...any) error {
 
 var triggerRE = regexp.MustCompile(`(?s)CREATE TRIGGER (\w+) .*?END;`)
 
+// allMigrations is the DDL of every migration, whose triggers Tamper and
+// Unguard take down and put back.
+func allMigrations(t testing.TB) string {
+	t.Helper()
+	ents, err := migrations.ReadDir("migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, e := range ents {
+		data, err := migrations.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(data)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
 // Tamper drops the append-only triggers, runs the statement and puts the
 // triggers back, in one transaction (test-only: an attacker with write
 // access to the file can do the same).
@@ -52,10 +73,7 @@ func (d *testDB) Tamper(t testing.TB, query string, args ...any) {
 	t.Helper()
 	db := d.raw(t)
 	defer db.Close()
-	ddl, err := migrations.ReadFile("migrations/0001_init.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ddl := allMigrations(t)
 	tx, err := db.Begin()
 	if err != nil {
 		t.Fatal(err)
@@ -90,10 +108,7 @@ func (d *testDB) Unguard(t testing.TB) (func(...ledgertest.Stmt) error, func()) 
 		t.Fatal(err)
 	}
 	db.SetMaxOpenConns(1)
-	ddl, err := migrations.ReadFile("migrations/0001_init.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ddl := allMigrations(t)
 	trs := triggerRE.FindAllStringSubmatch(string(ddl), -1)
 	// The same few statements run thousands of times: parse them once.
 	prepared := map[string]*sql.Stmt{}
