@@ -33,8 +33,15 @@ type hintIndex struct {
 	// bucket that points to it.
 	listMask   []uint64
 	listBucket []uint32
-	short      []uint8 // ids of hints shorter than three bytes
-	all        uint64
+	// head[i] and headMask[i] select the longest prefix (at most four
+	// bytes) that all hints of lists[i] share. Most positions whose
+	// bucket is not empty start a common word that only shares the
+	// trigram ("data sync" for "data:", "display" for "disregard"), and
+	// one comparison rejects them before any hint is compared.
+	head, headMask []uint32
+	headLen        []uint8
+	short          []uint8 // ids of hints shorter than three bytes
+	all            uint64
 }
 
 // add registers a hint and returns its id.
@@ -70,9 +77,27 @@ func (x *hintIndex) add(h string, raw bool) (int, error) {
 		x.lists = append(x.lists, nil)
 		x.listMask = append(x.listMask, 0)
 		x.listBucket = append(x.listBucket, b)
+		x.head, x.headMask = append(x.head, 0), append(x.headMask, 0)
+		x.headLen = append(x.headLen, uint8(min(len(hl.lower), 4)))
 		x.bucket[b] = uint8(len(x.lists))
 	}
 	li := x.bucket[b] - 1
+	// Shrink the list's common prefix to what the new hint shares.
+	n := int(x.headLen[li])
+	if len(x.lists[li]) > 0 {
+		prev := x.hints[x.lists[li][0]].lower
+		k := 0
+		for k < n && k < len(hl.lower) && hl.lower[k] == prev[k] {
+			k++
+		}
+		n = k
+	}
+	x.headLen[li] = uint8(n)
+	x.head[li], x.headMask[li] = 0, 0
+	for k := range n {
+		x.head[li] |= uint32(hl.lower[k]) << (8 * k)
+		x.headMask[li] |= 0xff << (8 * k)
+	}
 	x.lists[li] = append(x.lists[li], uint8(id))
 	x.listMask[li] |= 1 << id
 	return id, nil
@@ -107,7 +132,10 @@ func (x *hintIndex) scan(lower []byte, orig string, first *[maxHints]int32) uint
 	// Six positions per 8-byte load, hashed independently so the loop
 	// does not serialise on one rolling key; only positions whose bucket
 	// is not empty are compared.
-	for ; i+8 <= n; i += 6 {
+	// The bound leaves four bytes after the last position for the
+	// prefix check.
+	head, headMask := x.head, x.headMask
+	for ; i+10 <= n; i += 6 {
 		w := binary.LittleEndian.Uint64(lower[i:])
 		b0, b1, b2 := bucket[hashKey(uint32(w))], bucket[hashKey(uint32(w>>8))], bucket[hashKey(uint32(w>>16))]
 		b3, b4, b5 := bucket[hashKey(uint32(w>>24))], bucket[hashKey(uint32(w>>32))], bucket[hashKey(uint32(w>>40))]
@@ -115,7 +143,10 @@ func (x *hintIndex) scan(lower []byte, orig string, first *[maxHints]int32) uint
 			continue
 		}
 		for j, li := range [6]uint8{b0, b1, b2, b3, b4, b5} {
-			if li != 0 && x.verify(lower, orig, i+j, li, &found, first, bucket) {
+			if li == 0 || binary.LittleEndian.Uint32(lower[i+j:])&headMask[li-1] != head[li-1] {
+				continue
+			}
+			if x.verify(lower, orig, i+j, li, &found, first, bucket) {
 				return found
 			}
 		}
