@@ -23,7 +23,8 @@ func (h *hits) spans(t string) []Span {
 	if len(h.marks) == 0 {
 		return []Span{}
 	}
-	var fenced, labeled []mark
+	// One allocation each: a dense page has thousands of marks.
+	fenced, labeled := make([]mark, 0, len(h.marks)), make([]mark, 0, len(h.marks))
 	for _, m := range h.marks {
 		if m.fence {
 			m.span = wordSpan(t, m.span)
@@ -66,7 +67,18 @@ func mergeMarks(ms []mark, fenced bool) []Span {
 		}
 		return cmp.Compare(b.e, a.e)
 	})
-	var out []Span
+	// Count the merged spans first, so that the result, which the caller
+	// keeps, is allocated once and at its size.
+	n, end := 0, -1
+	for i, m := range ms {
+		if i == 0 || m.s > end {
+			n++
+			end = m.e
+		} else {
+			end = max(end, m.e)
+		}
+	}
+	out := make([]Span, 0, n)
 	for _, m := range ms {
 		if k := len(out) - 1; k >= 0 && m.s <= out[k].End {
 			last := &out[k]
@@ -104,7 +116,7 @@ func ModelView(content string, spans []Span) string {
 		span
 		labels []string
 	}
-	var fenced []fence
+	fenced := make([]fence, 0, len(spans))
 	for _, sp := range spans {
 		if !sp.Fenced {
 			continue
@@ -125,9 +137,10 @@ func ModelView(content string, spans []Span) string {
 	var sb strings.Builder
 	sb.Grow(len(content))
 	pos := 0
+	var names []string // reused: each marker's string is built from a copy
 	for i := 0; i < len(fenced); {
 		cur := fenced[i].span
-		var names []string
+		names = names[:0]
 		for ; i < len(fenced) && fenced[i].s <= cur.e; i++ {
 			cur.e = max(cur.e, fenced[i].e)
 			names = append(names, fenced[i].labels...)
