@@ -9,7 +9,11 @@ import (
 // kwDef is one keyword as a rule names it (lowercase).
 type kwDef struct{ word string }
 
-const kwBucketBits = 12
+// kwBucketBits sizes the keyword table (2^14 two-byte buckets, 32 KiB).
+// With 2^12, 7% of the positions of a benign log hit a non-empty bucket,
+// most of them by hash collision; with 2^14, 4%, and the benign 32 KiB
+// scan measured faster in spite of the table's extra cache lines.
+const kwBucketBits = 14
 
 // prefixBits returns the first n (at most 8) bytes of w, little-endian,
 // and the mask that selects them.
