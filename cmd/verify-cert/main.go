@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	verify-cert (--issuer-key KEY | --issuer-key-file FILE | --allow-unpinned) [--json] CERTIFICATE.elc
+//	verify-cert (--issuer-key KEY | --issuer-key-file FILE | --allow-unpinned) [--json] [--max-bytes N] CERTIFICATE.elc
 //
 // It prints the five pillars of ledger.md §8 (issuer signature; hash
 // chain; event signatures and key rotations; Merkle inclusion in the
@@ -58,6 +58,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&keyFile, "issuer-key-file", "a file holding the issuer public key to trust")
 	allowUnpinned := fs.Bool("allow-unpinned", false, "check a certificate against the key it names itself (proves self-consistency only)")
 	asJSON := fs.Bool("json", false, "print machine-readable JSON")
+	maxBytes := fs.Int("max-bytes", evidence.MaxCertificateBytes, fmt.Sprintf("refuse certificates larger than this many bytes (at most %d); raise it only for a large certificate from an issuer you trust", evidence.MaxCertificateBytesLimit))
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: verify-cert (--issuer-key KEY | --issuer-key-file FILE | --allow-unpinned) [--json] CERTIFICATE.elc\n\n"+
 			"Verifies an IronVise .elc audit certificate offline and prints its five pillars.\n"+
@@ -82,12 +83,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "verify-cert: %v\n", err)
 		return 2
 	}
-	data, err := readFile(fs.Arg(0))
+	if *maxBytes < 1 || *maxBytes > evidence.MaxCertificateBytesLimit {
+		fmt.Fprintf(stderr, "verify-cert: --max-bytes %d: want 1 to %d\n", *maxBytes, evidence.MaxCertificateBytesLimit)
+		return 2
+	}
+	data, err := readFile(fs.Arg(0), *maxBytes)
 	if err != nil {
 		fmt.Fprintf(stderr, "verify-cert: %v\n", err)
 		return 1
 	}
-	res, verr := evidence.VerifyCertificate(data, pin)
+	res, verr := evidence.VerifyCertificateLimit(data, pin, *maxBytes)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -105,18 +110,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func readFile(path string) ([]byte, error) {
+func readFile(path string, limit int) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, evidence.MaxCertificateBytes+1))
+	// Read at most limit+1 bytes: a larger file is refused without being
+	// held in memory.
+	data, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	if len(data) > evidence.MaxCertificateBytes {
-		return nil, fmt.Errorf("read %s: larger than %d bytes", path, evidence.MaxCertificateBytes)
+	if len(data) > limit {
+		return nil, fmt.Errorf("read %s: larger than %d bytes (--max-bytes raises the limit for a large certificate from an issuer you trust)", path, limit)
 	}
 	return data, nil
 }

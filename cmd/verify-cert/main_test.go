@@ -140,7 +140,7 @@ func TestPinIsNeverAFileName(t *testing.T) {
 	// The file is only read through --issuer-key-file, and then it is the
 	// attacker's key: the certificate is refused, both ids shown.
 	code, out, _ = verify("--issuer-key-file", real, cert)
-	if code != 1 || !strings.Contains(out, "not issued by the key you trust") || !strings.Contains(out, "certificate names 90204e6bdd26cc9d, pinned ") {
+	if code != 1 || !strings.Contains(out, "not issued by the key you trust") || !strings.Contains(out, ", pinned 9a2db2e23f1504cd") {
 		t.Fatalf("--issuer-key-file with the attacker's key: exit %d; want 1\n%s", code, out)
 	}
 	if code, _, errOut := verify("--issuer-key", real, "--issuer-key-file", real, cert); code != 2 || !strings.Contains(errOut, "both given") {
@@ -163,5 +163,21 @@ func TestUnpinnedExitsNonZero(t *testing.T) {
 	}
 	if code, out, _ := verify("--allow-unpinned", "--json", golden); code != 0 || !strings.Contains(out, `"issuer_pinned": false`) {
 		t.Errorf("--allow-unpinned: exit %d\n%s", code, out)
+	}
+}
+
+// TestMaxBytes: the size limit is a flag; a file over it is refused
+// without being read whole, and nonsense values are usage errors.
+func TestMaxBytes(t *testing.T) {
+	if code, _, errOut := verify("--issuer-key-file", issuerPub, "--max-bytes", "1000", golden); code != 1 || !strings.Contains(errOut, "larger than 1000 bytes") || !strings.Contains(errOut, "--max-bytes") {
+		t.Errorf("over --max-bytes: exit %d %q; want 1 naming the limit and the flag", code, errOut)
+	}
+	if code, out, _ := verify("--issuer-key-file", issuerPub, "--max-bytes", "100000000", golden); code != 0 {
+		t.Errorf("raised --max-bytes: exit %d\n%s", code, out)
+	}
+	for _, v := range []string{"0", "-1", "2000000000"} {
+		if code, _, _ := verify("--issuer-key-file", issuerPub, "--max-bytes", v, golden); code != 2 {
+			t.Errorf("--max-bytes %s: exit %d; want 2", v, code)
+		}
 	}
 }

@@ -135,7 +135,7 @@ func oneLine(s string) string {
 
 func orNone(s string) string {
 	if s == "" {
-		return "none"
+		return "(not read)"
 	}
 	return s
 }

@@ -14,9 +14,16 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger"
 )
 
-// MaxCertificateBytes bounds the certificate a verifier reads (a
-// 10,000-event session is a few MB).
-const MaxCertificateBytes = 1 << 30
+// MaxCertificateBytes is the default bound on the certificate a verifier
+// reads: a 10,000-event session is about 5 MB, so 64 MiB holds well over
+// 100,000 events. Verifying a document costs a few times its size in
+// memory, so the bound is what a stranger's file can cost an auditor;
+// larger certificates need the verifiers' --max-bytes (at most
+// MaxCertificateBytesLimit).
+const MaxCertificateBytes = 64 << 20
+
+// MaxCertificateBytesLimit is the most --max-bytes accepts.
+const MaxCertificateBytesLimit = 1 << 30
 
 // The five pillars of ledger.md §8, in report order.
 const (
@@ -143,17 +150,31 @@ func malformed(err error) (*CertificateResult, error) {
 // anything; it returns the body, its canonical bytes (what the issuer
 // signed) and the signature (nil when absent).
 func ParseCertificate(data []byte) (*Certificate, []byte, *CertSignature, error) {
-	if len(data) > MaxCertificateBytes {
-		return nil, nil, nil, fmt.Errorf("%w: %d bytes (max %d)", ErrMalformedCertificate, len(data), MaxCertificateBytes)
+	canon, err := canonicalDocument(data, MaxCertificateBytes)
+	if err != nil {
+		return nil, nil, nil, err
 	}
-	// Canonicalize rejects duplicate member names, invalid UTF-8 and
-	// unsafe numbers: a document two parsers could read differently must
-	// never verify. Its output also contains the canonical body, which is
-	// what the issuer signed.
+	return decodeCertificate(canon)
+}
+
+// canonicalDocument bounds and canonicalises a certificate document.
+// Canonicalize rejects duplicate member names, invalid UTF-8 and unsafe
+// numbers: a document two parsers could read differently must never
+// verify. Its output also contains the canonical body, which is what the
+// issuer signed.
+func canonicalDocument(data []byte, maxBytes int) ([]byte, error) {
+	if len(data) > maxBytes {
+		return nil, fmt.Errorf("%w: %d bytes, more than the limit of %d (a certificate from a trusted issuer that is this large can be read with --max-bytes)", ErrMalformedCertificate, len(data), maxBytes)
+	}
 	canon, err := ledger.Canonicalize(data)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%w: not a single valid JSON document: %w", ErrMalformedCertificate, err)
+		return nil, fmt.Errorf("%w: not a single valid JSON document: %w", ErrMalformedCertificate, err)
 	}
+	return canon, nil
+}
+
+// decodeCertificate decodes a canonical certificate document strictly.
+func decodeCertificate(canon []byte) (*Certificate, []byte, *CertSignature, error) {
 	var doc struct {
 		Certificate *Certificate   `json:"certificate"`
 		Signature   *CertSignature `json:"signature"`
@@ -230,11 +251,98 @@ func strictDecode(data []byte, v any) error {
 // result says so). The error is non-nil only when the document cannot be
 // read at all; the result is then invalid too.
 func VerifyCertificate(data []byte, pinned ed25519.PublicKey) (*CertificateResult, error) {
-	c, body, sig, err := ParseCertificate(data)
+	return VerifyCertificateLimit(data, pinned, MaxCertificateBytes)
+}
+
+// VerifyCertificateLimit is VerifyCertificate for documents of up to
+// maxBytes bytes (the verifiers' --max-bytes).
+//
+// With a pinned key the issuer signature is checked on the canonical bytes
+// before anything is decoded: a document the pinned issuer did not sign
+// costs one canonicalisation, never the decoding, hashing and Merkle work
+// of the other pillars (a forged file full of proof nodes once made the
+// verifier spend seconds and gigabytes on it).
+func VerifyCertificateLimit(data []byte, pinned ed25519.PublicKey, maxBytes int) (*CertificateResult, error) {
+	canon, err := canonicalDocument(data, maxBytes)
+	if err != nil {
+		return malformed(err)
+	}
+	if pinned != nil {
+		if res := signatureFirst(canon, pinned); res != nil {
+			return res, nil
+		}
+	}
+	c, body, sig, err := decodeCertificate(canon)
 	if err != nil {
 		return malformed(err)
 	}
 	return verifyParsed(c, body, sig, pinned), nil
+}
+
+// signatureFirst returns the invalid result of a canonical document whose
+// issuer signature does not verify with pinned, and nil when it does or
+// when the document is not of the form {"certificate":BODY,"signature":SIG}
+// (the full verification then runs and checks everything again, or
+// reports the document malformed). It only ever rejects: a document it
+// lets through is decoded strictly like any other.
+func signatureFirst(canon []byte, pinned ed25519.PublicKey) *CertificateResult {
+	reject := func(format string, args ...any) *CertificateResult {
+		r := &CertificateResult{IssuerPinned: true, PinnedKeyID: ledger.KeyID(pinned), ClientEvents: []ClientEvent{}}
+		r.Pillars = []Pillar{failP(PillarIssuer, -1, format, args...)}
+		for _, n := range PillarNames[1:] {
+			r.Pillars = append(r.Pillars, failP(n, -1, "not checked: the issuer signature does not verify with the pinned key, so nothing in the document is trusted"))
+		}
+		return r
+	}
+	const head, sigKey = `{"certificate":`, `,"signature":`
+	if !bytes.HasPrefix(canon, []byte(head)) || len(canon) < len(head)+2 || canon[len(head)] != '{' {
+		return nil
+	}
+	end := objectEnd(canon, len(head))
+	if end < 0 {
+		return nil
+	}
+	rest := canon[end:]
+	switch {
+	case bytes.Equal(rest, []byte("}")), bytes.Equal(rest, []byte(sigKey+"null}")):
+		return reject("not signed: the certificate carries no issuer signature")
+	case !bytes.HasPrefix(rest, []byte(sigKey+"{")) || objectEnd(rest, len(sigKey)) != len(rest)-1:
+		return nil
+	}
+	var sig CertSignature
+	if err := strictDecode(rest[len(sigKey):len(rest)-1], &sig); err != nil {
+		return nil
+	}
+	d := certDigest(canon[len(head):end])
+	if len(sig.Value) != ed25519.SignatureSize || !ed25519.Verify(pinned, d[:], sig.Value) {
+		return reject("the issuer signature does not verify with the pinned key %s: the certificate was not issued by the key you trust, or it was changed after it was signed", ledger.KeyID(pinned))
+	}
+	return nil
+}
+
+// objectEnd returns the index just past the JSON object that starts at
+// doc[at] ('{'), or -1. doc is canonical JSON, so strings hold no raw
+// control characters and every quote inside one is escaped.
+func objectEnd(doc []byte, at int) int {
+	depth := 0
+	for i := at; i < len(doc); i++ {
+		switch doc[i] {
+		case '"':
+			for i++; i < len(doc) && doc[i] != '"'; i++ {
+				if doc[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		}
+	}
+	return -1
 }
 
 func verifyParsed(c *Certificate, body []byte, sig *CertSignature, pinned ed25519.PublicKey) *CertificateResult {

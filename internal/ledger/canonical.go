@@ -27,7 +27,9 @@ const maxJSONDepth = 512
 // trailing data.
 func Canonicalize(in []byte) ([]byte, error) {
 	p := parser{data: in}
-	out, err := p.document(nil, nil)
+	// The canonical form is at most a little longer than the input
+	// (escapes), so one allocation usually holds it.
+	out, err := p.document(make([]byte, 0, len(in)), nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidPayload, err)
 	}
@@ -187,7 +189,21 @@ func (p *parser) object(out []byte, stamps []member) ([]byte, error) {
 		return nil, err
 	}
 	p.pos++ // '{'
-	var members []member
+	// Members are written straight into out, in input order. Input that
+	// is already in RFC 8785 order (every certificate and payload IronVise
+	// writes) then costs no copy at all; only an object out of order, or
+	// one that gets stamps, is rebuilt, from one copy of its own bytes.
+	// Canonicalising a value into a buffer of its own at every nesting
+	// level made certificate verification allocate about 20 times the
+	// document's size (issue 23 item 7; internal/evidence/dos_test.go).
+	type span struct {
+		name   string
+		lo, hi int // the value is out[lo:hi]
+	}
+	start := len(out)
+	out = append(out, '{')
+	var spans []span
+	sorted := true
 	p.skipSpace()
 	if p.pos < len(p.data) && p.data[p.pos] == '}' {
 		p.pos++
@@ -206,11 +222,25 @@ func (p *parser) object(out []byte, stamps []member) ([]byte, error) {
 				return nil, p.errf("expected ':' after member name")
 			}
 			p.pos++
-			val, err := p.value(nil)
-			if err != nil {
+			if n := len(spans); n > 0 {
+				switch c := compareUTF16(spans[n-1].name, name); {
+				case c == 0:
+					// I-JSON forbids duplicates; different parsers would
+					// keep different values, so the hashed meaning would
+					// be ambiguous.
+					return nil, fmt.Errorf("duplicate member name %q", name)
+				case c > 0:
+					sorted = false
+				}
+				out = append(out, ',')
+			}
+			out = appendJCSString(out, name)
+			out = append(out, ':')
+			lo := len(out)
+			if out, err = p.value(out); err != nil {
 				return nil, err
 			}
-			members = append(members, member{name, val})
+			spans = append(spans, span{name, lo, len(out)})
 			p.skipSpace()
 			if p.pos >= len(p.data) {
 				return nil, p.errf("unexpected end of object")
@@ -227,11 +257,17 @@ func (p *parser) object(out []byte, stamps []member) ([]byte, error) {
 		}
 	}
 	p.depth--
+	if sorted && len(stamps) == 0 {
+		return append(out, '}'), nil
+	}
+	region := slices.Clone(out[start:])
+	members := make([]member, len(spans))
+	for i, sp := range spans {
+		members[i] = member{sp.name, region[sp.lo-start : sp.hi-start]}
+	}
 	slices.SortFunc(members, func(a, b member) int { return compareUTF16(a.name, b.name) })
 	for i := 1; i < len(members); i++ {
 		if members[i].name == members[i-1].name {
-			// I-JSON forbids duplicates; different parsers would keep
-			// different values, so the hashed meaning would be ambiguous.
 			return nil, fmt.Errorf("duplicate member name %q", members[i].name)
 		}
 	}
@@ -245,7 +281,7 @@ func (p *parser) object(out []byte, stamps []member) ([]byte, error) {
 			members = slices.Insert(members, i, member{st.name, st.value})
 		}
 	}
-	out = append(out, '{')
+	out = append(out[:start], '{')
 	for i, m := range members {
 		if i > 0 {
 			out = append(out, ',')
