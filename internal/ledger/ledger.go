@@ -60,7 +60,10 @@ type Options struct {
 	// added (60 s); negative disables the timer.
 	CheckpointInterval time.Duration
 	// OwnerID identifies this process in session leases (default: host,
-	// pid and a random suffix).
+	// pid and a random suffix). A caller that sets a stable id (serve keeps
+	// one per data directory) must make sure one live process at a time
+	// holds it: Owned takes the sessions of that id for a dead
+	// predecessor's (reclaim.go).
 	OwnerID string
 	// LeaseDuration is how long a session stays this process's after its
 	// last renewal (ledger.md §6; default 30 s), and LeaseRenewInterval

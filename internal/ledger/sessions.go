@@ -541,46 +541,12 @@ func (l *Ledger) Recover(ctx context.Context) ([]uuid.UUID, error) {
 			ids = append(ids, h.ID)
 		}
 	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	res, err := l.submit(ctx, ids, func(b *batch) (any, error) {
-		var done []uuid.UUID
-		for _, id := range ids {
-			h, err := b.head(id)
-			if err != nil {
-				return nil, err
-			}
-			// Re-check under the write lock: the owner may have renewed
-			// or ended the session since the scan.
-			if h.Status != StatusRunning || h.Sealed || h.LeaseUntil >= b.now || h.OwnerID == l.owner {
-				continue
-			}
-			payload, err := ownPayload(TypeRecovery, recoveryPayload{
-				PreviousOwner: h.OwnerID, LastSeq: h.LastSeq,
-				Message: fmt.Sprintf("owner %s stopped renewing its lease (expired %s); the session was marked failed", h.OwnerID, fromMicros(h.LeaseUntil).Format(TimeFormat)),
-			})
-			if err != nil {
-				return nil, err
-			}
-			if _, err := b.appendEvent(h, TypeRecovery, payload, SignerIssuer); err != nil {
-				return nil, b.abort(err)
-			}
-			st, now := StatusFailed, b.now
-			b.ch.SessionUpdates = append(b.ch.SessionUpdates, SessionUpdate{ID: id, Status: &st, FinishedMicro: &now})
-			h.Status = st
-			done = append(done, id)
-		}
-		return done, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("ledger: recover: %w", err)
-	}
-	done := res.([]uuid.UUID)
-	for _, id := range done {
-		l.log.Warn("ledger: recovered a session whose owner died", "session", id)
-	}
-	return done, nil
+	// Re-checked under the write lock: the owner may have renewed or
+	// ended the session since the scan.
+	return l.recoverHeads(ctx, ids, func(h *SessionHead, now int64) bool { return h.LeaseUntil < now && h.OwnerID != l.owner },
+		func(h *SessionHead) string {
+			return fmt.Sprintf("owner %s stopped renewing its lease (expired %s); the session was marked failed", h.OwnerID, fromMicros(h.LeaseUntil).Format(TimeFormat))
+		})
 }
 
 // Checkpoint writes a checkpoint if events other than checkpoint events

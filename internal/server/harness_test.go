@@ -35,6 +35,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == guard.WorkerArg {
 		os.Exit(testGuardWorker())
 	}
+	if spec := os.Getenv(serveChildEnv); spec != "" {
+		os.Exit(serveChild(spec))
+	}
 	os.Exit(m.Run())
 }
 

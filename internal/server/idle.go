@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/ironvise/ironvise/internal/agent"
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/guard"
@@ -241,4 +243,80 @@ func short(h string) string {
 		return "(none)"
 	}
 	return h
+}
+
+// reclaim takes back the sessions this data directory's owner id holds,
+// which its previous process left running (it died without recording
+// their end: kill -9, a crash, a power cut). An API session waits for
+// intents and goes on: it is registered dormant, and its next intent
+// rebuilds it from the ledger (revive). An agent-loop session cannot —
+// its model conversation died with the process — and is failed with a
+// recovery event saying so. Without a stable owner id (s.owner nil) there
+// is nothing to reclaim; Recover fails such orphans once their lease
+// lapses.
+func (s *Server) reclaim(ctx context.Context) error {
+	if s.owner == nil {
+		return nil
+	}
+	l := s.ledger()
+	ids, err := l.Owned(ctx)
+	if err != nil {
+		return err
+	}
+	if err := l.RenewLeases(ctx); err != nil {
+		return err
+	}
+	var loops []uuid.UUID
+	for _, id := range ids {
+		sess, err := l.Session(ctx, id)
+		if err != nil {
+			return err
+		}
+		if sess.AgentLoop {
+			loops = append(loops, id)
+			continue
+		}
+		r := &runner{s: s, id: id, done: make(chan struct{}), sealReq: make(chan *sealRequest), counted: true, lastUsed: time.Now(), steps: -1}
+		r.ctx, r.cancel = context.WithCancel(s.bg)
+		s.runners.adopt(r)
+	}
+	if _, err := l.RecoverOwned(ctx, loops, "its agent loop stopped with the process that ran it"); err != nil {
+		return err
+	}
+	if n := len(ids) - len(loops); n > 0 {
+		s.log.Info("reclaimed the API sessions the previous process left running", "sessions", n)
+	}
+	return nil
+}
+
+// adopt registers a reclaimed session with its place under the caps,
+// whatever they say: it exists already.
+func (rs *runners) adopt(r *runner) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.external++
+	rs.byCreator[r.creator]++
+	rs.m[r.id] = r
+}
+
+// lastStep returns the highest step of a session's intents, for the end
+// of a session whose step count is not known (a reclaimed, dormant one).
+func lastStep(ctx context.Context, l *ledger.Ledger, id uuid.UUID) (int, error) {
+	evs, err := l.Events(ctx, id, 0, 0)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range evs {
+		if evs[i].Type != ledger.TypeIntentProposed {
+			continue
+		}
+		var p struct {
+			Step int `json:"step"`
+		}
+		if json.Unmarshal(evs[i].Payload, &p) == nil {
+			n = max(n, p.Step)
+		}
+	}
+	return n, nil
 }

@@ -189,7 +189,12 @@ func (r *runner) stopExternal(ctx context.Context) {
 		r.mu.Lock()
 		steps := r.steps
 		r.mu.Unlock()
-		err = agent.InterruptDormant(wctx, r.s.ledger(), r.id, steps, msg)
+		if steps < 0 {
+			steps, err = lastStep(wctx, r.s.ledger(), r.id)
+		}
+		if err == nil {
+			err = agent.InterruptDormant(wctx, r.s.ledger(), r.id, steps, msg)
+		}
 		if errors.Is(err, ledger.ErrSealed) || errors.Is(err, ledger.ErrNotRunning) {
 			err = nil
 		}

@@ -88,6 +88,11 @@ type Server struct {
 	corsAny     bool
 	corsOrigins map[string]struct{}
 
+	// owner is the data directory's owner id and its lock (owner.go); nil
+	// when another process holds it or the OS cannot lock it, and the
+	// ledger then uses a per-process id.
+	owner *ownerLock
+
 	// lmu guards l, which reset-demo replaces.
 	lmu         sync.RWMutex
 	l           *ledger.Ledger
@@ -181,6 +186,7 @@ func New(ctx context.Context, o Options) (srv *Server, err error) {
 				l.Close(cctx)
 				cancel()
 			}
+			s.owner.release()
 		}
 	}()
 
@@ -227,6 +233,14 @@ func New(ctx context.Context, o Options) (srv *Server, err error) {
 	s.runners = newRunners()
 	s.sec = newSecWindow()
 
+	// The owner id this process leases sessions under (owner.go).
+	switch s.owner, err = acquireOwner(s.cfg.DataDir); {
+	case errors.Is(err, errOwnerLocked), errors.Is(err, errors.ErrUnsupported):
+		s.log.Warn("sessions of this serve are leased under a per-process owner id: after a crash they are recovered when their lease lapses, not reclaimed at the next start", "reason", err)
+		s.owner = nil
+	case err != nil:
+		return nil, err
+	}
 	// (1, 3) The database with its migrations; the ledger creates the
 	// issuer key, and on an empty ledger the instance genesis and the
 	// first checkpoint.
@@ -241,6 +255,9 @@ func New(ctx context.Context, o Options) (srv *Server, err error) {
 	// on tampering.
 	if _, err := s.ledger().Recover(ctx); err != nil {
 		return nil, fmt.Errorf("server: ledger recovery: %w", err)
+	}
+	if err := s.reclaim(ctx); err != nil {
+		return nil, fmt.Errorf("server: reclaim the sessions of the previous process: %w", err)
 	}
 	var rep ledger.StartupReport
 	if o.VerifyFull {
@@ -286,11 +303,15 @@ func (s *Server) openLedger(ctx context.Context) error {
 
 func (s *Server) ledgerOptions() ledger.Options {
 	lc := s.cfg.Ledger
-	return ledger.Options{
+	o := ledger.Options{
 		DataDir: s.cfg.DataDir, Passphrase: ledger.Secret(lc.KeyPassphrase.Reveal()),
 		CheckpointEvents: lc.CheckpointEvents, CheckpointInterval: time.Duration(lc.CheckpointSecs) * time.Second,
 		Logger: s.log, LeaseDuration: s.opts.LeaseDuration,
 	}
+	if s.owner != nil {
+		o.OwnerID = s.owner.id
+	}
+	return o
 }
 
 // ledger returns the current ledger.
@@ -424,6 +445,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if err := s.ledger().Close(cctx); err != nil {
 		errs = append(errs, fmt.Errorf("server: close the ledger: %w", err))
 	}
+	s.owner.release()
 	return errors.Join(errs...)
 }
 
@@ -435,6 +457,10 @@ func (s *Server) housekeeping() {
 	idle := time.Duration(s.cfg.Server.SessionIdleSecs) * time.Second
 	e := time.NewTicker(min(max(idle/4, 250*time.Millisecond), 30*time.Second))
 	defer e.Stop()
+	// Orphans of other processes are failed as soon as their lease lapses,
+	// not at some later start (issue 13, item 4).
+	r := time.NewTicker(s.leaseDuration() / 3)
+	defer r.Stop()
 	for {
 		select {
 		case <-s.bg.Done():
@@ -445,8 +471,20 @@ func (s *Server) housekeeping() {
 			if n := s.evictIdle(now, idle); n > 0 {
 				s.log.Debug("idle API sessions made dormant", "sessions", n)
 			}
+		case <-r.C:
+			if _, err := s.ledger().Recover(s.bg); err != nil && s.bg.Err() == nil {
+				s.log.Warn("recover sessions of stopped instances", "err", err)
+			}
 		}
 	}
+}
+
+// leaseDuration is the ledger's session lease.
+func (s *Server) leaseDuration() time.Duration {
+	if s.opts.LeaseDuration > 0 {
+		return s.opts.LeaseDuration
+	}
+	return ledger.DefaultLeaseDuration
 }
 
 func isLoopbackHost(h string) bool {
