@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	verify-cert (--issuer-key KEY | --issuer-key-file FILE | --allow-unpinned) [--json] [--max-bytes N] CERTIFICATE.elc
+//	verify-cert (--issuer-key KEY | --issuer-key-file FILE | --allow-unpinned) [--checkpoint FILE] [--json] [--max-bytes N] CERTIFICATE.elc
 //
 // It prints the five pillars of ledger.md §8 (issuer signature; hash
 // chain; event signatures and key rotations; Merkle inclusion in the
@@ -53,14 +53,15 @@ func (o *once) Set(s string) error {
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("verify-cert", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var key, keyFile once
+	var key, keyFile, checkpoint once
 	fs.Var(&key, "issuer-key", "the issuer public key to trust, as its value: hex, did:key or checkpoint verifier key (never a file name)")
 	fs.Var(&keyFile, "issuer-key-file", "a file holding the issuer public key to trust")
+	fs.Var(&checkpoint, "checkpoint", "a signed checkpoint you kept earlier ('ironvise checkpoint latest'): the certificate is valid only if its log is the same history")
 	allowUnpinned := fs.Bool("allow-unpinned", false, "check a certificate against the key it names itself (proves self-consistency only)")
 	asJSON := fs.Bool("json", false, "print machine-readable JSON")
 	maxBytes := fs.Int("max-bytes", evidence.MaxCertificateBytes, fmt.Sprintf("refuse certificates larger than this many bytes (at most %d); raise it only for a large certificate from an issuer you trust", evidence.MaxCertificateBytesLimit))
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: verify-cert (--issuer-key KEY | --issuer-key-file FILE | --allow-unpinned) [--json] CERTIFICATE.elc\n\n"+
+		fmt.Fprintf(stderr, "usage: verify-cert (--issuer-key KEY | --issuer-key-file FILE | --allow-unpinned) [--checkpoint FILE] [--json] CERTIFICATE.elc\n\n"+
 			"Verifies an IronVise .elc audit certificate offline and prints its five pillars.\n"+
 			"Exit status: 0 valid, 1 invalid, 2 usage error (including no pinned key).\n\n"+
 			"example:\n  verify-cert --issuer-key-file issuer.pub audit.elc\n\nflags:\n")
@@ -92,7 +93,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "verify-cert: %v\n", err)
 		return 1
 	}
-	res, verr := evidence.VerifyCertificateLimit(data, pin, *maxBytes)
+	opts := evidence.VerifyOptions{MaxBytes: *maxBytes}
+	if checkpoint.set {
+		if opts.Checkpoint, err = readFile(checkpoint.v, 64<<10); err != nil {
+			fmt.Fprintf(stderr, "verify-cert: --checkpoint: %v\n", err)
+			return 2
+		}
+	}
+	res, verr := evidence.VerifyCertificateWith(data, pin, opts)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

@@ -24,6 +24,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,6 +32,7 @@ import (
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/sandbox/native"
 	"github.com/ironvise/ironvise/internal/secretpaths"
+	"github.com/ironvise/ironvise/internal/webhook"
 )
 
 // Build metadata, set with -ldflags "-X ...cli.version=... -X ...cli.commit=...".
@@ -81,6 +83,9 @@ type app struct {
 	// timing is zero outside tests, which shorten it to make a command
 	// outlast the ledger's lease and a step's write deadline.
 	timing ledgerTiming
+	// hooks is the SIEM dispatcher of the running command (attachEvidence),
+	// fed the checkpoints the ledger commits; nil when there is none.
+	hooks atomic.Pointer[webhook.Dispatcher]
 }
 
 // ledgerTiming overrides the ledger's session lease (ledger.md §6) and the
@@ -194,6 +199,7 @@ recorded in a signed, hash-chained ledger that an auditor can verify offline.`,
 		a.verifyCertificateCommand(),
 		a.verifyVCCommand(),
 		a.issuerKeyCommand(),
+		a.checkpointCommand(),
 		a.guardWorkerCommand(),
 		a.serveCommand(),
 	)

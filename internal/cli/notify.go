@@ -44,7 +44,9 @@ func (a *app) attachEvidence(cfg *config.Config, l *ledger.Ledger, env *agent.En
 		return nil, exitCode(ExitUsage, err)
 	}
 	env.Notifier = d
+	a.hooks.Store(d)
 	return func() {
+		a.hooks.Store(nil)
 		ctx, cancel := context.WithTimeout(context.Background(), notifyFlushTimeout)
 		defer cancel()
 		if err := d.Close(ctx); err != nil {

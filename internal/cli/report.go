@@ -19,7 +19,7 @@ import (
 )
 
 func (a *app) reportCommand() *cobra.Command {
-	var format, output string
+	var format, output, checkpoint string
 	cmd := &cobra.Command{
 		Use:   "report <session-id>",
 		Short: "Export a session's evidence: JSON, SARIF, HTML, .elc certificate, GitHub Actions, GitLab Code Quality",
@@ -58,8 +58,14 @@ that fails verification). The file is written even when the gate fails.`,
 				return err
 			}
 			defer closeLedger(l)
+			var note []byte
+			if checkpoint != "" {
+				if note, err = readBounded(checkpoint, 64<<10); err != nil {
+					return exitCode(ExitUsage, fmt.Errorf("--checkpoint: %w", err))
+				}
+			}
 			var buf bytes.Buffer
-			gate, err := evidence.Export(a.ctx, l, id, f, &buf)
+			gate, err := evidence.ExportFor(a.ctx, l, id, f, &buf, note)
 			if errors.Is(err, ledger.ErrNotFound) {
 				return exitCode(ExitUsage, fmt.Errorf("session %s is not in this ledger (check DATABASE_URL and ECTO_DATA_DIR; 'ironvise sessions' lists what is there)", id))
 			}
@@ -81,6 +87,7 @@ that fails verification). The file is written even when the gate fails.`,
 	}
 	cmd.Flags().StringVar(&format, "format", "json", "json, sarif, html, certificate, github_actions or gitlab_codequality")
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of standard output")
+	cmd.Flags().StringVar(&checkpoint, "checkpoint", "", "certificate format: an auditor's checkpoint (from 'ironvise checkpoint latest') to include a consistency proof for")
 	return cmd
 }
 
@@ -140,6 +147,7 @@ func (a *app) verifyCertificateCommand() *cobra.Command {
 	var pf pinFlags
 	var asJSON bool
 	var maxBytes int
+	var checkpoint string
 	cmd := &cobra.Command{
 		Use:   "verify-certificate FILE",
 		Short: "Verify an .elc audit certificate offline: five pillars, each reported",
@@ -179,7 +187,13 @@ Exit status: 0 valid, 1 invalid or unreadable, 2 usage error (including no pin).
 			if err != nil {
 				return exitCode(ExitDenied, err)
 			}
-			res, verr := evidence.VerifyCertificateLimit(data, pin, maxBytes)
+			opts := evidence.VerifyOptions{MaxBytes: maxBytes}
+			if checkpoint != "" {
+				if opts.Checkpoint, err = readBounded(checkpoint, 64<<10); err != nil {
+					return exitCode(ExitUsage, fmt.Errorf("--checkpoint: %w", err))
+				}
+			}
+			res, verr := evidence.VerifyCertificateWith(data, pin, opts)
 			if asJSON {
 				enc := json.NewEncoder(a.stdout)
 				enc.SetIndent("", "  ")
@@ -197,6 +211,7 @@ Exit status: 0 valid, 1 invalid or unreadable, 2 usage error (including no pin).
 	}
 	pf.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print machine-readable JSON")
+	cmd.Flags().StringVar(&checkpoint, "checkpoint", "", "a checkpoint you kept ('ironvise checkpoint latest'): the certificate is valid only if its log is the same history")
 	cmd.Flags().IntVar(&maxBytes, "max-bytes", evidence.MaxCertificateBytes, "refuse certificates larger than this many bytes; raise it only for a large certificate from an issuer you trust")
 	return cmd
 }

@@ -29,6 +29,13 @@ func (a *app) openLedger() (*ledger.Ledger, error) {
 		CheckpointEvents:   lc.CheckpointEvents,
 		CheckpointInterval: time.Duration(lc.CheckpointSecs) * time.Second,
 		LeaseDuration:      a.timing.lease,
+		// Every checkpoint also goes to the SIEM, so a copy of each tree
+		// head lives outside the operator's database (evidence.md).
+		OnCheckpoint: func(_ ledger.Checkpoint, record ledger.Event) {
+			if d := a.hooks.Load(); d != nil {
+				d.Notify(record)
+			}
+		},
 	})
 	if err != nil {
 		return nil, exitCode(ExitUsage, fmt.Errorf("open the ledger: %w", err))

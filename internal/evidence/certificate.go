@@ -52,6 +52,21 @@ type Certificate struct {
 	SealCheckpoint *CertCheckpoint `json:"seal_checkpoint"`
 	InclusionProof CertInclusion   `json:"inclusion_proof"`
 	Findings       []Finding       `json:"findings"`
+	// Consistency, present when the certificate was exported for an
+	// auditor's checkpoint (report --checkpoint), proves that the log of
+	// Checkpoint and the log of that earlier (or later) checkpoint are one
+	// history: the smaller is a prefix of the larger.
+	Consistency *CertConsistency `json:"consistency,omitempty"`
+}
+
+// CertConsistency is an RFC 6962 consistency proof between the
+// certificate's checkpoint and another checkpoint of the same log.
+type CertConsistency struct {
+	// TreeSize and RootHash are the other checkpoint's.
+	TreeSize int64       `json:"tree_size"`
+	RootHash ledger.Hash `json:"root_hash"`
+	// Hashes prove the smaller tree a prefix of the larger.
+	Hashes []ledger.Hash `json:"hashes"`
 }
 
 // CertIssuer identifies the issuer key that signed the certificate and
@@ -158,11 +173,64 @@ func (b *HexBytes) UnmarshalText(t []byte) error {
 // checks); when one fails nothing is signed and the error is an
 // *UnverifiedError naming it.
 func BuildCertificate(ctx context.Context, l *ledger.Ledger, id uuid.UUID) ([]byte, error) {
-	if err := verifyForExport(ctx, l, id); err != nil {
-		return nil, err
-	}
-	data, _, err := buildCertificate(ctx, l, id, time.Now())
+	return BuildCertificateFor(ctx, l, id, nil)
+}
+
+// BuildCertificateFor is BuildCertificate for an auditor who keeps a
+// checkpoint of this ledger (the signed note `ironvise checkpoint latest`
+// writes): the certificate also carries a consistency proof between that
+// checkpoint and its own, which `verify-cert --checkpoint` checks. A note
+// this ledger's issuer did not sign, or whose root the ledger does not
+// have at that size (a fork), is refused. auditorNote nil is
+// BuildCertificate.
+func BuildCertificateFor(ctx context.Context, l *ledger.Ledger, id uuid.UUID, auditorNote []byte) ([]byte, error) {
+	data, _, err := buildCertificateFor(ctx, l, id, auditorNote)
 	return data, err
+}
+
+func buildCertificateFor(ctx context.Context, l *ledger.Ledger, id uuid.UUID, auditorNote []byte) ([]byte, []Finding, error) {
+	if err := verifyForExport(ctx, l, id); err != nil {
+		return nil, nil, err
+	}
+	c, err := certificateBody(ctx, l, id, time.Now())
+	if err != nil {
+		return nil, nil, err
+	}
+	if auditorNote != nil {
+		if c.Consistency, err = consistencyFor(ctx, l, c.Checkpoint, auditorNote); err != nil {
+			return nil, nil, err
+		}
+	}
+	data, err := signCertificate(c, l.Issuer())
+	if err != nil {
+		return nil, nil, err
+	}
+	return data, c.Findings, nil
+}
+
+// consistencyFor proves the certificate's checkpoint cp and the auditor's
+// checkpoint one history.
+func consistencyFor(ctx context.Context, l *ledger.Ledger, cp CertCheckpoint, auditorNote []byte) (*CertConsistency, error) {
+	theirs, err := ledger.ParseCheckpointNote(auditorNote, l.Origin(), l.IssuerPublicKey())
+	if err != nil {
+		return nil, fmt.Errorf("evidence: --checkpoint: %w", err)
+	}
+	lo, hi := theirs.TreeSize, cp.TreeSize
+	if lo > hi {
+		lo, hi = hi, lo
+	}
+	p, err := l.ConsistencyProof(ctx, lo, hi)
+	if err != nil {
+		return nil, fmt.Errorf("evidence: --checkpoint of size %d: %w", theirs.TreeSize, err)
+	}
+	root := p.OldRoot
+	if theirs.TreeSize == hi {
+		root = p.NewRoot
+	}
+	if root != theirs.Root {
+		return nil, fmt.Errorf("evidence: --checkpoint: this ledger's log at size %d has root %s, the checkpoint says %s: it is not a checkpoint of this history (a fork or another ledger)", theirs.TreeSize, root, theirs.Root)
+	}
+	return &CertConsistency{TreeSize: theirs.TreeSize, RootHash: theirs.Root, Hashes: p.Path}, nil
 }
 
 func buildCertificate(ctx context.Context, l *ledger.Ledger, id uuid.UUID, now time.Time) ([]byte, []Finding, error) {

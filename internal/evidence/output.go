@@ -77,6 +77,14 @@ func (r *CertificateResult) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  %d. %-44s ok\n", i+1, title)
 		}
 	}
+	if p := r.Consistency; p != nil {
+		switch {
+		case !p.OK:
+			fmt.Fprintf(&b, "  +  %-44s FAIL: %s\n", PillarTitle(p.Name), p.Problem)
+		default:
+			fmt.Fprintf(&b, "  +  %-44s ok (%s)\n", PillarTitle(p.Name), p.Note)
+		}
+	}
 	if n := len(r.ClientEvents); n > 0 {
 		// Labelled, so no reader takes a client's words for IronVise's
 		// record.
@@ -107,7 +115,11 @@ func (r *CertificateResult) WriteText(w io.Writer) error {
 		if !r.IssuerPinned {
 			pin = "issuer key NOT pinned: pass --issuer-key or --issuer-key-file to check who issued it"
 		}
-		fmt.Fprintf(&b, "certificate valid: all five pillars hold (issuer %s, %s)\n", r.IssuerKeyID, pin)
+		also := ""
+		if r.Consistency != nil {
+			also = " and the log is consistent with your checkpoint"
+		}
+		fmt.Fprintf(&b, "certificate valid: all five pillars hold%s (issuer %s, %s)\n", also, r.IssuerKeyID, pin)
 	}
 	_, err := w.Write(b.Bytes())
 	return err

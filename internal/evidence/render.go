@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -77,14 +76,21 @@ func Render(r *Report, f Format, w io.Writer) error {
 // Nothing is written for a session that fails verification: the error is
 // then an *UnverifiedError naming the check.
 func Export(ctx context.Context, l *ledger.Ledger, id uuid.UUID, f Format, w io.Writer) (gate bool, err error) {
+	return ExportFor(ctx, l, id, f, w, nil)
+}
+
+// ExportFor is Export; for the certificate format, auditorNote (when not
+// nil) is the auditor's checkpoint, and the certificate carries a
+// consistency proof for it (BuildCertificateFor).
+func ExportFor(ctx context.Context, l *ledger.Ledger, id uuid.UUID, f Format, w io.Writer, auditorNote []byte) (gate bool, err error) {
 	if _, err := ParseFormat(string(f)); err != nil {
 		return false, fmt.Errorf("evidence: export: %w", err)
 	}
-	if err := verifyForExport(ctx, l, id); err != nil {
-		return false, err
+	if auditorNote != nil && f != FormatCertificate {
+		return false, fmt.Errorf("evidence: export: a checkpoint to prove consistency with applies to the certificate format only, not %s", f)
 	}
 	if f == FormatCertificate {
-		data, findings, err := buildCertificate(ctx, l, id, time.Now())
+		data, findings, err := buildCertificateFor(ctx, l, id, auditorNote)
 		if err != nil {
 			return false, err
 		}
@@ -98,6 +104,9 @@ func Export(ctx context.Context, l *ledger.Ledger, id uuid.UUID, f Format, w io.
 	}
 	if _, err := ParseFormat(string(f)); err != nil {
 		return false, fmt.Errorf("evidence: export: %w", err)
+	}
+	if err := verifyForExport(ctx, l, id); err != nil {
+		return false, err
 	}
 	r, err := BuildReport(ctx, l, id)
 	if err != nil {

@@ -50,6 +50,8 @@ func PillarTitle(name string) string {
 		return "Merkle inclusion in the signed checkpoint"
 	case PillarBinding:
 		return "goal/policy binding and findings evidence"
+	case PillarConsistency:
+		return "log consistent with your checkpoint"
 	}
 	return name
 }
@@ -94,14 +96,21 @@ type CertificateResult struct {
 	// but never evidence of anything IronVise did.
 	ClientEvents []ClientEvent `json:"client_events"`
 	Pillars      []Pillar      `json:"pillars"`
+	// Consistency is the check against the auditor's own checkpoint
+	// (VerifyOptions.Checkpoint); nil when none was given.
+	Consistency *Pillar `json:"consistency,omitempty"`
 }
 
-// FirstFailure returns the first failed pillar, and false when all passed.
+// FirstFailure returns the first failed pillar (or the consistency check),
+// and false when all passed.
 func (r *CertificateResult) FirstFailure() (Pillar, bool) {
 	for _, p := range r.Pillars {
 		if !p.OK {
 			return p, true
 		}
+	}
+	if r.Consistency != nil && !r.Consistency.OK {
+		return *r.Consistency, true
 	}
 	return Pillar{}, false
 }
@@ -263,12 +272,36 @@ func VerifyCertificate(data []byte, pinned ed25519.PublicKey) (*CertificateResul
 // of the other pillars (a forged file full of proof nodes once made the
 // verifier spend seconds and gigabytes on it).
 func VerifyCertificateLimit(data []byte, pinned ed25519.PublicKey, maxBytes int) (*CertificateResult, error) {
-	canon, err := canonicalDocument(data, maxBytes)
+	return VerifyCertificateWith(data, pinned, VerifyOptions{MaxBytes: maxBytes})
+}
+
+// VerifyOptions are the optional inputs of VerifyCertificateWith.
+type VerifyOptions struct {
+	// MaxBytes bounds the document (0: MaxCertificateBytes).
+	MaxBytes int
+	// Checkpoint is a signed checkpoint note of the issuer's log that the
+	// auditor kept from earlier (`ironvise checkpoint latest`). When set,
+	// the certificate is valid only if its log and that checkpoint's are
+	// one history (its consistency proof checks), which catches a log
+	// rolled back or forked since.
+	Checkpoint []byte
+}
+
+// VerifyCertificateWith is VerifyCertificate with options.
+func VerifyCertificateWith(data []byte, pinned ed25519.PublicKey, opts VerifyOptions) (*CertificateResult, error) {
+	if opts.MaxBytes == 0 {
+		opts.MaxBytes = MaxCertificateBytes
+	}
+	canon, err := canonicalDocument(data, opts.MaxBytes)
 	if err != nil {
 		return malformed(err)
 	}
 	if pinned != nil {
 		if res := signatureFirst(canon, pinned); res != nil {
+			if opts.Checkpoint != nil {
+				p := failP(PillarConsistency, -1, "not checked: the issuer signature does not verify with the pinned key")
+				res.Consistency = &p
+			}
 			return res, nil
 		}
 	}
@@ -276,7 +309,55 @@ func VerifyCertificateLimit(data []byte, pinned ed25519.PublicKey, maxBytes int)
 	if err != nil {
 		return malformed(err)
 	}
-	return verifyParsed(c, body, sig, pinned), nil
+	res := verifyParsed(c, body, sig, pinned)
+	if opts.Checkpoint != nil {
+		trusted := pinned
+		if trusted == nil {
+			trusted = ed25519.PublicKey(c.Issuer.PublicKey)
+		}
+		p := checkConsistency(c, trusted, opts.Checkpoint)
+		res.Consistency = &p
+		res.Valid = res.Valid && p.OK
+	}
+	return res, nil
+}
+
+// PillarConsistency names the check of VerifyOptions.Checkpoint.
+const PillarConsistency = "log_consistency"
+
+// checkConsistency checks that the auditor's checkpoint note (signed by
+// issuer) and the certificate's checkpoint are one history.
+func checkConsistency(c *Certificate, issuer ed25519.PublicKey, auditorNote []byte) Pillar {
+	if len(issuer) != ed25519.PublicKeySize {
+		return failP(PillarConsistency, -1, "no issuer key to check your checkpoint with")
+	}
+	theirs, err := ledger.ParseCheckpointNote(auditorNote, ledger.OriginPrefix+ledger.KeyID(issuer), issuer)
+	if err != nil {
+		return failP(PillarConsistency, -1, "your checkpoint: %v", err)
+	}
+	m, n := theirs.TreeSize, c.Checkpoint.TreeSize
+	if m == n {
+		if theirs.Root != c.Checkpoint.RootHash {
+			return failP(PillarConsistency, -1, "your checkpoint %d has root %s, the certificate's checkpoint of the same size has %s: the issuer signed two different logs (a fork)", m, theirs.Root, c.Checkpoint.RootHash)
+		}
+		return passP(PillarConsistency, fmt.Sprintf("the certificate's checkpoint is your checkpoint %d", m))
+	}
+	cs := c.Consistency
+	if cs == nil || cs.TreeSize != m || cs.RootHash != theirs.Root {
+		return failP(PillarConsistency, -1, "the certificate carries no consistency proof for your checkpoint %d (root %s): ask the operator for a certificate exported with 'ironvise report ID --format certificate --checkpoint FILE', FILE being your checkpoint", m, theirs.Root)
+	}
+	if m < n {
+		err = ledger.VerifyConsistency(cs.Hashes, m, theirs.Root, n, c.Checkpoint.RootHash)
+	} else {
+		err = ledger.VerifyConsistency(cs.Hashes, n, c.Checkpoint.RootHash, m, theirs.Root)
+	}
+	if err != nil {
+		return failP(PillarConsistency, -1, "the log of the certificate's checkpoint %d and your checkpoint %d are not one history (rolled back or forked): %v", n, m, err)
+	}
+	if m < n {
+		return passP(PillarConsistency, fmt.Sprintf("the log of checkpoint %d extends your checkpoint %d", n, m))
+	}
+	return passP(PillarConsistency, fmt.Sprintf("your checkpoint %d extends the certificate's checkpoint %d", m, n))
 }
 
 // signatureFirst returns the invalid result of a canonical document whose

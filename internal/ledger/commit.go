@@ -420,8 +420,26 @@ func (b *batch) createInstanceSession() error {
 	return err
 }
 
-// afterCommit publishes a committed batch's cache entries.
+// afterCommit publishes a committed batch's cache entries and its newest
+// checkpoint (remembered beside the keys, and given to OnCheckpoint).
 func (l *Ledger) afterCommit(b *batch) {
+	if n := len(b.ch.Checkpoints); n > 0 {
+		cp := b.ch.Checkpoints[n-1]
+		if l.cpFile != "" {
+			// The checkpoint is committed either way; a file that could
+			// not be written only weakens the rollback check, so say so.
+			if err := l.rememberCheckpoint(cp); err != nil {
+				l.log.Warn("could not remember the newest checkpoint outside the database", "err", err)
+			}
+		}
+		if l.onCheckpoint != nil {
+			for i := range b.ch.Events {
+				if ev := &b.ch.Events[i]; ev.LogIndex == cp.EventLogIndex && ev.Type == TypeCheckpoint {
+					l.onCheckpoint(cp, *ev)
+				}
+			}
+		}
+	}
 	for id, k := range b.keys {
 		if h := b.heads[id]; h != nil {
 			k.seenSeq = h.LastSeq

@@ -36,6 +36,10 @@ var (
 	// ErrIssuerMismatch reports a data-dir issuer key that differs from the
 	// one the ledger was created with.
 	ErrIssuerMismatch = errors.New("ironvise/ledger: issuer key does not match the ledger")
+	// ErrRolledBack reports a database whose log is older than, or not an
+	// extension of, the checkpoint this instance remembers beside its keys
+	// (restored from an older copy, or a fork).
+	ErrRolledBack = errors.New("ironvise/ledger: the database is older than the last checkpoint this instance signed")
 	// ErrPassphrase reports an ECTO_KEY_PASSPHRASE that does not open the
 	// keys the ledger holds.
 	ErrPassphrase = errors.New("ironvise/ledger: wrong key passphrase")

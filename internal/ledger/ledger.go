@@ -73,6 +73,16 @@ type Options struct {
 	// that is still running here.
 	LeaseDuration      time.Duration
 	LeaseRenewInterval time.Duration
+	// CheckpointFile is where the newest checkpoint this process wrote is
+	// remembered outside the database (RememberedCheckpointPath of
+	// DataDir by default; "-" keeps none). New refuses a database whose
+	// log is older than it or not an extension of it (ErrRolledBack).
+	CheckpointFile string
+	// OnCheckpoint, when set, is called with every checkpoint after it is
+	// committed, and with the instance-chain event that records it (to
+	// send it to SIEM webhooks, so a copy lives outside the operator's
+	// database). It runs on the committer and must not block.
+	OnCheckpoint func(cp Checkpoint, record Event)
 	// Logger receives operational messages; nil discards them.
 	Logger *slog.Logger
 	// Clock returns the current time (tests move it); nil is time.Now.
@@ -93,6 +103,10 @@ type Ledger struct {
 	issuerPub  ed25519.PublicKey
 	instanceID string
 	origin     string
+	// cpFile is Options.CheckpointFile resolved ("" when none);
+	// onCheckpoint is Options.OnCheckpoint.
+	cpFile       string
+	onCheckpoint func(Checkpoint, Event)
 	// keks holds the available key-encryption keys by kind; writeKEK
 	// encrypts new session keys.
 	keks     map[string]*kek
@@ -220,10 +234,31 @@ func New(ctx context.Context, b Backend, opts Options) (*Ledger, error) {
 		l.keks[kekPassphrase] = pk
 		l.writeKEK = pk
 	}
+	l.onCheckpoint = opts.OnCheckpoint
+	switch {
+	case opts.CheckpointFile == "-":
+	case opts.CheckpointFile != "":
+		l.cpFile = opts.CheckpointFile
+	case opts.DataDir != "":
+		l.cpFile = RememberedCheckpointPath(opts.DataDir)
+	}
+	if l.cpFile != "" {
+		// Before initialize: on an emptied database it would write a new
+		// first checkpoint and overwrite what was remembered.
+		if err := l.checkRemembered(ctx); err != nil {
+			return nil, err
+		}
+	}
 	l.bg, l.stop = context.WithCancel(context.WithoutCancel(ctx))
 	if err := l.initialize(ctx); err != nil {
 		l.stop()
 		return nil, err
+	}
+	if l.cpFile != "" {
+		if err := l.rememberLatest(ctx); err != nil {
+			l.stop()
+			return nil, err
+		}
 	}
 	l.wg.Add(1)
 	go l.commitLoop()

@@ -23,7 +23,7 @@ func FromConfig(c config.Webhook) Options {
 		if c.IncludeTripwire {
 			kinds = append(kinds, KindTripwireRejection)
 		}
-		kinds = append(kinds, KindSandboxAborted, KindSessionAborted)
+		kinds = append(kinds, KindSandboxAborted, KindSessionAborted, KindCheckpoint)
 		o.Targets = []Target{{URL: c.URL, Format: c.SIEMFormat, Kinds: kinds}}
 	}
 	return o

@@ -73,6 +73,8 @@ func NewMessage(kind string, ev *ledger.Event, version string) (*Message, error)
 		Tier    string `json:"tier"`
 		Reason  string `json:"reason"`
 		Content string `json:"content"`
+		Size    int64  `json:"tree_size"`
+		Root    string `json:"root_hash"`
 	}
 	_ = json.Unmarshal(payload, &p)
 	m.check, m.code, m.rule, m.status, m.tier, m.reason = p.Check, p.Code, p.Rule, p.Status, p.Tier, p.Reason
@@ -83,6 +85,8 @@ func NewMessage(kind string, ev *ledger.Event, version string) (*Message, error)
 		m.message = p.Reason
 	case KindSessionAborted:
 		m.message = "session ended " + p.Status
+	case KindCheckpoint:
+		m.message = fmt.Sprintf("checkpoint %d root %s", p.Size, p.Root)
 	default:
 		m.message = p.Message
 	}
@@ -98,6 +102,8 @@ func (m *Message) title() string {
 		return "IronVise sandbox aborted"
 	case KindSessionAborted:
 		return "IronVise session aborted"
+	case KindCheckpoint:
+		return "IronVise checkpoint"
 	}
 	return "IronVise observation"
 }

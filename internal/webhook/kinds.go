@@ -23,14 +23,18 @@ const (
 	KindSessionAborted = "session_aborted"
 	// KindObservation is an observation event.
 	KindObservation = "observation"
+	// KindCheckpoint is a signed checkpoint of the log (its record on the
+	// instance chain): sent so that a copy of every tree head lives
+	// outside the operator's database, where a rollback or a fork shows.
+	KindCheckpoint = "checkpoint"
 )
 
 // DefaultKinds are what WEBHOOK_URL and a webhook created without
 // filter_kinds receive.
-var DefaultKinds = []string{KindGuardDenial, KindTripwireRejection, KindSandboxAborted, KindSessionAborted}
+var DefaultKinds = []string{KindGuardDenial, KindTripwireRejection, KindSandboxAborted, KindSessionAborted, KindCheckpoint}
 
 // Kinds lists every kind a webhook may filter on.
-var Kinds = []string{KindObservation, KindGuardDenial, KindTripwireRejection, KindPolicyDenial, KindSandboxAborted, KindSessionAborted}
+var Kinds = []string{KindObservation, KindGuardDenial, KindTripwireRejection, KindPolicyDenial, KindSandboxAborted, KindSessionAborted, KindCheckpoint}
 
 // ValidKind reports whether k is one of Kinds.
 func ValidKind(k string) bool {
@@ -70,6 +74,10 @@ func Classify(ev *ledger.Event) string {
 		}
 		if json.Unmarshal(ev.Payload, &v) == nil && v.Status == "aborted" {
 			return KindSandboxAborted
+		}
+	case ledger.TypeCheckpoint:
+		if ev.SessionID == ledger.InstanceSessionID {
+			return KindCheckpoint
 		}
 	case ledger.TypeSessionSealed:
 		var v struct {

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -492,7 +493,7 @@ func TestFromConfig(t *testing.T) {
 	if len(o.Targets) != 1 || o.Targets[0].Format != "leef" || o.RateLimit != 3 || o.HMACSecret != "s" || o.BearerToken != "b" || o.AllowPrivate {
 		t.Fatalf("options %+v", o)
 	}
-	if strings.Join(o.Targets[0].Kinds, ",") != "tripwire_rejection,sandbox_aborted,session_aborted" {
+	if strings.Join(o.Targets[0].Kinds, ",") != "tripwire_rejection,sandbox_aborted,session_aborted,checkpoint" {
 		t.Fatalf("kinds %v", o.Targets[0].Kinds)
 	}
 	if s := strings.Join([]string{o.BearerToken.String(), o.HMACSecret.GoString()}, ""); strings.Contains(s, "b") && !strings.Contains(s, "redacted") {
@@ -503,5 +504,36 @@ func TestFromConfig(t *testing.T) {
 	}
 	if _, err := webhook.New(webhook.Options{Targets: []webhook.Target{{URL: "https://siem.example.com", Kinds: []string{"everything"}}}}); err == nil {
 		t.Fatal("unknown kind accepted")
+	}
+}
+
+// TestCheckpointKind is issue 23 item 2: every checkpoint recorded on the
+// instance chain goes to the SIEM (a copy outside the operator's
+// database), with its size and root in the message and the payload
+// unredacted enough to rebuild the tree head.
+func TestCheckpointKind(t *testing.T) {
+	root := strings.Repeat("ab", 32)
+	ev := ledger.Event{SessionID: ledger.InstanceSessionID, Seq: 7, Type: ledger.TypeCheckpoint,
+		Payload: []byte(`{"key_id":"0a1b2c3d","root_hash":"` + root + `","signature":"00","timestamp":"2026-01-02T03:04:05.000000Z","tree_size":42,"type":"checkpoint"}`)}
+	if k := webhook.Classify(&ev); k != webhook.KindCheckpoint {
+		t.Fatalf("Classify = %q; want checkpoint", k)
+	}
+	if !slices.Contains(webhook.DefaultKinds, webhook.KindCheckpoint) {
+		t.Fatal("checkpoints are not among the default kinds: WEBHOOK_URL would not receive them")
+	}
+	m, err := webhook.NewMessage(webhook.KindCheckpoint, &ev, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _, err := m.Render(webhook.FormatJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), root) || !strings.Contains(string(body), `"tree_size":42`) {
+		t.Fatalf("checkpoint notification lacks its size or root: %s", body)
+	}
+	cef, _, _ := m.Render(webhook.FormatCEF)
+	if !strings.Contains(string(cef), "checkpoint 42 root "+root) {
+		t.Fatalf("CEF message: %s", cef)
 	}
 }

@@ -92,9 +92,13 @@ func OpenBackend(ctx context.Context, url, dataDir string, poolSize int) (ledger
 // Open opens the backend of url and a Ledger on it. opts.DataDir is also
 // where the default SQLite file lives. The caller must Close the Ledger.
 func Open(ctx context.Context, url string, poolSize int, opts ledger.Options) (*ledger.Ledger, error) {
-	b, _, err := OpenBackend(ctx, url, opts.DataDir, poolSize)
+	b, t, err := OpenBackend(ctx, url, opts.DataDir, poolSize)
 	if err != nil {
 		return nil, err
+	}
+	if t.Kind == KindMemory && opts.CheckpointFile == "" {
+		// An in-memory ledger starts empty by design: nothing to remember.
+		opts.CheckpointFile = "-"
 	}
 	l, err := ledger.New(ctx, b, opts)
 	if err != nil {
