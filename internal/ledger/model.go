@@ -65,6 +65,9 @@ type SessionSpec struct {
 	SandboxTier string
 	// AgentLoop records whether IronVise's own loop drives the session.
 	AgentLoop bool
+	// CreatedBy is the hash of the API token creating the session (kept in
+	// the session row only, for token scopes; "" for none).
+	CreatedBy string
 }
 
 // Session is a session row plus its event count.
@@ -95,6 +98,10 @@ type Session struct {
 	LeaseUntil time.Time
 	// EventCount is the number of events in the chain.
 	EventCount int64
+	// CreatedBy is the hash of the API token that created the session
+	// ("" for sessions of the CLI, or created before it was recorded); a
+	// token of scope own_sessions reaches only its own (api.md).
+	CreatedBy string
 }
 
 // Sealed reports whether the session's chain is closed.
@@ -195,6 +202,8 @@ type SessionFilter struct {
 	Status Status
 	// Limit bounds the rows (0 means 100); Offset skips rows.
 	Limit, Offset int
+	// CreatedBy, when set, keeps the sessions created by that token hash.
+	CreatedBy string
 }
 
 // Token is an API token row: only the SHA-256 of the token is stored.
@@ -206,7 +215,17 @@ type Token struct {
 	// CreatedAt is set on insert; ExpiresAt is zero for no expiry.
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	// Scope is ScopeAll ("" is read as it) or ScopeOwnSessions.
+	Scope string
 }
+
+// Token scopes (api.md "Tokens and roles").
+const (
+	// ScopeAll lets a token reach every session its role allows.
+	ScopeAll = "all"
+	// ScopeOwnSessions limits a token to the sessions it created.
+	ScopeOwnSessions = "own_sessions"
+)
 
 // Webhook is an API-registered webhook (api.md §6.6).
 type Webhook struct {

@@ -94,7 +94,7 @@ func (l *Ledger) CreateSession(ctx context.Context, spec SessionSpec) (*Session,
 			ID: id, Goal: goal, GoalHash: gh, PolicyHash: spec.PolicyHash, Status: StatusRunning,
 			CreatedAt: fromMicros(b.now), LLMBackend: spec.LLMBackend, LLMModel: spec.LLMModel,
 			SandboxTier: spec.SandboxTier, PublicKey: pub, DID: DIDKey(pub), AgentLoop: spec.AgentLoop,
-			OwnerID: l.owner, LeaseUntil: fromMicros(b.now + l.lease.Microseconds()),
+			OwnerID: l.owner, LeaseUntil: fromMicros(b.now + l.lease.Microseconds()), CreatedBy: spec.CreatedBy,
 		}
 		h := &SessionHead{ID: id, Status: StatusRunning, GoalHash: gh, OwnerID: l.owner, LeaseUntil: b.now + l.lease.Microseconds()}
 		b.heads[id] = h

@@ -39,7 +39,12 @@ type principal struct {
 	role    string
 	label   string
 	expires time.Time
+	// scope is ledger.ScopeAll or ledger.ScopeOwnSessions (scope.go).
+	scope string
 }
+
+// ownOnly reports whether the caller reaches only the sessions it created.
+func (p *principal) ownOnly() bool { return p.scope == ledger.ScopeOwnSessions }
 
 // may reports whether the caller's role grants a route's access.
 func (p *principal) may(a access) bool {
@@ -156,7 +161,7 @@ func (s *Server) lookupToken(ctx context.Context, hash string) (*principal, erro
 		if err != nil {
 			return nil, err
 		}
-		p = principal{hash: t.Hash, role: t.Role, label: t.Label, expires: t.ExpiresAt}
+		p = principal{hash: t.Hash, role: t.Role, label: t.Label, expires: t.ExpiresAt, scope: t.Scope}
 		s.tokens.put(p, now)
 	}
 	// Expiry is compared as times: a token is valid only strictly before

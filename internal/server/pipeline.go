@@ -139,6 +139,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc.fail(errf(http.StatusForbidden, "role %s may not %s", who.role, rc.route.op))
 		return
 	}
+	// 7b. Token scope: a token of scope own_sessions reaches only the
+	// sessions it created (scope.go).
+	if err := s.checkScope(rc); err != nil {
+		rc.fail(err)
+		return
+	}
 	// 8. The route's own limiter.
 	switch rc.route.limit {
 	case limitSession:

@@ -44,6 +44,9 @@ func (s *Server) handleListSessions(rc *reqCtx) {
 	}
 	f.Limit = min(max(f.Limit, 1), 500)
 	f.Offset = max(f.Offset, 0)
+	if rc.who.ownOnly() {
+		f.CreatedBy = rc.who.hash
+	}
 	if v, ok := queryFirst(rc.r, "status"); ok {
 		// An unknown status matches nothing; it never reaches a query.
 		if !ledger.Status(v).Valid() {
@@ -104,8 +107,9 @@ type createRequest struct {
 	policy     string
 	policyHash string
 	agentLoop  bool
-	// creator is the caller's actor (token hash prefix).
-	creator string
+	// creator is the caller's actor (token hash prefix), creatorHash its
+	// token's hash (the session row keeps it for token scopes).
+	creator, creatorHash string
 }
 
 // handleCreateSession is route 6.
@@ -126,7 +130,7 @@ func (s *Server) handleCreateSession(rc *reqCtx) {
 		return
 	}
 	req.agentLoop = loop || !set
-	req.creator = rc.who.actor()
+	req.creator, req.creatorHash = rc.who.actor(), rc.who.hash
 	req.goal = strings.TrimSpace(req.goal)
 	if req.goal == "" {
 		rc.fail(errf(http.StatusBadRequest, "goal must not be empty"))
@@ -187,7 +191,7 @@ func (s *Server) createSession(ctx context.Context, req createRequest) (*ledger.
 	var client llm.Client
 	spec := ledger.SessionSpec{
 		Goal: req.goal, TripwireHash: tc.SHA256, GuardRequired: plan.Enabled,
-		SandboxTier: string(s.opts.Tier.Name()), AgentLoop: req.agentLoop,
+		SandboxTier: string(s.opts.Tier.Name()), AgentLoop: req.agentLoop, CreatedBy: req.creatorHash,
 	}
 	if pol != nil {
 		spec.PolicyHash = pol.SHA256()

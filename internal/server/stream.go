@@ -104,7 +104,7 @@ func (s *Server) stream(rc *reqCtx, session uuid.UUID, cursor int64) {
 	defer s.streams.Add(-1)
 
 	st := &streamState{s: s, rc: rc, ctrl: ctrl, session: session, cursor: cursor,
-		keep: time.Duration(s.cfg.Server.SSEKeepAliveSecs) * time.Second}
+		keep: time.Duration(s.cfg.Server.SSEKeepAliveSecs) * time.Second, owns: map[uuid.UUID]bool{}}
 	st.timer = time.NewTimer(st.keep)
 	defer st.timer.Stop()
 	reset := s.resetChan()
@@ -153,6 +153,14 @@ type streamState struct {
 	keep    time.Duration
 	timer   *time.Timer
 	buf     []byte
+	// owns caches, for a token of scope own_sessions, which sessions'
+	// events this stream may carry (scope.go).
+	owns map[uuid.UUID]bool
+}
+
+// visible reports whether the stream may carry an event of session id.
+func (st *streamState) visible(id uuid.UUID) bool {
+	return st.s.ownsSession(st.rc, id, st.owns)
 }
 
 // errDropped ends a stream whose client fell behind the feed.
@@ -176,7 +184,7 @@ func (st *streamState) catchUp(ctx context.Context) (bool, error) {
 	}
 	st.buf = st.buf[:0]
 	for _, f := range frames {
-		if st.session == uuid.Nil || f.session == st.session {
+		if st.session == uuid.Nil && st.visible(f.session) || st.session != uuid.Nil && f.session == st.session {
 			st.buf = append(st.buf, f.sse...)
 		}
 	}
@@ -204,7 +212,9 @@ func (st *streamState) replay(ctx context.Context) error {
 			if evs[i].LogIndex != st.cursor {
 				break
 			}
-			st.buf = append(st.buf, renderFrame(&evs[i]).sse...)
+			if st.visible(evs[i].SessionID) {
+				st.buf = append(st.buf, renderFrame(&evs[i]).sse...)
+			}
 			st.cursor++
 		}
 		return st.write(st.buf)

@@ -15,6 +15,8 @@ type tokenRow struct {
 	Label     *string `json:"label"`
 	CreatedAt string  `json:"created_at"`
 	ExpiresAt *string `json:"expires_at"`
+	// Scope is "all" or "own_sessions" (scope.go).
+	Scope string `json:"scope"`
 }
 
 // handleListTokens is route 37: hashes only, never a token.
@@ -26,7 +28,7 @@ func (s *Server) handleListTokens(rc *reqCtx) {
 	}
 	out := make([]tokenRow, 0, len(list))
 	for _, t := range list {
-		out = append(out, tokenRow{TokenHash: t.Hash, Role: t.Role, Label: optStr(t.Label), CreatedAt: ts(t.CreatedAt), ExpiresAt: optTS(t.ExpiresAt)})
+		out = append(out, tokenRow{TokenHash: t.Hash, Role: t.Role, Label: optStr(t.Label), CreatedAt: ts(t.CreatedAt), ExpiresAt: optTS(t.ExpiresAt), Scope: scopeOr(t.Scope)})
 	}
 	rc.writeJSON(http.StatusOK, out)
 }
@@ -41,8 +43,21 @@ func (s *Server) handleCreateToken(rc *reqCtx) {
 	role, _, e1 := o.str("role", true)
 	label, hasLabel, e2 := o.str("label", false)
 	days, hasDays, e3 := o.integer("expires_in_days")
-	if err := firstAPIError(e1, e2, e3); err != nil {
+	scope, hasScope, e4 := o.str("scope", false)
+	if err := firstAPIError(e1, e2, e3, e4); err != nil {
 		rc.fail(err)
+		return
+	}
+	switch {
+	case !hasScope:
+		scope = ledger.ScopeAll
+	case scope != ledger.ScopeAll && scope != ledger.ScopeOwnSessions:
+		rc.fail(errf(http.StatusUnprocessableEntity, "scope %q is unknown (accepted: all, own_sessions)", scope))
+		return
+	case scope == ledger.ScopeOwnSessions && role != RoleAgent:
+		// An admin token manages tokens and an auditor's only reads;
+		// neither creates sessions to own.
+		rc.fail(errf(http.StatusUnprocessableEntity, "scope own_sessions applies to agent tokens only (role %q)", role))
 		return
 	}
 	switch role {
@@ -64,7 +79,7 @@ func (s *Server) handleCreateToken(rc *reqCtx) {
 		rc.fail(err)
 		return
 	}
-	row := ledger.Token{Hash: TokenHash(tok), Role: role, Label: label}
+	row := ledger.Token{Hash: TokenHash(tok), Role: role, Label: label, Scope: scope}
 	if hasDays {
 		row.ExpiresAt = time.Now().UTC().Add(time.Duration(days) * 24 * time.Hour).Truncate(time.Microsecond)
 	}
@@ -80,7 +95,15 @@ func (s *Server) handleCreateToken(rc *reqCtx) {
 	if hasLabel {
 		lab = &label
 	}
-	rc.writeJSON(http.StatusOK, map[string]any{"token": tok, "token_hash": row.Hash, "role": role, "label": lab, "expires_at": optTS(row.ExpiresAt)})
+	rc.writeJSON(http.StatusOK, map[string]any{"token": tok, "token_hash": row.Hash, "role": role, "label": lab, "expires_at": optTS(row.ExpiresAt), "scope": scope})
+}
+
+// scopeOr returns a stored scope, "" read as all.
+func scopeOr(s string) string {
+	if s == "" {
+		return ledger.ScopeAll
+	}
+	return s
 }
 
 // handleDeleteToken is route 39; the token fails at once here and within

@@ -317,8 +317,24 @@ func testOperationalTables(t *testing.T, h Harness) {
 	if err := e.l.PutToken(ctx(), ledger.Token{Hash: hash, Role: "auditor"}); err != nil {
 		t.Fatal(err)
 	}
-	if tok, _ := e.l.Token(ctx(), hash); tok.Role != "auditor" {
-		t.Fatalf("role after replace %q", tok.Role)
+	if tok, _ := e.l.Token(ctx(), hash); tok.Role != "auditor" || tok.Scope != ledger.ScopeAll {
+		t.Fatalf("role after replace %q, scope %q; want auditor, all", tok.Role, tok.Scope)
+	}
+	// Token scopes and session creators (issue 13 item 7) round-trip.
+	scoped := strings.Repeat("2b", 32)
+	if err := e.l.PutToken(ctx(), ledger.Token{Hash: scoped, Role: "agent", Scope: ledger.ScopeOwnSessions}); err != nil {
+		t.Fatal(err)
+	}
+	if tok, _ := e.l.Token(ctx(), scoped); tok.Scope != ledger.ScopeOwnSessions {
+		t.Fatalf("scope %q; want own_sessions", tok.Scope)
+	}
+	e.l.DeleteToken(ctx(), scoped)
+	cs, err := e.l.CreateSession(ctx(), ledger.SessionSpec{Goal: "created by a token", CreatedBy: scoped})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.l.Session(ctx(), cs.ID); got.CreatedBy != scoped {
+		t.Fatalf("CreatedBy %q; want %q", got.CreatedBy, scoped)
 	}
 	if toks, _ := e.l.Tokens(ctx()); len(toks) != 1 {
 		t.Fatalf("%d tokens; want 1", len(toks))

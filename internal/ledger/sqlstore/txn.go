@@ -187,17 +187,17 @@ func (t *txn) HashRange(ctx context.Context, lo, hi int64) ([]ledger.StoredHash,
 
 const sessionCols = `s.id, s.goal, s.goal_hash, s.policy_hash, s.status, s.created_at, s.finished_at, s.sealed_at,
 	s.llm_backend, s.llm_model, s.sandbox_tier, s.public_key, s.did, s.agent_loop, s.owner_id, s.lease_until,
-	(SELECT coalesce(max(e.seq) + 1, 0) FROM events e WHERE e.session_id = s.id)`
+	(SELECT coalesce(max(e.seq) + 1, 0) FROM events e WHERE e.session_id = s.id), s.created_by`
 
 func scanSession(sc interface{ Scan(...any) error }) (ledger.Session, error) {
 	var s ledger.Session
 	var id, pub []byte
-	var policy, llmB, llmM, tier sql.NullString
+	var policy, llmB, llmM, tier, creator sql.NullString
 	var created, lease int64
 	var finished, sealed sql.NullInt64
 	var status string
 	if err := sc.Scan(&id, &s.Goal, &s.GoalHash, &policy, &status, &created, &finished, &sealed,
-		&llmB, &llmM, &tier, &pub, &s.DID, &s.AgentLoop, &s.OwnerID, &lease, &s.EventCount); err != nil {
+		&llmB, &llmM, &tier, &pub, &s.DID, &s.AgentLoop, &s.OwnerID, &lease, &s.EventCount, &creator); err != nil {
 		return s, err
 	}
 	var err error
@@ -205,6 +205,7 @@ func scanSession(sc interface{ Scan(...any) error }) (ledger.Session, error) {
 		return s, err
 	}
 	s.PolicyHash, s.LLMBackend, s.LLMModel, s.SandboxTier = policy.String, llmB.String, llmM.String, tier.String
+	s.CreatedBy = creator.String
 	s.Status = ledger.Status(status)
 	s.CreatedAt = time.UnixMicro(created).UTC()
 	if finished.Valid {
@@ -237,6 +238,10 @@ func (t *txn) Sessions(ctx context.Context, f ledger.SessionFilter) ([]ledger.Se
 	if f.Status != "" {
 		q += ` AND s.status = ?`
 		args = append(args, string(f.Status))
+	}
+	if f.CreatedBy != "" {
+		q += ` AND s.created_by = ?`
+		args = append(args, f.CreatedBy)
 	}
 	q += ` ORDER BY s.created_at DESC, s.id DESC LIMIT ? OFFSET ?`
 	args = append(args, f.Limit, f.Offset)
@@ -550,7 +555,7 @@ type insertTable struct {
 }
 
 var (
-	tableSessions = insertTable{"sessions", `id, goal, goal_hash, policy_hash, status, created_at, finished_at, sealed_at, llm_backend, llm_model, sandbox_tier, public_key, did, agent_loop, owner_id, lease_until`, 16}
+	tableSessions = insertTable{"sessions", `id, goal, goal_hash, policy_hash, status, created_at, finished_at, sealed_at, llm_backend, llm_model, sandbox_tier, public_key, did, agent_loop, owner_id, lease_until, created_by`, 17}
 	tableKeys     = insertTable{"keys", `session_id, valid_from_seq, key_id, public_key, enc_private, kek, created_at`, 7}
 	tableEvents   = insertTable{"events", eventCols, 11}
 	tableHashes   = insertTable{"log_hashes", `idx, hash`, 2}
@@ -597,7 +602,7 @@ func (t *txn) Apply(ctx context.Context, c *ledger.Changes) error {
 		s := &c.NewSessions[i]
 		return []any{s.ID[:], s.Goal, s.GoalHash, nullStr(s.PolicyHash), string(s.Status), s.CreatedAt.UnixMicro(),
 			nullTime(s.FinishedAt), nullTime(s.SealedAt), nullStr(s.LLMBackend), nullStr(s.LLMModel), nullStr(s.SandboxTier),
-			[]byte(s.PublicKey), s.DID, s.AgentLoop, s.OwnerID, s.LeaseUntil.UnixMicro()}
+			[]byte(s.PublicKey), s.DID, s.AgentLoop, s.OwnerID, s.LeaseUntil.UnixMicro(), nullStr(s.CreatedBy)}
 	}); err != nil {
 		return err
 	}
@@ -655,9 +660,13 @@ func nullTime(t time.Time) any {
 
 // PutToken implements ledger.WriteTx.
 func (t *txn) PutToken(ctx context.Context, tok ledger.Token) error {
-	_, err := t.exec(ctx, `INSERT INTO api_tokens (token_hash, role, label, created_at, expires_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (token_hash) DO UPDATE SET role = excluded.role, label = excluded.label, expires_at = excluded.expires_at`,
-		tok.Hash, tok.Role, nullStr(tok.Label), tok.CreatedAt.UnixMicro(), nullTime(tok.ExpiresAt))
+	scope := tok.Scope
+	if scope == "" {
+		scope = ledger.ScopeAll
+	}
+	_, err := t.exec(ctx, `INSERT INTO api_tokens (token_hash, role, label, created_at, expires_at, scope) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (token_hash) DO UPDATE SET role = excluded.role, label = excluded.label, expires_at = excluded.expires_at, scope = excluded.scope`,
+		tok.Hash, tok.Role, nullStr(tok.Label), tok.CreatedAt.UnixMicro(), nullTime(tok.ExpiresAt), scope)
 	if err != nil {
 		return fmt.Errorf("sqlstore: put token: %w", err)
 	}
@@ -669,7 +678,7 @@ func scanToken(sc interface{ Scan(...any) error }) (ledger.Token, error) {
 	var label sql.NullString
 	var created int64
 	var exp sql.NullInt64
-	if err := sc.Scan(&tok.Hash, &tok.Role, &label, &created, &exp); err != nil {
+	if err := sc.Scan(&tok.Hash, &tok.Role, &label, &created, &exp, &tok.Scope); err != nil {
 		return tok, err
 	}
 	tok.Label, tok.CreatedAt = label.String, time.UnixMicro(created).UTC()
@@ -681,7 +690,7 @@ func scanToken(sc interface{ Scan(...any) error }) (ledger.Token, error) {
 
 // Token implements ledger.ReadTx.
 func (t *txn) Token(ctx context.Context, hash string) (ledger.Token, error) {
-	tok, err := scanToken(t.queryRow(ctx, `SELECT token_hash, role, label, created_at, expires_at FROM api_tokens WHERE token_hash = ?`, hash))
+	tok, err := scanToken(t.queryRow(ctx, `SELECT token_hash, role, label, created_at, expires_at, scope FROM api_tokens WHERE token_hash = ?`, hash))
 	if errors.Is(err, sql.ErrNoRows) {
 		return tok, ledger.ErrNotFound
 	}
@@ -693,7 +702,7 @@ func (t *txn) Token(ctx context.Context, hash string) (ledger.Token, error) {
 
 // Tokens implements ledger.ReadTx.
 func (t *txn) Tokens(ctx context.Context) ([]ledger.Token, error) {
-	rows, err := t.query(ctx, `SELECT token_hash, role, label, created_at, expires_at FROM api_tokens ORDER BY created_at DESC, token_hash`)
+	rows, err := t.query(ctx, `SELECT token_hash, role, label, created_at, expires_at, scope FROM api_tokens ORDER BY created_at DESC, token_hash`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: tokens: %w", err)
 	}

@@ -1,0 +1,8 @@
+-- Session-scoped tokens (issue 13 item 7): a token's scope ('all', or
+-- 'own_sessions': only the sessions it created), and the hash of the token
+-- that created each session. The creator never changes.
+ALTER TABLE api_tokens ADD COLUMN scope TEXT NOT NULL DEFAULT 'all';
+ALTER TABLE sessions ADD COLUMN created_by TEXT;
+CREATE TRIGGER sessions_creator BEFORE UPDATE ON sessions
+WHEN NEW.created_by IS NOT OLD.created_by
+BEGIN SELECT RAISE(ABORT, 'ironvise: a session''s creator never changes'); END;
