@@ -43,6 +43,9 @@ var (
 	// ErrPassphrase reports an ECTO_KEY_PASSPHRASE that does not open the
 	// keys the ledger holds.
 	ErrPassphrase = errors.New("ironvise/ledger: wrong key passphrase")
+	// ErrPassphraseRequired reports a ledger whose session keys are
+	// protected by a passphrase, opened without one.
+	ErrPassphraseRequired = errors.New("ironvise/ledger: key passphrase required")
 	// ErrNotCovered reports a proof request for an event that no checkpoint
 	// covers yet; retry after the next checkpoint.
 	ErrNotCovered = errors.New("ironvise/ledger: not yet covered by a checkpoint")

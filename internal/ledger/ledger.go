@@ -227,11 +227,18 @@ func New(ctx context.Context, b Backend, opts Options) (*Ledger, error) {
 	l.keks[kekIssuer] = ik
 	l.writeKEK = ik
 	if opts.Passphrase != "" {
-		pk, err := newKEK(kekPassphrase, []byte(opts.Passphrase), l.instanceID)
+		// The HKDF KEK only reads keys written before the work factor;
+		// every new key is written under the Argon2id KEK.
+		legacy, err := newKEK(kekPassphrase, []byte(opts.Passphrase), l.instanceID)
 		if err != nil {
 			return nil, err
 		}
-		l.keks[kekPassphrase] = pk
+		pk, err := newPassphraseKEK([]byte(opts.Passphrase), l.instanceID)
+		if err != nil {
+			return nil, err
+		}
+		l.keks[kekPassphrase] = legacy
+		l.keks[kekPassphraseArgon2id] = pk
 		l.writeKEK = pk
 	}
 	l.onCheckpoint = opts.OnCheckpoint
@@ -273,12 +280,16 @@ func New(ctx context.Context, b Backend, opts Options) (*Ledger, error) {
 
 // Meta keys.
 const (
-	metaIssuerKey      = "issuer_public_key"
-	metaKEKPassphrase  = "kek_check_passphrase"
-	metaCreatedMicros  = "created_at_micros"
-	metaHashVersion    = "event_hash_version"
-	kekCheckAAD        = "ironvise/kek-check"
-	instanceGenesisMsg = "genesis"
+	metaIssuerKey     = "issuer_public_key"
+	metaKEKPassphrase = "kek_check_passphrase"
+	// metaKEKPassphraseArgon2id is the check value under the Argon2id KEK
+	// (a new ledger writes no HKDF check value, which would let a guess be
+	// tested at HKDF speed).
+	metaKEKPassphraseArgon2id = "kek_check_passphrase_argon2id"
+	metaCreatedMicros         = "created_at_micros"
+	metaHashVersion           = "event_hash_version"
+	kekCheckAAD               = "ironvise/kek-check"
+	instanceGenesisMsg        = "genesis"
 )
 
 // initialize binds the ledger to this issuer key and writes the instance
@@ -312,24 +323,8 @@ func (l *Ledger) initialize(ctx context.Context) error {
 				return err
 			}
 		}
-		if pk := l.keks[kekPassphrase]; pk != nil {
-			chk, ok, err := tx.Meta(ctx, metaKEKPassphrase)
-			if err != nil {
-				return err
-			}
-			if ok {
-				if _, err := pk.open(chk, []byte(kekCheckAAD)); err != nil {
-					return fmt.Errorf("%w: ECTO_KEY_PASSPHRASE does not open the session keys of this ledger; set the passphrase it was created with", ErrPassphrase)
-				}
-			} else {
-				sealed, err := pk.seal(kekCheckPlaintext, []byte(kekCheckAAD))
-				if err != nil {
-					return err
-				}
-				if err := tx.InsertMeta(ctx, metaKEKPassphrase, sealed); err != nil {
-					return err
-				}
-			}
+		if err := l.checkPassphrase(ctx, tx); err != nil {
+			return err
 		}
 		b, err := l.newBatch(ctx, tx, nil)
 		if err != nil {
@@ -462,4 +457,44 @@ func (l *Ledger) checkpointLoop() {
 			}
 		}
 	}
+}
+
+// checkPassphrase checks ECTO_KEY_PASSPHRASE against the ledger's check
+// values, adds the Argon2id check value when it is missing, and refuses a
+// passphrase ledger opened without the passphrase: such a process would
+// write new session keys protected only by the issuer key that sits
+// beside the database.
+func (l *Ledger) checkPassphrase(ctx context.Context, tx WriteTx) error {
+	v1, has1, err := tx.Meta(ctx, metaKEKPassphrase)
+	if err != nil {
+		return err
+	}
+	v2, has2, err := tx.Meta(ctx, metaKEKPassphraseArgon2id)
+	if err != nil {
+		return err
+	}
+	pk := l.keks[kekPassphraseArgon2id]
+	if pk == nil {
+		if has1 || has2 {
+			return fmt.Errorf("%w: this ledger protects its session keys with a passphrase, and ECTO_KEY_PASSPHRASE is not set; set it (without it new session keys would be protected only by the issuer key)", ErrPassphraseRequired)
+		}
+		return nil
+	}
+	wrong := fmt.Errorf("%w: ECTO_KEY_PASSPHRASE does not open the session keys of this ledger; set the passphrase it was created with", ErrPassphrase)
+	switch {
+	case has2:
+		if _, err := pk.open(v2, []byte(kekCheckAAD)); err != nil {
+			return wrong
+		}
+		return nil
+	case has1:
+		if _, err := l.keks[kekPassphrase].open(v1, []byte(kekCheckAAD)); err != nil {
+			return wrong
+		}
+	}
+	sealed, err := pk.seal(kekCheckPlaintext, []byte(kekCheckAAD))
+	if err != nil {
+		return err
+	}
+	return tx.InsertMeta(ctx, metaKEKPassphraseArgon2id, sealed)
 }

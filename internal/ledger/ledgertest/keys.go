@@ -111,24 +111,23 @@ func testPassphraseAndIssuer(t *testing.T, h Harness) {
 	if _, err := ledger.New(ctx(), e.db.Backend(t), ledger.Options{IssuerKey: other, CheckpointInterval: -1}); !errors.Is(err, ledger.ErrIssuerMismatch) {
 		t.Fatalf("other issuer key: %v; want ErrIssuerMismatch", err)
 	}
-	// Without the passphrase a process cannot sign for the session…
-	nopass := e.openLedger(nil)
-	if _, err := nopass.Append(ctx(), s.ID, ledger.TypeObservation, map[string]any{"content": "x"}); !errors.Is(err, ledger.ErrKeyUnavailable) {
-		t.Fatalf("append without passphrase: %v; want ErrKeyUnavailable", err)
+	// Without the passphrase a process is refused at open: it would write
+	// new session keys protected only by the issuer key (issue 23 item 5).
+	if _, err := ledger.New(ctx(), e.db.Backend(t), ledger.Options{IssuerKey: e.issuer, CheckpointInterval: -1}); !errors.Is(err, ledger.ErrPassphraseRequired) {
+		t.Fatalf("open without the passphrase: %v; want ErrPassphraseRequired", err)
 	}
-	// …but may seal it with the issuer key, which verification accepts for
-	// session_sealed only, and reports.
-	sr, err := nopass.Seal(ctx(), s.ID, "other-instance")
-	if err != nil {
+	// New keys are written under the Argon2id KEK; the session still
+	// verifies and continues with the passphrase.
+	if _, err := same.RotateKey(ctx(), s.ID); err != nil {
 		t.Fatal(err)
 	}
-	if sr.Event.Signer != ledger.SignerIssuer {
-		t.Fatalf("seal signer %q; want issuer", sr.Event.Signer)
+	if _, err := e.l.Seal(ctx(), s.ID, "passphrase"); err != nil {
+		t.Fatal(err)
 	}
 	r, _ := e.l.VerifySession(ctx(), s.ID)
 	mustOK(t, r)
-	if !slices.Equal(r.IssuerSigned, []uint64{sr.Event.Seq}) {
-		t.Fatalf("issuer-signed %v; want [%d]", r.IssuerSigned, sr.Event.Seq)
+	if len(r.IssuerSigned) != 0 {
+		t.Fatalf("issuer-signed %v; want none", r.IssuerSigned)
 	}
 }
 
