@@ -25,6 +25,7 @@ func (a *app) openLedger() (*ledger.Ledger, error) {
 	lc := cfg.Ledger
 	l, err := ledgerdb.Open(a.ctx, lc.DatabaseURL, lc.PoolSize, ledger.Options{
 		DataDir:            cfg.DataDir,
+		IssuerKeyFile:      lc.IssuerKeyFile,
 		Passphrase:         ledger.Secret(lc.KeyPassphrase.Reveal()),
 		CheckpointEvents:   lc.CheckpointEvents,
 		CheckpointInterval: time.Duration(lc.CheckpointSecs) * time.Second,

@@ -2,6 +2,7 @@ package config
 
 import (
 	"math"
+	"path/filepath"
 	"runtime"
 	"strings"
 )
@@ -22,6 +23,9 @@ type Ledger struct {
 	// KeyPassphrase is ECTO_KEY_PASSPHRASE: when set, session keys are
 	// stored encrypted under a key derived from it.
 	KeyPassphrase Secret
+	// IssuerKeyFile is ECTO_ISSUER_KEY_FILE: the issuer key's file when it
+	// is kept outside the data dir (default $ECTO_DATA_DIR/keys/issuer.ed25519).
+	IssuerKeyFile string
 }
 
 // DefaultPoolSize is DATABASE_POOL_SIZE's default on this machine.
@@ -45,6 +49,14 @@ func loadLedger(r *reader) Ledger {
 	// the key it derives.
 	if v, ok := r.look("ECTO_KEY_PASSPHRASE"); ok && v != "" {
 		l.KeyPassphrase = NewSecret(v)
+	}
+	if v := r.str("ECTO_ISSUER_KEY_FILE", ""); v != "" {
+		if !filepath.IsAbs(v) {
+			// Relative to what? The working directory differs between
+			// serve, audit and a service manager: refuse the ambiguity.
+			r.fail("ECTO_ISSUER_KEY_FILE", v, "not an absolute path", "an absolute path such as /etc/ironvise/issuer.ed25519")
+		}
+		l.IssuerKeyFile = v
 	}
 	return l
 }

@@ -29,11 +29,20 @@ func LoadOrCreateIssuerKey(dataDir string) (key *SigningKey, created bool, err e
 	if dataDir == "" {
 		return nil, false, errors.New("ledger: issuer key: no data dir (set ECTO_DATA_DIR)")
 	}
-	path := IssuerKeyPath(dataDir)
+	return LoadOrCreateIssuerKeyAt(IssuerKeyPath(dataDir), "")
+}
+
+// LoadOrCreateIssuerKeyAt is LoadOrCreateIssuerKey for the key file at
+// path (ECTO_ISSUER_KEY_FILE keeps it outside the data dir). With a
+// passphrase (ECTO_KEY_PASSPHRASE) the file is encrypted under it
+// (issuerenc.go): a new key is written encrypted, and a plaintext key
+// found is encrypted in place, so a copy of the data directory alone no
+// longer holds the key that signs checkpoints and certificates.
+func LoadOrCreateIssuerKeyAt(path string, passphrase Secret) (key *SigningKey, created bool, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, false, fmt.Errorf("ledger: create key dir %s: %w", filepath.Dir(path), err)
 	}
-	k, err := readIssuerKey(path)
+	k, err := readIssuerKeyWith(path, passphrase)
 	if err == nil {
 		return k, false, nil
 	}
@@ -50,15 +59,21 @@ func LoadOrCreateIssuerKey(dataDir string) (key *SigningKey, created bool, err e
 	}
 	// O_EXCL: when two processes start at once, exactly one creates the
 	// key and the other reads it, so both sign with the same key.
+	blk := &pem.Block{Type: "PRIVATE KEY", Bytes: der}
+	if passphrase != "" {
+		if blk, err = sealIssuerDER(der, passphrase); err != nil {
+			return nil, false, err
+		}
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		k, err := readIssuerKey(path)
+		k, err := readIssuerKeyWith(path, passphrase)
 		return k, false, err
 	}
 	if err != nil {
 		return nil, false, fmt.Errorf("ledger: create issuer key %s: %w", path, err)
 	}
-	werr := pem.Encode(f, &pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	werr := pem.Encode(f, blk)
 	if werr == nil {
 		werr = f.Sync()
 	}
@@ -72,29 +87,53 @@ func LoadOrCreateIssuerKey(dataDir string) (key *SigningKey, created bool, err e
 	return k, true, nil
 }
 
-func readIssuerKey(path string) (*SigningKey, error) {
+// readIssuerKeyWith reads the key at path, decrypting it with passphrase
+// when it is encrypted, and encrypting a plaintext one in place when a
+// passphrase is set.
+func readIssuerKeyWith(path string, passphrase Secret) (*SigningKey, error) {
+	k, blk, err := readIssuerKey(path, passphrase)
+	if err != nil || passphrase == "" || blk.Type == encryptedKeyPEM {
+		return k, err
+	}
+	enc, err := sealIssuerDER(blk.Bytes, passphrase)
+	if err != nil {
+		return nil, err
+	}
+	if err := replaceFile(path, pem.EncodeToMemory(enc)); err != nil {
+		return nil, fmt.Errorf("ledger: encrypt issuer key %s with ECTO_KEY_PASSPHRASE: %w", path, err)
+	}
+	return k, nil
+}
+
+func readIssuerKey(path string, passphrase Secret) (*SigningKey, *pem.Block, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: issuer key %s: %w", path, err)
+		return nil, nil, fmt.Errorf("ledger: issuer key %s: %w", path, err)
 	}
 	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("ledger: issuer key %s has mode %#o; other users could sign as this instance: run chmod 600 %s", path, st.Mode().Perm(), path)
+		return nil, nil, fmt.Errorf("ledger: issuer key %s has mode %#o; other users could sign as this instance: run chmod 600 %s", path, st.Mode().Perm(), path)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: read issuer key %s: %w", path, err)
+		return nil, nil, fmt.Errorf("ledger: read issuer key %s: %w", path, err)
 	}
 	blk, _ := pem.Decode(b)
-	if blk == nil || blk.Type != "PRIVATE KEY" {
-		return nil, fmt.Errorf("ledger: issuer key %s: not a PEM PRIVATE KEY", path)
+	if blk == nil || (blk.Type != "PRIVATE KEY" && blk.Type != encryptedKeyPEM) {
+		return nil, nil, fmt.Errorf("ledger: issuer key %s: not a PEM PRIVATE KEY", path)
 	}
-	parsed, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	der := blk.Bytes
+	if blk.Type == encryptedKeyPEM {
+		if der, err = openIssuerDER(blk, passphrase, path); err != nil {
+			return nil, nil, err
+		}
+	}
+	parsed, err := x509.ParsePKCS8PrivateKey(der)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: issuer key %s: %w", path, err)
+		return nil, nil, fmt.Errorf("ledger: issuer key %s: %w", path, err)
 	}
 	priv, ok := parsed.(ed25519.PrivateKey)
 	if !ok {
-		return nil, fmt.Errorf("ledger: issuer key %s: not an Ed25519 key", path)
+		return nil, nil, fmt.Errorf("ledger: issuer key %s: not an Ed25519 key", path)
 	}
-	return &SigningKey{priv: priv}, nil
+	return &SigningKey{priv: priv}, &pem.Block{Type: blk.Type, Bytes: der}, nil
 }

@@ -50,6 +50,10 @@ type Options struct {
 	// IssuerKey, when set, is used instead of the data-dir key (tests,
 	// embedding).
 	IssuerKey *SigningKey
+	// IssuerKeyFile is ECTO_ISSUER_KEY_FILE: the issuer key's file when it
+	// is kept outside the data dir ("" is keys/issuer.ed25519 in DataDir).
+	// With Passphrase set the file is encrypted under it.
+	IssuerKeyFile string
 	// Passphrase is ECTO_KEY_PASSPHRASE: when set, session private keys are
 	// encrypted under a KEK derived from it instead of from the issuer key,
 	// so any process with the passphrase can continue a session.
@@ -208,12 +212,19 @@ func New(ctx context.Context, b Backend, opts Options) (*Ledger, error) {
 	}
 	l.issuer = opts.IssuerKey
 	if l.issuer == nil {
-		k, created, err := LoadOrCreateIssuerKey(opts.DataDir)
+		path := opts.IssuerKeyFile
+		if path == "" {
+			if opts.DataDir == "" {
+				return nil, errors.New("ledger: issuer key: no data dir (set ECTO_DATA_DIR) and no ECTO_ISSUER_KEY_FILE")
+			}
+			path = IssuerKeyPath(opts.DataDir)
+		}
+		k, created, err := LoadOrCreateIssuerKeyAt(path, opts.Passphrase)
 		if err != nil {
 			return nil, err
 		}
 		if created {
-			l.log.Info("created issuer key", "path", IssuerKeyPath(opts.DataDir), "key_id", k.KeyID())
+			l.log.Info("created issuer key", "path", path, "key_id", k.KeyID(), "encrypted", opts.Passphrase != "")
 		}
 		l.issuer = k
 	}

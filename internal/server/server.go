@@ -304,7 +304,7 @@ func (s *Server) openLedger(ctx context.Context) error {
 func (s *Server) ledgerOptions() ledger.Options {
 	lc := s.cfg.Ledger
 	o := ledger.Options{
-		DataDir: s.cfg.DataDir, Passphrase: ledger.Secret(lc.KeyPassphrase.Reveal()),
+		DataDir: s.cfg.DataDir, IssuerKeyFile: lc.IssuerKeyFile, Passphrase: ledger.Secret(lc.KeyPassphrase.Reveal()),
 		CheckpointEvents: lc.CheckpointEvents, CheckpointInterval: time.Duration(lc.CheckpointSecs) * time.Second,
 		Logger: s.log, LeaseDuration: s.opts.LeaseDuration,
 	}
