@@ -144,8 +144,8 @@ func TestTiersFailClosed(t *testing.T) {
 
 func TestContainerConfigurationErrors(t *testing.T) {
 	cases := []struct{ name, value, want string }{
-		{"ECTO_DOCKER_EXTRA_ARGS", "--privileged", `"--privileged" is not an accepted flag`},
-		{"ECTO_DOCKER_EXTRA_ARGS", "--security-opt seccomp=unconfined", "seccomp=unconfined would drop a layer"},
+		{"ECTO_DOCKER_EXTRA_ARGS", "--privileged", `"--privileged": not an accepted flag`},
+		{"ECTO_DOCKER_EXTRA_ARGS", "--security-opt seccomp=unconfined", "IronVise applies its own seccomp profile"},
 		{"ECTO_DOCKER_EXTRA_ARGS", "--label $(id)", "ECTO_DOCKER_EXTRA_ARGS"},
 		{"ECTO_DOCKER_MEMORY", "lots", "ECTO_DOCKER_MEMORY"},
 		{"ECTO_FC_VCPUS", "64", "ECTO_FC_VCPUS"},
