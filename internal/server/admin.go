@@ -82,6 +82,13 @@ func (s *Server) resetDemo(rc *reqCtx) error {
 				return fmt.Errorf("reset-demo: move the old ledger aside: %w", err)
 			}
 		}
+		// The replacement starts a new log on purpose: the checkpoint
+		// remembered for the old one goes aside with it, or the new
+		// ledger would be refused as a rollback.
+		cp := ledger.RememberedCheckpointPath(s.cfg.DataDir)
+		if err := os.Rename(cp, dst+".checkpoint.last"); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("reset-demo: move the remembered checkpoint aside: %w", err)
+		}
 	}
 	b, _, err := ledgerdb.OpenBackend(ctx, s.cfg.Ledger.DatabaseURL, s.cfg.DataDir, s.cfg.Ledger.PoolSize)
 	if err != nil {

@@ -254,7 +254,7 @@ func (s *Server) handlePutTripwire(rc *reqCtx) {
 		return
 	}
 	if err := writeFileAtomic(s.tripwirePath(), append(data, '\n'), 0o600); err != nil {
-		rc.fail(err)
+		rc.fail(fileWriteError(tripwireFile, err))
 		return
 	}
 	if err := s.adminChange(rc, "tripwire", "update", nil); err != nil {

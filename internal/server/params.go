@@ -2,13 +2,10 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"strings"
 
 	"github.com/google/uuid"
 
@@ -154,18 +151,4 @@ func (o object) strings(key string) ([]string, bool, error) {
 		ss = []string{}
 	}
 	return ss, true, nil
-}
-
-// isUnavailable reports a database that cannot be reached (503 rather than
-// 500).
-func isUnavailable(err error) bool {
-	if errors.Is(err, ledger.ErrClosed) || errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var ne net.Error
-	if errors.As(err, &ne) {
-		return true
-	}
-	s := err.Error()
-	return strings.Contains(s, "connection refused") || strings.Contains(s, "database is locked") || strings.Contains(s, "failed to connect")
 }

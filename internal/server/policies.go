@@ -118,7 +118,7 @@ func (s *Server) handlePutPolicy(rc *reqCtx) {
 	}
 	existed := fileExists(filepath.Join(s.policiesDir(), n+".toml"))
 	if err := writeFileAtomic(filepath.Join(s.policiesDir(), n+".toml"), rc.body, 0o600); err != nil {
-		rc.fail(err)
+		rc.fail(fileWriteError("policies/"+n+".toml", err))
 		return
 	}
 	action := "create"

@@ -5,9 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ironvise/ironvise/internal/ledger"
@@ -105,9 +108,10 @@ func (rc *reqCtx) noContent() {
 	rc.status = http.StatusNoContent
 }
 
-// fail answers an error: an *apiError with its status and message, anything
-// else as a generic 500 (or 503 when the database is unavailable) whose
-// details go to the log only.
+// fail answers an error: an *apiError with its status and message; a
+// storage failure with what failed and the fix (failureError); anything
+// else as a generic 500 whose details go to the log only. The log line is
+// rate-limited per route and kind (errlog.go).
 func (rc *reqCtx) fail(err error) {
 	if ae, ok := err.(*apiError); ok {
 		if ae.retryAfter > 0 {
@@ -119,12 +123,46 @@ func (rc *reqCtx) fail(err error) {
 		rc.writeJSON(ae.status, map[string]string{"error": ae.msg})
 		return
 	}
-	status := http.StatusInternalServerError
-	msg := "internal error (request " + rc.id + "); the server log has the details"
-	if isUnavailable(err) {
-		status = http.StatusServiceUnavailable
-		msg = "database unavailable (request " + rc.id + "); retry shortly"
+	f := ledger.Classify(err)
+	status, msg := failureError(f, err, rc.id)
+	rc.s.errLog.failed(rc.routeName(), f.Kind, rc.id, err)
+	if f.Kind == ledger.FailureUnavailable {
+		rc.w.Header().Set("Retry-After", strconv.Itoa(unavailableRetrySecs))
 	}
-	rc.s.log.Error("request failed", "request_id", rc.id, "route", rc.routeName(), "err", err)
 	rc.writeJSON(status, map[string]string{"error": msg})
+}
+
+// unavailableRetrySecs is the Retry-After of a 503 for an unreachable
+// database: a PostgreSQL restart or failover takes seconds.
+const unavailableRetrySecs = 2
+
+// failureError is the status and client message of an error that is not an
+// *apiError. The message names the cause and the fix, never a path or a
+// credential: a dropped database connection is not a bug (503, retry), a
+// full disk is not an unavailable database (507, free space), and neither
+// is a 500.
+func failureError(f ledger.Failure, err error, reqID string) (int, string) {
+	switch f.Kind {
+	case ledger.FailureUnavailable:
+		return http.StatusServiceUnavailable, fmt.Sprintf("the ledger database is unavailable: %s (request %s); retry after the Retry-After seconds, and if it persists check that the database (DATABASE_URL) is up", f.Cause, reqID)
+	case ledger.FailureStorageFull:
+		what := "the ledger database"
+		if !isLedgerError(err) {
+			what = "a file in the data directory (ECTO_DATA_DIR)"
+		}
+		return http.StatusInsufficientStorage, fmt.Sprintf("writing %s failed: %s (request %s); free space on the volume that holds it (for SQLite and the data files: the one of ECTO_DATA_DIR; for PostgreSQL: the database server's), then retry", what, f.Cause, reqID)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		// A file operation of the server itself: say which operation and
+		// why, without the path.
+		return http.StatusInternalServerError, fmt.Sprintf("a file %s in the data directory failed: %v (request %s); check the permissions and the volume of ECTO_DATA_DIR", pe.Op, pe.Err, reqID)
+	}
+	return http.StatusInternalServerError, "internal error (request " + reqID + "); the server log has the details"
+}
+
+// isLedgerError reports an error that came out of the ledger (its messages
+// carry the package prefix, its sentinels are ledger's).
+func isLedgerError(err error) bool {
+	return strings.HasPrefix(err.Error(), "ledger:") || strings.Contains(err.Error(), "ironvise/ledger") || strings.Contains(err.Error(), "sqlstore:")
 }

@@ -128,6 +128,8 @@ type Server struct {
 	resetMu      sync.Mutex
 	streamsReset chan struct{}
 
+	errLog *errLogger // failed requests, rate-limited (errlog.go)
+
 	verifyFailures atomic.Int64
 	streams        atomic.Int64 // open event streams
 
@@ -173,7 +175,8 @@ func New(ctx context.Context, o Options) (srv *Server, err error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(o.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	s := &Server{opts: o, log: log, start: time.Now(), streamsDone: make(chan struct{}), streamsReset: make(chan struct{}), wake: newBroadcast()}
+	s := &Server{opts: o, log: log, start: time.Now(), streamsDone: make(chan struct{}), streamsReset: make(chan struct{}), wake: newBroadcast(),
+		errLog: newErrLogger(log)}
 	s.bg, s.stop = context.WithCancel(context.WithoutCancel(ctx))
 	defer func() {
 		if err != nil {
@@ -310,6 +313,11 @@ func (s *Server) ledgerOptions() ledger.Options {
 	}
 	if s.owner != nil {
 		o.OwnerID = s.owner.id
+	}
+	if s.target.Kind == ledgerdb.KindMemory {
+		// An in-memory ledger starts empty by design: no checkpoint to
+		// remember (ledgerdb.Open does the same for the CLI).
+		o.CheckpointFile = "-"
 	}
 	return o
 }
@@ -471,6 +479,7 @@ func (s *Server) housekeeping() {
 			if n := s.evictIdle(now, idle); n > 0 {
 				s.log.Debug("idle API sessions made dormant", "sessions", n)
 			}
+			s.errLog.flush()
 		case <-r.C:
 			if _, err := s.ledger().Recover(s.bg); err != nil && s.bg.Err() == nil {
 				s.log.Warn("recover sessions of stopped instances", "err", err)

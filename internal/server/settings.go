@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/tripwire"
 )
 
@@ -139,10 +140,28 @@ func (st *settingsStore) merge(p settingsFile) error {
 		return err
 	}
 	if err := writeFileAtomic(st.path, append(b, '\n'), 0o600); err != nil {
-		return err
+		return fileWriteError(settingsFileName, err)
 	}
 	st.cur = next
 	return nil
+}
+
+// settingsFileName is the settings file's name in the data directory.
+const settingsFileName = "settings.json"
+
+// fileWriteError is the answer to a failed write of a file of the data
+// directory: the file and the cause, with the fix (it used to be answered
+// "database unavailable", because the errno looked like a network error).
+func fileWriteError(name string, err error) error {
+	cause := err.Error()
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		cause = pe.Err.Error()
+	}
+	if f := ledger.Classify(err); f.Kind == ledger.FailureStorageFull {
+		return errf(http.StatusInsufficientStorage, "saving %s in the data directory failed: %s; free space on the volume of ECTO_DATA_DIR, then retry (the setting was not changed)", name, f.Cause)
+	}
+	return errf(http.StatusInternalServerError, "saving %s in the data directory failed: %s; check that ECTO_DATA_DIR is writable by the IronVise user (the setting was not changed)", name, cause)
 }
 
 var llmBackends = []string{"ollama", "openai", "anthropic", "mock"}
