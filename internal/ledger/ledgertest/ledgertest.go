@@ -81,6 +81,7 @@ func Run(t *testing.T, h Harness) {
 		{"CrashRecovery", testCrashRecovery},
 		{"LeaseHeartbeat", testLeaseHeartbeat},
 		{"LeaseOptions", testLeaseOptions},
+		{"RenewalUnderAppends", testRenewalUnderAppends},
 		{"GoalAnchoringOnAppend", testGoalAnchoringOnAppend},
 		{"CheckpointCadence", testCheckpointCadence},
 		{"Proofs", testProofs},

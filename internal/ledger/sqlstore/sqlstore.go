@@ -310,11 +310,29 @@ func (s *Store) View(ctx context.Context, fn func(ledger.ReadTx) error) error {
 	return fn(&txn{s: s, db: s.r, tx: tx})
 }
 
-// RenewLeases implements ledger.Backend.
+// RenewLeases implements ledger.Backend. The renewal takes the write lock
+// first, like every ledger write: it updates many session rows, a group
+// commit locks the rows of its batch (FOR UPDATE), and two transactions
+// taking the same rows in different orders deadlock (issue 13: PostgreSQL
+// aborted one under load). Under the one lock, row locks are only ever
+// taken by one of them at a time.
 func (s *Store) RenewLeases(ctx context.Context, owner string, until int64) error {
-	_, err := s.w.ExecContext(ctx, s.q(`UPDATE sessions SET lease_until = ? WHERE owner_id = ? AND status = 'running' AND sealed_at IS NULL`), until, owner)
+	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
+		return fmt.Errorf("sqlstore: renew leases: begin: %w", err)
+	}
+	if s.d.LockWrite != "" {
+		if _, err := tx.ExecContext(ctx, s.d.LockWrite); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("sqlstore: renew leases: take write lock: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET lease_until = ? WHERE owner_id = ? AND status = 'running' AND sealed_at IS NULL`), until, owner); err != nil {
+		tx.Rollback()
 		return fmt.Errorf("sqlstore: renew leases: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlstore: renew leases: commit: %w", err)
 	}
 	return nil
 }
