@@ -31,6 +31,10 @@
   const short = (s, n) => (s && s.length > n ? s.slice(0, n - 1) + '…' : s || '');
   const when = (ts) => (ts ? ts.replace('T', ' ').replace(/\.\d+Z$/, 'Z') : '');
   const debounce = (name, ms, fn) => { clearTimeout(state.timers[name]); state.timers[name] = setTimeout(fn, ms); };
+  // shortID shows a session id by its first 8 hex digits — a UUIDv7's
+  // creation time, shared by sessions created in the same minute — and its
+  // last 6, which are random and tell them apart.
+  const shortID = (id) => id.slice(0, 8) + '…' + id.slice(-6);
 
   // ---- token ----------------------------------------------------------
   function initToken() {
@@ -42,9 +46,12 @@
       history.replaceState(null, '', u.pathname + u.search + u.hash);
     }
     state.token = sessionStorage.getItem(TOKEN_KEY);
-    // A parent window (an embedding app) may hand the token over.
+    // A parent window may hand the token over — only a parent of this
+    // origin: a foreign page framing the dashboard (the server forbids
+    // framing, frame-ancestors 'none', but a browser may ignore it) must
+    // not log it in with its own token and show it data of its choosing.
     window.addEventListener('message', (ev) => {
-      if (window.parent === window || ev.source !== window.parent) return;
+      if (window.parent === window || ev.source !== window.parent || ev.origin !== location.origin) return;
       const d = ev.data;
       if (d && d.type === 'ectoledgerSetToken' && typeof d.token === 'string' && d.token) useToken(d.token);
     });
@@ -106,15 +113,16 @@
     const st = $('filter-status').value;
     const list = await api('GET', '/api/sessions?limit=100' + (st ? '&status=' + encodeURIComponent(st) : ''));
     const body = clear($('sessions-body'));
-    if (!list.length) body.append(el('tr', {}, el('td', { colspan: 6, class: 'muted' }, 'No sessions yet. Start an audit, or create one through the API.')));
+    if (!list.length) body.append(el('tr', {}, el('td', { colspan: 7, class: 'muted' }, 'No sessions yet. Start an audit, or create one through the API.')));
     for (const s of list) {
       const open = () => openSession(s.id);
       body.append(el('tr', { class: 'clickable', 'data-session': s.id, onclick: open },
-        el('td', {}, el('button', { type: 'button', class: 'linkish', onclick: (e) => { e.stopPropagation(); open(); }, 'aria-label': 'Open session ' + s.id }, el('code', {}, s.id.slice(0, 8)))),
+        el('td', {}, el('button', { type: 'button', class: 'linkish', onclick: (e) => { e.stopPropagation(); open(); }, 'aria-label': 'Open session ' + s.id, title: s.id }, el('code', {}, shortID(s.id)))),
         el('td', { class: 'goal', title: s.goal }, s.goal),
         el('td', {}, el('span', { class: 'pill ' + s.status }, s.status)),
         el('td', {}, s.sealed ? 'sealed' : '—'),
         el('td', {}, s.event_count),
+        el('td', { class: 'denials' + (s.denials ? ' some' : ''), 'data-denials': String(s.denials ?? '') }, s.denials ?? '—'),
         el('td', {}, when(s.created_at))));
     }
   }
@@ -332,7 +340,7 @@
     const body = $('live-body');
     const deny = p.type === 'check_verdict' && p.decision === 'deny';
     const client = p.event_origin === 'client';
-    body.insertBefore(el('tr', { class: deny ? 'deny' : '' }, el('td', {}, String(d.id)), el('td', {}, d.session_id ? el('code', {}, d.session_id.slice(0, 8)) : 'instance'),
+    body.insertBefore(el('tr', { class: deny ? 'deny' : '' }, el('td', {}, String(d.id)), el('td', {}, d.session_id ? el('code', { title: d.session_id }, shortID(d.session_id)) : 'instance'),
       el('td', {}, el('span', { class: 'pill ' + (deny ? 'deny' : '') }, p.type), client ? el('span', { class: 'pill client' }, 'client') : null), el('td', {}, summary(p))), body.firstChild);
     while (body.children.length > 300) body.removeChild(body.lastChild);
     if (state.view === 'sessions' && d.session_id) debounce('sessions', 400, () => loadSessions().catch(report));

@@ -102,6 +102,9 @@ type Session struct {
 	// ("" for sessions of the CLI, or created before it was recorded); a
 	// token of scope own_sessions reaches only its own (api.md).
 	CreatedBy string
+	// Denials counts the session's deny verdicts; it is filled only by a
+	// listing with SessionFilter.WithDenials.
+	Denials int64
 }
 
 // Sealed reports whether the session's chain is closed.
@@ -204,6 +207,8 @@ type SessionFilter struct {
 	Limit, Offset int
 	// CreatedBy, when set, keeps the sessions created by that token hash.
 	CreatedBy string
+	// WithDenials fills Session.Denials (one count per listed session).
+	WithDenials bool
 }
 
 // Token is an API token row: only the SHA-256 of the token is stored.

@@ -26,6 +26,9 @@ type SessionJSON struct {
 	EventCount             int64   `json:"event_count"`
 	AgentLoop              bool    `json:"agent_loop"`
 	SandboxTier            string  `json:"sandbox_tier"`
+	// Denials counts the session's deny verdicts; only session listings
+	// (SessionFilter.WithDenials) carry it.
+	Denials *int64 `json:"denials,omitempty"`
 }
 
 // JSON returns the session's wire shape.

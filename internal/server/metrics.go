@@ -264,7 +264,7 @@ func (s *Server) handlePrometheus(rc *reqCtx) {
 			html.EscapeString(buf.String()) + "</pre></body></html>"
 		body = []byte(page)
 		h.Set("Content-Type", "text/html; charset=utf-8")
-		h.Set("Content-Security-Policy", "default-src 'none'; base-uri 'none'; form-action 'none'")
+		h.Set("Content-Security-Policy", "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
 	} else {
 		h.Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	}

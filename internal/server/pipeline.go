@@ -71,6 +71,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
+	// No response may be framed (clickjacking, a spoofed dashboard): the
+	// CSP for browsers that read it, X-Frame-Options for older ones. The
+	// dashboard's own CSP repeats frame-ancestors.
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", "frame-ancestors 'none'")
 	corsOK := s.setCORS(h, r.Header.Get("Origin"))
 	defer s.observe(rc)
 

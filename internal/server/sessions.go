@@ -55,6 +55,8 @@ func (s *Server) handleListSessions(rc *reqCtx) {
 		}
 		f.Status = ledger.Status(v)
 	}
+	// The dashboard's list shows each session's denials (issue 13).
+	f.WithDenials = true
 	list, err := s.ledger().Sessions(rc.r.Context(), f)
 	if err != nil {
 		rc.fail(err)
@@ -62,7 +64,9 @@ func (s *Server) handleListSessions(rc *reqCtx) {
 	}
 	out := make([]ledger.SessionJSON, 0, len(list))
 	for i := range list {
-		out = append(out, sessionOf(&list[i]))
+		j := sessionOf(&list[i])
+		j.Denials = &list[i].Denials
+		out = append(out, j)
 	}
 	rc.writeJSON(http.StatusOK, out)
 }

@@ -329,6 +329,33 @@ func testListing(t *testing.T, h Harness) {
 	if err != nil || len(none) != 0 {
 		t.Fatalf("injection-looking status: %d rows, %v; want none", len(none), err)
 	}
+	// Denial counts of a listing: deny verdicts only, whatever a string
+	// value of some payload says.
+	for _, p := range []map[string]any{
+		{"check": "tripwire", "decision": "deny", "message": "no"},
+		{"check": "policy", "decision": "deny", "message": "no"},
+		{"check": "schema", "decision": "allow", "message": `"decision":"deny"`},
+	} {
+		if _, err := e.l.Append(ctx(), ids[3], ledger.TypeCheckVerdict, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.l.Append(ctx(), ids[3], ledger.TypeThought, map[string]any{"decision": "deny"}); err != nil {
+		t.Fatal(err)
+	}
+	counted, err := e.l.Sessions(ctx(), ledger.SessionFilter{WithDenials: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range counted {
+		want := int64(0)
+		if s.ID == ids[3] {
+			want = 2
+		}
+		if s.Denials != want {
+			t.Fatalf("session %s: %d denials listed; want %d", s.ID, s.Denials, want)
+		}
+	}
 }
 
 func testConcurrentSessions(t *testing.T, h Harness) {

@@ -233,7 +233,11 @@ func (t *txn) Session(ctx context.Context, id uuid.UUID) (ledger.Session, error)
 
 // Sessions implements ledger.ReadTx.
 func (t *txn) Sessions(ctx context.Context, f ledger.SessionFilter) ([]ledger.Session, error) {
-	q := `SELECT ` + sessionCols + ` FROM sessions s WHERE s.id <> ?`
+	cols := sessionCols
+	if f.WithDenials {
+		cols += `, ` + denialsCol(t.s.d.Name)
+	}
+	q := `SELECT ` + cols + ` FROM sessions s WHERE s.id <> ?`
 	args := []any{ledger.InstanceSessionID[:]}
 	if f.Status != "" {
 		q += ` AND s.status = ?`
@@ -252,14 +256,41 @@ func (t *txn) Sessions(ctx context.Context, f ledger.SessionFilter) ([]ledger.Se
 	defer rows.Close()
 	var out []ledger.Session
 	for rows.Next() {
-		s, err := scanSession(rows)
+		var denials int64
+		var sc interface{ Scan(...any) error } = rows
+		if f.WithDenials {
+			sc = extraScan{rows, []any{&denials}}
+		}
+		s, err := scanSession(sc)
 		if err != nil {
 			return nil, fmt.Errorf("sqlstore: list sessions: %w", err)
 		}
+		s.Denials = denials
 		out = append(out, s)
 	}
 	return out, rows.Err()
 }
+
+// denialsCol counts a listed session's deny verdicts. Payloads are
+// canonical JSON (RFC 8785), in which a member reads exactly
+// "decision":"deny" and a string value cannot contain those bytes
+// unescaped, so a byte search is exact.
+func denialsCol(dialect string) string {
+	match := `instr(e.payload, CAST('"decision":"deny"' AS BLOB)) > 0`
+	if dialect == "postgres" {
+		match = `position(convert_to('"decision":"deny"', 'UTF8') in e.payload) > 0`
+	}
+	return `(SELECT count(*) FROM events e WHERE e.session_id = s.id AND e.type = 'check_verdict' AND ` + match + `)`
+}
+
+// extraScan scans the columns a query adds after a shared column list.
+type extraScan struct {
+	r     *sql.Rows
+	extra []any
+}
+
+// Scan implements the scanner scanSession takes.
+func (e extraScan) Scan(dest ...any) error { return e.r.Scan(append(dest, e.extra...)...) }
 
 const headCols = `s.id, s.status, s.sealed_at, s.goal_hash, s.owner_id, s.lease_until,
 	(SELECT e.seq FROM events e WHERE e.session_id = s.id ORDER BY e.seq DESC LIMIT 1),
