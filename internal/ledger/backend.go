@@ -24,10 +24,25 @@ type Backend interface {
 	// View runs fn in a read-only transaction with a consistent snapshot.
 	View(ctx context.Context, fn func(ReadTx) error) error
 	// RenewLeases extends lease_until of the running sessions owned by
-	// owner. It does not take the write lock.
+	// owner. It takes the write lock first, as Update does: the rows it
+	// updates are the rows group commits lock, and taking them in another
+	// order than a commit deadlocks on PostgreSQL.
 	RenewLeases(ctx context.Context, owner string, untilMicros int64) error
 	// Close releases the database.
 	Close() error
+}
+
+// CommitNotifier is implemented by backends that can tell a process that
+// some process committed events, without polling (PostgreSQL's
+// LISTEN/NOTIFY). Instances sharing a database use it to stream each
+// other's events at once; a reader must keep polling as well, because a
+// notification may be lost while the listening connection reconnects.
+type CommitNotifier interface {
+	// CommitNotifications returns a channel that receives a value soon
+	// after any process committed events (values are coalesced). The
+	// channel is closed when ctx ends; the backend reconnects its
+	// listener on failures meanwhile.
+	CommitNotifications(ctx context.Context) (<-chan struct{}, error)
 }
 
 // SessionHead is what the append path needs about a session: its state

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/ironvise/ironvise/internal/ledger"
@@ -44,4 +46,14 @@ func (t *observedTx) Apply(ctx context.Context, c *ledger.Changes) error {
 	}
 	t.events = append(t.events, c.Events...)
 	return nil
+}
+
+// CommitNotifications implements ledger.CommitNotifier when the wrapped
+// backend does.
+func (b *observedBackend) CommitNotifications(ctx context.Context) (<-chan struct{}, error) {
+	n, ok := b.Backend.(ledger.CommitNotifier)
+	if !ok {
+		return nil, fmt.Errorf("server: the %s backend sends no commit notifications: %w", b.Backend.Kind(), errors.ErrUnsupported)
+	}
+	return n.CommitNotifications(ctx)
 }

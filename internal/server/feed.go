@@ -127,11 +127,33 @@ func (f *feed) run() {
 	cp := time.NewTimer(time.Hour)
 	cp.Stop()
 	defer cp.Stop()
+	// Other instances' commits wake the feed at once where the database
+	// says so (PostgreSQL LISTEN/NOTIFY); the poll stays as the fallback.
+	// The listener is owned by the server's context.
+	var notified <-chan struct{}
+	if n, ok := f.s.ledger().Backend().(ledger.CommitNotifier); ok {
+		if ch, err := n.CommitNotifications(f.s.bg); err == nil {
+			notified = ch
+		}
+	}
+	defer func() {
+		// The listener ends with the server's context: wait for it, so
+		// it has let go of its connection before the ledger closes.
+		for notified != nil {
+			if _, ok := <-notified; !ok {
+				notified = nil
+			}
+		}
+	}()
 	for {
 		select {
 		case <-f.s.bg.Done():
 			return
 		case <-f.kick:
+		case _, ok := <-notified:
+			if !ok {
+				notified = nil
+			}
 		case <-t.C:
 		case <-cp.C:
 			ctx, cancel := context.WithTimeout(f.s.bg, 10*time.Second)

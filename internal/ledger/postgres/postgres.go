@@ -96,6 +96,8 @@ func Open(ctx context.Context, dsn string, poolSize int) (*sqlstore.Store, error
 		ViewOptions:   &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true},
 		Migrations:    sub,
 		MigrationLock: fmt.Sprintf("SELECT pg_advisory_lock(%d)", lockKey("migrate", schema.String)),
+		Notify:        notifySQL(schema.String),
+		Listen:        listener(schema.String),
 	}
 	s := sqlstore.New(d, db, db, nil)
 	if err := s.Migrate(ctx); err != nil {

@@ -59,6 +59,11 @@ type Dialect struct {
 	// MigrationLock, when set, is run before migrating (PostgreSQL: an
 	// advisory lock so that instances starting together migrate once).
 	MigrationLock string
+	// Notify, when set, is run in every write transaction that adds
+	// events, before it commits (PostgreSQL: pg_notify, delivered on
+	// commit); Listen, when set, implements ledger.CommitNotifier.
+	Notify string
+	Listen func(ctx context.Context, db *sql.DB) (<-chan struct{}, error)
 }
 
 // Store is a ledger.Backend over database/sql.
@@ -290,14 +295,30 @@ func (s *Store) Update(ctx context.Context, fn func(ledger.WriteTx) error) error
 			return fmt.Errorf("sqlstore: take write lock: %w", err)
 		}
 	}
-	if err := fn(&txn{s: s, db: s.w, tx: tx, write: true}); err != nil {
+	t := &txn{s: s, db: s.w, tx: tx, write: true}
+	if err := fn(t); err != nil {
 		tx.Rollback()
 		return err
+	}
+	if t.added && s.d.Notify != "" {
+		if _, err := tx.ExecContext(ctx, s.d.Notify); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("sqlstore: notify: %w", err)
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlstore: commit: %w", err)
 	}
 	return nil
+}
+
+// CommitNotifications implements ledger.CommitNotifier where the dialect
+// can listen.
+func (s *Store) CommitNotifications(ctx context.Context) (<-chan struct{}, error) {
+	if s.d.Listen == nil {
+		return nil, fmt.Errorf("sqlstore: %s: %w", s.d.Name, errors.ErrUnsupported)
+	}
+	return s.d.Listen(ctx, s.w)
 }
 
 // View implements ledger.Backend.

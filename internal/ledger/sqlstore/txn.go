@@ -20,6 +20,8 @@ type txn struct {
 	db    *sql.DB // the pool tx came from
 	tx    *sql.Tx
 	write bool
+	// added reports that Apply wrote events (Update then notifies).
+	added bool
 }
 
 func nowMicros() int64 { return time.Now().UnixMicro() }
@@ -629,6 +631,7 @@ func (t *txn) insertRows(ctx context.Context, tb insertTable, nrows int, row fun
 
 // Apply implements ledger.WriteTx.
 func (t *txn) Apply(ctx context.Context, c *ledger.Changes) error {
+	t.added = t.added || len(c.Events) > 0
 	if err := t.insertRows(ctx, tableSessions, len(c.NewSessions), func(i int) []any {
 		s := &c.NewSessions[i]
 		return []any{s.ID[:], s.Goal, s.GoalHash, nullStr(s.PolicyHash), string(s.Status), s.CreatedAt.UnixMicro(),
