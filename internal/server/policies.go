@@ -113,7 +113,7 @@ func (s *Server) handlePutPolicy(rc *reqCtx) {
 	}
 	p, err := policy.Parse(n+".toml", rc.body, policy.Options{})
 	if err != nil {
-		rc.fail(errf(http.StatusUnprocessableEntity, "invalid policy: %v", err))
+		rc.fail(errf(http.StatusUnprocessableEntity, "invalid policy: %v%s", err, sdkPolicyHint(rc.body)))
 		return
 	}
 	existed := fileExists(filepath.Join(s.policiesDir(), n+".toml"))
@@ -162,4 +162,18 @@ func (s *Server) handleDeletePolicy(rc *reqCtx) {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// sdkPolicyHint explains a refusal that the reference SDK's policy tests
+// meet by design: they PUT a TOML of [metadata] and [rules] tables, which
+// IronVise's strict policy schema does not have (a table it ignored would
+// be a rule silently not enforced). docs/api.md "SDK compatibility".
+func sdkPolicyHint(body []byte) string {
+	for _, line := range strings.Split(string(body), "\n") {
+		switch t := strings.TrimSpace(line); {
+		case t == "[metadata]", t == "[rules]", strings.HasPrefix(t, "[[rules"), strings.HasPrefix(t, "[rules."):
+			return "; this looks like the EctoLedger SDK's policy layout ([metadata], [rules]), which IronVise's policy schema does not accept: write the policy in IronVise's format (docs/policies.md; docs/api.md \"SDK compatibility\")"
+		}
+	}
+	return ""
 }

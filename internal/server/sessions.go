@@ -471,7 +471,7 @@ func (s *Server) handleAppend(rc *reqCtx) {
 		return
 	}
 	if sess.Sealed() {
-		rc.fail(errf(http.StatusConflict, "session %s is sealed: its chain is closed for good", id))
+		rc.fail(errf(http.StatusConflict, "session %s is sealed: its chain is closed for good%s", id, loopSealedHint(sess)))
 		return
 	}
 	// A client's event is recorded as the client's ("event_origin":
@@ -481,7 +481,7 @@ func (s *Server) handleAppend(rc *reqCtx) {
 	ev, err := s.ledger().AppendClient(rc.r.Context(), id, typ, json.RawMessage(payload))
 	switch {
 	case errors.Is(err, ledger.ErrSealed):
-		rc.fail(errf(http.StatusConflict, "session %s is sealed: its chain is closed for good", id))
+		rc.fail(errf(http.StatusConflict, "session %s is sealed: its chain is closed for good%s", id, loopSealedHint(sess)))
 		return
 	case errors.Is(err, ledger.ErrNotFound):
 		rc.fail(errf(http.StatusNotFound, "session %s not found", id))
@@ -512,4 +512,15 @@ func marshalPlain(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// loopSealedHint explains a 409 the reference SDK meets: its
+// create_session cannot send "agent_loop": false, so IronVise's own loop
+// drives the session, ends it and seals it, and the SDK's hooks appending
+// afterwards find it sealed. docs/api.md "SDK compatibility".
+func loopSealedHint(sess *ledger.Session) string {
+	if !sess.AgentLoop {
+		return ""
+	}
+	return "; it ran IronVise's own agent loop, which sealed it when it ended: to append from your own agent, create the session with \"agent_loop\": false (docs/api.md \"SDK compatibility\")"
 }
