@@ -177,6 +177,12 @@ func (a *app) runExec(o execOptions) error {
 			fmt.Fprintf(a.stderr, "ironvise: WARNING: %s\n", sr.Reason)
 		}
 	}
+	if ctx.Err() != nil && code == 0 {
+		// Interrupted before the command could run (or finish): never a
+		// success, and the session records it as aborted.
+		fmt.Fprintf(a.stderr, "ironvise: interrupted: %v; the command did not complete\n", ctx.Err())
+		code, status = ExitExecAborted, ledger.StatusAborted
+	}
 	if res.Halted != "" {
 		status = ledger.StatusAborted
 		fmt.Fprintf(a.stderr, "ironvise: output matched observation rule %q (abort); session aborted\n", res.Halted)

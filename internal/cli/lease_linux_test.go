@@ -242,8 +242,13 @@ func TestExecInterruptedIsRecorded(t *testing.T) {
 	}
 	id := sessionOf(t, errOut)
 	evs := events(t, env, id)
-	if sr := payloadOf(t, evs, ledger.TypeSandboxResult); sr["status"] != "aborted" || !strings.Contains(sr["reason"].(string), "cancel") {
-		t.Fatalf("sandbox_result %v; want aborted by the cancellation", sr)
+	// On a loaded machine the interrupt can land before the command
+	// starts: then there is no sandbox_result, and the exit code and the
+	// session still say aborted.
+	if strings.Contains(types(evs), ledger.TypeSandboxResult) {
+		if sr := payloadOf(t, evs, ledger.TypeSandboxResult); sr["status"] != "aborted" || !strings.Contains(sr["reason"].(string), "cancel") {
+			t.Fatalf("sandbox_result %v; want aborted by the cancellation", sr)
+		}
 	}
 	if s := sessionRow(t, env, id); s.Status != ledger.StatusAborted || !s.Sealed() {
 		t.Fatalf("session %s, sealed %v; want aborted and sealed", s.Status, s.Sealed())
