@@ -277,6 +277,11 @@ func (s *Server) reclaim(ctx context.Context) error {
 			continue
 		}
 		r := &runner{s: s, id: id, done: make(chan struct{}), sealReq: make(chan *sealRequest), counted: true, lastUsed: time.Now(), steps: -1}
+		if len(sess.CreatedBy) >= 16 {
+			// The creator's place under the per-token cap (an actor is a
+			// token hash's first 16 hex digits, principal.actor).
+			r.creator = sess.CreatedBy[:16]
+		}
 		r.ctx, r.cancel = context.WithCancel(s.bg)
 		s.runners.adopt(r)
 	}
