@@ -42,6 +42,13 @@ func TestMockSessionEndsWithin2s(t *testing.T) {
 		t.Fatalf("still running after %v", time.Since(start))
 	}
 	t.Logf("%s after %v with %v events", s["status"], time.Since(start), s["event_count"])
+	// The end is followed by the credential and the seal; once sealed,
+	// nothing more may be appended.
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if s := ts.call("GET", "/api/sessions/"+id, adminTok, nil).json(t); s["sealed"] == true {
+			break
+		}
+	}
 	n := len(ts.events(id))
 	time.Sleep(1500 * time.Millisecond)
 	if m := len(ts.events(id)); m != n {
