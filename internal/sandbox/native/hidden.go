@@ -3,7 +3,6 @@ package native
 import (
 	"path/filepath"
 	"slices"
-	"strings"
 )
 
 // hiddenPaths cleans, deduplicates and sorts paths, adding the target of
@@ -28,9 +27,4 @@ func hiddenPaths(paths []string) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// within reports whether path is dir or lies under it.
-func within(path, dir string) bool {
-	return path == dir || dir == "/" || strings.HasPrefix(path, dir+"/")
 }

@@ -155,7 +155,7 @@ func TestHiddenPathsWithoutMaskLeak(t *testing.T) {
 func TestWorkspaceRefusals(t *testing.T) {
 	h := newHomeFixture(t)
 	tier := newTestTier(t, sandbox.Options{Hidden: h.hidden()})
-	for _, ws := range []string{"/", h.dataDir, filepath.Join(h.dataDir, "keys"), filepath.Join(h.ws, ".ssh")} {
+	for _, ws := range []string{"/", "/etc", "/usr", h.dataDir, filepath.Join(h.dataDir, "keys"), filepath.Join(h.ws, ".ssh")} {
 		r := tier.Run(context.Background(), sandbox.Request{Command: "cat *", Workspace: ws})
 		if r.Status != sandbox.StatusAborted || r.Enforced != nil {
 			t.Fatalf("workspace %s: status %s; want aborted: %s", ws, r.Status, r.Observation())

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/secretpaths"
 )
 
 // sandboxExec is the absolute path of Apple's sandbox-exec, which applies a
@@ -75,15 +76,10 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		return abort("workspace %s: %v", req.Workspace, err)
 	}
 	hidden := hiddenPaths(append(slices.Clone(t.hidden), req.Hidden...))
-	// Security: a workspace of / grants the whole disk; one inside a
-	// protected path would be denied wholesale anyway.
-	if ws == "/" {
-		return abort("workspace %s is the root directory; fix: pass the project directory as the workspace", req.Workspace)
-	}
-	for _, h := range hidden {
-		if within(ws, h) {
-			return abort("workspace %s lies inside the protected path %s, which is never shown to a command; fix: use a workspace outside it", req.Workspace, h)
-		}
+	// Security: a workspace of / or a system directory grants it whole;
+	// one inside a protected path would be denied wholesale anyway.
+	if err := secretpaths.CheckWorkspace(ws, secretpaths.List{Paths: hidden}); err != nil {
+		return abort("%v", err)
 	}
 	scratch, err := os.MkdirTemp("", "ironvise-scratch-")
 	if err != nil {

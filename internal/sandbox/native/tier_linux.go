@@ -25,6 +25,7 @@ import (
 	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/sandbox/native/launch"
 	"github.com/ironvise/ironvise/internal/sandbox/native/seccomp"
+	"github.com/ironvise/ironvise/internal/secretpaths"
 )
 
 // Tier is the native Linux tier.
@@ -182,21 +183,20 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if err != nil {
 		return abort("workspace %s: %v", req.Workspace, err)
 	}
-	// Security: the whole file system as a workspace would grant every
-	// path to Landlock; the front ends refuse it, and the tier does too.
-	if ws == "/" {
-		return abort("workspace %s is the root directory; fix: pass the project directory as the workspace", req.Workspace)
-	}
 	hidden := t.hidden
 	if len(req.Hidden) > 0 {
 		hidden = hiddenPaths(append(slices.Clone(t.hidden), req.Hidden...))
 	}
+	// Security: / or a system directory as the workspace would grant it
+	// whole to Landlock, and one inside a protected path cannot be
+	// masked; the front ends refuse both, and the tier does not rely on
+	// them (the same check as theirs and the container tier's).
+	if err := secretpaths.CheckWorkspace(ws, secretpaths.List{Paths: hidden}); err != nil {
+		return abort("%v", err)
+	}
 	var visible []string
 	for _, h := range hidden {
-		if within(ws, h) {
-			return abort("workspace %s lies inside the protected path %s, which is never shown to a command; fix: use a workspace outside it", req.Workspace, h)
-		}
-		if within(h, ws) || slices.ContainsFunc(t.readRoots, func(r string) bool { return within(h, r) }) {
+		if secretpaths.Within(h, ws) || slices.ContainsFunc(t.readRoots, func(r string) bool { return secretpaths.Within(h, r) }) {
 			visible = append(visible, h)
 		}
 	}
