@@ -11,4 +11,4 @@ const auditArch = unix.AUDIT_ARCH_X86_64
 const rejectX32 = true
 
 // nativeNumber is a syscall's number on amd64.
-func nativeNumber(n archNums) int32 { return n.amd64 }
+func nativeNumber(n archNums) int64 { return n.amd64 }

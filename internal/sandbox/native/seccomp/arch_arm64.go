@@ -12,4 +12,4 @@ const auditArch = unix.AUDIT_ARCH_AARCH64
 const rejectX32 = false
 
 // nativeNumber is a syscall's number on arm64.
-func nativeNumber(n archNums) int32 { return n.arm64 }
+func nativeNumber(n archNums) int64 { return n.arm64 }

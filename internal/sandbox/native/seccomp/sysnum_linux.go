@@ -2,335 +2,79 @@
 
 package seccomp
 
-import "sync"
+import (
+	"bufio"
+	"bytes"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+)
 
-// none marks a syscall an architecture does not have (the legacy open,
-// stat, fork … on arm64).
+// sysnumTable is the table of syscall names with their amd64 and arm64
+// numbers: each name once, both architectures' numbers side by side, so
+// that adding a syscall cannot reach one architecture and miss the other.
+//
+//go:embed sysnum.txt
+var sysnumTable []byte
+
+// none marks a syscall an architecture does not have.
 const none = -1
 
 // archNums are one syscall's numbers on the two architectures the profiles
 // are built for.
-type archNums struct{ amd64, arm64 int32 }
+type archNums struct{ amd64, arm64 int64 }
 
-// syscallTable maps the kernel's syscall names to their numbers, each name
-// once with both architectures' numbers side by side. The numbers are the
-// kernel's ABI and never change; TestSyscallTableMatchesXSys checks both
-// columns against golang.org/x/sys/unix's SYS_ constants for each
-// architecture, whichever one the test runs on. To add a syscall, add its
-// name with both numbers (none where it is missing); the test prints the
-// row it expects.
-func syscallTable() map[string]archNums {
-	return map[string]archNums{
-		"accept":                 {43, 202},
-		"accept4":                {288, 242},
-		"access":                 {21, none},
-		"acct":                   {163, 89},
-		"add_key":                {248, 217},
-		"alarm":                  {37, none},
-		"arch_prctl":             {158, none},
-		"bind":                   {49, 200},
-		"bpf":                    {321, 280},
-		"brk":                    {12, 214},
-		"capget":                 {125, 90},
-		"capset":                 {126, 91},
-		"chdir":                  {80, 49},
-		"chmod":                  {90, none},
-		"chown":                  {92, none},
-		"chroot":                 {161, 51},
-		"clock_getres":           {229, 114},
-		"clock_gettime":          {228, 113},
-		"clock_nanosleep":        {230, 115},
-		"clone":                  {56, 220},
-		"clone3":                 {435, 435},
-		"close":                  {3, 57},
-		"close_range":            {436, 436},
-		"connect":                {42, 203},
-		"copy_file_range":        {326, 285},
-		"creat":                  {85, none},
-		"delete_module":          {176, 106},
-		"dup":                    {32, 23},
-		"dup2":                   {33, none},
-		"dup3":                   {292, 24},
-		"epoll_create":           {213, none},
-		"epoll_create1":          {291, 20},
-		"epoll_ctl":              {233, 21},
-		"epoll_pwait":            {281, 22},
-		"epoll_pwait2":           {441, 441},
-		"epoll_wait":             {232, none},
-		"eventfd":                {284, none},
-		"eventfd2":               {290, 19},
-		"execve":                 {59, 221},
-		"execveat":               {322, 281},
-		"exit":                   {60, 93},
-		"exit_group":             {231, 94},
-		"faccessat":              {269, 48},
-		"faccessat2":             {439, 439},
-		"fadvise64":              {221, 223},
-		"fallocate":              {285, 47},
-		"fchdir":                 {81, 50},
-		"fchmod":                 {91, 52},
-		"fchmodat":               {268, 53},
-		"fchmodat2":              {452, 452},
-		"fchown":                 {93, 55},
-		"fchownat":               {260, 54},
-		"fcntl":                  {72, 25},
-		"fdatasync":              {75, 83},
-		"fgetxattr":              {193, 10},
-		"finit_module":           {313, 273},
-		"flistxattr":             {196, 13},
-		"flock":                  {73, 32},
-		"fork":                   {57, none},
-		"fremovexattr":           {199, 16},
-		"fsconfig":               {431, 431},
-		"fsetxattr":              {190, 7},
-		"fsmount":                {432, 432},
-		"fsopen":                 {430, 430},
-		"fspick":                 {433, 433},
-		"fstat":                  {5, 80},
-		"fstatfs":                {138, 44},
-		"fsync":                  {74, 82},
-		"ftruncate":              {77, 46},
-		"futex":                  {202, 98},
-		"futex_waitv":            {449, 449},
-		"futimesat":              {261, none},
-		"getcpu":                 {309, 168},
-		"getcwd":                 {79, 17},
-		"getdents":               {78, none},
-		"getdents64":             {217, 61},
-		"getegid":                {108, 177},
-		"geteuid":                {107, 175},
-		"getgid":                 {104, 176},
-		"getgroups":              {115, 158},
-		"getitimer":              {36, 102},
-		"getpeername":            {52, 205},
-		"getpgid":                {121, 155},
-		"getpgrp":                {111, none},
-		"getpid":                 {39, 172},
-		"getppid":                {110, 173},
-		"getpriority":            {140, 141},
-		"getrandom":              {318, 278},
-		"getresgid":              {120, 150},
-		"getresuid":              {118, 148},
-		"getrlimit":              {97, 163},
-		"getrusage":              {98, 165},
-		"getsid":                 {124, 156},
-		"getsockname":            {51, 204},
-		"getsockopt":             {55, 209},
-		"gettid":                 {186, 178},
-		"gettimeofday":           {96, 169},
-		"getuid":                 {102, 174},
-		"getxattr":               {191, 8},
-		"getxattrat":             {464, 464},
-		"init_module":            {175, 105},
-		"inotify_add_watch":      {254, 27},
-		"inotify_init":           {253, none},
-		"inotify_init1":          {294, 26},
-		"inotify_rm_watch":       {255, 28},
-		"io_uring_enter":         {426, 426},
-		"io_uring_register":      {427, 427},
-		"io_uring_setup":         {425, 425},
-		"ioctl":                  {16, 29},
-		"ioperm":                 {173, none},
-		"iopl":                   {172, none},
-		"ioprio_get":             {252, 31},
-		"ioprio_set":             {251, 30},
-		"kcmp":                   {312, 272},
-		"kexec_file_load":        {320, 294},
-		"kexec_load":             {246, 104},
-		"keyctl":                 {250, 219},
-		"kill":                   {62, 129},
-		"lchown":                 {94, none},
-		"lgetxattr":              {192, 9},
-		"link":                   {86, none},
-		"linkat":                 {265, 37},
-		"listen":                 {50, 201},
-		"listxattr":              {194, 11},
-		"listxattrat":            {465, 465},
-		"llistxattr":             {195, 12},
-		"lookup_dcookie":         {212, 18},
-		"lremovexattr":           {198, 15},
-		"lseek":                  {8, 62},
-		"lsetxattr":              {189, 6},
-		"lstat":                  {6, none},
-		"madvise":                {28, 233},
-		"membarrier":             {324, 283},
-		"memfd_create":           {319, 279},
-		"memfd_secret":           {447, 447},
-		"mincore":                {27, 232},
-		"mkdir":                  {83, none},
-		"mkdirat":                {258, 34},
-		"mknod":                  {133, none},
-		"mknodat":                {259, 33},
-		"mmap":                   {9, 222},
-		"modify_ldt":             {154, none},
-		"mount":                  {165, 40},
-		"mount_setattr":          {442, 442},
-		"move_mount":             {429, 429},
-		"mprotect":               {10, 226},
-		"mremap":                 {25, 216},
-		"msync":                  {26, 227},
-		"munmap":                 {11, 215},
-		"name_to_handle_at":      {303, 264},
-		"nanosleep":              {35, 101},
-		"newfstatat":             {262, 79},
-		"open":                   {2, none},
-		"open_by_handle_at":      {304, 265},
-		"open_tree":              {428, 428},
-		"open_tree_attr":         {467, 467},
-		"openat":                 {257, 56},
-		"openat2":                {437, 437},
-		"pause":                  {34, none},
-		"perf_event_open":        {298, 241},
-		"personality":            {135, 92},
-		"pidfd_getfd":            {438, 438},
-		"pidfd_open":             {434, 434},
-		"pidfd_send_signal":      {424, 424},
-		"pipe":                   {22, none},
-		"pipe2":                  {293, 59},
-		"pivot_root":             {155, 41},
-		"pkey_alloc":             {330, 289},
-		"pkey_free":              {331, 290},
-		"pkey_mprotect":          {329, 288},
-		"poll":                   {7, none},
-		"ppoll":                  {271, 73},
-		"prctl":                  {157, 167},
-		"pread64":                {17, 67},
-		"preadv":                 {295, 69},
-		"preadv2":                {327, 286},
-		"prlimit64":              {302, 261},
-		"process_madvise":        {440, 440},
-		"process_vm_readv":       {310, 270},
-		"process_vm_writev":      {311, 271},
-		"pselect6":               {270, 72},
-		"ptrace":                 {101, 117},
-		"pwrite64":               {18, 68},
-		"pwritev":                {296, 70},
-		"pwritev2":               {328, 287},
-		"quotactl":               {179, 60},
-		"read":                   {0, 63},
-		"readahead":              {187, 213},
-		"readlink":               {89, none},
-		"readlinkat":             {267, 78},
-		"readv":                  {19, 65},
-		"reboot":                 {169, 142},
-		"recvfrom":               {45, 207},
-		"recvmmsg":               {299, 243},
-		"recvmsg":                {47, 212},
-		"removexattr":            {197, 14},
-		"removexattrat":          {466, 466},
-		"rename":                 {82, none},
-		"renameat":               {264, 38},
-		"renameat2":              {316, 276},
-		"request_key":            {249, 218},
-		"restart_syscall":        {219, 128},
-		"rmdir":                  {84, none},
-		"rseq":                   {334, 293},
-		"rt_sigaction":           {13, 134},
-		"rt_sigpending":          {127, 136},
-		"rt_sigprocmask":         {14, 135},
-		"rt_sigqueueinfo":        {129, 138},
-		"rt_sigreturn":           {15, 139},
-		"rt_sigsuspend":          {130, 133},
-		"rt_sigtimedwait":        {128, 137},
-		"rt_tgsigqueueinfo":      {297, 240},
-		"sched_get_priority_max": {146, 125},
-		"sched_get_priority_min": {147, 126},
-		"sched_getaffinity":      {204, 123},
-		"sched_getparam":         {143, 121},
-		"sched_getscheduler":     {145, 120},
-		"sched_rr_get_interval":  {148, 127},
-		"sched_setaffinity":      {203, 122},
-		"sched_yield":            {24, 124},
-		"select":                 {23, none},
-		"sendfile":               {40, 71},
-		"sendmmsg":               {307, 269},
-		"sendmsg":                {46, 211},
-		"sendto":                 {44, 206},
-		"set_robust_list":        {273, 99},
-		"set_tid_address":        {218, 96},
-		"setfsgid":               {123, 152},
-		"setfsuid":               {122, 151},
-		"setgid":                 {106, 144},
-		"setgroups":              {116, 159},
-		"setitimer":              {38, 103},
-		"setns":                  {308, 268},
-		"setpgid":                {109, 154},
-		"setpriority":            {141, 140},
-		"setregid":               {114, 143},
-		"setresgid":              {119, 149},
-		"setresuid":              {117, 147},
-		"setreuid":               {113, 145},
-		"setrlimit":              {160, 164},
-		"setsid":                 {112, 157},
-		"setsockopt":             {54, 208},
-		"setuid":                 {105, 146},
-		"setxattr":               {188, 5},
-		"setxattrat":             {463, 463},
-		"shutdown":               {48, 210},
-		"sigaltstack":            {131, 132},
-		"signalfd":               {282, none},
-		"signalfd4":              {289, 74},
-		"socket":                 {41, 198},
-		"socketpair":             {53, 199},
-		"splice":                 {275, 76},
-		"stat":                   {4, none},
-		"statfs":                 {137, 43},
-		"statx":                  {332, 291},
-		"swapoff":                {168, 225},
-		"swapon":                 {167, 224},
-		"symlink":                {88, none},
-		"symlinkat":              {266, 36},
-		"sync":                   {162, 81},
-		"sync_file_range":        {277, 84},
-		"syncfs":                 {306, 267},
-		"sysinfo":                {99, 179},
-		"syslog":                 {103, 116},
-		"tee":                    {276, 77},
-		"tgkill":                 {234, 131},
-		"time":                   {201, none},
-		"timer_create":           {222, 107},
-		"timer_delete":           {226, 111},
-		"timer_getoverrun":       {225, 109},
-		"timer_gettime":          {224, 108},
-		"timer_settime":          {223, 110},
-		"timerfd_create":         {283, 85},
-		"timerfd_gettime":        {287, 87},
-		"timerfd_settime":        {286, 86},
-		"times":                  {100, 153},
-		"tkill":                  {200, 130},
-		"truncate":               {76, 45},
-		"umask":                  {95, 166},
-		"umount2":                {166, 39},
-		"uname":                  {63, 160},
-		"unlink":                 {87, none},
-		"unlinkat":               {263, 35},
-		"unshare":                {272, 97},
-		"uselib":                 {134, none},
-		"userfaultfd":            {323, 282},
-		"utime":                  {132, none},
-		"utimensat":              {280, 88},
-		"utimes":                 {235, none},
-		"vfork":                  {58, none},
-		"vhangup":                {153, 58},
-		"wait4":                  {61, 260},
-		"waitid":                 {247, 95},
-		"write":                  {1, 64},
-		"writev":                 {20, 66},
+// syscallTable parses sysnumTable.
+func syscallTable() (map[string]archNums, error) {
+	table := map[string]archNums{}
+	sc := bufio.NewScanner(bytes.NewReader(sysnumTable))
+	for line := 1; sc.Scan(); line++ {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		f := strings.Fields(text)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("seccomp: sysnum.txt:%d: want a name and two numbers", line)
+		}
+		amd64, err1 := parseSysnum(f[1])
+		arm64, err2 := parseSysnum(f[2])
+		if err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("seccomp: sysnum.txt:%d: bad number", line)
+		}
+		if _, dup := table[f[0]]; dup {
+			return nil, fmt.Errorf("seccomp: sysnum.txt:%d: %s listed twice", line, f[0])
+		}
+		table[f[0]] = archNums{amd64: amd64, arm64: arm64}
 	}
+	return table, sc.Err()
+}
+
+// parseSysnum reads one number column: "-" is none.
+func parseSysnum(s string) (int64, error) {
+	if s == "-" {
+		return none, nil
+	}
+	return strconv.ParseInt(s, 10, 32)
 }
 
 // sysnums maps the syscall names to the numbers of this architecture
 // (nativeNumber picks its column); the names it lacks are absent. It is
 // built on first use, not at package initialisation: the sandbox launcher
 // imports this package to check a program's hash and never looks a name
-// up.
-var sysnums = sync.OnceValue(func() map[string]uint32 {
-	table := syscallTable()
+// up. An unreadable table fails every profile build.
+var sysnums = sync.OnceValues(func() (map[string]uint32, error) {
+	table, err := syscallTable()
+	if err != nil {
+		return nil, err
+	}
 	m := make(map[string]uint32, len(table))
 	for name, n := range table {
 		if nr := nativeNumber(n); nr != none {
 			m[name] = uint32(nr)
 		}
 	}
-	return m
+	return m, nil
 })

@@ -13,7 +13,7 @@ import (
 	"testing"
 )
 
-// TestSyscallTableMatchesXSys checks both columns of syscallTable against
+// TestSyscallTableMatchesXSys checks both columns of sysnum.txt against
 // golang.org/x/sys/unix's SYS_ constants for amd64 and arm64, read from the
 // module's source (its generated zsysnum files), so that each
 // architecture's numbers are checked whichever one the test runs on: a
@@ -25,7 +25,10 @@ func TestSyscallTableMatchesXSys(t *testing.T) {
 	}
 	dir := filepath.Join(strings.TrimSpace(string(out)), "unix")
 	amd64, arm64 := sysConstants(t, filepath.Join(dir, "zsysnum_linux_amd64.go")), sysConstants(t, filepath.Join(dir, "zsysnum_linux_arm64.go"))
-	table := syscallTable()
+	table, err := syscallTable()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(table) < 200 {
 		t.Fatalf("only %d syscalls in the table", len(table))
 	}
@@ -37,27 +40,27 @@ func TestSyscallTableMatchesXSys(t *testing.T) {
 			continue
 		}
 		if got != want {
-			t.Errorf("%q: table has {%s, %s}, x/sys has {%s, %s}", name,
-				numberText(got.amd64), numberText(got.arm64), numberText(want.amd64), numberText(want.arm64))
+			t.Errorf("sysnum.txt has %q, x/sys wants %q", tableRow(name, got), tableRow(name, want))
 		}
 	}
 	// The native map holds exactly the names this architecture has.
+	nums := nativeSysnums(t)
 	for name, n := range table {
-		nr, ok := sysnums()[name]
-		if want := nativeNumber(n); ok != (want != none) || (ok && int32(nr) != want) {
+		nr, ok := nums[name]
+		if want := nativeNumber(n); ok != (want != none) || (ok && int64(nr) != want) {
 			t.Errorf("sysnums()[%q] = %d, %v; want %s", name, nr, ok, numberText(want))
 		}
 	}
 }
 
 // sysConstants reads the SYS_ constants of one of x/sys's zsysnum files.
-func sysConstants(t *testing.T, path string) map[string]int32 {
+func sysConstants(t *testing.T, path string) map[string]int64 {
 	t.Helper()
 	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	consts := map[string]int32{}
+	consts := map[string]int64{}
 	for _, d := range f.Decls {
 		gd, ok := d.(*ast.GenDecl)
 		if !ok || gd.Tok != token.CONST {
@@ -76,7 +79,7 @@ func sysConstants(t *testing.T, path string) map[string]int32 {
 			if err != nil {
 				t.Fatalf("%s: %s = %s: %v", path, vs.Names[0].Name, lit.Value, err)
 			}
-			consts[vs.Names[0].Name] = int32(n)
+			consts[vs.Names[0].Name] = n
 		}
 	}
 	if len(consts) < 250 {
@@ -85,16 +88,31 @@ func sysConstants(t *testing.T, path string) map[string]int32 {
 	return consts
 }
 
-func lookupNumber(consts map[string]int32, name string) int32 {
+func lookupNumber(consts map[string]int64, name string) int64 {
 	if n, ok := consts[name]; ok {
 		return n
 	}
 	return none
 }
 
-func numberText(n int32) string {
+func numberText(n int64) string {
 	if n == none {
-		return "none"
+		return "-"
 	}
-	return strconv.Itoa(int(n))
+	return strconv.FormatInt(n, 10)
+}
+
+// tableRow is name's line in sysnum.txt.
+func tableRow(name string, n archNums) string {
+	return name + " " + numberText(n.amd64) + " " + numberText(n.arm64)
+}
+
+// nativeSysnums is sysnums for a test: the table must parse.
+func nativeSysnums(t *testing.T) map[string]uint32 {
+	t.Helper()
+	nums, err := sysnums()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nums
 }
