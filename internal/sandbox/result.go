@@ -201,6 +201,23 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Ran returns the Result of a command that tier ran for dur, with the
+// output it captured; the caller adds the outcome.
+func Ran(tier TierName, dur time.Duration, stdout, stderr *Collector) Result {
+	r := Result{Tier: tier, Status: StatusOK, Duration: dur}
+	r.Stdout, r.StdoutTruncated = stdout.Capped()
+	r.Stderr, r.StderrTruncated = stderr.Capped()
+	return r
+}
+
+// TimedOut marks r as a command that the wall-clock timeout cut off after
+// dur; killed says what the tier killed.
+func (r *Result) TimedOut(timeout, dur time.Duration, killed string) {
+	r.Status, r.ExitCode, r.Signal = StatusTimeout, nil, "SIGKILL"
+	r.Reason = fmt.Sprintf("wall-clock timeout of %d s exceeded; %s", int(timeout.Seconds()), killed)
+	r.Duration, r.Limit = max(dur, timeout), timeout
+}
+
 // Aborted returns the Result of a run that never started because tier could
 // not be applied. reason is kept to one line.
 func Aborted(tier TierName, reason string, d time.Duration) Result {

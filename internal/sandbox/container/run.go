@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -39,15 +38,9 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if err != nil {
 		return abort("%v", err)
 	}
-	ws, err := filepath.EvalSymlinks(req.Workspace)
-	if err == nil {
-		var fi os.FileInfo
-		if fi, err = os.Stat(ws); err == nil && !fi.IsDir() {
-			err = errors.New("not a directory")
-		}
-	}
+	ws, err := sandbox.ResolveWorkspace(req.Workspace)
 	if err != nil {
-		return abort("workspace %s: %v", req.Workspace, err)
+		return abort("%v", err)
 	}
 	if !filepath.IsAbs(ws) || !mountSafe(ws) {
 		return abort("workspace %q cannot be bind-mounted: its path contains a comma, a quote or a line break; fix: use a workspace path without them", ws)
@@ -129,14 +122,11 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		t.sweep(context.WithoutCancel(ctx), name)
 	}
 
-	res := sandbox.Result{Tier: t.Name(), Status: sandbox.StatusOK, Duration: dur, Enforced: t.enforced(pre, spec, memBytes)}
-	res.Stdout, res.StdoutTruncated = stdout.Capped()
-	res.Stderr, res.StderrTruncated = stderr.Capped()
+	res := sandbox.Ran(t.Name(), dur, &stdout, &stderr)
+	res.Enforced = t.enforced(pre, spec, memBytes)
 	switch {
 	case timedOut:
-		res.Status, res.Signal, res.ExitCode = sandbox.StatusTimeout, "SIGKILL", nil
-		res.Reason = fmt.Sprintf("wall-clock timeout of %d s exceeded; the container %s was killed and removed", int(timeout.Seconds()), name)
-		res.Duration, res.Limit = max(dur, timeout), timeout
+		res.TimedOut(timeout, dur, "the container "+name+" was killed and removed")
 		return res
 	case ctx.Err() != nil:
 		return abort("run cancelled: %v; the container %s was removed", ctx.Err(), name)

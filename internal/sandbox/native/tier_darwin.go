@@ -112,9 +112,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if cmd.ProcessState == nil {
 		return abort("start %s: %v", sandboxExec, runErr)
 	}
-	res := sandbox.Result{Tier: sandbox.TierNativeDarwin, Status: sandbox.StatusOK, Duration: dur}
-	res.Stdout, res.StdoutTruncated = stdout.Capped()
-	res.Stderr, res.StderrTruncated = stderr.Capped()
+	res := sandbox.Ran(sandbox.TierNativeDarwin, dur, &stdout, &stderr)
 	res.ExitCode, res.Signal = sandbox.ProcessOutcome(cmd.ProcessState)
 	// sandbox-exec reports its own failure (the profile could not be
 	// applied) on stderr with its name as prefix, before exec'ing the
@@ -125,9 +123,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	uid := os.Getuid()
 	res.Enforced = &sandbox.Enforced{SeatbeltProfileSHA256: sum, Network: "none", ScratchDir: scratch, UID: &uid}
 	if rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-		res.Status, res.ExitCode, res.Signal = sandbox.StatusTimeout, nil, "SIGKILL"
-		res.Reason = fmt.Sprintf("wall-clock timeout of %d s exceeded; the command's process group was killed", int(timeout.Seconds()))
-		res.Duration, res.Limit = max(dur, timeout), timeout
+		res.TimedOut(timeout, dur, "the command's process group was killed")
 	}
 	return res
 }

@@ -222,9 +222,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	}
 	_ = cmd.Wait()
 	dur := time.Since(start)
-	res := sandbox.Result{Tier: sandbox.TierNativeWindows, Status: sandbox.StatusOK, Duration: dur}
-	res.Stdout, res.StdoutTruncated = stdout.Capped()
-	res.Stderr, res.StderrTruncated = stderr.Capped()
+	res := sandbox.Ran(sandbox.TierNativeWindows, dur, &stdout, &stderr)
 	res.ExitCode, res.Signal = sandbox.ProcessOutcome(cmd.ProcessState)
 	res.Enforced = &sandbox.Enforced{JobObject: applied, Network: "host", ScratchDir: scratch,
 		RLimits: &sandbox.RLimits{CPUSecs: lim.CPUSecs, ASMiB: lim.MemMiB, NProc: lim.NProc}}
