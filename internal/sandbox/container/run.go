@@ -56,7 +56,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	// workspace holds ~/.ssh and the data directory) are covered in the
 	// container; the checks refuse naming them, this hides them from
 	// whatever the command computes.
-	plan, err := planMasks(ws, hiddenSet(t.opts.Hidden, req.Hidden))
+	plan, err := planMasks(ws, sandbox.HiddenPaths(t.opts.Hidden, req.Hidden))
 	if err != nil {
 		return abort("%v", err)
 	}

@@ -113,6 +113,28 @@ for r, ds, fs in os.walk("."):
 	}
 }
 
+// TestHiddenLinkMadeAfterTheTier: a protected path that becomes a symlink
+// only after the tier was built (serve builds it once, at start) is masked
+// at its target all the same: the launcher skips the link itself, so the
+// tier resolves the links when each command starts.
+func TestHiddenLinkMadeAfterTheTier(t *testing.T) {
+	fx := newFixture(t)
+	creds := filepath.Join(fx.ws, "cloud-creds")
+	if err := os.Mkdir(creds, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(creds, "credentials"), []byte("AWS-"+fx.secretText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(fx.ws, ".aws")
+	tier := newTestTier(t, sandbox.Options{Hidden: []string{link}})
+	if err := os.Symlink(creds, link); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, tier, fx, `cat cloud-creds/credentials .aws/credentials`)
+	noLeak(t, r, fx.secretText)
+}
+
 // TestHiddenPathUnderASystemRoot: a protected path under /etc (readable
 // to every command) is masked too, while one outside every root needs no
 // mount at all.

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -27,8 +26,9 @@ const sandboxExec = "/usr/bin/sandbox-exec"
 type Tier struct {
 	opts sandbox.Options
 	log  *slog.Logger
-	// hidden are the protected paths the profile denies, with symlinks'
-	// targets (Seatbelt matches resolved paths).
+	// hidden are the protected paths the profile denies (Options.Hidden);
+	// each run adds their symlinks' targets, since Seatbelt matches
+	// resolved paths (sandbox.HiddenPaths).
 	hidden []string
 }
 
@@ -38,7 +38,7 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 	if opts.User != "" {
 		return nil, fmt.Errorf("native: ECTO_SANDBOX_USER=%q: switching user is supported on Linux only", opts.User)
 	}
-	return &Tier{opts: opts, log: opts.Logger, hidden: hiddenPaths(opts.Hidden)}, nil
+	return &Tier{opts: opts, log: opts.Logger, hidden: opts.Hidden}, nil
 }
 
 // Name implements sandbox.Tier.
@@ -75,7 +75,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if err != nil {
 		return abort("workspace %s: %v", req.Workspace, err)
 	}
-	hidden := hiddenPaths(append(slices.Clone(t.hidden), req.Hidden...))
+	hidden := sandbox.HiddenPaths(t.hidden, req.Hidden)
 	// Security: a workspace of / or a system directory grants it whole;
 	// one inside a protected path would be denied wholesale anyway.
 	if err := secretpaths.CheckWorkspace(ws, secretpaths.List{Paths: hidden}); err != nil {

@@ -42,7 +42,8 @@ type Tier struct {
 	seccomp    *seccomp.Profile
 	seccompErr error
 	// hidden are the paths every command's mount namespace masks
-	// (Options.Hidden with symlinks' targets added), parents first.
+	// (Options.Hidden); their symlinks are resolved when each command
+	// starts (sandbox.HiddenPaths).
 	hidden []string
 	// readRoots are the system roots a command can read; only protected
 	// paths under them or the workspace need a mask.
@@ -81,7 +82,7 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 	// Built once: every launcher installs these bytes (and checks their
 	// hash). A build failure is reported by Available and aborts each Run.
 	t.seccomp, t.seccompErr = seccomp.Build()
-	t.hidden = hiddenPaths(opts.Hidden)
+	t.hidden = opts.Hidden
 	// The roots as written and resolved (/bin is often /usr/bin), so that
 	// a protected path under either name is found.
 	for _, r := range launch.SystemReadRoots() {
@@ -239,10 +240,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 // the tier's and the request's, each that the command could reach (inside
 // the workspace or a readable system root).
 func (t *Tier) masks(ws string, reqHidden []string) ([]string, error) {
-	hidden := t.hidden
-	if len(reqHidden) > 0 {
-		hidden = hiddenPaths(append(slices.Clone(t.hidden), reqHidden...))
-	}
+	hidden := sandbox.HiddenPaths(t.hidden, reqHidden)
 	// Security: / or a system directory as the workspace would grant it
 	// whole to Landlock, and one inside a protected path cannot be
 	// masked; the front ends refuse both, and the tier does not rely on
