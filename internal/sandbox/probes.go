@@ -246,7 +246,7 @@ func (p *prober) limitProbes(ctx context.Context, f findings, perl bool) []Guara
 
 	mem := p.t.Run(ctx, Request{Command: `awk 'BEGIN { s = "x"; for (;;) s = s s }'`, Workspace: p.ws, Limits: Limits{MemMiB: 64}, Timeout: 60 * time.Second})
 	memOK := mem.Status == StatusOK && (mem.Signal != "" || (mem.ExitCode != nil && *mem.ExitCode != 0))
-	v.add(GLimitMemory, memOK, true, fmt.Sprintf("doubling a string with a 64 MiB address-space cap: %s %s", mem.Headline(), firstLineOf(mem.Stderr)))
+	v.add(GLimitMemory, memOK, true, fmt.Sprintf("doubling a string with a 64 MiB address-space cap: %s %s", mem.Headline(), FirstLine(mem.Stderr, 0)))
 
 	if fds := f.get("fds"); perl && fds != "" {
 		n, _ := strconv.Atoi(strings.Fields(fds + " x")[0])
@@ -272,7 +272,7 @@ func (p *prober) limitProbes(ctx context.Context, f findings, perl bool) []Guara
 		backstop = fmt.Sprintf("pid_max %d of the command's PID namespace (16 processes plus the kernel's 300 reserved PIDs; RLIMIT_NPROC does not bind uid 0)", *procs.Enforced.PidMax)
 	}
 	v.add(GLimitProcesses, procs.Status == StatusOK && !strings.Contains(procs.Stdout, "ALL-STARTED"), true,
-		fmt.Sprintf("1000 background sleeps under %s: the kernel refused a fork after %s had started: %s", backstop, last, firstLineOf(procs.Stderr)))
+		fmt.Sprintf("1000 background sleeps under %s: the kernel refused a fork after %s had started: %s", backstop, last, FirstLine(procs.Stderr, 0)))
 
 	v = append(v, p.scratchProbes(ctx)...)
 	return v
@@ -352,14 +352,6 @@ func (f findings) get(k string) string {
 func (f findings) all(k string) []string { return f[k] }
 
 func portOf(addr string) string { return addr[strings.LastIndexByte(addr, ':')+1:] }
-
-func firstLineOf(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
 
 // orderGuarantees sorts gs into the order of GuaranteeNames.
 func orderGuarantees(gs []Guarantee) []Guarantee {

@@ -218,6 +218,30 @@ func (r *Result) TimedOut(timeout, dur time.Duration, killed string) {
 	r.Duration, r.Limit = max(dur, timeout), timeout
 }
 
+// FirstLine is the first line of s, trimmed and cut to at most max bytes
+// (uncut when max is 0): a tool's message quoted in a one-line reason.
+func FirstLine(s string, max int) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return cutBytes(strings.TrimSpace(s), max)
+}
+
+// LastLine is the last non-empty line of s, trimmed and cut to at most max
+// bytes (uncut when max is 0).
+func LastLine(s string, max int) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return cutBytes(strings.TrimSpace(s), max)
+}
+
+func cutBytes(s string, max int) string {
+	if max > 0 && len(s) > max {
+		return s[:max]
+	}
+	return s
+}
+
 // Aborted returns the Result of a run that never started because tier could
 // not be applied. reason is kept to one line.
 func Aborted(tier TierName, reason string, d time.Duration) Result {

@@ -153,7 +153,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 // A command can forge that line, but only to have its own run recorded as
 // aborted — the fail-closed direction, and no more than exiting 125 does.
 func (t *Tier) runtimeFailure(code int, stderr []byte) (string, bool) {
-	last := lastLine(string(stderr))
+	last := sandbox.LastLine(string(stderr), 300)
 	switch code {
 	case exitRuntimeError:
 		if strings.HasPrefix(last, checkFailedPrefix) {
@@ -209,7 +209,7 @@ func (t *Tier) sweep(ctx context.Context, name string) {
 	cmd := exec.CommandContext(cctx, t.bin, args...)
 	cmd.WaitDelay = time.Second
 	if out, err := cmd.CombinedOutput(); err != nil && !strings.Contains(strings.ToLower(string(out)), "no such container") {
-		t.log.Warn("sandbox container: remove container", "name", name, "err", err, "output", lastLine(string(out)))
+		t.log.Warn("sandbox container: remove container", "name", name, "err", err, "output", sandbox.LastLine(string(out), 300))
 	}
 }
 

@@ -339,7 +339,7 @@ func unconfirmed(ctx context.Context, cmd *exec.Cmd, applied *launch.Applied, se
 	} else if waitErr != nil {
 		reason += ": " + waitErr.Error()
 	}
-	if line := firstLine(stderr); line != "" {
+	if line := sandbox.FirstLine(stderr, 200); line != "" {
 		reason += ": " + line
 	}
 	return reason
@@ -444,17 +444,6 @@ func (t *Tier) enforced(a *launch.Applied, scratch string) *sandbox.Enforced {
 		e.PidMax = &pm
 	}
 	return e
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 200 {
-		s = s[:200]
-	}
-	return s
 }
 
 // Compile-time check.
