@@ -154,18 +154,14 @@ func (p *prober) judgeNetwork(v *verdicts, f findings, perl, bash bool) {
 	}
 
 	tcpAccepted := acceptedWithin(p.tcp, 50*time.Millisecond)
-	switch {
-	case perl || bash:
-		v.add(GNetTCPDenied, !strings.Contains(f.get("tcp"), "CONNECTED") && !tcpAccepted, true, "TCP connect to 127.0.0.1: "+f.get("tcp"))
-	default:
-		v.add(GNetTCPDenied, !tcpAccepted, false, "no perl or bash in the sandbox to open a socket with")
-	}
 	udpGot := receivedWithin(p.udp, 50*time.Millisecond)
-	switch {
-	case perl || bash:
+	if perl || bash {
+		v.add(GNetTCPDenied, !strings.Contains(f.get("tcp"), "CONNECTED") && !tcpAccepted, true, "TCP connect to 127.0.0.1: "+f.get("tcp"))
 		v.add(GNetUDPDenied, !strings.Contains(f.get("udp"), "SENT") && !udpGot, true, "UDP send to 127.0.0.1: "+f.get("udp"))
-	default:
-		v.add(GNetUDPDenied, !udpGot, false, "no perl or bash in the sandbox to open a socket with")
+	} else {
+		const noTool = "no perl or bash in the sandbox to open a socket with"
+		v.add(GNetTCPDenied, !tcpAccepted, false, noTool)
+		v.add(GNetUDPDenied, !udpGot, false, noTool)
 	}
 	unixAccepted := acceptedWithin(p.pathSock, 20*time.Millisecond)
 	if p.abstract != nil {

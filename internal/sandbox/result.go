@@ -201,6 +201,28 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Attempt is one Run call of a tier: when it began, so that every result
+// carries its duration, and how it fails closed.
+type Attempt struct {
+	tier  TierName
+	start time.Time
+}
+
+// Begin starts the clock of tier's run of req and checks the request
+// (ValidateRequest); the caller aborts with a refusal.
+func Begin(tier TierName, req Request) (Attempt, error) {
+	return Attempt{tier: tier, start: time.Now()}, ValidateRequest(req)
+}
+
+// Abort is the Result of a run whose command never ran or whose outcome
+// cannot be trusted, for the reason format and args give.
+func (a Attempt) Abort(format string, args ...any) Result {
+	return Aborted(a.tier, fmt.Sprintf(format, args...), a.Elapsed())
+}
+
+// Elapsed is the time since the attempt began.
+func (a Attempt) Elapsed() time.Duration { return time.Since(a.start) }
+
 // Ran returns the Result of a command that tier ran for dur, with the
 // output it captured; the caller adds the outcome.
 func Ran(tier TierName, dur time.Duration, stdout, stderr *Collector) Result {

@@ -27,11 +27,9 @@ const (
 
 // Run implements sandbox.Tier.
 func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
-	start := time.Now()
-	abort := func(format string, args ...any) sandbox.Result {
-		return sandbox.Aborted(t.Name(), fmt.Sprintf(format, args...), time.Since(start))
-	}
-	if err := sandbox.ValidateRequest(req); err != nil {
+	attempt, err := sandbox.Begin(t.Name(), req)
+	abort := attempt.Abort
+	if err != nil {
 		return abort("%v", err)
 	}
 	pre, err := t.preflight(ctx)
@@ -114,7 +112,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	}
 	cmd.WaitDelay = clientGracePeriod
 	runErr := cmd.Run()
-	dur := time.Since(start)
+	dur := attempt.Elapsed()
 	timedOut := rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	if rctx.Err() != nil {
 		// The client may have died before the container existed (docker's

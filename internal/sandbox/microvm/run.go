@@ -68,11 +68,9 @@ func guestTimeout(host time.Duration) int {
 
 // Run implements sandbox.Tier.
 func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
-	start := time.Now()
-	abort := func(format string, args ...any) sandbox.Result {
-		return sandbox.Aborted(sandbox.TierFirecracker, fmt.Sprintf(format, args...), time.Since(start))
-	}
-	if err := sandbox.ValidateRequest(req); err != nil {
+	attempt, err := sandbox.Begin(sandbox.TierFirecracker, req)
+	abort := attempt.Abort
+	if err != nil {
 		return abort("%v", err)
 	}
 	pre, err := t.preflight(ctx)
@@ -139,7 +137,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	confine(cmd) // its own process group; the timeout kills the group
 	cmd.WaitDelay = 2 * time.Second
 	runErr := cmd.Run()
-	dur := time.Since(start)
+	dur := attempt.Elapsed()
 	timedOut := rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 
 	enforced := t.enforced(pre)

@@ -60,11 +60,9 @@ func (t *Tier) SelfTest(ctx context.Context) error { return seatbeltSelfTest(ctx
 
 // Run implements sandbox.Tier.
 func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
-	start := time.Now()
-	abort := func(format string, args ...any) sandbox.Result {
-		return sandbox.Aborted(sandbox.TierNativeDarwin, fmt.Sprintf(format, args...), time.Since(start))
-	}
-	if err := sandbox.ValidateRequest(req); err != nil {
+	attempt, err := sandbox.Begin(sandbox.TierNativeDarwin, req)
+	abort := attempt.Abort
+	if err != nil {
 		return abort("%v", err)
 	}
 	if err := t.Available(ctx); err != nil {
@@ -108,7 +106,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	// do not outlive it and write the workspace between steps.
 	cmd.WaitDelay = 2 * time.Second
 	runErr := runInGroup(cmd, &stdout, &stderr, 2*time.Second)
-	dur := time.Since(start)
+	dur := attempt.Elapsed()
 	if cmd.ProcessState == nil {
 		return abort("start %s: %v", sandboxExec, runErr)
 	}

@@ -168,11 +168,9 @@ func (t *Tier) SelfTest(ctx context.Context) error {
 // specification; then the result is trusted only once the launcher
 // confirmed the sandbox applied.
 func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
-	start := time.Now()
-	abort := func(format string, args ...any) sandbox.Result {
-		return sandbox.Aborted(sandbox.TierNativeLinux, fmt.Sprintf(format, args...), time.Since(start))
-	}
-	if err := sandbox.ValidateRequest(req); err != nil {
+	attempt, err := sandbox.Begin(sandbox.TierNativeLinux, req)
+	abort := attempt.Abort
+	if err != nil {
 		return abort("%v", err)
 	}
 	if t.seccompErr != nil {
@@ -215,7 +213,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	statusW.Close()
 	applied, setupErr := readStatus(statusR)
 	waitErr := cmd.Wait()
-	dur := time.Since(start)
+	dur := attempt.Elapsed()
 
 	res := sandbox.Ran(sandbox.TierNativeLinux, dur, &stdout, &stderr)
 	if reason := unconfirmed(ctx, cmd, applied, setupErr, waitErr, res.Stderr); reason != "" {
