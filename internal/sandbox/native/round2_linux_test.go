@@ -114,25 +114,36 @@ for r, ds, fs in os.walk("."):
 }
 
 // TestHiddenLinkMadeAfterTheTier: a protected path that becomes a symlink
-// only after the tier was built (serve builds it once, at start) is masked
-// at its target all the same: the launcher skips the link itself, so the
-// tier resolves the links when each command starts.
+// only after the tier was built (serve builds it once, at start), or whose
+// link is re-pointed since, is masked at its target all the same: the
+// launcher skips the link itself, so the tier resolves the links again
+// when each command starts, and keeps the targets it saw at the start.
 func TestHiddenLinkMadeAfterTheTier(t *testing.T) {
 	fx := newFixture(t)
-	creds := filepath.Join(fx.ws, "cloud-creds")
-	if err := os.Mkdir(creds, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(creds, "credentials"), []byte("AWS-"+fx.secretText), 0o644); err != nil {
-		t.Fatal(err)
+	dirs := []string{filepath.Join(fx.ws, "creds-a"), filepath.Join(fx.ws, "creds-b")}
+	for _, d := range dirs {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "credentials"), []byte("AWS-"+fx.secretText), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	link := filepath.Join(fx.ws, ".aws")
 	tier := newTestTier(t, sandbox.Options{Hidden: []string{link}})
-	if err := os.Symlink(creds, link); err != nil {
+	if err := os.Symlink(dirs[0], link); err != nil {
 		t.Fatal(err)
 	}
-	r := run(t, tier, fx, `cat cloud-creds/credentials .aws/credentials`)
-	noLeak(t, r, fx.secretText)
+	noLeak(t, run(t, tier, fx, `cat creds-a/credentials .aws/credentials`), fx.secretText)
+	// Re-pointed after a tier that saw the first target at its start.
+	tier = newTestTier(t, sandbox.Options{Hidden: []string{link}})
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dirs[1], link); err != nil {
+		t.Fatal(err)
+	}
+	noLeak(t, run(t, tier, fx, `cat creds-a/credentials creds-b/credentials .aws/credentials`), fx.secretText)
 }
 
 // TestHiddenPathUnderASystemRoot: a protected path under /etc (readable

@@ -26,9 +26,9 @@ const sandboxExec = "/usr/bin/sandbox-exec"
 type Tier struct {
 	opts sandbox.Options
 	log  *slog.Logger
-	// hidden are the protected paths the profile denies (Options.Hidden);
-	// each run adds their symlinks' targets, since Seatbelt matches
-	// resolved paths (sandbox.HiddenPaths).
+	// hidden are the protected paths the profile denies, with symlinks'
+	// targets as the tier was built; each run adds their targets as they
+	// are then (Seatbelt matches resolved paths).
 	hidden []string
 }
 
@@ -38,7 +38,7 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 	if opts.User != "" {
 		return nil, fmt.Errorf("native: ECTO_SANDBOX_USER=%q: switching user is supported on Linux only", opts.User)
 	}
-	return &Tier{opts: opts, log: opts.Logger, hidden: opts.Hidden}, nil
+	return &Tier{opts: opts, log: opts.Logger, hidden: sandbox.HiddenPaths(opts.Hidden)}, nil
 }
 
 // Name implements sandbox.Tier.

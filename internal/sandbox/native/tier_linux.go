@@ -41,9 +41,10 @@ type Tier struct {
 	path       string // PATH of the commands: sandbox.CommandPath at construction
 	seccomp    *seccomp.Profile
 	seccompErr error
-	// hidden are the paths every command's mount namespace masks
-	// (Options.Hidden); their symlinks are resolved when each command
-	// starts (sandbox.HiddenPaths).
+	// hidden are the paths every command's mount namespace masks:
+	// Options.Hidden with its symlinks' targets as the tier was built.
+	// Each command adds their targets as it starts (sandbox.HiddenPaths),
+	// so a link re-pointed since leaves both targets masked.
 	hidden []string
 	// readRoots are the system roots a command can read; only protected
 	// paths under them or the workspace need a mask.
@@ -82,7 +83,7 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 	// Built once: every launcher installs these bytes (and checks their
 	// hash). A build failure is reported by Available and aborts each Run.
 	t.seccomp, t.seccompErr = seccomp.Build()
-	t.hidden = opts.Hidden
+	t.hidden = sandbox.HiddenPaths(opts.Hidden)
 	// The roots as written and resolved (/bin is often /usr/bin), so that
 	// a protected path under either name is found.
 	for _, r := range launch.SystemReadRoots() {
