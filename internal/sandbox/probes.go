@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -363,26 +362,9 @@ func orderGuarantees(gs []Guarantee) []Guarantee {
 }
 
 // findSurvivors returns the pids whose command line carries marker, and
-// kills them. It reads /proc where there is one, and asks ps elsewhere.
+// kills them.
 func findSurvivors(marker string) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil || len(entries) == 0 {
-		pids, _ := ProcessesMatching(context.Background(), marker)
-		killAll(pids)
-		return pids
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !bytes.Contains(b, []byte(marker)) {
-			continue
-		}
-		pids = append(pids, pid)
-	}
+	pids, _ := ProcessesMatching(context.Background(), marker)
 	killAll(pids)
 	return pids
 }

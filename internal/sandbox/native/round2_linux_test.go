@@ -55,9 +55,7 @@ func newHomeFixture(t testing.TB) *homeFixture {
 	if err := os.MkdirAll(creds, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(creds, "credentials"), []byte("AWS-"+fx.secretText), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, creds, "credentials", "AWS-"+fx.secretText)
 	if err := os.Symlink(creds, filepath.Join(fx.ws, ".aws")); err != nil {
 		t.Fatal(err)
 	}
@@ -125,9 +123,7 @@ func TestHiddenLinkMadeAfterTheTier(t *testing.T) {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(d, "credentials"), []byte("AWS-"+fx.secretText), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, d, "credentials", "AWS-"+fx.secretText)
 	}
 	link := filepath.Join(fx.ws, ".aws")
 	tier := newTestTier(t, sandbox.Options{Hidden: []string{link}})
@@ -163,10 +159,7 @@ func TestHiddenPathUnderASystemRoot(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "token"), []byte(fx.secretText), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	elsewhere := filepath.Join(fx.base, "elsewhere")
-	if err := os.Mkdir(elsewhere, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	elsewhere := fx.hostDir(t, "elsewhere")
 	tier := newTestTier(t, sandbox.Options{Hidden: []string{dir, elsewhere}})
 	r := run(t, tier, fx, "cat "+filepath.Join(dir, "token")+"; ls -A "+dir)
 	noLeak(t, r, fx.secretText)
