@@ -2,16 +2,7 @@
 
 package sandbox
 
-import (
-	"os"
-	"os/exec"
-)
-
-// ProcessOutcome returns the exit code.
-func ProcessOutcome(ps *os.ProcessState) (exitCode *int, signal string) {
-	code := ps.ExitCode()
-	return &code, ""
-}
+import "os/exec"
 
 func shellArgv(command string) []string { return []string{"/bin/sh", "-c", command} }
 

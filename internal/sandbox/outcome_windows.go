@@ -2,16 +2,7 @@
 
 package sandbox
 
-import (
-	"os"
-	"os/exec"
-)
-
-// ProcessOutcome returns the exit code; Windows has no signals.
-func ProcessOutcome(ps *os.ProcessState) (exitCode *int, signal string) {
-	code := ps.ExitCode()
-	return &code, ""
-}
+import "os/exec"
 
 // shellArgv is the argv that runs command with cmd.exe.
 func shellArgv(command string) []string { return []string{"cmd.exe", "/C", command} }

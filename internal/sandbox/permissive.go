@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -81,14 +80,9 @@ func (p *Permissive) Run(ctx context.Context, req Request) Result {
 	cmd.WaitDelay = time.Second
 	runErr := cmd.Run()
 
-	res := Result{Tier: TierNone, Status: StatusPermissive, Reason: PermissiveReason, Duration: time.Since(start)}
-	res.Stdout, res.StdoutTruncated = stdout.Capped()
-	res.Stderr, res.StderrTruncated = stderr.Capped()
+	res := Ran(TierNone, time.Since(start), &stdout, &stderr)
+	res.Status, res.Reason = StatusPermissive, PermissiveReason
 	if cmd.ProcessState == nil {
-		var ee *exec.Error
-		if errors.As(runErr, &ee) {
-			return Aborted(TierNone, fmt.Sprintf("start shell: %v", runErr), time.Since(start))
-		}
 		return Aborted(TierNone, fmt.Sprintf("start shell: %v", runErr), time.Since(start))
 	}
 	res.ExitCode, res.Signal = ProcessOutcome(cmd.ProcessState)

@@ -31,8 +31,38 @@ func ptraceSyscall() int {
 
 const ptraceAttach = 16 // PTRACE_ATTACH
 
-// run performs every probe and evaluates it.
+// run performs every probe and evaluates it: one command runs the
+// in-sandbox probes, then the host checks what reached it, then the limit
+// and scratch probes run commands of their own.
 func (p *prober) run(ctx context.Context) ([]Guarantee, *Enforced, error) {
+	main := p.t.Run(ctx, Request{Command: p.script(), Workspace: p.ws, Timeout: 60 * time.Second, Hidden: []string{p.protected}})
+	if main.Status != StatusOK && main.Status != StatusPermissive {
+		return nil, main.Enforced, fmt.Errorf("doctor: the probe command did not run: %s", main.Headline())
+	}
+	f := parseFindings(main.Stdout)
+	if f.get("done") != "yes" {
+		return nil, main.Enforced, fmt.Errorf("doctor: the probe command stopped early: %s", oneLine(main.Observation()))
+	}
+	survivors := findSurvivors(p.marker)
+
+	var v verdicts
+	perl := strings.Contains(f.get("tools"), "perl=1")
+	bash := strings.Contains(f.get("tools"), "bash=1")
+	p.judgeFilesystem(&v, f, main.Stdout+main.Stderr)
+	p.judgeNetwork(&v, f, perl, bash)
+	judgeProcesses(&v, f, perl)
+	v = append(v, p.limitProbes(ctx, f, perl)...)
+	judgeCredentials(&v, f)
+	if len(survivors) > 0 {
+		v.add(GNoSurvivors, false, true, fmt.Sprintf("background processes outlived the command: pids %v (killed by doctor)", survivors))
+	} else {
+		v.add(GNoSurvivors, true, true, "a setsid'd and a background sleep were both gone when the command returned")
+	}
+	return orderGuarantees(v), main.Enforced, nil
+}
+
+// script is the probe command: each probe prints "@@key:value" findings.
+func (p *prober) script() string {
 	tcpPort := portOf(p.tcp.Addr().String())
 	udpPort := portOf(p.udp.LocalAddr().String())
 	var sb strings.Builder
@@ -82,55 +112,57 @@ func (p *prober) run(ctx context.Context) ([]Guarantee, *Enforced, error) {
 	w(`if command -v setsid >/dev/null 2>&1; then setsid sleep %s >/dev/null 2>&1 </dev/null & fi`, p.marker)
 	w(`sleep %s >/dev/null 2>&1 </dev/null &`, p.marker)
 	w(`P done yes`)
+	return sb.String()
+}
 
-	main := p.t.Run(ctx, Request{Command: sb.String(), Workspace: p.ws, Timeout: 60 * time.Second, Hidden: []string{p.protected}})
-	if main.Status != StatusOK && main.Status != StatusPermissive {
-		return nil, main.Enforced, fmt.Errorf("doctor: the probe command did not run: %s", main.Headline())
-	}
-	f := parseFindings(main.Stdout)
-	if f.get("done") != "yes" {
-		return nil, main.Enforced, fmt.Errorf("doctor: the probe command stopped early: %s", oneLine(main.Observation()))
-	}
-	survivors := findSurvivors(p.marker)
+// verdicts collect the probes' guarantees.
+type verdicts []Guarantee
 
-	var gs []Guarantee
-	add := func(name string, ok bool, probed bool, evidence string) {
-		st := StateNotEnforced
-		if ok {
-			st = StateEnforced
-		}
-		gs = append(gs, Guarantee{Name: name, State: st, Evidence: evidence, Probed: probed})
+// add records name as enforced when ok; probed tells whether a probe
+// tried to break it (rather than the setting being read).
+func (v *verdicts) add(name string, ok bool, probed bool, evidence string) {
+	st := StateNotEnforced
+	if ok {
+		st = StateEnforced
 	}
-	perl := strings.Contains(f.get("tools"), "perl=1")
-	bash := strings.Contains(f.get("tools"), "bash=1")
+	*v = append(*v, Guarantee{Name: name, State: st, Evidence: evidence, Probed: probed})
+}
 
+func (v *verdicts) notApplicable(name, evidence string) {
+	*v = append(*v, Guarantee{Name: name, State: StateNotApplicable, Evidence: evidence})
+}
+
+// judgeFilesystem checks the writes and reads of the probe command, on
+// the host and in its output.
+func (p *prober) judgeFilesystem(v *verdicts, f findings, output string) {
 	_, wsErr := os.Stat(filepath.Join(p.ws, ".ironvise-probe"))
-	add(GFSWorkspaceReadonly, f.get("ws") != "WROTE" && wsErr != nil, true, "write in the workspace: "+f.get("ws"))
+	v.add(GFSWorkspaceReadonly, f.get("ws") != "WROTE" && wsErr != nil, true, "write in the workspace: "+f.get("ws"))
 	_, outErr := os.Stat(filepath.Join(p.outside, "probe"))
-	add(GFSOutsideWriteDenied, f.get("out") != "WROTE" && outErr != nil, true, "write outside the workspace: "+f.get("out"))
-	add(GFSOutsideReadDenied, !strings.Contains(main.Stdout+main.Stderr, p.secretTxt), true, "read "+p.secret+": "+f.get("read"))
-	add(GProtectedHidden, !strings.Contains(main.Stdout+main.Stderr, p.protTxt), true,
+	v.add(GFSOutsideWriteDenied, f.get("out") != "WROTE" && outErr != nil, true, "write outside the workspace: "+f.get("out"))
+	v.add(GFSOutsideReadDenied, !strings.Contains(output, p.secretTxt), true, "read "+p.secret+": "+f.get("read"))
+	v.add(GProtectedHidden, !strings.Contains(output, p.protTxt), true,
 		"read a protected file inside the workspace: "+f.get("hidden"))
+}
+
+// judgeNetwork checks the network probes, and whether anything reached
+// the host's listeners.
+func (p *prober) judgeNetwork(v *verdicts, f findings, perl, bash bool) {
 	switch nd := strings.TrimSpace(f.get("netdev")); {
 	case strings.HasPrefix(nd, "no "):
-		add(GNetNamespace, false, false, "no /proc/net/dev in the sandbox to list interfaces with")
+		v.add(GNetNamespace, false, false, "no /proc/net/dev in the sandbox to list interfaces with")
 	default:
-		add(GNetNamespace, nd == "lo" || nd == "", true, "interfaces visible to the command: "+nd)
+		v.add(GNetNamespace, nd == "lo" || nd == "", true, "interfaces visible to the command: "+nd)
 	}
 
 	tcpAccepted := acceptedWithin(p.tcp, 50*time.Millisecond)
-	switch {
-	case perl || bash:
-		add(GNetTCPDenied, !strings.Contains(f.get("tcp"), "CONNECTED") && !tcpAccepted, true, "TCP connect to 127.0.0.1: "+f.get("tcp"))
-	default:
-		add(GNetTCPDenied, !tcpAccepted, false, "no perl or bash in the sandbox to open a socket with")
-	}
 	udpGot := receivedWithin(p.udp, 50*time.Millisecond)
-	switch {
-	case perl || bash:
-		add(GNetUDPDenied, !strings.Contains(f.get("udp"), "SENT") && !udpGot, true, "UDP send to 127.0.0.1: "+f.get("udp"))
-	default:
-		add(GNetUDPDenied, !udpGot, false, "no perl or bash in the sandbox to open a socket with")
+	if perl || bash {
+		v.add(GNetTCPDenied, !strings.Contains(f.get("tcp"), "CONNECTED") && !tcpAccepted, true, "TCP connect to 127.0.0.1: "+f.get("tcp"))
+		v.add(GNetUDPDenied, !strings.Contains(f.get("udp"), "SENT") && !udpGot, true, "UDP send to 127.0.0.1: "+f.get("udp"))
+	} else {
+		const noTool = "no perl or bash in the sandbox to open a socket with"
+		v.add(GNetTCPDenied, !tcpAccepted, false, noTool)
+		v.add(GNetUDPDenied, !udpGot, false, noTool)
 	}
 	unixAccepted := acceptedWithin(p.pathSock, 20*time.Millisecond)
 	if p.abstract != nil {
@@ -141,71 +173,62 @@ func (p *prober) run(ctx context.Context) ([]Guarantee, *Enforced, error) {
 		if p.abstractN != "" {
 			ev += "; to an abstract socket: " + f.get("unix_abstract")
 		}
-		add(GUnixSocketsDenied, !strings.Contains(f.get("unix_path")+f.get("unix_abstract"), "CONNECTED") && !unixAccepted, true, ev)
+		v.add(GUnixSocketsDenied, !strings.Contains(f.get("unix_path")+f.get("unix_abstract"), "CONNECTED") && !unixAccepted, true, ev)
 	} else {
-		add(GUnixSocketsDenied, !unixAccepted, false, "no perl in the sandbox to open a Unix socket with")
+		v.add(GUnixSocketsDenied, !unixAccepted, false, "no perl in the sandbox to open a Unix socket with")
 	}
 	switch {
 	case p.dgram == nil:
-		gs = append(gs, Guarantee{Name: GUnixDatagramDenied, State: StateNotApplicable, Evidence: "no Unix datagram sockets on " + runtime.GOOS})
+		v.notApplicable(GUnixDatagramDenied, "no Unix datagram sockets on "+runtime.GOOS)
 	case perl:
 		got := receivedWithin(p.dgram, 50*time.Millisecond)
-		add(GUnixDatagramDenied, !got && !strings.Contains(f.get("unix_dgram"), "SENT"), true,
+		v.add(GUnixDatagramDenied, !got && !strings.Contains(f.get("unix_dgram"), "SENT"), true,
 			"socketpair(AF_UNIX, SOCK_DGRAM) and a send to a host socket by path: "+f.get("unix_dgram"))
 	default:
-		add(GUnixDatagramDenied, !receivedWithin(p.dgram, 20*time.Millisecond), false, "no perl in the sandbox to open a socket pair with")
+		v.add(GUnixDatagramDenied, !receivedWithin(p.dgram, 20*time.Millisecond), false, "no perl in the sandbox to open a socket pair with")
 	}
+}
+
+// judgeProcesses checks the ptrace and signal probes.
+func judgeProcesses(v *verdicts, f findings, perl bool) {
 	switch {
 	case ptraceSyscall() == 0:
-		gs = append(gs, Guarantee{Name: GPtraceDenied, State: StateNotApplicable, Evidence: "no ptrace probe for " + runtime.GOOS + "/" + runtime.GOARCH})
+		v.notApplicable(GPtraceDenied, "no ptrace probe for "+runtime.GOOS+"/"+runtime.GOARCH)
 	case perl:
-		add(GPtraceDenied, !strings.Contains(f.get("ptrace"), "ATTACHED"), true, "PTRACE_ATTACH to a sibling process: "+f.get("ptrace"))
+		v.add(GPtraceDenied, !strings.Contains(f.get("ptrace"), "ATTACHED"), true, "PTRACE_ATTACH to a sibling process: "+f.get("ptrace"))
 	default:
-		add(GPtraceDenied, true, false, "no perl in the sandbox to call ptrace with")
+		v.add(GPtraceDenied, true, false, "no perl in the sandbox to call ptrace with")
 	}
-	add(GSignalsScoped, !strings.Contains(f.get("signal"), "SIGNALLED"), true, fmt.Sprintf("kill -0 of IronVise (pid %d): %s", os.Getpid(), f.get("signal")))
+	v.add(GSignalsScoped, !strings.Contains(f.get("signal"), "SIGNALLED"), true, fmt.Sprintf("kill -0 of IronVise (pid %d): %s", os.Getpid(), f.get("signal")))
+}
 
-	gs = append(gs, p.limitProbes(ctx, f, perl)...)
-
+// judgeCredentials reads the capabilities and no_new_privs the kernel
+// reported for the command.
+func judgeCredentials(v *verdicts, f findings) {
 	status := strings.Join(f.all("status"), ", ")
+	if status == "" {
+		v.add(GCapsDropped, false, false, "/proc/self/status is not readable in the sandbox")
+		v.add(GNoNewPrivs, false, false, "/proc/self/status is not readable in the sandbox")
+		return
+	}
 	capsZero := true
+	nnp := ""
 	for _, s := range f.all("status") {
 		if strings.HasPrefix(s, "Cap") && strings.Trim(s[strings.IndexByte(s, ':')+1:], "0\t ") != "" {
 			capsZero = false
 		}
-	}
-	if status == "" {
-		add(GCapsDropped, false, false, "/proc/self/status is not readable in the sandbox")
-		add(GNoNewPrivs, false, false, "/proc/self/status is not readable in the sandbox")
-	} else {
-		add(GCapsDropped, capsZero, true, status)
-		nnp := ""
-		for _, s := range f.all("status") {
-			if strings.HasPrefix(s, "NoNewPrivs:") {
-				nnp = s
-			}
+		if strings.HasPrefix(s, "NoNewPrivs:") {
+			nnp = s
 		}
-		add(GNoNewPrivs, strings.TrimSpace(strings.TrimPrefix(nnp, "NoNewPrivs:")) == "1", true, nnp)
 	}
-	if len(survivors) > 0 {
-		add(GNoSurvivors, false, true, fmt.Sprintf("background processes outlived the command: pids %v (killed by doctor)", survivors))
-	} else {
-		add(GNoSurvivors, true, true, "a setsid'd and a background sleep were both gone when the command returned")
-	}
-	return orderGuarantees(gs), main.Enforced, nil
+	v.add(GCapsDropped, capsZero, true, status)
+	v.add(GNoNewPrivs, strings.TrimSpace(strings.TrimPrefix(nnp, "NoNewPrivs:")) == "1", true, nnp)
 }
 
 // limitProbes exceed each limit for real, with lowered per-request limits
 // so that doctor stays quick.
 func (p *prober) limitProbes(ctx context.Context, f findings, perl bool) []Guarantee {
-	var gs []Guarantee
-	add := func(name string, ok bool, probed bool, evidence string) {
-		st := StateNotEnforced
-		if ok {
-			st = StateEnforced
-		}
-		gs = append(gs, Guarantee{Name: name, State: st, Evidence: evidence, Probed: probed})
-	}
+	var v verdicts
 	limits := strings.Join(f.all("limits"), "; ")
 
 	// The timeouts are generous so that a loaded machine cannot turn a
@@ -215,18 +238,18 @@ func (p *prober) limitProbes(ctx context.Context, f findings, perl bool) []Guara
 	// A container runtime reports a killed PID 1 as exit 128+N; the busy
 	// loop cannot exit any other way.
 	cpuKilled := cpu.Signal != "" || (cpu.ExitCode != nil && *cpu.ExitCode > 128)
-	add(GLimitCPU, cpu.Status == StatusOK && cpuKilled, true,
+	v.add(GLimitCPU, cpu.Status == StatusOK && cpuKilled, true,
 		fmt.Sprintf("busy loop with a 1 s CPU limit: %s after %.1f s", cpu.Headline(), cpu.Duration.Seconds()))
 
 	mem := p.t.Run(ctx, Request{Command: `awk 'BEGIN { s = "x"; for (;;) s = s s }'`, Workspace: p.ws, Limits: Limits{MemMiB: 64}, Timeout: 60 * time.Second})
 	memOK := mem.Status == StatusOK && (mem.Signal != "" || (mem.ExitCode != nil && *mem.ExitCode != 0))
-	add(GLimitMemory, memOK, true, fmt.Sprintf("doubling a string with a 64 MiB address-space cap: %s %s", mem.Headline(), firstLineOf(mem.Stderr)))
+	v.add(GLimitMemory, memOK, true, fmt.Sprintf("doubling a string with a 64 MiB address-space cap: %s %s", mem.Headline(), FirstLine(mem.Stderr, 0)))
 
 	if fds := f.get("fds"); perl && fds != "" {
 		n, _ := strconv.Atoi(strings.Fields(fds + " x")[0])
-		add(GLimitFDs, n > 0 && n < 100000, true, "opening /dev/null until refused: "+fds)
+		v.add(GLimitFDs, n > 0 && n < 100000, true, "opening /dev/null until refused: "+fds)
 	} else {
-		add(GLimitFDs, strings.Contains(limits, "open files"), false, limits)
+		v.add(GLimitFDs, strings.Contains(limits, "open files"), false, limits)
 	}
 
 	procs := p.t.Run(ctx, Request{
@@ -245,11 +268,11 @@ func (p *prober) limitProbes(ctx context.Context, f findings, perl bool) []Guara
 		// ones included.
 		backstop = fmt.Sprintf("pid_max %d of the command's PID namespace (16 processes plus the kernel's 300 reserved PIDs; RLIMIT_NPROC does not bind uid 0)", *procs.Enforced.PidMax)
 	}
-	add(GLimitProcesses, procs.Status == StatusOK && !strings.Contains(procs.Stdout, "ALL-STARTED"), true,
-		fmt.Sprintf("1000 background sleeps under %s: the kernel refused a fork after %s had started: %s", backstop, last, firstLineOf(procs.Stderr)))
+	v.add(GLimitProcesses, procs.Status == StatusOK && !strings.Contains(procs.Stdout, "ALL-STARTED"), true,
+		fmt.Sprintf("1000 background sleeps under %s: the kernel refused a fork after %s had started: %s", backstop, last, FirstLine(procs.Stderr, 0)))
 
-	gs = append(gs, p.scratchProbes(ctx)...)
-	return gs
+	v = append(v, p.scratchProbes(ctx)...)
+	return v
 }
 
 // scratchProbes fill the scratch space past its cap, leave behind a tree
@@ -270,49 +293,34 @@ func (p *prober) scratchProbes(ctx context.Context) []Guarantee {
 	}
 	f := parseFindings(r.Stdout)
 	used, _ := strconv.Atoi(f.get("scratch"))
-	var gs []Guarantee
+	var v verdicts
 	capMiB := 0
 	if r.Enforced != nil && r.Enforced.Scratch != nil {
 		capMiB = r.Enforced.Scratch.MiB
 	}
 	switch {
 	case capMiB > 0:
-		st := StateNotEnforced
-		if used <= capMiB {
-			st = StateEnforced
-		}
-		gs = append(gs, Guarantee{Name: GScratchCapped, State: st, Probed: true,
-			Evidence: fmt.Sprintf("writing 1 GiB into the scratch space stopped at %d MiB (cap %d MiB, %d inodes)", used, capMiB, r.Enforced.Scratch.Inodes)})
+		v.add(GScratchCapped, used <= capMiB, true,
+			fmt.Sprintf("writing 1 GiB into the scratch space stopped at %d MiB (cap %d MiB, %d inodes)", used, capMiB, r.Enforced.Scratch.Inodes))
 	case used > 0 && used < 1024:
-		gs = append(gs, Guarantee{Name: GScratchCapped, State: StateEnforced, Probed: true,
-			Evidence: fmt.Sprintf("writing 1 GiB into the scratch space stopped at %d MiB", used)})
+		v.add(GScratchCapped, true, true, fmt.Sprintf("writing 1 GiB into the scratch space stopped at %d MiB", used))
 	default:
-		gs = append(gs, Guarantee{Name: GScratchCapped, State: StateNotEnforced, Probed: true,
-			Evidence: fmt.Sprintf("1 GiB written into the scratch space (%d MiB counted)", used)})
+		v.add(GScratchCapped, false, true, fmt.Sprintf("1 GiB written into the scratch space (%d MiB counted)", used))
 	}
 	switch {
 	case r.Enforced != nil && r.Enforced.Scratch != nil:
 		_, err := os.Stat(r.Enforced.ScratchDir)
-		ok := r.Enforced.Scratch.Cleanup == ScratchRemoved && os.IsNotExist(err)
-		st := StateNotEnforced
-		if ok {
-			st = StateEnforced
-		}
-		gs = append(gs, Guarantee{Name: GScratchCleanup, State: st, Probed: true,
-			Evidence: "after a chmod 000 tree was left in scratch: " + r.Enforced.Scratch.Cleanup})
+		v.add(GScratchCleanup, r.Enforced.Scratch.Cleanup == ScratchRemoved && os.IsNotExist(err), true,
+			"after a chmod 000 tree was left in scratch: "+r.Enforced.Scratch.Cleanup)
 	case r.Enforced != nil && filepath.IsAbs(r.Enforced.ScratchDir) && (p.t.Name() == TierNativeDarwin):
 		_, err := os.Stat(r.Enforced.ScratchDir)
-		st := StateNotEnforced
-		if os.IsNotExist(err) {
-			st = StateEnforced
-		}
-		gs = append(gs, Guarantee{Name: GScratchCleanup, State: st, Probed: true,
-			Evidence: "after a chmod 000 tree was left in scratch, the host directory " + r.Enforced.ScratchDir + " exists: " + strconv.FormatBool(err == nil)})
+		v.add(GScratchCleanup, os.IsNotExist(err), true,
+			"after a chmod 000 tree was left in scratch, the host directory "+r.Enforced.ScratchDir+" exists: "+strconv.FormatBool(err == nil))
 	default:
-		gs = append(gs, Guarantee{Name: GScratchCleanup, State: StateEnforced,
+		v = append(v, Guarantee{Name: GScratchCleanup, State: StateEnforced,
 			Evidence: "the scratch space lives inside the " + string(p.t.Name()) + " and goes with it"})
 	}
-	return gs
+	return v
 }
 
 // findings are the "@@key:value" lines of a probe's stdout.
@@ -342,14 +350,6 @@ func (f findings) all(k string) []string { return f[k] }
 
 func portOf(addr string) string { return addr[strings.LastIndexByte(addr, ':')+1:] }
 
-func firstLineOf(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
-
 // orderGuarantees sorts gs into the order of GuaranteeNames.
 func orderGuarantees(gs []Guarantee) []Guarantee {
 	idx := map[string]int{}
@@ -364,27 +364,10 @@ func orderGuarantees(gs []Guarantee) []Guarantee {
 }
 
 // findSurvivors returns the pids whose command line carries marker, and
-// kills them. It reads /proc where there is one, and asks ps elsewhere.
+// kills them.
 func findSurvivors(marker string) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil || len(entries) == 0 {
-		return findSurvivorsPS(marker)
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !bytes.Contains(b, []byte(marker)) {
-			continue
-		}
-		pids = append(pids, pid)
-		if proc, err := os.FindProcess(pid); err == nil {
-			_ = proc.Kill()
-		}
-	}
+	pids, _ := ProcessesMatching(context.Background(), marker)
+	killAll(pids)
 	return pids
 }
 
@@ -409,11 +392,37 @@ func receivedWithin(pc net.PacketConn, d time.Duration) bool {
 	return err == nil
 }
 
-// findSurvivorsPS is findSurvivors for systems without /proc (macOS).
-func findSurvivorsPS(marker string) []int {
-	out, err := exec.Command("ps", "-axo", "pid=,command=").Output()
+// ProcessesMatching returns the pids of the processes whose command line
+// contains marker, IronVise's own excepted: how doctor, the macOS tier's
+// self-test and the tests find a probe's background processes that
+// outlived it. It reads /proc where there is one and asks ps elsewhere
+// (macOS).
+func ProcessesMatching(ctx context.Context, marker string) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil || len(entries) == 0 {
+		return processesMatchingPS(ctx, marker)
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(marker)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// processesMatchingPS is ProcessesMatching from ps's listing. ps is
+// absolute so that the host's PATH plays no part; -A and -o exist in both
+// macOS's and procps's ps.
+func processesMatchingPS(ctx context.Context, marker string) ([]int, error) {
+	out, err := exec.CommandContext(ctx, "/bin/ps", "-A", "-o", "pid=", "-o", "command=").Output()
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("/bin/ps: %w", err)
 	}
 	var pids []int
 	for _, line := range strings.Split(string(out), "\n") {
@@ -423,10 +432,16 @@ func findSurvivorsPS(marker string) []int {
 		}
 		if pid, err := strconv.Atoi(f[0]); err == nil && pid != os.Getpid() {
 			pids = append(pids, pid)
-			if proc, err := os.FindProcess(pid); err == nil {
-				_ = proc.Kill()
-			}
 		}
 	}
-	return pids
+	return pids, nil
+}
+
+// killAll kills each of pids, as far as it still exists.
+func killAll(pids []int) {
+	for _, pid := range pids {
+		if proc, err := os.FindProcess(pid); err == nil {
+			_ = proc.Kill()
+		}
+	}
 }

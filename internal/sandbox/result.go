@@ -201,6 +201,69 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Attempt is one Run call of a tier: when it began, so that every result
+// carries its duration, and how it fails closed.
+type Attempt struct {
+	tier  TierName
+	start time.Time
+}
+
+// Begin starts the clock of tier's run of req and checks the request
+// (ValidateRequest); the caller aborts with a refusal.
+func Begin(tier TierName, req Request) (Attempt, error) {
+	return Attempt{tier: tier, start: time.Now()}, ValidateRequest(req)
+}
+
+// Abort is the Result of a run whose command never ran or whose outcome
+// cannot be trusted, for the reason format and args give.
+func (a Attempt) Abort(format string, args ...any) Result {
+	return Aborted(a.tier, fmt.Sprintf(format, args...), a.Elapsed())
+}
+
+// Elapsed is the time since the attempt began.
+func (a Attempt) Elapsed() time.Duration { return time.Since(a.start) }
+
+// Ran returns the Result of a command that tier ran for dur, with the
+// output it captured; the caller adds the outcome.
+func Ran(tier TierName, dur time.Duration, stdout, stderr *Collector) Result {
+	r := Result{Tier: tier, Status: StatusOK, Duration: dur}
+	r.Stdout, r.StdoutTruncated = stdout.Capped()
+	r.Stderr, r.StderrTruncated = stderr.Capped()
+	return r
+}
+
+// TimedOut marks r as a command that the wall-clock timeout cut off after
+// dur; killed says what the tier killed.
+func (r *Result) TimedOut(timeout, dur time.Duration, killed string) {
+	r.Status, r.ExitCode, r.Signal = StatusTimeout, nil, "SIGKILL"
+	r.Reason = fmt.Sprintf("wall-clock timeout of %d s exceeded; %s", int(timeout.Seconds()), killed)
+	r.Duration, r.Limit = max(dur, timeout), timeout
+}
+
+// FirstLine is the first line of s, trimmed and cut to at most max bytes
+// (uncut when max is 0): a tool's message quoted in a one-line reason.
+func FirstLine(s string, max int) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return cutBytes(strings.TrimSpace(s), max)
+}
+
+// LastLine is the last non-empty line of s, trimmed and cut to at most max
+// bytes (uncut when max is 0).
+func LastLine(s string, max int) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	return cutBytes(strings.TrimSpace(s), max)
+}
+
+func cutBytes(s string, max int) string {
+	if max > 0 && len(s) > max {
+		return s[:max]
+	}
+	return s
+}
+
 // Aborted returns the Result of a run that never started because tier could
 // not be applied. reason is kept to one line.
 func Aborted(tier TierName, reason string, d time.Duration) Result {

@@ -40,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"time"
 )
@@ -334,4 +335,21 @@ func ValidateRequest(req Request) error {
 		}
 	}
 	return nil
+}
+
+// ResolveWorkspace returns the workspace with its symlinks resolved, the
+// name a tier confines and checks (a link to / or to a system directory is
+// judged as what it leads to); it must be a directory.
+func ResolveWorkspace(ws string) (string, error) {
+	real, err := filepath.EvalSymlinks(ws)
+	if err == nil {
+		var fi os.FileInfo
+		if fi, err = os.Stat(real); err == nil && !fi.IsDir() {
+			err = errors.New("not a directory")
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("workspace %s: %w", ws, err)
+	}
+	return real, nil
 }

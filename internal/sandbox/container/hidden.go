@@ -32,25 +32,6 @@ type maskPlan struct {
 	dirs, files []string
 }
 
-// hiddenSet returns the protected paths of a run (the tier's and the
-// request's) with their symlinks' real locations, clean, sorted.
-func hiddenSet(lists ...[]string) []string {
-	var out []string
-	for _, l := range lists {
-		for _, p := range l {
-			if !filepath.IsAbs(p) {
-				continue
-			}
-			out = append(out, filepath.Clean(p))
-			if real, err := filepath.EvalSymlinks(p); err == nil {
-				out = append(out, real)
-			}
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
 // within reports whether p is dir or lies below it.
 func within(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ironvise/ironvise/internal/sandbox"
 )
 
 func TestPlanMasks(t *testing.T) {
@@ -27,7 +29,7 @@ func TestPlanMasks(t *testing.T) {
 	if err := os.Symlink(".ssh", filepath.Join(ws, "keys")); err != nil {
 		t.Fatal(err)
 	}
-	hidden := hiddenSet([]string{
+	hidden := sandbox.HiddenPaths([]string{
 		filepath.Join(ws, ".ssh"), filepath.Join(ws, ".ssh", "id_ed25519"), // nested: the outer mask suffices
 		filepath.Join(ws, ".netrc"), filepath.Join(ws, ".local/share/ironvise"),
 		filepath.Join(ws, ".aws"),    // missing: nothing to cover

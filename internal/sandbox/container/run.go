@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,26 +27,18 @@ const (
 
 // Run implements sandbox.Tier.
 func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
-	start := time.Now()
-	abort := func(format string, args ...any) sandbox.Result {
-		return sandbox.Aborted(t.Name(), fmt.Sprintf(format, args...), time.Since(start))
-	}
-	if err := sandbox.ValidateRequest(req); err != nil {
+	attempt, err := sandbox.Begin(t.Name(), req)
+	abort := attempt.Abort
+	if err != nil {
 		return abort("%v", err)
 	}
 	pre, err := t.preflight(ctx)
 	if err != nil {
 		return abort("%v", err)
 	}
-	ws, err := filepath.EvalSymlinks(req.Workspace)
-	if err == nil {
-		var fi os.FileInfo
-		if fi, err = os.Stat(ws); err == nil && !fi.IsDir() {
-			err = errors.New("not a directory")
-		}
-	}
+	ws, err := sandbox.ResolveWorkspace(req.Workspace)
 	if err != nil {
-		return abort("workspace %s: %v", req.Workspace, err)
+		return abort("%v", err)
 	}
 	if !filepath.IsAbs(ws) || !mountSafe(ws) {
 		return abort("workspace %q cannot be bind-mounted: its path contains a comma, a quote or a line break; fix: use a workspace path without them", ws)
@@ -63,7 +54,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	// workspace holds ~/.ssh and the data directory) are covered in the
 	// container; the checks refuse naming them, this hides them from
 	// whatever the command computes.
-	plan, err := planMasks(ws, hiddenSet(t.opts.Hidden, req.Hidden))
+	plan, err := planMasks(ws, sandbox.HiddenPaths(t.opts.Hidden, req.Hidden))
 	if err != nil {
 		return abort("%v", err)
 	}
@@ -121,7 +112,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	}
 	cmd.WaitDelay = clientGracePeriod
 	runErr := cmd.Run()
-	dur := time.Since(start)
+	dur := attempt.Elapsed()
 	timedOut := rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	if rctx.Err() != nil {
 		// The client may have died before the container existed (docker's
@@ -129,14 +120,11 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		t.sweep(context.WithoutCancel(ctx), name)
 	}
 
-	res := sandbox.Result{Tier: t.Name(), Status: sandbox.StatusOK, Duration: dur, Enforced: t.enforced(pre, spec, memBytes)}
-	res.Stdout, res.StdoutTruncated = stdout.Capped()
-	res.Stderr, res.StderrTruncated = stderr.Capped()
+	res := sandbox.Ran(t.Name(), dur, &stdout, &stderr)
+	res.Enforced = t.enforced(pre, spec, memBytes)
 	switch {
 	case timedOut:
-		res.Status, res.Signal, res.ExitCode = sandbox.StatusTimeout, "SIGKILL", nil
-		res.Reason = fmt.Sprintf("wall-clock timeout of %d s exceeded; the container %s was killed and removed", int(timeout.Seconds()), name)
-		res.Duration, res.Limit = max(dur, timeout), timeout
+		res.TimedOut(timeout, dur, "the container "+name+" was killed and removed")
 		return res
 	case ctx.Err() != nil:
 		return abort("run cancelled: %v; the container %s was removed", ctx.Err(), name)
@@ -163,7 +151,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 // A command can forge that line, but only to have its own run recorded as
 // aborted — the fail-closed direction, and no more than exiting 125 does.
 func (t *Tier) runtimeFailure(code int, stderr []byte) (string, bool) {
-	last := lastLine(string(stderr))
+	last := sandbox.LastLine(string(stderr), 300)
 	switch code {
 	case exitRuntimeError:
 		if strings.HasPrefix(last, checkFailedPrefix) {
@@ -219,7 +207,7 @@ func (t *Tier) sweep(ctx context.Context, name string) {
 	cmd := exec.CommandContext(cctx, t.bin, args...)
 	cmd.WaitDelay = time.Second
 	if out, err := cmd.CombinedOutput(); err != nil && !strings.Contains(strings.ToLower(string(out)), "no such container") {
-		t.log.Warn("sandbox container: remove container", "name", name, "err", err, "output", lastLine(string(out)))
+		t.log.Warn("sandbox container: remove container", "name", name, "err", err, "output", sandbox.LastLine(string(out), 300))
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/ironvise/ironvise/internal/sandbox"
 )
 
 // preflight is what a successful preflight found.
@@ -161,11 +163,11 @@ func (t *Tier) preflightLocked(ctx context.Context) (*preflight, error) {
 		return nil, t.unavailable(fmt.Sprintf("image %s is not present locally (IronVise never pulls images)", quote(t.image)),
 			fmt.Sprintf("%s pull %s (or %s load / import it on an offline host), or set ECTO_DOCKER_IMAGE to a local image", t.runtime, t.image, t.runtime), err)
 	}
-	id = strings.TrimPrefix(firstLine(id), "sha256:")
+	id = strings.TrimPrefix(sandbox.FirstLine(id, 0), "sha256:")
 	if !isHex(id) || len(id) != 64 {
 		return nil, t.unavailable(fmt.Sprintf("%s image inspect %s returned an unexpected ID %q", t.runtime, t.image, id), "check the runtime's installation", nil)
 	}
-	p := &preflight{version: firstLine(version), imageID: "sha256:" + id, logDriver: logDriverNone}
+	p := &preflight{version: sandbox.FirstLine(version, 0), imageID: "sha256:" + id, logDriver: logDriverNone}
 	if v, remote := strings.CutSuffix(p.version, " remote"); t.runtime == "podman" {
 		p.version = v
 		if !remote {
@@ -201,7 +203,7 @@ func runtimeOutput(ctx context.Context, bin string, args ...string) (string, err
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Run(); err != nil {
-		if msg := lastLine(stderr.String()); msg != "" {
+		if msg := sandbox.LastLine(stderr.String(), 300); msg != "" {
 			return "", fmt.Errorf("%s %s: %s: %w", bin, strings.Join(args[:min(2, len(args))], " "), msg, err)
 		}
 		return "", fmt.Errorf("%s %s: %w", bin, strings.Join(args[:min(2, len(args))], " "), err)
@@ -220,27 +222,6 @@ func isHex(s string) bool {
 		}
 	}
 	return s != ""
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return strings.TrimSpace(s)
-}
-
-// lastLine is the last non-empty line of s, at most 300 bytes.
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	s = strings.TrimSpace(s)
-	if len(s) > 300 {
-		s = s[:300]
-	}
-	return s
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

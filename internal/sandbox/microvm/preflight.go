@@ -13,8 +13,9 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/ironvise/ironvise/internal/sandbox"
 )
 
 // provisionFix is the fix for a missing or unusable kernel or rootfs.
@@ -88,7 +89,7 @@ func (t *Tier) checkLocked(ctx context.Context) (*preflight, error) {
 		if runErr != nil {
 			cause = fmt.Errorf("%w: %w", ErrVMM, runErr)
 		}
-		return nil, t.unavailable(fmt.Sprintf("%s --version did not report a Firecracker version (%q)", t.binary, firstLine(out.String())),
+		return nil, t.unavailable(fmt.Sprintf("%s --version did not report a Firecracker version (%q)", t.binary, sandbox.FirstLine(out.String(), 200)),
 			"point ECTO_FC_BINARY at the firecracker binary", cause)
 	}
 	major, _ := strconv.Atoi(m[1])
@@ -147,15 +148,4 @@ func (t *Tier) digestLocked(path, what, variable string) (string, error) {
 	sum := hex.EncodeToString(h.Sum(nil))
 	t.digests[path] = fileDigest{size: fi.Size(), mtime: fi.ModTime(), sum: sum}
 	return sum, nil
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 200 {
-		s = s[:200]
-	}
-	return s
 }

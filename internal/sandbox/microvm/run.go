@@ -68,11 +68,9 @@ func guestTimeout(host time.Duration) int {
 
 // Run implements sandbox.Tier.
 func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
-	start := time.Now()
-	abort := func(format string, args ...any) sandbox.Result {
-		return sandbox.Aborted(sandbox.TierFirecracker, fmt.Sprintf(format, args...), time.Since(start))
-	}
-	if err := sandbox.ValidateRequest(req); err != nil {
+	attempt, err := sandbox.Begin(sandbox.TierFirecracker, req)
+	abort := attempt.Abort
+	if err != nil {
 		return abort("%v", err)
 	}
 	pre, err := t.preflight(ctx)
@@ -139,7 +137,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	confine(cmd) // its own process group; the timeout kills the group
 	cmd.WaitDelay = 2 * time.Second
 	runErr := cmd.Run()
-	dur := time.Since(start)
+	dur := attempt.Elapsed()
 	timedOut := rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 
 	enforced := t.enforced(pre)
@@ -200,10 +198,10 @@ func (t *Tier) explain(perr error, gr *guestproto.Result, out []byte, runErr err
 	if runErr != nil {
 		vmm = "the VMM failed (" + runErr.Error() + ")"
 	}
-	if msg := lastLine(string(vmmErr)); msg != "" {
+	if msg := sandbox.LastLine(string(vmmErr), 300); msg != "" {
 		vmm += ": " + msg
-	} else if b, err := os.ReadFile(logPath); err == nil && lastLine(string(b)) != "" {
-		vmm += "; its log: " + lastLine(string(b))
+	} else if b, err := os.ReadFile(logPath); err == nil && sandbox.LastLine(string(b), 300) != "" {
+		vmm += "; its log: " + sandbox.LastLine(string(b), 300)
 	}
 	switch {
 	case errors.Is(perr, guestproto.ErrNoOutput):
@@ -211,7 +209,7 @@ func (t *Tier) explain(perr error, gr *guestproto.Result, out []byte, runErr err
 	case errors.Is(perr, guestproto.ErrNoFrame) && gr != nil:
 		return "the guest did not run the command: " + gr.Reason
 	case errors.Is(perr, guestproto.ErrNoFrame):
-		return fmt.Sprintf("the microVM's output carries no IronVise result frame (%s; last line: %q): the root filesystem does not implement the IronVise guest protocol; fix: scripts/provision-firecracker.sh --rootfs busybox", vmm, lastLine(string(out)))
+		return fmt.Sprintf("the microVM's output carries no IronVise result frame (%s; last line: %q): the root filesystem does not implement the IronVise guest protocol; fix: scripts/provision-firecracker.sh --rootfs busybox", vmm, sandbox.LastLine(string(out), 300))
 	case errors.Is(perr, guestproto.ErrTruncated):
 		return fmt.Sprintf("the guest's result frame was cut short (%s)", vmm)
 	}
@@ -261,18 +259,6 @@ func (c *capped) Bytes() []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.buf
-}
-
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
-	}
-	s = strings.TrimSpace(s)
-	if len(s) > 300 {
-		s = s[:300]
-	}
-	return s
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

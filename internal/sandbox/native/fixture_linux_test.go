@@ -135,6 +135,25 @@ func newFixture(t testing.TB) *fixture {
 	return fx
 }
 
+// writeFile writes a file of the test's into the workspace (or below base)
+// before the command runs; name is relative to dir.
+func writeFile(t testing.TB, dir, name, content string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hostDir makes a directory below base, outside every sandbox root.
+func (fx *fixture) hostDir(t testing.TB, name string) string {
+	t.Helper()
+	d := filepath.Join(fx.base, name)
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 // py returns a shell command running the probe helper.
 func (fx *fixture) py(args ...string) string {
 	return "python3 " + filepath.Join(fx.ws, "probe.py") + " " + strings.Join(args, " ")
@@ -241,18 +260,7 @@ func exitZero(t testing.TB, r sandbox.Result) {
 
 // survivors returns host pids whose command line contains marker.
 func survivors(marker string) []int {
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(b, []byte(marker)) {
-			pids = append(pids, pid)
-		}
-	}
+	pids, _ := sandbox.ProcessesMatching(context.Background(), marker)
 	return pids
 }
 

@@ -55,9 +55,7 @@ func newHomeFixture(t testing.TB) *homeFixture {
 	if err := os.MkdirAll(creds, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(creds, "credentials"), []byte("AWS-"+fx.secretText), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, creds, "credentials", "AWS-"+fx.secretText)
 	if err := os.Symlink(creds, filepath.Join(fx.ws, ".aws")); err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +111,37 @@ for r, ds, fs in os.walk("."):
 	}
 }
 
+// TestHiddenLinkMadeAfterTheTier: a protected path that becomes a symlink
+// only after the tier was built (serve builds it once, at start), or whose
+// link is re-pointed since, is masked at its target all the same: the
+// launcher skips the link itself, so the tier resolves the links again
+// when each command starts, and keeps the targets it saw at the start.
+func TestHiddenLinkMadeAfterTheTier(t *testing.T) {
+	fx := newFixture(t)
+	dirs := []string{filepath.Join(fx.ws, "creds-a"), filepath.Join(fx.ws, "creds-b")}
+	for _, d := range dirs {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, d, "credentials", "AWS-"+fx.secretText)
+	}
+	link := filepath.Join(fx.ws, ".aws")
+	tier := newTestTier(t, sandbox.Options{Hidden: []string{link}})
+	if err := os.Symlink(dirs[0], link); err != nil {
+		t.Fatal(err)
+	}
+	noLeak(t, run(t, tier, fx, `cat creds-a/credentials .aws/credentials`), fx.secretText)
+	// Re-pointed after a tier that saw the first target at its start.
+	tier = newTestTier(t, sandbox.Options{Hidden: []string{link}})
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dirs[1], link); err != nil {
+		t.Fatal(err)
+	}
+	noLeak(t, run(t, tier, fx, `cat creds-a/credentials creds-b/credentials .aws/credentials`), fx.secretText)
+}
+
 // TestHiddenPathUnderASystemRoot: a protected path under /etc (readable
 // to every command) is masked too, while one outside every root needs no
 // mount at all.
@@ -130,10 +159,7 @@ func TestHiddenPathUnderASystemRoot(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "token"), []byte(fx.secretText), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	elsewhere := filepath.Join(fx.base, "elsewhere")
-	if err := os.Mkdir(elsewhere, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	elsewhere := fx.hostDir(t, "elsewhere")
 	tier := newTestTier(t, sandbox.Options{Hidden: []string{dir, elsewhere}})
 	r := run(t, tier, fx, "cat "+filepath.Join(dir, "token")+"; ls -A "+dir)
 	noLeak(t, r, fx.secretText)

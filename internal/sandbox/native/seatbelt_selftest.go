@@ -10,9 +10,7 @@ import (
 	"math/big"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -145,21 +143,9 @@ func seatbeltSelfTest(ctx context.Context, t sandbox.Tier) error {
 func seatbeltSurvivors(ctx context.Context, marker string) ([]int, error) {
 	var pids []int
 	for end := time.Now().Add(2 * time.Second); ; {
-		// ps is absolute so that the host's PATH plays no part; -A and
-		// -o exist in both macOS's and procps's ps.
-		out, err := exec.CommandContext(ctx, "/bin/ps", "-A", "-o", "pid=", "-o", "command=").Output()
-		if err != nil {
-			return nil, fmt.Errorf("/bin/ps: %w", err)
-		}
-		pids = pids[:0]
-		for _, line := range strings.Split(string(out), "\n") {
-			f := strings.Fields(line)
-			if len(f) < 2 || !strings.Contains(line, marker) {
-				continue
-			}
-			if pid, err := strconv.Atoi(f[0]); err == nil && pid != os.Getpid() {
-				pids = append(pids, pid)
-			}
+		var err error
+		if pids, err = sandbox.ProcessesMatching(ctx, marker); err != nil {
+			return nil, err
 		}
 		if len(pids) == 0 || time.Now().After(end) {
 			break

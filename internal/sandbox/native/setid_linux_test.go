@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -64,9 +63,7 @@ func TestSetIDFamilyGainsNothing(t *testing.T) {
 		t.Run(optsName(opts), func(t *testing.T) {
 			tier := newTestTier(t, opts)
 			fx := newFixture(t)
-			if err := os.WriteFile(filepath.Join(fx.ws, "setid.py"), []byte(setidProbePy), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeFile(t, fx.ws, "setid.py", setidProbePy)
 			r := run(t, tier, fx, "python3 setid.py")
 			exitZero(t, r)
 			uid := *r.Enforced.UID

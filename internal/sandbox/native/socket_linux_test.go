@@ -161,16 +161,10 @@ func TestUnixSocketpairEscape(t *testing.T) {
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
 					fx := newFixture(t)
-					if err := os.WriteFile(filepath.Join(fx.ws, "unixprobe.py"), []byte(unixProbePy), 0o644); err != nil {
-						t.Fatal(err)
-					}
+					writeFile(t, fx.ws, "unixprobe.py", unixProbePy)
 					// One socket in a directory outside every sandbox
 					// root, one in the (read-only) workspace.
-					hiddenDir := filepath.Join(fx.base, "run")
-					if err := os.Mkdir(hiddenDir, 0o755); err != nil {
-						t.Fatal(err)
-					}
-					hidden := listenDgram(t, filepath.Join(hiddenDir, "daemon.sock"))
+					hidden := listenDgram(t, filepath.Join(fx.hostDir(t, "run"), "daemon.sock"))
 					visible := listenDgram(t, filepath.Join(fx.ws, "log.sock"))
 					cmd := strings.Join([]string{"python3", "unixprobe.py", tc.mode, strconv.Itoa(syscall.AF_UNIX), hex(tc.typ), tc.action, hidden.path, visible.path}, " ")
 					r := run(t, tier, fx, cmd)
@@ -207,14 +201,8 @@ func TestInheritedHostSocketClosed(t *testing.T) {
 	requireTool(t, py3)
 	tier := newTestTier(t, sandbox.Options{})
 	fx := newFixture(t)
-	if err := os.WriteFile(filepath.Join(fx.ws, "inherited.py"), []byte(inheritedProbePy), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	hiddenDir := filepath.Join(fx.base, "run")
-	if err := os.Mkdir(hiddenDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	daemon := listenDgram(t, filepath.Join(hiddenDir, "daemon.sock"))
+	writeFile(t, fx.ws, "inherited.py", inheritedProbePy)
+	daemon := listenDgram(t, filepath.Join(fx.hostDir(t, "run"), "daemon.sock"))
 	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_DGRAM, 0) // no SOCK_CLOEXEC: the mistake
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -28,7 +27,8 @@ type Tier struct {
 	opts sandbox.Options
 	log  *slog.Logger
 	// hidden are the protected paths the profile denies, with symlinks'
-	// targets (Seatbelt matches resolved paths).
+	// targets as the tier was built; each run adds their targets as they
+	// are then (Seatbelt matches resolved paths).
 	hidden []string
 }
 
@@ -38,7 +38,7 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 	if opts.User != "" {
 		return nil, fmt.Errorf("native: ECTO_SANDBOX_USER=%q: switching user is supported on Linux only", opts.User)
 	}
-	return &Tier{opts: opts, log: opts.Logger, hidden: hiddenPaths(opts.Hidden)}, nil
+	return &Tier{opts: opts, log: opts.Logger, hidden: sandbox.HiddenPaths(opts.Hidden)}, nil
 }
 
 // Name implements sandbox.Tier.
@@ -60,11 +60,9 @@ func (t *Tier) SelfTest(ctx context.Context) error { return seatbeltSelfTest(ctx
 
 // Run implements sandbox.Tier.
 func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
-	start := time.Now()
-	abort := func(format string, args ...any) sandbox.Result {
-		return sandbox.Aborted(sandbox.TierNativeDarwin, fmt.Sprintf(format, args...), time.Since(start))
-	}
-	if err := sandbox.ValidateRequest(req); err != nil {
+	attempt, err := sandbox.Begin(sandbox.TierNativeDarwin, req)
+	abort := attempt.Abort
+	if err != nil {
 		return abort("%v", err)
 	}
 	if err := t.Available(ctx); err != nil {
@@ -75,7 +73,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if err != nil {
 		return abort("workspace %s: %v", req.Workspace, err)
 	}
-	hidden := hiddenPaths(append(slices.Clone(t.hidden), req.Hidden...))
+	hidden := sandbox.HiddenPaths(t.hidden, req.Hidden)
 	// Security: a workspace of / or a system directory grants it whole;
 	// one inside a protected path would be denied wholesale anyway.
 	if err := secretpaths.CheckWorkspace(ws, secretpaths.List{Paths: hidden}); err != nil {
@@ -108,13 +106,11 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	// do not outlive it and write the workspace between steps.
 	cmd.WaitDelay = 2 * time.Second
 	runErr := runInGroup(cmd, &stdout, &stderr, 2*time.Second)
-	dur := time.Since(start)
+	dur := attempt.Elapsed()
 	if cmd.ProcessState == nil {
 		return abort("start %s: %v", sandboxExec, runErr)
 	}
-	res := sandbox.Result{Tier: sandbox.TierNativeDarwin, Status: sandbox.StatusOK, Duration: dur}
-	res.Stdout, res.StdoutTruncated = stdout.Capped()
-	res.Stderr, res.StderrTruncated = stderr.Capped()
+	res := sandbox.Ran(sandbox.TierNativeDarwin, dur, &stdout, &stderr)
 	res.ExitCode, res.Signal = sandbox.ProcessOutcome(cmd.ProcessState)
 	// sandbox-exec reports its own failure (the profile could not be
 	// applied) on stderr with its name as prefix, before exec'ing the
@@ -125,9 +121,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	uid := os.Getuid()
 	res.Enforced = &sandbox.Enforced{SeatbeltProfileSHA256: sum, Network: "none", ScratchDir: scratch, UID: &uid}
 	if rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-		res.Status, res.ExitCode, res.Signal = sandbox.StatusTimeout, nil, "SIGKILL"
-		res.Reason = fmt.Sprintf("wall-clock timeout of %d s exceeded; the command's process group was killed", int(timeout.Seconds()))
-		res.Duration, res.Limit = max(dur, timeout), timeout
+		res.TimedOut(timeout, dur, "the command's process group was killed")
 	}
 	return res
 }

@@ -41,8 +41,10 @@ type Tier struct {
 	path       string // PATH of the commands: sandbox.CommandPath at construction
 	seccomp    *seccomp.Profile
 	seccompErr error
-	// hidden are the paths every command's mount namespace masks
-	// (Options.Hidden with symlinks' targets added), parents first.
+	// hidden are the paths every command's mount namespace masks:
+	// Options.Hidden with its symlinks' targets as the tier was built.
+	// Each command adds their targets as it starts (sandbox.HiddenPaths),
+	// so a link re-pointed since leaves both targets masked.
 	hidden []string
 	// readRoots are the system roots a command can read; only protected
 	// paths under them or the workspace need a mask.
@@ -81,7 +83,7 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 	// Built once: every launcher installs these bytes (and checks their
 	// hash). A build failure is reported by Available and aborts each Run.
 	t.seccomp, t.seccompErr = seccomp.Build()
-	t.hidden = hiddenPaths(opts.Hidden)
+	t.hidden = sandbox.HiddenPaths(opts.Hidden)
 	// The roots as written and resolved (/bin is often /usr/bin), so that
 	// a protected path under either name is found.
 	for _, r := range launch.SystemReadRoots() {
@@ -161,77 +163,35 @@ func (t *Tier) SelfTest(ctx context.Context) error {
 	return sandbox.SelfTest(ctx, t)
 }
 
-// Run implements sandbox.Tier.
+// Run implements sandbox.Tier. Each step up to the launcher's start fails
+// closed, in this order: the request, the seccomp profile, the workspace
+// and the protected paths, the scratch directory, the launch
+// specification; then the result is trusted only once the launcher
+// confirmed the sandbox applied.
 func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
-	start := time.Now()
-	abort := func(format string, args ...any) sandbox.Result {
-		return sandbox.Aborted(sandbox.TierNativeLinux, fmt.Sprintf(format, args...), time.Since(start))
-	}
-	if err := sandbox.ValidateRequest(req); err != nil {
+	attempt, err := sandbox.Begin(sandbox.TierNativeLinux, req)
+	abort := attempt.Abort
+	if err != nil {
 		return abort("%v", err)
 	}
 	if t.seccompErr != nil {
 		return abort("build the seccomp profile: %v; fix: use linux/amd64 or linux/arm64, or set ECTO_DOCKER_IMAGE", t.seccompErr)
 	}
-	ws, err := filepath.EvalSymlinks(req.Workspace)
-	if err == nil {
-		var fi os.FileInfo
-		if fi, err = os.Stat(ws); err == nil && !fi.IsDir() {
-			err = errors.New("not a directory")
-		}
-	}
+	ws, err := sandbox.ResolveWorkspace(req.Workspace)
 	if err != nil {
-		return abort("workspace %s: %v", req.Workspace, err)
-	}
-	hidden := t.hidden
-	if len(req.Hidden) > 0 {
-		hidden = hiddenPaths(append(slices.Clone(t.hidden), req.Hidden...))
-	}
-	// Security: / or a system directory as the workspace would grant it
-	// whole to Landlock, and one inside a protected path cannot be
-	// masked; the front ends refuse both, and the tier does not rely on
-	// them (the same check as theirs and the container tier's).
-	if err := secretpaths.CheckWorkspace(ws, secretpaths.List{Paths: hidden}); err != nil {
 		return abort("%v", err)
 	}
-	var visible []string
-	for _, h := range hidden {
-		if secretpaths.Within(h, ws) || slices.ContainsFunc(t.readRoots, func(r string) bool { return secretpaths.Within(h, r) }) {
-			visible = append(visible, h)
-		}
+	masks, err := t.masks(ws, req.Hidden)
+	if err != nil {
+		return abort("%v", err)
 	}
-
-	scratch, err := os.MkdirTemp(t.scratchDir, "ironvise-scratch-")
+	scratch, err := t.newScratch()
 	if err != nil {
 		return abort("create scratch directory: %v; fix: make %s writable", err, t.scratchDir)
 	}
-	cleaned := false
-	cleanup := func() string {
-		cleaned = true
-		// The directory is only the tmpfs's mount point on the host: the
-		// command's files lived in its mount namespace and went with it.
-		if err := os.RemoveAll(scratch); err != nil {
-			t.log.Warn("sandbox: remove scratch directory", "dir", scratch, "err", err)
-			return fmt.Sprintf("left %s: %v", scratch, err)
-		}
-		return sandbox.ScratchRemoved
-	}
-	// The scratch directory never outlives the command (sandbox.md §3).
-	defer func() {
-		if !cleaned {
-			cleanup()
-		}
-	}()
-
-	limits := t.opts.Limits.Tighten(req.Limits)
-	spec := launch.Spec{
-		Command: req.Command, Workspace: ws, Scratch: scratch, Limits: launchLimits(limits),
-		Hide: visible, ScratchMiB: t.opts.ScratchMiB,
-		SwitchUser: t.switchUser, UID: t.uid, GID: t.gid, UserNS: t.userNS, Inject: t.inject,
-		Seccomp: t.seccomp.Bytes(), SeccompSHA256: t.seccomp.SHA256,
-		Env: sandbox.CommandEnv(req.Env, t.commandEnv(ws, scratch)),
-	}
-	specArgs, err := spec.Args()
+	// The scratch directory never outlives the command.
+	defer scratch.remove()
+	specArgs, err := t.launchSpec(req, ws, scratch.dir, masks).Args()
 	if err != nil {
 		return abort("encode launch specification: %v", err)
 	}
@@ -245,24 +205,8 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		return abort("status pipe: %v", err)
 	}
 	defer statusR.Close()
-
-	cmd := exec.CommandContext(rctx, t.executable, append([]string{launch.Arg}, specArgs...)...)
-	cmd.Dir = ws
-	// The launcher gets nothing of IronVise's environment. One P keeps its
-	// thread count low, which makes the all-thread Landlock and seccomp
-	// synchronisation quick.
-	cmd.Env = []string{"GOMAXPROCS=1"}
-	cmd.ExtraFiles = []*os.File{statusW}
 	var stdout, stderr sandbox.Collector
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.SysProcAttr = t.sysProcAttr()
-	cmd.Cancel = func() error {
-		// The command is PID 1 of its namespace: killing it makes the
-		// kernel kill every other process in the namespace.
-		return cmd.Process.Signal(syscall.SIGKILL)
-	}
-	cmd.WaitDelay = 2 * time.Second
-
+	cmd := t.launcherCommand(rctx, ws, specArgs, statusW, &stdout, &stderr)
 	if err := cmd.Start(); err != nil {
 		statusW.Close()
 		return abort("%s", startFailure(err, t.userNS))
@@ -270,46 +214,134 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	statusW.Close()
 	applied, setupErr := readStatus(statusR)
 	waitErr := cmd.Wait()
-	dur := time.Since(start)
+	dur := attempt.Elapsed()
 
-	res := sandbox.Result{Tier: sandbox.TierNativeLinux, Status: sandbox.StatusOK, Duration: dur}
-	res.Stdout, res.StdoutTruncated = stdout.Capped()
-	res.Stderr, res.StderrTruncated = stderr.Capped()
-	switch {
-	case setupErr != nil:
-		return sandbox.Aborted(sandbox.TierNativeLinux, "sandbox setup failed: "+setupErr.Error(), dur)
-	case applied == nil:
-		if ctx.Err() != nil {
-			return sandbox.Aborted(sandbox.TierNativeLinux, "run cancelled: "+ctx.Err().Error(), dur)
-		}
-		reason := "the launcher exited before applying the sandbox"
-		if cmd.ProcessState != nil {
-			reason += " (" + cmd.ProcessState.String() + ")"
-		} else if waitErr != nil {
-			reason += ": " + waitErr.Error()
-		}
-		if line := firstLine(res.Stderr); line != "" {
-			reason += ": " + line
-		}
+	res := sandbox.Ran(sandbox.TierNativeLinux, dur, &stdout, &stderr)
+	if reason := unconfirmed(ctx, cmd, applied, setupErr, waitErr, res.Stderr); reason != "" {
 		return sandbox.Aborted(sandbox.TierNativeLinux, reason, dur)
 	}
-	res.Enforced = t.enforced(applied, scratch)
-	res.Enforced.Scratch.Cleanup = cleanup()
+	res.Enforced = t.enforced(applied, scratch.dir)
+	res.Enforced.Scratch.Cleanup = scratch.remove()
 	if cmd.ProcessState == nil {
 		return sandbox.Aborted(sandbox.TierNativeLinux, "wait for command: "+waitErr.Error(), dur)
 	}
 	res.ExitCode, res.Signal = sandbox.ProcessOutcome(cmd.ProcessState)
 	if rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-		res.Status = sandbox.StatusTimeout
-		res.ExitCode = nil
-		res.Signal = "SIGKILL"
-		res.Reason = fmt.Sprintf("wall-clock timeout of %d s exceeded; every process of the command was killed", int(timeout.Seconds()))
-		res.Duration, res.Limit = max(dur, timeout), timeout
+		res.TimedOut(timeout, dur, "every process of the command was killed")
 	} else if ctx.Err() != nil {
 		res.Status = sandbox.StatusAborted
 		res.Reason = "run cancelled: " + ctx.Err().Error()
 	}
 	return res
+}
+
+// masks are the protected paths the launcher covers for a command in ws:
+// the tier's and the request's, each that the command could reach (inside
+// the workspace or a readable system root).
+func (t *Tier) masks(ws string, reqHidden []string) ([]string, error) {
+	hidden := sandbox.HiddenPaths(t.hidden, reqHidden)
+	// Security: / or a system directory as the workspace would grant it
+	// whole to Landlock, and one inside a protected path cannot be
+	// masked; the front ends refuse both, and the tier does not rely on
+	// them (the same check as theirs and the container tier's).
+	if err := secretpaths.CheckWorkspace(ws, secretpaths.List{Paths: hidden}); err != nil {
+		return nil, err
+	}
+	var visible []string
+	for _, h := range hidden {
+		if secretpaths.Within(h, ws) || slices.ContainsFunc(t.readRoots, func(r string) bool { return secretpaths.Within(h, r) }) {
+			visible = append(visible, h)
+		}
+	}
+	return visible, nil
+}
+
+// hostScratch is a command's scratch directory on the host. It is only the
+// mount point of the command's tmpfs: the command's files lived in its
+// mount namespace and went with it.
+type hostScratch struct {
+	dir     string
+	log     *slog.Logger
+	removed bool
+	outcome string // what remove reported
+}
+
+func (t *Tier) newScratch() (*hostScratch, error) {
+	dir, err := os.MkdirTemp(t.scratchDir, "ironvise-scratch-")
+	if err != nil {
+		return nil, err
+	}
+	return &hostScratch{dir: dir, log: t.log}, nil
+}
+
+// remove deletes the directory, once, and reports the outcome for
+// sandbox.Scratch.Cleanup.
+func (s *hostScratch) remove() string {
+	if s.removed {
+		return s.outcome
+	}
+	s.removed, s.outcome = true, sandbox.ScratchRemoved
+	if err := os.RemoveAll(s.dir); err != nil {
+		s.log.Warn("sandbox: remove scratch directory", "dir", s.dir, "err", err)
+		s.outcome = fmt.Sprintf("left %s: %v", s.dir, err)
+	}
+	return s.outcome
+}
+
+// launchSpec is what the launcher applies before it runs the command.
+func (t *Tier) launchSpec(req sandbox.Request, ws, scratch string, masks []string) launch.Spec {
+	return launch.Spec{
+		Command: req.Command, Workspace: ws, Scratch: scratch, Limits: launchLimits(t.opts.Limits.Tighten(req.Limits)),
+		Hide: masks, ScratchMiB: t.opts.ScratchMiB,
+		SwitchUser: t.switchUser, UID: t.uid, GID: t.gid, UserNS: t.userNS, Inject: t.inject,
+		Seccomp: t.seccomp.Bytes(), SeccompSHA256: t.seccomp.SHA256,
+		Env: sandbox.CommandEnv(req.Env, t.commandEnv(ws, scratch)),
+	}
+}
+
+// launcherCommand re-executes IronVise as the launcher in new namespaces,
+// with the status pipe as its fd 3.
+func (t *Tier) launcherCommand(ctx context.Context, ws string, specArgs []string, status *os.File, stdout, stderr *sandbox.Collector) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, t.executable, append([]string{launch.Arg}, specArgs...)...)
+	cmd.Dir = ws
+	// The launcher gets nothing of IronVise's environment. One P keeps its
+	// thread count low, which makes the all-thread Landlock and seccomp
+	// synchronisation quick.
+	cmd.Env = []string{"GOMAXPROCS=1"}
+	cmd.ExtraFiles = []*os.File{status}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = t.sysProcAttr()
+	cmd.Cancel = func() error {
+		// The command is PID 1 of its namespace: killing it makes the
+		// kernel kill every other process in the namespace.
+		return cmd.Process.Signal(syscall.SIGKILL)
+	}
+	cmd.WaitDelay = 2 * time.Second
+	return cmd
+}
+
+// unconfirmed is why a finished launcher's run cannot be trusted: a setup
+// step failed, or no record confirmed the sandbox applied (the launcher
+// died first, or the run was cancelled). "" means it was confirmed.
+func unconfirmed(ctx context.Context, cmd *exec.Cmd, applied *launch.Applied, setupErr *launch.SetupError, waitErr error, stderr string) string {
+	switch {
+	case setupErr != nil:
+		return "sandbox setup failed: " + setupErr.Error()
+	case applied != nil:
+		return ""
+	case ctx.Err() != nil:
+		return "run cancelled: " + ctx.Err().Error()
+	}
+	reason := "the launcher exited before applying the sandbox"
+	if cmd.ProcessState != nil {
+		reason += " (" + cmd.ProcessState.String() + ")"
+	} else if waitErr != nil {
+		reason += ": " + waitErr.Error()
+	}
+	if line := sandbox.FirstLine(stderr, 200); line != "" {
+		reason += ": " + line
+	}
+	return reason
 }
 
 // launchLimits converts the limits for the launcher.
@@ -411,17 +443,6 @@ func (t *Tier) enforced(a *launch.Applied, scratch string) *sandbox.Enforced {
 		e.PidMax = &pm
 	}
 	return e
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if len(s) > 200 {
-		s = s[:200]
-	}
-	return s
 }
 
 // Compile-time check.

@@ -155,11 +155,9 @@ func cmdLine(comspec, command string) string {
 
 // Run implements sandbox.Tier.
 func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
-	start := time.Now()
-	abort := func(format string, args ...any) sandbox.Result {
-		return sandbox.Aborted(sandbox.TierNativeWindows, fmt.Sprintf(format, args...), time.Since(start))
-	}
-	if err := sandbox.ValidateRequest(req); err != nil {
+	attempt, err := sandbox.Begin(sandbox.TierNativeWindows, req)
+	abort := attempt.Abort
+	if err != nil {
 		return abort("%v", err)
 	}
 	scratch, err := os.MkdirTemp("", "ironvise-scratch-")
@@ -221,10 +219,8 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		return abort("put the command in its job object: %v", err)
 	}
 	_ = cmd.Wait()
-	dur := time.Since(start)
-	res := sandbox.Result{Tier: sandbox.TierNativeWindows, Status: sandbox.StatusOK, Duration: dur}
-	res.Stdout, res.StdoutTruncated = stdout.Capped()
-	res.Stderr, res.StderrTruncated = stderr.Capped()
+	dur := attempt.Elapsed()
+	res := sandbox.Ran(sandbox.TierNativeWindows, dur, &stdout, &stderr)
 	res.ExitCode, res.Signal = sandbox.ProcessOutcome(cmd.ProcessState)
 	res.Enforced = &sandbox.Enforced{JobObject: applied, Network: "host", ScratchDir: scratch,
 		RLimits: &sandbox.RLimits{CPUSecs: lim.CPUSecs, ASMiB: lim.MemMiB, NProc: lim.NProc}}

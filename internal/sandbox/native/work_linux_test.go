@@ -66,9 +66,7 @@ func TestOrdinaryWork(t *testing.T) {
 						t.Fatalf("git %v: %v\n%s", args, err, out)
 					}
 				}
-				if err := os.WriteFile(filepath.Join(fx.ws, "untracked.txt"), []byte("u\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
+				writeFile(t, fx.ws, "untracked.txt", "u\n")
 			},
 			cmd:  `git log --oneline | cut -d' ' -f2-; git status --short; git show --stat HEAD | tail -n 1; git diff --stat; git rev-parse --is-inside-work-tree`,
 			want: []string{"first commit", "?? untracked.txt", "true"}},

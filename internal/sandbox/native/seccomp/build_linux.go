@@ -311,7 +311,10 @@ type interval struct {
 // program builds the filter: the architecture checks, then a binary search
 // over the syscall number; a number without a rule gets EPERM.
 func program(byName map[string][]bpf.Instruction) ([]bpf.Instruction, error) {
-	nums := sysnums()
+	nums, err := sysnums()
+	if err != nil {
+		return nil, err
+	}
 	byNr := map[uint32][]bpf.Instruction{}
 	for name, r := range byName {
 		if nr, ok := nums[name]; ok { // absent on this architecture otherwise
@@ -409,6 +412,10 @@ func searchTree(list []interval) ([]bpf.Instruction, error) {
 // SyscallNumber returns the number of the named syscall on this
 // architecture.
 func SyscallNumber(name string) (uint32, bool) {
-	nr, ok := sysnums()[name]
+	nums, err := sysnums()
+	if err != nil {
+		return 0, false
+	}
+	nr, ok := nums[name]
 	return nr, ok
 }

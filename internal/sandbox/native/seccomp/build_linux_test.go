@@ -83,25 +83,32 @@ const (
 	enosys = unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)
 )
 
+// mustNumber is name's syscall number on this architecture.
+func mustNumber(t *testing.T, name string) uint32 {
+	t.Helper()
+	v, ok := SyscallNumber(name)
+	if !ok {
+		t.Fatalf("no number for %s", name)
+	}
+	return v
+}
+
+// decisionCase is a syscall and what the filter must answer.
+type decisionCase struct {
+	name string
+	arch uint32
+	nr   uint32
+	args []uint64
+	want uint32
+}
+
 func TestFilterDecisions(t *testing.T) {
 	p, err := Build()
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := func(name string) uint32 {
-		v, ok := SyscallNumber(name)
-		if !ok {
-			t.Fatalf("no number for %s", name)
-		}
-		return v
-	}
-	cases := []struct {
-		name string
-		arch uint32
-		nr   uint32
-		args []uint64
-		want uint32
-	}{
+	n := func(name string) uint32 { return mustNumber(t, name) }
+	cases := []decisionCase{
 		{"read allowed", auditArch, n("read"), nil, allow},
 		{"execve allowed", auditArch, n("execve"), nil, allow},
 		{"foreign architecture killed", unix.AUDIT_ARCH_I386, n("read"), nil, kill},
@@ -129,23 +136,11 @@ func TestFilterDecisions(t *testing.T) {
 	}
 	for _, a := range AlwaysDenied() {
 		if v, ok := SyscallNumber(a); ok && a != "clone3" {
-			cases = append(cases, struct {
-				name string
-				arch uint32
-				nr   uint32
-				args []uint64
-				want uint32
-			}{a + " always denied", auditArch, v, nil, eperm})
+			cases = append(cases, decisionCase{a + " always denied", auditArch, v, nil, eperm})
 		}
 	}
 	if rejectX32 {
-		cases = append(cases, struct {
-			name string
-			arch uint32
-			nr   uint32
-			args []uint64
-			want uint32
-		}{"x32 getpid killed", auditArch, x32SyscallBit | n("getpid"), nil, kill})
+		cases = append(cases, decisionCase{"x32 getpid killed", auditArch, x32SyscallBit | n("getpid"), nil, kill})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -236,7 +231,7 @@ func TestSearchTreeMatchesLists(t *testing.T) {
 	}
 	byNumber := map[uint32]string{}
 	maxNr := uint32(0)
-	for name, nr := range sysnums() {
+	for name, nr := range nativeSysnums(t) {
 		byNumber[nr] = name
 		maxNr = max(maxNr, nr)
 	}
@@ -285,13 +280,7 @@ func TestHTTPSClientDecisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := func(name string) uint32 {
-		v, ok := SyscallNumber(name)
-		if !ok {
-			t.Fatalf("no number for %s", name)
-		}
-		return v
-	}
+	n := func(name string) uint32 { return mustNumber(t, name) }
 	thread := uint64(unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_SYSVSEM | unix.CLONE_THREAD)
 	cases := []struct {
 		name string

@@ -1,0 +1,41 @@
+package sandbox
+
+import (
+	"path/filepath"
+	"slices"
+)
+
+// HiddenPaths returns the protected paths of a run (the tier's and the
+// request's): absolute ones only, clean, without duplicates, sorted, with
+// the real location of each symlink among them added. A mount follows a
+// link, so a tier masks the target under its real name and skips the link.
+// In lexical order a directory comes before everything under it, so a tier
+// masks a parent first and finds its children gone.
+//
+// secretpaths.Compute already lists each path's real location, but a tier
+// does not rely on its caller for what it must mask: Request.Hidden never
+// passes through Compute, Options.Hidden is whatever the embedding program
+// set, and a link may have been created or re-pointed since the list was
+// computed (serve computes it once, at start). A target missing here would
+// stay visible, so the tiers resolve again when each command starts; it
+// costs a few lstat calls a path.
+func HiddenPaths(lists ...[]string) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(p string) {
+		if p = filepath.Clean(p); filepath.IsAbs(p) && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, l := range lists {
+		for _, p := range l {
+			add(p)
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				add(real)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
