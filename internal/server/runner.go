@@ -10,10 +10,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ironvise/ironvise/internal/agent"
-	"github.com/ironvise/ironvise/internal/evidence"
-	"github.com/ironvise/ironvise/internal/guard"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/llm"
+	"github.com/ironvise/ironvise/internal/session"
 )
 
 // runner is a session this instance drives: its agent loop, or the queue
@@ -26,8 +25,8 @@ type runner struct {
 	// cancel stops the session's work (shutdown, or a seal from another
 	// instance).
 	cancel context.CancelFunc
-	done   chan struct{} // closed when a loop's Run returned
-	guard  *guard.Host   // nil when the guard is off
+	done   chan struct{}  // closed when a loop's Run returned
+	guard  *session.Guard // nil once closed
 
 	// External sessions: submissions in arrival order. ext is nil while
 	// the session is dormant (idle.go): its state was dropped and the
@@ -213,26 +212,19 @@ func (r *runner) closeGuard() {
 	if r.guard == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	r.guard.Close(ctx)
+	r.guard.Close()
 	r.guard = nil
 }
 
 // runLoop drives an agent-loop session until it ends; Run seals it.
-func (r *runner) runLoop(sess *agent.Session, client llm.Client, lim agent.Limits) {
+func (r *runner) runLoop(sess *session.Session, client llm.Client) {
 	defer close(r.done)
 	defer r.s.runners.remove(r.id)
 	defer r.closeGuard()
-	ro := agent.RunOptions{LLM: &loopLLM{Client: client, r: r}, Limits: lim, Report: r.report}
-	if r.guard != nil {
-		ro.Guard = r.guard
-	}
-	out, err := sess.Run(r.ctx, ro)
+	_, err := sess.Run(r.ctx, session.RunOptions{LLM: &loopLLM{Client: client, r: r}, Report: r.report})
 	if err != nil && !errors.Is(err, ledger.ErrSealed) && r.ctx.Err() == nil {
 		r.s.log.Warn("API session ended with an error", "session", r.id, "err", err)
 	}
-	_ = out
 }
 
 // report is the loop's per-step callback, called after each step is
@@ -295,12 +287,6 @@ func (c *loopLLM) Complete(ctx context.Context, req llm.Request) (llm.Response, 
 		c.r.sealNow(sr)
 		return llm.Response{}, context.Canceled
 	}
-}
-
-// appendCredential issues and appends the verifiable credential of a
-// completed session (before it is sealed).
-func (s *Server) appendCredential(ctx context.Context, id uuid.UUID) error {
-	return evidence.Credentials{Ledger: s.ledger()}.IssueCredential(ctx, id)
 }
 
 // seal seals a session this instance drives or a session no one drives
