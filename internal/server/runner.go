@@ -324,19 +324,21 @@ func (s *Server) seal(ctx context.Context, id uuid.UUID, who *principal) (ledger
 			}
 		}
 	}
-	// External: wait for the intent in flight (denying its gates), then
-	// seal while holding the queue.
-	got := make(chan struct{})
-	go func() { r.order.lock(); close(got) }()
-	for waiting := true; waiting; {
+	// External: wait for the intent in flight (denying its gates, so it
+	// can finish), then seal while holding the queue.
+	ticket := r.order.enqueue()
+	for ticket != nil {
 		if err := s.denyPending(ctx, id, who); err != nil {
-			go func() { <-got; r.order.unlock() }()
+			r.order.abandon(ticket)
 			return ledger.SealResult{}, err
 		}
 		select {
-		case <-got:
-			waiting = false
+		case <-ticket:
+			ticket = nil
 		case <-tick.C:
+		case <-ctx.Done():
+			r.order.abandon(ticket)
+			return ledger.SealResult{}, ctx.Err()
 		}
 	}
 	defer r.order.unlock()
@@ -372,24 +374,49 @@ func (s *Server) denyPending(ctx context.Context, id uuid.UUID, who *principal) 
 }
 
 // fifo is a lock granted in arrival order, so intents of one session run
-// in the order they were received.
+// in the order they were received. A waiter holds a ticket: a channel
+// closed when the lock passes to it, so it can wait in a select beside its
+// context and withdraw (abandon) without a goroutine left behind.
 type fifo struct {
 	mu    sync.Mutex
 	busy  bool            // guarded by mu
-	queue []chan struct{} // guarded by mu
+	queue []chan struct{} // guarded by mu: the tickets, oldest first
 }
 
-func (f *fifo) lock() {
+// enqueue takes the lock when it is free and returns nil; otherwise it
+// queues a ticket that is closed once the lock is the caller's. The caller
+// must either receive from the ticket (and later unlock) or abandon it.
+func (f *fifo) enqueue() <-chan struct{} {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	if !f.busy {
 		f.busy = true
-		f.mu.Unlock()
-		return
+		return nil
 	}
 	ch := make(chan struct{})
 	f.queue = append(f.queue, ch)
-	f.mu.Unlock()
-	<-ch
+	return ch
+}
+
+// abandon withdraws a ticket from enqueue. When the lock was handed to it
+// meanwhile, it is passed on, so a waiter that gave up never keeps it.
+func (f *fifo) abandon(ticket <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, ch := range f.queue {
+		if ch == ticket {
+			f.queue = append(f.queue[:i], f.queue[i+1:]...)
+			return
+		}
+	}
+	f.unlockLocked()
+}
+
+// lock waits for the lock without a deadline.
+func (f *fifo) lock() {
+	if t := f.enqueue(); t != nil {
+		<-t
+	}
 }
 
 // tryLock takes the lock when it is free, without waiting.
@@ -406,6 +433,12 @@ func (f *fifo) tryLock() bool {
 func (f *fifo) unlock() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.unlockLocked()
+}
+
+// unlockLocked passes the lock to the oldest ticket, or frees it.
+// f.mu must be held.
+func (f *fifo) unlockLocked() {
 	if len(f.queue) > 0 {
 		ch := f.queue[0]
 		f.queue = f.queue[1:]
