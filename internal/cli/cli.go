@@ -1,5 +1,7 @@
-// Package cli holds the ironvise commands and is the composition root that
-// wires the packages together.
+// Package cli holds the ironvise commands: flags, terminal output and exit
+// codes. It reads the configuration and the command's files; the sessions
+// that audit, exec and demo record are composed, run and sealed by
+// internal/session, the same package `serve` uses.
 //
 // # Design
 //

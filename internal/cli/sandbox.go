@@ -95,7 +95,7 @@ Exits 1 when the selected tier cannot be used here, naming the fix.`,
 			}
 			rep := doctorReport{Selected: selected.Name(), Permissive: cfg.Sandbox.Permissive}
 			if cfg.Sandbox.Permissive {
-				rep.Tiers = append(rep.Tiers, permissiveReport())
+				rep.Tiers = append(rep.Tiers, session.PermissiveReport())
 			} else {
 				rep.Tiers = append(rep.Tiers, sandbox.Doctor(a.ctx, selected, true))
 			}
@@ -154,17 +154,6 @@ func kindTier(kind string) sandbox.TierName {
 		return sandbox.TierFirecracker
 	}
 	return sandbox.NativeTierName(runtime.GOOS)
-}
-
-// permissiveReport describes ECTO_SANDBOX_PERMISSIVE=true without probing:
-// nothing is confined, by design.
-func permissiveReport() sandbox.TierReport {
-	r := sandbox.TierReport{Tier: sandbox.TierNone, Selected: true, Available: true,
-		Notes: []string{"ECTO_SANDBOX_PERMISSIVE=true: commands run WITHOUT OS confinement; development only"}}
-	for _, n := range sandbox.GuaranteeNames() {
-		r.Guarantees = append(r.Guarantees, sandbox.Guarantee{Name: n, State: sandbox.StateNotEnforced, Evidence: "permissive mode"})
-	}
-	return r
 }
 
 // printDoctor writes the human-readable report.

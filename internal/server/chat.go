@@ -38,13 +38,9 @@ func (s *Server) handleSessionChat(rc *reqCtx) {
 		rc.fail(err)
 		return
 	}
-	id, sess, err := s.pathSession(rc)
+	id, _, err := s.writableSession(rc)
 	if err != nil {
 		rc.fail(err)
-		return
-	}
-	if sess.Sealed() {
-		rc.fail(errf(http.StatusConflict, "session %s is sealed: its chain is closed for good", id))
 		return
 	}
 	s.chatWith(rc, id, msg)

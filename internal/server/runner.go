@@ -241,7 +241,7 @@ func (r *runner) report(agent.StepReport) {
 // sealNow seals from inside the loop, then stops it: nothing is appended to
 // the chain after the seal.
 func (r *runner) sealNow(sr *sealRequest) {
-	res, err := r.s.ledger().Seal(context.WithoutCancel(r.ctx), r.id, sr.actor)
+	res, err := session.Seal(context.WithoutCancel(r.ctx), r.s.ledger(), r.id, sr.actor)
 	sr.reply <- sealReply{res, err}
 	r.cancel()
 }
@@ -297,7 +297,7 @@ func (s *Server) seal(ctx context.Context, id uuid.UUID, who *principal) (ledger
 		if err := s.denyPending(ctx, id, who); err != nil {
 			return ledger.SealResult{}, err
 		}
-		return s.ledger().Seal(ctx, id, who.actor())
+		return session.Seal(ctx, s.ledger(), id, who.actor())
 	}
 	r.mu.Lock()
 	r.sealing = true
@@ -317,7 +317,7 @@ func (s *Server) seal(ctx context.Context, id uuid.UUID, who *principal) (ledger
 				rep := <-req.reply
 				return rep.res, rep.err
 			case <-r.done:
-				return s.ledger().Seal(ctx, id, who.actor())
+				return session.Seal(ctx, s.ledger(), id, who.actor())
 			case <-tick.C:
 			case <-ctx.Done():
 				return ledger.SealResult{}, ctx.Err()
@@ -342,7 +342,7 @@ func (s *Server) seal(ctx context.Context, id uuid.UUID, who *principal) (ledger
 		}
 	}
 	defer r.order.unlock()
-	res, err := s.ledger().Seal(ctx, id, who.actor())
+	res, err := session.Seal(ctx, s.ledger(), id, who.actor())
 	if err == nil {
 		s.runners.remove(id)
 		r.cancel()

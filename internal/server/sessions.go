@@ -320,12 +320,8 @@ func (s *Server) policyBytes(name string) ([]byte, error) {
 
 // handleSeal is route 8.
 func (s *Server) handleSeal(rc *reqCtx) {
-	id, err := rc.sessionParam()
+	id, _, err := s.pathSession(rc)
 	if err != nil {
-		rc.fail(err)
-		return
-	}
-	if _, err := s.sessionByID(rc, id); err != nil {
 		rc.fail(err)
 		return
 	}
@@ -422,13 +418,9 @@ func (s *Server) handleAppend(rc *reqCtx) {
 		rc.fail(err)
 		return
 	}
-	id, sess, err := s.pathSession(rc)
+	id, sess, err := s.writableSession(rc)
 	if err != nil {
 		rc.fail(err)
-		return
-	}
-	if sess.Sealed() {
-		rc.fail(errf(http.StatusConflict, "session %s is sealed: its chain is closed for good%s", id, loopSealedHint(sess)))
 		return
 	}
 	// A client's event is recorded as the client's ("event_origin":
@@ -438,7 +430,7 @@ func (s *Server) handleAppend(rc *reqCtx) {
 	ev, err := s.ledger().AppendClient(rc.r.Context(), id, typ, json.RawMessage(payload))
 	switch {
 	case errors.Is(err, ledger.ErrSealed):
-		rc.fail(errf(http.StatusConflict, "session %s is sealed: its chain is closed for good%s", id, loopSealedHint(sess)))
+		rc.fail(sealedConflict(sess))
 		return
 	case errors.Is(err, ledger.ErrNotFound):
 		rc.fail(errf(http.StatusNotFound, "session %s not found", id))
@@ -469,6 +461,21 @@ func marshalPlain(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// writableSession resolves the path's session for a request that appends
+// to its chain: 400 or 404 as pathSession, 409 once it is sealed.
+func (s *Server) writableSession(rc *reqCtx) (uuid.UUID, *ledger.Session, error) {
+	id, sess, err := s.pathSession(rc)
+	if err == nil && sess.Sealed() {
+		err = sealedConflict(sess)
+	}
+	return id, sess, err
+}
+
+// sealedConflict is the 409 of an append to a sealed session.
+func sealedConflict(sess *ledger.Session) error {
+	return errf(http.StatusConflict, "session %s is sealed: its chain is closed for good%s", sess.ID, loopSealedHint(sess))
 }
 
 // loopSealedHint explains a 409 the reference SDK meets: its

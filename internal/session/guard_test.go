@@ -7,6 +7,7 @@ import (
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/guard"
 	"github.com/ironvise/ironvise/internal/llm"
+	"github.com/ironvise/ironvise/internal/sandbox"
 )
 
 // TestSkippedGuard is a guard that does not run: the checks must see no
@@ -35,5 +36,20 @@ func TestStartGuardError(t *testing.T) {
 	}
 	if !errors.Is(err, llm.ErrUnknownBackend) {
 		t.Fatalf("StartGuard with an unknown backend: %v; want it to wrap llm.ErrUnknownBackend", err)
+	}
+}
+
+// TestPermissiveReport reports every guarantee not enforced: the
+// permissive mode confines nothing, and the report must not suggest
+// otherwise.
+func TestPermissiveReport(t *testing.T) {
+	r := PermissiveReport()
+	if r.Tier != sandbox.TierNone || !r.Selected || len(r.Guarantees) != len(sandbox.GuaranteeNames()) {
+		t.Fatalf("report %+v; want the none tier, selected, one entry per guarantee", r)
+	}
+	for _, g := range r.Guarantees {
+		if g.State != sandbox.StateNotEnforced {
+			t.Errorf("guarantee %s is %s; want %s", g.Name, g.State, sandbox.StateNotEnforced)
+		}
 	}
 }

@@ -79,6 +79,18 @@ func SelectTier(ctx context.Context, c config.Sandbox, tier string, hidden []str
 	return sandbox.Select(opts, TierFactories(ctx))
 }
 
+// PermissiveReport is the doctor's report of ECTO_SANDBOX_PERMISSIVE=true,
+// made without probing: nothing is confined, by design, so every
+// guarantee is reported not enforced.
+func PermissiveReport() sandbox.TierReport {
+	r := sandbox.TierReport{Tier: sandbox.TierNone, Selected: true, Available: true,
+		Notes: []string{"ECTO_SANDBOX_PERMISSIVE=true: commands run WITHOUT OS confinement; development only"}}
+	for _, n := range sandbox.GuaranteeNames() {
+		r.Guarantees = append(r.Guarantees, sandbox.Guarantee{Name: n, State: sandbox.StateNotEnforced, Evidence: "permissive mode"})
+	}
+	return r
+}
+
 // sandboxEnvKeys are the variables of the caller's environment a
 // sandboxed command may inherit (the tier filters again).
 var sandboxEnvKeys = []string{"LANG", "LANGUAGE", "TZ", "TERM", "NO_COLOR", "COLUMNS", "LINES", "LC_ALL", "LC_CTYPE", "LC_MESSAGES"}
