@@ -163,31 +163,9 @@ func newOptions(t testing.TB, o tsOptions) (Options, *syncBuffer, *syncBuffer) {
 func startServer(t *testing.T, o tsOptions) *testServer {
 	t.Helper()
 	opts, stdout, stderr := newOptions(t, o)
-	ts := launch(t, opts)
+	ts := startOpts(t, opts)
 	ts.stdout, ts.stderr = stdout, stderr
-	srv := ts.Server
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
 	return ts
-}
-
-// launch creates and starts a server on opts; the caller shuts it down
-// (a test that restarts on the same data directory does so itself).
-func launch(t *testing.T, opts Options) *testServer {
-	t.Helper()
-	srv, err := New(context.Background(), opts)
-	if err != nil {
-		t.Fatalf("server: %v", err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	return &testServer{Server: srv, t: t, url: srv.URL(), dataDir: opts.Config.DataDir, ws: opts.Workspace}
 }
 
 // resp is a finished response.

@@ -391,7 +391,7 @@ func TestShutdownRecordsEnd(t *testing.T) {
 	dataDir := t.TempDir()
 	env := map[string]string{"DATABASE_URL": "<unset>", "MOCK_LLM_SCRIPT": slowScript(t, 50, 200*time.Millisecond), "AGENT_MAX_STEPS": "50"}
 	opts, _, _ := newOptions(t, tsOptions{dataDir: dataDir, env: env})
-	ts := launch(t, opts)
+	ts := startOpts(t, opts)
 	srv := ts.Server
 	loop := ts.createSession(map[string]any{"goal": "report progress"})
 	ext := ts.createSession(map[string]any{"goal": "wait for intents", "agent_loop": false})
@@ -406,7 +406,7 @@ func TestShutdownRecordsEnd(t *testing.T) {
 		t.Error("the stream did not end at shutdown")
 	}
 	// Reopen the same ledger file and look.
-	ts2 := launch(t, opts)
+	ts2 := startOpts(t, opts)
 	defer ts2.Shutdown(context.Background())
 	for _, id := range []string{loop, ext} {
 		s := ts2.call("GET", "/api/sessions/"+id, adminTok, nil).json(t)

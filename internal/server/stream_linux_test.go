@@ -20,7 +20,7 @@ import (
 func TestSlowClientDropped(t *testing.T) {
 	opts, _, _ := newOptions(t, tsOptions{})
 	opts.StreamWriteTimeout = time.Second
-	ts := launch(t, opts)
+	ts := startOpts(t, opts)
 	defer ts.Shutdown(context.Background())
 	id := ts.createSession(map[string]any{"goal": "flood", "agent_loop": false})
 
