@@ -289,8 +289,13 @@ func (c *loopLLM) Complete(ctx context.Context, req llm.Request) (llm.Response, 
 	}
 }
 
+// sealPoll is how often a seal waiting for a session's safe point decides
+// the approval gates opened meanwhile.
+const sealPoll = 100 * time.Millisecond
+
 // seal seals a session this instance drives or a session no one drives
-// here (api.md §5.4).
+// here. Pending approval gates are decided as denied first, so the step in
+// flight can finish.
 func (s *Server) seal(ctx context.Context, id uuid.UUID, who *principal) (ledger.SealResult, error) {
 	r := s.runners.get(id)
 	if r == nil {
@@ -302,33 +307,46 @@ func (s *Server) seal(ctx context.Context, id uuid.UUID, who *principal) (ledger
 	r.mu.Lock()
 	r.sealing = true
 	r.mu.Unlock()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
 	if r.loop {
-		req := &sealRequest{actor: who.actor(), reply: make(chan sealReply, 1)}
-		for {
-			// Gates opened meanwhile are decided as denied too, so the
-			// step in flight finishes and the loop reaches its safe point.
-			if err := s.denyPending(ctx, id, who); err != nil {
-				return ledger.SealResult{}, err
-			}
-			select {
-			case r.sealReq <- req:
-				rep := <-req.reply
-				return rep.res, rep.err
-			case <-r.done:
-				return session.Seal(ctx, s.ledger(), id, who.actor())
-			case <-tick.C:
-			case <-ctx.Done():
-				return ledger.SealResult{}, ctx.Err()
-			}
+		return s.sealLoop(ctx, r, who)
+	}
+	return s.sealExternal(ctx, r, who)
+}
+
+// sealLoop hands the seal to a running loop at its next safe point, or
+// seals the session itself once the loop has returned.
+func (s *Server) sealLoop(ctx context.Context, r *runner, who *principal) (ledger.SealResult, error) {
+	tick := time.NewTicker(sealPoll)
+	defer tick.Stop()
+	req := &sealRequest{actor: who.actor(), reply: make(chan sealReply, 1)}
+	for {
+		// Gates opened meanwhile are decided as denied too, so the step
+		// in flight finishes and the loop reaches its safe point.
+		if err := s.denyPending(ctx, r.id, who); err != nil {
+			return ledger.SealResult{}, err
+		}
+		select {
+		case r.sealReq <- req:
+			rep := <-req.reply
+			return rep.res, rep.err
+		case <-r.done:
+			return session.Seal(ctx, s.ledger(), r.id, who.actor())
+		case <-tick.C:
+		case <-ctx.Done():
+			return ledger.SealResult{}, ctx.Err()
 		}
 	}
-	// External: wait for the intent in flight (denying its gates, so it
-	// can finish), then seal while holding the queue.
+}
+
+// sealExternal waits for the intent in flight of an external session
+// (denying its gates, so it can finish), then seals while holding the
+// queue, so no intent starts after the seal.
+func (s *Server) sealExternal(ctx context.Context, r *runner, who *principal) (ledger.SealResult, error) {
+	tick := time.NewTicker(sealPoll)
+	defer tick.Stop()
 	ticket := r.order.enqueue()
 	for ticket != nil {
-		if err := s.denyPending(ctx, id, who); err != nil {
+		if err := s.denyPending(ctx, r.id, who); err != nil {
 			r.order.abandon(ticket)
 			return ledger.SealResult{}, err
 		}
@@ -342,9 +360,9 @@ func (s *Server) seal(ctx context.Context, id uuid.UUID, who *principal) (ledger
 		}
 	}
 	defer r.order.unlock()
-	res, err := session.Seal(ctx, s.ledger(), id, who.actor())
+	res, err := session.Seal(ctx, s.ledger(), r.id, who.actor())
 	if err == nil {
-		s.runners.remove(id)
+		s.runners.remove(r.id)
 		r.cancel()
 		r.closeGuard()
 	}
