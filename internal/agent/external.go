@@ -165,7 +165,7 @@ func (e *External) Interrupt(ctx context.Context, message string) error {
 	if e.ended != nil {
 		return nil
 	}
-	es, err := e.s.halt(ctx, &e.st, verdict.HaltInterrupted, message, 1)
+	es, err := e.s.halt(ctx, &e.st, verdict.HaltInterrupted, message, 1, ledger.StatusAborted)
 	if err != nil {
 		return err
 	}

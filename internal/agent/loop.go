@@ -161,26 +161,35 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (*Outcome, error) {
 		return out, err
 	}
 	out.Status, out.Stop, out.StopMessage = stop.status, stop.code, stop.message
-	if err := s.env.Ledger.EndSession(fctx, s.ID, stop.status); err != nil {
-		return out, fmt.Errorf("end session: %w", err)
+	_, err = s.End(fctx, stop.status, "agent", true)
+	return out, err
+}
+
+// End records the end of the session with status and seals its chain as
+// actor; it returns the seal event. With credential set, a session that
+// completed gets its verifiable credential first (the credential is part
+// of the chain, so it goes in before the seal); a failure to issue it
+// still seals the session, then is reported. The seal of a session that
+// ended aborted reaches the notifier.
+func (s *Session) End(ctx context.Context, status ledger.Status, actor string, credential bool) (ledger.Event, error) {
+	if err := s.env.Ledger.EndSession(ctx, s.ID, status); err != nil {
+		return ledger.Event{}, fmt.Errorf("end session: %w", err)
 	}
 	var credErr error
-	if stop.status == ledger.StatusCompleted && s.env.Credentials != nil {
-		// The credential is part of the chain, so it goes in before the
-		// seal; a failure still seals the session, then is reported.
-		credErr = s.env.Credentials.IssueCredential(fctx, s.ID)
+	if credential && status == ledger.StatusCompleted && s.env.Credentials != nil {
+		credErr = s.env.Credentials.IssueCredential(ctx, s.ID)
 	}
-	seal, err := s.env.Ledger.Seal(fctx, s.ID, "agent")
+	seal, err := s.env.Ledger.Seal(ctx, s.ID, actor)
 	if err != nil {
-		return out, fmt.Errorf("seal session: %w", err)
+		return ledger.Event{}, fmt.Errorf("seal session: %w", err)
 	}
-	if stop.status == ledger.StatusAborted {
+	if status == ledger.StatusAborted {
 		s.Notify(seal.Event)
 	}
 	if credErr != nil {
-		return out, fmt.Errorf("issue the verifiable credential (the session was sealed without one): %w", credErr)
+		return seal.Event, fmt.Errorf("issue the verifiable credential (the session was sealed without one): %w", credErr)
 	}
-	return out, nil
+	return seal.Event, nil
 }
 
 func (s *Session) loop(ctx context.Context, o RunOptions, lim Limits, st *loopState, out *Outcome) (*errStop, error) {
@@ -196,7 +205,7 @@ func (s *Session) loop(ctx context.Context, o RunOptions, lim Limits, st *loopSt
 	marker := newMarker()
 	for {
 		if ctx.Err() != nil {
-			return s.halt(ctx, st, verdict.HaltInterrupted, "interrupted by the operator", 1)
+			return s.halt(ctx, st, verdict.HaltInterrupted, "interrupted by the operator", 1, ledger.StatusAborted)
 		}
 		if st.Step >= lim.MaxSteps {
 			return s.halt(ctx, st, verdict.HaltMaxSteps, fmt.Sprintf("step limit %d", lim.MaxSteps), lim.MaxSteps, ledger.StatusFailed)
@@ -223,7 +232,7 @@ func (s *Session) loop(ctx context.Context, o RunOptions, lim Limits, st *loopSt
 		}
 		if perr != nil {
 			if ctx.Err() != nil {
-				return s.halt(ctx, st, verdict.HaltInterrupted, "interrupted by the operator", 1)
+				return s.halt(ctx, st, verdict.HaltInterrupted, "interrupted by the operator", 1, ledger.StatusAborted)
 			}
 			st.Counters.LLMErrors++
 			s.report(o, StepReport{Step: st.Step + 1, LLMError: perr.Error()})
@@ -334,10 +343,10 @@ func (s *Session) afterStep(ctx context.Context, o RunOptions, lim Limits, st *l
 		return s.breaker(ctx, st, verdict.HaltGuardDenials, st.Counters.GuardDenials)
 	}
 	if lim.TokenBudget > 0 && st.Tokens > lim.TokenBudget {
-		return s.halt(ctx, st, verdict.HaltTokenBudget, fmt.Sprintf("token budget %d exceeded (%d used)", lim.TokenBudget, st.Tokens), st.Tokens)
+		return s.halt(ctx, st, verdict.HaltTokenBudget, fmt.Sprintf("token budget %d exceeded (%d used)", lim.TokenBudget, st.Tokens), st.Tokens, ledger.StatusAborted)
 	}
 	if n := repeats(st.RecentActions); n >= 3 {
-		return s.halt(ctx, st, verdict.HaltLoopDetected, fmt.Sprintf("the same action with the same params %d times in the last %d steps", n, len(st.RecentActions)), n)
+		return s.halt(ctx, st, verdict.HaltLoopDetected, fmt.Sprintf("the same action with the same params %d times in the last %d steps", n, len(st.RecentActions)), n, ledger.StatusAborted)
 	}
 	if ctx.Err() != nil {
 		// Interrupted: the loop records the halt next; no rotation or
@@ -427,16 +436,13 @@ func (s *Session) appendSchemaError(ctx context.Context, step int, p llm.Proposa
 	return nil
 }
 
-// halt records session_halted and stops with status (aborted unless given).
-func (s *Session) halt(ctx context.Context, st *loopState, code verdict.Code, msg string, count int, status ...ledger.Status) (*errStop, error) {
-	stat := ledger.StatusAborted
-	if len(status) > 0 {
-		stat = status[0]
-	}
+// halt records session_halted and stops with status: aborted for an
+// interruption or a runaway run, failed for a run that used up its steps.
+func (s *Session) halt(ctx context.Context, st *loopState, code verdict.Code, msg string, count int, status ledger.Status) (*errStop, error) {
 	if _, err := s.append(context.WithoutCancel(ctx), ledger.TypeSessionHalted, sessionHaltedEvent{Step: st.Step, Code: string(code), Message: msg, Count: count}); err != nil {
 		return nil, fmt.Errorf("record session_halted: %w", err)
 	}
-	return &errStop{stat, string(code), msg}, nil
+	return &errStop{status, string(code), msg}, nil
 }
 
 // breaker records circuit_breaker and stops aborted.

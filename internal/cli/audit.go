@@ -7,17 +7,16 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/ironvise/ironvise/internal/agent"
 	"github.com/ironvise/ironvise/internal/check"
 	"github.com/ironvise/ironvise/internal/config"
-	"github.com/ironvise/ironvise/internal/demo"
 	"github.com/ironvise/ironvise/internal/guard"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/llm"
-	"github.com/ironvise/ironvise/internal/policy"
-	"github.com/ironvise/ironvise/internal/tripwire"
+	"github.com/ironvise/ironvise/internal/session"
 )
 
 func (a *app) auditCommand() *cobra.Command {
@@ -64,28 +63,16 @@ type auditOptions struct {
 	guardFlags                         guard.Flags
 }
 
-// agentRun is everything one agent session needs, built by audit or demo.
-type agentRun struct {
-	goal      string
-	workspace string
-	tw        *tripwire.Tripwire
-	pol       *policy.Policy
-	llm       llm.Client
-	guard     *guardHandle
-	approver  check.Approver
-	limits    agent.Limits
-}
-
 func (a *app) runAudit(o auditOptions) error {
 	r, err := a.loadRules(o.workspace, o.policy, o.policyPin)
 	if err != nil {
 		return err
 	}
-	cfg, ws, tw, pol := r.cfg, r.ws, r.tw, r.pol
+	cfg := r.cfg
 	if o.maxStepsSet && (o.maxSteps < 1 || o.maxSteps > 100000) {
 		return exitCode(ExitUsage, fmt.Errorf("--max-steps %d: must be from 1 to 100000", o.maxSteps))
 	}
-	client, err := llm.New(cfg.LLM, llm.Options{Logger: a.logger(), BuiltinScript: demo.Script()})
+	client, err := session.NewLLM(cfg.LLM, a.logger())
 	if err != nil {
 		return exitCode(ExitUsage, err)
 	}
@@ -93,13 +80,14 @@ func (a *app) runAudit(o auditOptions) error {
 	if err != nil {
 		return err
 	}
-	defer g.close()
-	run := agentRun{goal: o.goal, workspace: ws, tw: tw, pol: pol, llm: client, guard: g,
-		limits: limitsFor(cfg.Agent, pol, o.maxSteps, o.maxStepsSet)}
+	defer g.Close()
+	spec := session.Spec{Goal: o.goal, Workspace: r.ws, Tripwire: r.tw, Policy: r.pol, LLM: client, Guard: g,
+		Limits: session.Limits(cfg.Agent, r.pol, o.maxSteps, o.maxStepsSet)}
 	if o.interactive {
-		run.approver = newTerminalApprover(a.stdin, a.stderr, isTerminal(a.stderr))
+		approver := newTerminalApprover(a.stdin, a.stderr, isTerminal(a.stderr))
+		spec.Approvals = func(uuid.UUID) check.Approver { return approver }
 	}
-	out, err := a.runAgent(cfg, run)
+	out, err := a.runAgent(cfg, spec)
 	if err != nil {
 		return err
 	}
@@ -109,84 +97,24 @@ func (a *app) runAudit(o auditOptions) error {
 	return nil
 }
 
-// limitsFor computes the effective limits (checks.md §2): the step limit is
-// min(policy max_steps, operator limit) when both are set, else whichever
-// is set, else 20.
-func limitsFor(ac config.Agent, pol *policy.Policy, flagSteps int, flagSet bool) agent.Limits {
-	op, opSet := 0, false
-	switch {
-	case flagSet:
-		op, opSet = flagSteps, true
-	case ac.MaxStepsSet:
-		op, opSet = ac.MaxSteps, true
-	}
-	steps := config.DefaultMaxSteps
-	pmax, pset := 0, false
-	if pol != nil {
-		pmax, pset = pol.MaxSteps()
-	}
-	switch {
-	case opSet && pset:
-		steps = min(op, pmax)
-	case opSet:
-		steps = op
-	case pset:
-		steps = pmax
-	}
-	return agent.Limits{
-		MaxSteps: steps, LLMErrorLimit: ac.LLMErrorLimit, CheckDenialLimit: ac.CheckDenialLimit,
-		JustificationFailureLimit: ac.JustificationFailureLimit, GuardDenialLimit: ac.GuardDenialLimit,
-		TokenBudget: ac.TokenBudget, SnapshotInterval: ac.SnapshotInterval, KeyRotationSteps: ac.KeyRotationSteps,
-	}
-}
-
 // runAgent creates the session, runs the loop with a live step log and
 // prints the summary.
-func (a *app) runAgent(cfg *config.Config, r agentRun) (*agent.Outcome, error) {
-	tier, err := a.sandboxTier("")
+func (a *app) runAgent(cfg *config.Config, spec session.Spec) (*agent.Outcome, error) {
+	rt, done, err := a.sessionRuntime(cfg, a.logger())
 	if err != nil {
 		return nil, err
 	}
-	scanner, err := a.scanner(cfg)
+	defer done()
+	s, err := session.Create(a.ctx, rt, spec)
 	if err != nil {
-		return nil, err
-	}
-	l, err := a.openLedgerForWrite()
-	if err != nil {
-		return nil, err
-	}
-	defer closeLedger(l)
-	polHash := ""
-	if r.pol != nil {
-		polHash = r.pol.SHA256()
-	}
-	s, err := l.CreateSession(a.ctx, ledger.SessionSpec{
-		Goal: r.goal, PolicyHash: polHash, TripwireHash: r.tw.Config().SHA256, GuardRequired: r.guard.guard != nil,
-		LLMBackend: r.llm.Backend(), LLMModel: r.llm.Model(), SandboxTier: string(tier.Name()), AgentLoop: true,
-	})
-	if err != nil {
-		return nil, exitCode(ExitUsage, fmt.Errorf("create session: %w", err))
+		return nil, exitCode(ExitUsage, err)
 	}
 	if cfg.Sandbox.Permissive {
 		fmt.Fprintln(a.stderr, "ironvise: WARNING: ECTO_SANDBOX_PERMISSIVE=true — commands run WITHOUT OS confinement (each is recorded as permissive)")
 	}
 	p := newStepPrinter(a.stdout, isTerminal(a.stdout), a.lookup)
-	p.header(s.ID.String(), r.goal, string(tier.Name()), r.llm, r.guard, r.limits.MaxSteps)
-	env := &agent.Env{Ledger: l, Tier: tier, Scanner: scanner, Logger: a.logger(), SandboxEnv: a.sandboxEnv(), WriteTimeout: a.timing.write}
-	stopEvidence, err := a.attachEvidence(cfg, l, env)
-	if err != nil {
-		return nil, err
-	}
-	defer stopEvidence()
-	sess := agent.Open(env, s.ID, r.goal, agent.Config{
-		Workspace: r.workspace, Tripwire: r.tw, Policy: r.pol,
-		Guard: r.guard.checkGuard(), GuardDisabled: r.guard.skip, Approver: r.approver,
-	})
-	ro := agent.RunOptions{LLM: r.llm, Limits: r.limits, Report: p.step}
-	if r.guard.guard != nil {
-		ro.Guard = r.guard.guard
-	}
-	out, err := sess.Run(a.ctx, ro)
+	p.header(s.ID.String(), spec.Goal, string(rt.Tier.Name()), spec.LLM, spec.Guard, s.Limits().MaxSteps)
+	out, err := s.Run(a.ctx, session.RunOptions{Report: p.step})
 	if err != nil {
 		return out, exitCode(ExitUsage, fmt.Errorf("session %s: %w", s.ID, err))
 	}
@@ -218,9 +146,9 @@ func (p *stepPrinter) paint(code, s string) string {
 	return "\x1b[" + code + "m" + s + "\x1b[0m"
 }
 
-func (p *stepPrinter) header(id, goal, tier string, c llm.Client, g *guardHandle, maxSteps int) {
-	gs := "guard: off (" + g.skip + ")"
-	if g.guard != nil {
+func (p *stepPrinter) header(id, goal, tier string, c llm.Client, g *session.Guard, maxSteps int) {
+	gs := "guard: off (" + g.Skip + ")"
+	if g.Enabled() {
 		gs = "guard: on"
 	}
 	fmt.Fprintf(p.w, "session %s\ngoal:    %s\nmodel:   %s/%s · %s · sandbox: %s · max steps: %d\n\n", id, goal, c.Backend(), c.Model(), gs, tier, maxSteps)

@@ -16,11 +16,8 @@ import (
 
 func TestDemo(t *testing.T) {
 	env := cliEnv(t)
-	code, out, errOut := runCLI(t, env, "", "demo")
-	if code != 0 {
-		t.Fatalf("demo: exit %d\n%s\n%s", code, out, errOut)
-	}
-	for _, want := range []string{
+	out := runDemo(t, env)
+	wantAll(t, "demo output", out,
 		"DENY by tripwire: cmd_interpreter_stdin",
 		"DENY by tripwire: path_traversal",
 		"DENY by policy: policy_command_rule",
@@ -29,24 +26,48 @@ func TestDemo(t *testing.T) {
 		"completed (complete",
 		"4 findings",
 		"verification passed",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("demo output lacks %q", want)
-		}
-	}
+	)
 	id := sessionFromSummary(t, out)
 	if code, o, e := runCLI(t, env, "", "verify-session", id); code != 0 {
 		t.Fatalf("verify-session after demo: exit %d %s %s", code, o, e)
 	}
 }
 
+// sessionFromSummary is the session an audit's summary names.
 func sessionFromSummary(t *testing.T, out string) string {
 	t.Helper()
-	i := strings.Index(out, "verify: ironvise verify-session ")
-	if i < 0 {
-		t.Fatalf("no verify line in:\n%s", out)
+	return wordAfter(t, out, "verify: ironvise verify-session ")
+}
+
+// runDemo runs `ironvise demo` on env, which must succeed, and returns
+// its output.
+func runDemo(t *testing.T, env map[string]string) string {
+	t.Helper()
+	code, out, errOut := runCLI(t, env, "", "demo")
+	if code != 0 {
+		t.Fatalf("demo: exit %d\n%s\n%s", code, out, errOut)
 	}
-	return strings.Fields(out[i+len("verify: ironvise verify-session "):])[0]
+	return out
+}
+
+// writeScript writes a mock-model script of lines and returns its path.
+func writeScript(t *testing.T, lines ...string) string {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), "script.jsonl")
+	if err := os.WriteFile(script, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return script
+}
+
+// wantAll reports each of wants that out lacks.
+func wantAll(t *testing.T, what, out string, wants ...string) {
+	t.Helper()
+	for _, want := range wants {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s lacks %q\n%s", what, want, out)
+		}
+	}
 }
 
 // openAIServer speaks the Chat Completions wire format on loopback: the
@@ -109,16 +130,12 @@ func TestAuditEndToEndOpenAI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("audit: exit %d\n%s\n%s", code, out, errOut)
 	}
-	for _, want := range []string{
+	wantAll(t, "audit output", out,
 		"DENY by tripwire: cmd_banned_args: rule rm_recursive_root",
 		"DENY by tripwire: path_outside_roots: /etc/shadow is outside the allowed roots",
 		"flagged: ignore_previous_instructions",
 		"completed (complete",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("audit output lacks %q\n%s", want, out)
-		}
-	}
+	)
 	if n := strings.Count(out, "rule rm_recursive_root"); n != 2 {
 		t.Errorf("destructive commands denied %d times; want 2", n)
 	}
@@ -223,15 +240,11 @@ func TestDiffAudit(t *testing.T) {
 
 func TestAuditInteractiveApproval(t *testing.T) {
 	ws := t.TempDir()
-	script := filepath.Join(t.TempDir(), "script.jsonl")
-	lines := []string{
+	script := writeScript(t,
 		`{"role":"agent","content":"{\"action\":\"run_command\",\"params\":{\"command\":\"nmap -sV 10.0.0.1\"},\"justification\":\"scan the host\"}"}`,
 		`{"role":"agent","content":"{\"action\":\"run_command\",\"params\":{\"command\":\"nmap -sV 10.0.0.2\"},\"justification\":\"scan the other host\"}"}`,
 		`{"role":"agent","content":"{\"action\":\"complete\",\"params\":{\"findings\":[]}}"}`,
-	}
-	if err := os.WriteFile(script, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	)
 	env := cliEnv(t, "LLM_BACKEND", "mock", "MOCK_LLM_SCRIPT", script, "GUARD_REQUIRED", "false")
 	// The first gate is approved, the second rejected.
 	code, out, errOut := runCLI(t, env, "yes\nno\n", "audit", "Scan the network", "--workspace", ws, "--policy", "soc2-audit", "--interactive")

@@ -11,6 +11,7 @@ import (
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/guard"
 	"github.com/ironvise/ironvise/internal/intent"
+	"github.com/ironvise/ironvise/internal/session"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
@@ -73,8 +74,8 @@ tool only on exit code 0.`,
 				if err != nil {
 					return err
 				}
-				defer g.close()
-				p := &check.Pipeline{Tripwire: tw, Policy: check.PolicyCheck(pol), Guard: g.checkGuard(), GuardDisabled: g.skip,
+				defer g.Close()
+				p := &check.Pipeline{Tripwire: tw, Policy: check.PolicyCheck(pol), Guard: g.Check(), GuardDisabled: g.Skip,
 					GuardUnconfigured: gs.unconfigured, RequireGuard: gs.require}
 				res = p.Run(a.ctx, check.Input{Raw: string(raw), Step: 1})
 				if gs.unconfigured && !gs.require && res.Allowed() {
@@ -126,20 +127,20 @@ type checkGuardState struct {
 // checkGuard is the guard of `ironvise check`: it runs when a guard backend
 // is configured and GUARD_REQUIRED is not false. Without one, the verdict
 // says guard_not_configured; it denies when the guard was asked for.
-func (a *app) checkGuard(cfg *config.Config, requireFlag bool) (*guardHandle, checkGuardState, error) {
+func (a *app) checkGuard(cfg *config.Config, requireFlag bool) (*session.Guard, checkGuardState, error) {
 	gs := checkGuardState{require: requireFlag || (cfg.Guard.RequiredSet && cfg.Guard.Required)}
 	switch {
 	case !cfg.Guard.Required && !requireFlag:
-		return &guardHandle{skip: guard.SkipNotRequired}, gs, nil
+		return session.GuardSkipped(guard.SkipNotRequired), gs, nil
 	case cfg.Guard.Backend == "":
 		gs.unconfigured = true
-		return &guardHandle{skip: guard.SkipUnconfigured + " (GUARD_LLM_BACKEND is not set)"}, gs, nil
+		return session.GuardSkipped(guard.SkipUnconfigured + " (GUARD_LLM_BACKEND is not set)"), gs, nil
 	}
 	g, err := a.startGuard(cfg, guard.Flags{})
 	if err != nil && gs.require {
 		// The guard was asked for and cannot start: deny rather than fail
 		// with a usage error a hook might treat differently.
-		return &guardHandle{skip: "the guard cannot start: " + err.Error()}, gs, nil
+		return session.GuardSkipped("the guard cannot start: " + err.Error()), gs, nil
 	}
 	return g, gs, err
 }

@@ -1,5 +1,7 @@
-// Package cli holds the ironvise commands and is the composition root that
-// wires the packages together.
+// Package cli holds the ironvise commands: flags, terminal output and exit
+// codes. It reads the configuration and the command's files; the sessions
+// that audit, exec and demo record are composed, run and sealed by
+// internal/session, the same package `serve` uses.
 //
 // # Design
 //
@@ -23,7 +25,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -67,6 +68,33 @@ func (e *exitError) Unwrap() error { return e.err }
 // exitCode returns an error that makes Run exit with code, printing err
 // (when non-nil) on stderr.
 func exitCode(code int, err error) error { return &exitError{code: code, err: err} }
+
+// commandError is an error a command's own code returned, as opposed to one
+// cobra returned for the command line itself (an unknown command or flag,
+// a missing flag value, the wrong number of arguments), which is what the
+// usage hint is for. markCommandErrors wraps every command's RunE so the
+// two are told apart by type, not by the text cobra happens to use.
+type commandError struct{ err error }
+
+func (e *commandError) Error() string { return e.err.Error() }
+
+func (e *commandError) Unwrap() error { return e.err }
+
+// markCommandErrors wraps the RunE of c and its subcommands so their
+// errors are *commandError.
+func markCommandErrors(c *cobra.Command) {
+	if run := c.RunE; run != nil {
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if err := run(cmd, args); err != nil {
+				return &commandError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		markCommandErrors(sub)
+	}
+}
 
 // app is the state shared by the commands of one Run.
 type app struct {
@@ -151,19 +179,13 @@ func (a *app) run(args []string) int {
 		}
 		return ee.code
 	}
-	// Anything cobra itself rejects (unknown flag, missing argument) is a
-	// usage error.
+	// Any other error is a usage error; one cobra returned for the command
+	// line itself (unknown flag, missing argument) gets the usage hint.
 	fmt.Fprintf(stderr, "ironvise: %v\n", err)
-	if isUsageError(err) {
+	if ce := (*commandError)(nil); !errors.As(err, &ce) {
 		fmt.Fprintln(stderr, "Run 'ironvise --help' for usage.")
 	}
 	return ExitUsage
-}
-
-func isUsageError(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "unknown command") || strings.Contains(s, "unknown flag") ||
-		strings.Contains(s, "flag needs an argument") || strings.Contains(s, "arg(s)")
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -203,6 +225,7 @@ recorded in a signed, hash-chained ledger that an auditor can verify offline.`,
 		a.guardWorkerCommand(),
 		a.serveCommand(),
 	)
+	markCommandErrors(root)
 	return root
 }
 

@@ -7,13 +7,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
-	"github.com/ironvise/ironvise/internal/agent"
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/demo"
 	"github.com/ironvise/ironvise/internal/guard"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/llm"
 	"github.com/ironvise/ironvise/internal/policy"
+	"github.com/ironvise/ironvise/internal/session"
 	"github.com/ironvise/ironvise/internal/tripwire"
 )
 
@@ -70,27 +70,23 @@ func (a *app) runDemo() error {
 		return exitCode(ExitUsage, err)
 	}
 	mock := config.LLM{Backend: llm.BackendMock}
-	client, err := llm.New(mock, llm.Options{Logger: a.logger(), BuiltinScript: demo.Script()})
+	client, err := session.NewLLM(mock, a.logger())
 	if err != nil {
 		return exitCode(ExitUsage, err)
 	}
 	// The mock guard runs in a real guard worker, over the authenticated
 	// protocol, replaying the script's guard replies.
-	gcfg := config.Guard{Required: true, Backend: llm.BackendMock, Model: llm.MockModel, TimeoutSecs: 30}
-	opts, err := guard.ConfigHostOptions(a.lookup, gcfg, mock)
+	plan := guard.Plan{Enabled: true, Guard: config.Guard{Required: true, Backend: llm.BackendMock, Model: llm.MockModel, TimeoutSecs: 30}}
+	g, err := session.StartGuard(plan, session.GuardOptions{Lookup: a.lookup, LLM: mock, Logger: a.logger()})
 	if err != nil {
 		return exitCode(ExitUsage, err)
 	}
-	opts.Logger = a.logger()
-	h, err := guard.NewHost(opts)
-	if err != nil {
-		return exitCode(ExitUsage, fmt.Errorf("start the guard: %w", err))
-	}
-	g := &guardHandle{guard: h}
-	defer g.close()
+	defer g.Close()
 	fmt.Fprintf(a.stdout, "IronVise demo: auditing the sample service in %s\npolicy: %s (%s)\n\n", ws, pol.Name(), pol.SHA256()[:16])
-	out, err := a.runAgent(cfg, agentRun{goal: demo.Goal, workspace: ws, tw: tw, pol: pol, llm: client, guard: g,
-		limits: agent.Limits{MaxSteps: 20}})
+	// The demo's limits are fixed too: 20 steps, the other limits at
+	// their defaults.
+	out, err := a.runAgent(cfg, session.Spec{Goal: demo.Goal, Workspace: ws, Tripwire: tw, Policy: pol, LLM: client, Guard: g,
+		Limits: session.Limits(config.Agent{}, nil, 20, true)})
 	if err != nil {
 		return err
 	}

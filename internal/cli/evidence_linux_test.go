@@ -22,11 +22,7 @@ import (
 // issuer key, and shows that tampering is caught.
 func TestEvidenceCommandsOnDemoSession(t *testing.T) {
 	env := cliEnv(t)
-	code, out, errOut := runCLI(t, env, "", "demo")
-	if code != 0 {
-		t.Fatalf("demo: exit %d\n%s\n%s", code, out, errOut)
-	}
-	id := sessionFromSummary(t, out)
+	id := sessionFromSummary(t, runDemo(t, env))
 	dir := t.TempDir()
 
 	// The demo reports high findings: every format exits 1 (the CI gate)

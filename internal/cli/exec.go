@@ -13,6 +13,7 @@ import (
 	"github.com/ironvise/ironvise/internal/agent"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/session"
 )
 
 // Exit codes of `ironvise exec` (cli.md).
@@ -88,56 +89,35 @@ func (a *app) runExec(o execOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg, ws, tw, pol, polHash := r.cfg, r.ws, r.tw, r.pol, r.polHash
-	tier, err := a.sandboxTier("")
+	cfg := r.cfg
+	rt, done, err := a.sessionRuntime(cfg, nil)
 	if err != nil {
 		return err
 	}
-	scanner, err := a.scanner(cfg)
+	defer done()
+	g, err := a.optionalGuard(cfg)
 	if err != nil {
 		return err
 	}
-	l, err := a.openLedgerForWrite()
-	if err != nil {
-		return err
-	}
-	defer closeLedger(l)
-	g, gerr := a.optionalGuard(cfg)
-	if gerr != nil {
-		return gerr
-	}
-	defer g.close()
+	defer g.Close()
 
 	if cfg.Sandbox.Permissive {
 		fmt.Fprintln(a.stderr, "ironvise: WARNING: ECTO_SANDBOX_PERMISSIVE=true — the command runs WITHOUT OS confinement (recorded as permissive)")
 	}
-	var id uuid.UUID
-	goal := "exec: " + o.command
+	spec := session.Spec{Goal: "exec: " + o.command, Workspace: r.ws, Tripwire: r.tw, Policy: r.pol, Guard: g}
+	var sess *session.Session
 	step := 1
 	if o.session != "" {
-		id, goal, step, err = a.resumeSession(ctx, l, o.session)
+		var id uuid.UUID
+		var goal string
+		id, goal, step, err = a.resumeSession(ctx, rt.Ledger, o.session)
 		if err != nil {
 			return err
 		}
-	} else {
-		s, err := l.CreateSession(ctx, ledger.SessionSpec{
-			Goal: goal, PolicyHash: deref(polHash), TripwireHash: tw.Config().SHA256,
-			GuardRequired: g.guard != nil, SandboxTier: string(tier.Name()),
-		})
-		if err != nil {
-			return exitCode(ExitUsage, fmt.Errorf("create session: %w", err))
-		}
-		id = s.ID
+		sess = session.Bind(rt, id, goal, spec)
+	} else if sess, err = session.Create(ctx, rt, spec); err != nil {
+		return exitCode(ExitUsage, err)
 	}
-	env := &agent.Env{Ledger: l, Tier: tier, Scanner: scanner, SandboxEnv: a.sandboxEnv(), WriteTimeout: a.timing.write}
-	stopEvidence, err := a.attachEvidence(cfg, l, env)
-	if err != nil {
-		return err
-	}
-	defer stopEvidence()
-	sess := agent.Open(env, id, goal, agent.Config{
-		Workspace: ws, Tripwire: tw, Policy: pol, Guard: g.checkGuard(), GuardDisabled: g.skip,
-	})
 	raw, err := json.Marshal(map[string]any{
 		"action": "run_command", "params": map[string]string{"command": o.command}, "justification": o.justification,
 	})
@@ -148,6 +128,25 @@ func (a *app) runExec(o execOptions) error {
 	if err != nil {
 		return exitCode(ExitUsage, fmt.Errorf("ledger: %w (nothing more was run)", err))
 	}
+	code, status := a.execOutcome(ctx, sess, res)
+	if o.session == "" {
+		// The end is recorded even when ctx was cancelled while the
+		// command ran (Ctrl-C): without it the session stays running
+		// until another process's recovery marks it failed.
+		if _, err := sess.End(ctx, status, "operator:cli"); err != nil {
+			return exitCode(ExitUsage, err)
+		}
+	}
+	fmt.Fprintf(a.stderr, "ironvise: recorded in session %s (verify: ironvise verify-session %s)\n", sess.ID, sess.ID)
+	if code != 0 {
+		return exitCode(code, nil)
+	}
+	return nil
+}
+
+// execOutcome prints what the command's step produced and returns exec's
+// exit code and the status the session ends with.
+func (a *app) execOutcome(ctx context.Context, sess *session.Session, res *agent.StepResult) (int, ledger.Status) {
 	code := 0
 	status := ledger.StatusCompleted
 	switch {
@@ -160,7 +159,7 @@ func (a *app) runExec(o execOptions) error {
 		// Security: exec is often an agent's shell, so what it prints
 		// reaches a model: the output is the recorded one, credentials
 		// replaced by the session's tagged placeholders.
-		red := sess.Redactor()
+		red := sess.Agent.Redactor()
 		fmt.Fprint(a.stdout, red.String(sr.Stdout))
 		fmt.Fprint(a.stderr, red.String(sr.Stderr))
 		if hint := sr.MemoryHint(); hint != "" {
@@ -187,25 +186,7 @@ func (a *app) runExec(o execOptions) error {
 		status = ledger.StatusAborted
 		fmt.Fprintf(a.stderr, "ironvise: output matched observation rule %q (abort); session aborted\n", res.Halted)
 	}
-	if o.session == "" {
-		// The end is recorded even when ctx was cancelled while the
-		// command ran (Ctrl-C): without it the session stays running
-		// until another process's recovery marks it failed.
-		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), endTimeout)
-		defer cancel()
-		seal, err := endAndSeal(ectx, l, id, status)
-		if status == ledger.StatusAborted && seal.Type != "" {
-			sess.Notify(seal)
-		}
-		if err != nil {
-			return exitCode(ExitUsage, err)
-		}
-	}
-	fmt.Fprintf(a.stderr, "ironvise: recorded in session %s (verify: ironvise verify-session %s)\n", id, id)
-	if code != 0 {
-		return exitCode(code, nil)
-	}
-	return nil
+	return code, status
 }
 
 // resumeSession checks that a session can take another step and returns
@@ -250,31 +231,8 @@ func countSteps(ctx context.Context, l *ledger.Ledger, id uuid.UUID) (int, error
 	}
 }
 
-// endTimeout bounds recording the end of a session and its seal.
-const endTimeout = 30 * time.Second
-
-// endAndSeal records the session's outcome and seals its chain; it
-// returns the seal event.
-func endAndSeal(ctx context.Context, l *ledger.Ledger, id uuid.UUID, status ledger.Status) (ledger.Event, error) {
-	if err := l.EndSession(ctx, id, status); err != nil {
-		return ledger.Event{}, fmt.Errorf("end session %s: %w", id, err)
-	}
-	res, err := l.Seal(ctx, id, "operator:cli")
-	if err != nil {
-		return ledger.Event{}, fmt.Errorf("seal session %s: %w", id, err)
-	}
-	return res.Event, nil
-}
-
 func closeLedger(l *ledger.Ledger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = l.Close(ctx)
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

@@ -20,14 +20,7 @@ import (
 // events reads a session's events from the ledger of env.
 func events(t *testing.T, env map[string]string, id string) []ledger.Event {
 	t.Helper()
-	cfg, err := config.Load(config.MapLookup(env))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := ledgerdb.Open(context.Background(), cfg.Ledger.DatabaseURL, cfg.Ledger.PoolSize, ledger.Options{DataDir: cfg.DataDir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := openTestLedger(t, env)
 	defer l.Close(context.Background())
 	evs, err := l.Events(context.Background(), uuid.MustParse(id), 0, 1000)
 	if err != nil {
@@ -36,13 +29,20 @@ func events(t *testing.T, env map[string]string, id string) []ledger.Event {
 	return evs
 }
 
+// sessionOf is the session exec names on stderr.
 func sessionOf(t *testing.T, stderr string) string {
 	t.Helper()
-	i := strings.Index(stderr, "recorded in session ")
+	return wordAfter(t, stderr, "recorded in session ")
+}
+
+// wordAfter returns the word that follows marker in text.
+func wordAfter(t *testing.T, text, marker string) string {
+	t.Helper()
+	i := strings.Index(text, marker)
 	if i < 0 {
-		t.Fatalf("no session in stderr: %s", stderr)
+		t.Fatalf("no %q in:\n%s", marker, text)
 	}
-	return strings.Fields(stderr[i+len("recorded in session "):])[0]
+	return strings.Fields(text[i+len(marker):])[0]
 }
 
 func types(evs []ledger.Event) string {

@@ -6,8 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -193,14 +191,10 @@ func TestExecTimeoutRecordedAs137(t *testing.T) {
 // the loop goes on to complete and seal the session.
 func TestAuditRecordsCommandLongerThanLease(t *testing.T) {
 	ws := t.TempDir()
-	script := filepath.Join(t.TempDir(), "script.jsonl")
-	lines := []string{
+	script := writeScript(t,
 		`{"role":"agent","content":"{\"action\":\"run_command\",\"params\":{\"command\":\"sleep 3; echo long-done\"},\"justification\":\"wait for the slow job\"}"}`,
 		`{"role":"agent","content":"{\"action\":\"complete\",\"params\":{\"findings\":[]},\"justification\":\"the slow job finished\"}"}`,
-	}
-	if err := os.WriteFile(script, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	)
 	env := cliEnv(t, "LLM_BACKEND", "mock", "MOCK_LLM_SCRIPT", script, "GUARD_REQUIRED", "false")
 	warmLedger(t, env, ws)
 	recovered := recoverAfter(t, env, 2*time.Second)

@@ -25,14 +25,22 @@ type ledgerEnv struct {
 	open   uuid.UUID
 }
 
-func newLedgerEnv(t *testing.T) *ledgerEnv {
+// newDirLedger opens the SQLite ledger of a fresh data directory, with no
+// timed checkpoints; the caller closes it before a command opens it.
+func newDirLedger(t *testing.T) (string, *ledger.Ledger) {
 	t.Helper()
 	dir := t.TempDir()
-	ctx := context.Background()
-	l, err := ledgerdb.Open(ctx, "", 0, ledger.Options{DataDir: dir, CheckpointInterval: -1})
+	l, err := ledgerdb.Open(context.Background(), "", 0, ledger.Options{DataDir: dir, CheckpointInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, l
+}
+
+func newLedgerEnv(t *testing.T) *ledgerEnv {
+	t.Helper()
+	dir, l := newDirLedger(t)
+	ctx := context.Background()
 	e := &ledgerEnv{dir: dir, env: map[string]string{"ECTO_DATA_DIR": dir, "HOME": dir}}
 	s1, err := l.CreateSession(ctx, ledger.SessionSpec{Goal: "audit the web server", LLMBackend: "mock", LLMModel: "mock-v1"})
 	if err != nil {

@@ -4,10 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/ironvise/ironvise/internal/agent"
 	"github.com/ironvise/ironvise/internal/config"
-	"github.com/ironvise/ironvise/internal/evidence"
 	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/session"
 	"github.com/ironvise/ironvise/internal/webhook"
 )
 
@@ -15,14 +14,12 @@ import (
 // SIEM deliveries.
 const notifyFlushTimeout = 5 * time.Second
 
-// attachEvidence wires the evidence hooks of a recording command (audit,
-// demo, exec) into env: the verifiable credential the agent loop issues
-// when a session completes (exec, a single operator command, does not run
-// the loop and issues none), and SIEM egress when WEBHOOK_URL is set or
-// the ledger has registered webhooks. The returned stop delivers what is queued (bounded) and must
-// be called before the ledger closes.
-func (a *app) attachEvidence(cfg *config.Config, l *ledger.Ledger, env *agent.Env) (stop func(), err error) {
-	env.Credentials = evidence.Credentials{Ledger: l}
+// attachEvidence wires SIEM egress of a recording command (audit, demo,
+// exec) into rt when WEBHOOK_URL is set or the ledger has registered
+// webhooks (the verifiable credential of a completed session is the
+// session package's). The returned stop delivers what is queued (bounded)
+// and must be called before the ledger closes.
+func (a *app) attachEvidence(cfg *config.Config, l *ledger.Ledger, rt *session.Runtime) (stop func(), err error) {
 	registered := false
 	if ws, err := l.Webhooks(a.ctx); err != nil {
 		a.logger().Warn("webhook: cannot read the registered webhooks; only WEBHOOK_URL is notified", "err", err)
@@ -43,7 +40,7 @@ func (a *app) attachEvidence(cfg *config.Config, l *ledger.Ledger, env *agent.En
 	if err != nil {
 		return nil, exitCode(ExitUsage, err)
 	}
-	env.Notifier = d
+	rt.Notifier = d
 	a.hooks.Store(d)
 	return func() {
 		a.hooks.Store(nil)

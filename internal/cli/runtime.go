@@ -1,35 +1,57 @@
 package cli
 
 import (
-	"context"
 	"fmt"
-	"time"
+	"log/slog"
 
-	"github.com/ironvise/ironvise/internal/check"
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/guard"
 	"github.com/ironvise/ironvise/internal/ledger"
-	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/scan"
+	"github.com/ironvise/ironvise/internal/session"
 )
 
 // scanner builds the output scanner at SCANNER_SENSITIVITY.
 func (a *app) scanner(cfg *config.Config) (*scan.Scanner, error) {
-	sens, err := scan.ParseSensitivity(cfg.Scanner.Sensitivity)
-	if err != nil {
-		return nil, exitCode(ExitUsage, err)
-	}
-	s, err := scan.New(sens)
+	s, err := session.NewScanner(cfg.Scanner.Sensitivity)
 	if err != nil {
 		return nil, exitCode(ExitUsage, err)
 	}
 	return s, nil
 }
 
+// sessionRuntime opens what a recording command's session runs on: the
+// sandbox tier, the scanner, the ledger (for writing) and SIEM egress. log
+// receives the sessions' operational messages (nil: none). The returned
+// done delivers the queued notifications, then closes the ledger.
+func (a *app) sessionRuntime(cfg *config.Config, log *slog.Logger) (*session.Runtime, func(), error) {
+	tier, err := a.sandboxTier("")
+	if err != nil {
+		return nil, nil, err
+	}
+	scanner, err := a.scanner(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	l, err := a.openLedgerForWrite()
+	if err != nil {
+		return nil, nil, err
+	}
+	rt := &session.Runtime{Ledger: l, Tier: tier, Scanner: scanner, Logger: log, SandboxEnv: a.sandboxEnv(), WriteTimeout: a.timing.write}
+	stopEvidence, err := a.attachEvidence(cfg, l, rt)
+	if err != nil {
+		closeLedger(l)
+		return nil, nil, err
+	}
+	return rt, func() {
+		stopEvidence()
+		closeLedger(l)
+	}, nil
+}
+
 // openLedgerForWrite opens the ledger for a command that records: it marks
-// sessions of dead processes failed (ledger.md §6) and runs the startup
-// verification (ledger.md §7), refusing to write on top of a tampered
-// ledger.
+// sessions of dead processes failed and runs the startup verification,
+// refusing to write on top of a tampered ledger.
 func (a *app) openLedgerForWrite() (*ledger.Ledger, error) {
 	l, err := a.openLedger()
 	if err != nil {
@@ -52,64 +74,26 @@ func (a *app) openLedgerForWrite() (*ledger.Ledger, error) {
 
 // sandboxEnv is the candidate environment of sandboxed commands: the
 // allowlisted variables only (the tier filters again).
-func (a *app) sandboxEnv() []string {
-	var env []string
-	for _, k := range []string{"LANG", "LANGUAGE", "TZ", "TERM", "NO_COLOR", "COLUMNS", "LINES", "LC_ALL", "LC_CTYPE", "LC_MESSAGES"} {
-		if v, ok := a.lookup(k); ok && sandbox.EnvAllowed(k) {
-			env = append(env, k+"="+v)
-		}
-	}
-	return env
-}
+func (a *app) sandboxEnv() []string { return session.SandboxEnv(a.lookup) }
 
-// guardHandle is the guard of one command: a running host, or the reason
-// it is skipped.
-type guardHandle struct {
-	guard *guard.Host
-	skip  string
-}
-
-func (g *guardHandle) checkGuard() check.Guard {
-	if g.guard == nil {
-		return nil
-	}
-	return g.guard
-}
-
-func (g *guardHandle) close() {
-	if g.guard == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = g.guard.Close(ctx)
-}
-
-// optionalGuard is the guard of exec and check: it runs only when
-// GUARD_LLM_BACKEND is configured (and GUARD_REQUIRED is not false).
-func (a *app) optionalGuard(cfg *config.Config) (*guardHandle, error) {
+// optionalGuard is the guard of exec: it runs only when GUARD_LLM_BACKEND
+// is configured (and GUARD_REQUIRED is not false).
+func (a *app) optionalGuard(cfg *config.Config) (*session.Guard, error) {
 	if cfg.Guard.Backend == "" || !cfg.Guard.Required {
-		return &guardHandle{skip: guard.SkipUnconfigured}, nil
+		return session.GuardSkipped(guard.SkipUnconfigured), nil
 	}
 	return a.startGuard(cfg, guard.Flags{})
 }
 
-// startGuard resolves the guard configuration and starts the host.
-func (a *app) startGuard(cfg *config.Config, flags guard.Flags) (*guardHandle, error) {
+// startGuard resolves the guard configuration and starts the worker.
+func (a *app) startGuard(cfg *config.Config, flags guard.Flags) (*session.Guard, error) {
 	plan, err := guard.Resolve(cfg.Guard, cfg.LLM.Backend, flags)
 	if err != nil {
 		return nil, exitCode(ExitUsage, err)
 	}
-	if !plan.Enabled {
-		return &guardHandle{skip: plan.SkipMessage}, nil
-	}
-	opts, err := guard.ConfigHostOptions(a.lookup, plan.Guard, cfg.LLM)
+	g, err := session.StartGuard(plan, session.GuardOptions{Lookup: a.lookup, LLM: cfg.LLM})
 	if err != nil {
 		return nil, exitCode(ExitUsage, err)
 	}
-	h, err := guard.NewHost(opts)
-	if err != nil {
-		return nil, exitCode(ExitUsage, fmt.Errorf("start the guard: %w", err))
-	}
-	return &guardHandle{guard: h}, nil
+	return g, nil
 }

@@ -7,53 +7,12 @@ import (
 	"log/slog"
 	"runtime"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/sandbox"
-	"github.com/ironvise/ironvise/internal/sandbox/container"
-	"github.com/ironvise/ironvise/internal/sandbox/microvm"
-	"github.com/ironvise/ironvise/internal/sandbox/native"
+	"github.com/ironvise/ironvise/internal/session"
 )
-
-// sandboxFactories are the tiers built into this binary. The container
-// tier's constructor may ask the Docker daemon whether it answers, so it
-// takes the command's context.
-func (a *app) sandboxFactories() sandbox.Factories {
-	return sandbox.Factories{
-		Native: native.New,
-		Container: func(o sandbox.Options) (sandbox.Tier, error) {
-			return container.New(a.ctx, o)
-		},
-		MicroVM: microvm.New,
-	}
-}
-
-// sandboxOptions converts the configuration into the sandbox's typed
-// options. tier, when non-empty, overrides ECTO_SANDBOX_TIER.
-func sandboxOptions(c config.Sandbox, tier string, log *slog.Logger) sandbox.Options {
-	if tier == "" {
-		tier = c.Tier
-	}
-	return sandbox.Options{
-		Tier: tier, DockerImage: c.DockerImage, FCBinary: c.FCBinary, Permissive: c.Permissive,
-		Timeout: time.Duration(c.TimeoutSecs) * time.Second,
-		Limits:  sandbox.Limits{CPUSecs: c.CPUSecs, MemMiB: c.MemMiB, NoFile: c.NoFile},
-		User:    c.User, Logger: log, ScratchMiB: c.ScratchMiB,
-		Container: sandbox.ContainerOptions{
-			Runtime: c.Docker.Runtime, Memory: c.Docker.Memory, MemoryBytes: c.Docker.MemoryBytes,
-			CPUs: c.Docker.CPUs, Timeout: time.Duration(c.Docker.TimeoutSecs) * time.Second,
-			ExtraArgs: c.Docker.ExtraArgs,
-		},
-		MicroVM: sandbox.MicroVMOptions{
-			Kernel: c.Firecracker.Kernel, Rootfs: c.Firecracker.Rootfs,
-			VCPUs: c.Firecracker.VCPUs, MemMiB: c.Firecracker.MemMiB,
-			Timeout: time.Duration(c.Firecracker.TimeoutSecs) * time.Second,
-		},
-	}
-}
 
 // sandboxTier selects the configured tier (sandbox.md §2). Commands that run
 // intents (exec, audit, serve) use it; serve calls SelfTest on the result
@@ -69,9 +28,7 @@ func (a *app) sandboxTier(tierFlag string) (sandbox.Tier, error) {
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	opts := sandboxOptions(cfg.Sandbox, tierFlag, log)
-	opts.Hidden = protect.Paths
-	t, err := sandbox.Select(opts, a.sandboxFactories())
+	t, err := session.SelectTier(a.ctx, cfg.Sandbox, tierFlag, protect.Paths, log)
 	if err != nil {
 		return nil, exitCode(ExitUsage, err)
 	}
@@ -138,7 +95,7 @@ Exits 1 when the selected tier cannot be used here, naming the fix.`,
 			}
 			rep := doctorReport{Selected: selected.Name(), Permissive: cfg.Sandbox.Permissive}
 			if cfg.Sandbox.Permissive {
-				rep.Tiers = append(rep.Tiers, permissiveReport())
+				rep.Tiers = append(rep.Tiers, session.PermissiveReport())
 			} else {
 				rep.Tiers = append(rep.Tiers, sandbox.Doctor(a.ctx, selected, true))
 			}
@@ -147,11 +104,11 @@ Exits 1 when the selected tier cannot be used here, naming the fix.`,
 				// The other tiers: availability only (probing every tier
 				// would run containers and VMs).
 				for _, kind := range []string{"native", "docker", "firecracker"} {
-					opts := sandboxOptions(cfg.Sandbox, kind, nil)
+					opts := session.TierOptions(cfg.Sandbox, kind, nil)
 					if a.protect != nil {
 						opts.Hidden = a.protect.Paths
 					}
-					t, err := sandbox.Select(opts, a.sandboxFactories())
+					t, err := sandbox.Select(opts, session.TierFactories(a.ctx))
 					if err != nil {
 						// A configuration the tier rejects (e.g. an
 						// ECTO_DOCKER_EXTRA_ARGS flag) is a finding too.
@@ -197,17 +154,6 @@ func kindTier(kind string) sandbox.TierName {
 		return sandbox.TierFirecracker
 	}
 	return sandbox.NativeTierName(runtime.GOOS)
-}
-
-// permissiveReport describes ECTO_SANDBOX_PERMISSIVE=true without probing:
-// nothing is confined, by design.
-func permissiveReport() sandbox.TierReport {
-	r := sandbox.TierReport{Tier: sandbox.TierNone, Selected: true, Available: true,
-		Notes: []string{"ECTO_SANDBOX_PERMISSIVE=true: commands run WITHOUT OS confinement; development only"}}
-	for _, n := range sandbox.GuaranteeNames() {
-		r.Guarantees = append(r.Guarantees, sandbox.Guarantee{Name: n, State: sandbox.StateNotEnforced, Evidence: "permissive mode"})
-	}
-	return r
 }
 
 // printDoctor writes the human-readable report.

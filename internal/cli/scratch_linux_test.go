@@ -8,6 +8,7 @@ import (
 
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/session"
 )
 
 func TestSandboxOptionsCarryScratchCap(t *testing.T) {
@@ -20,7 +21,7 @@ func TestSandboxOptionsCarryScratchCap(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := sandboxOptions(cfg.Sandbox, "", nil).ScratchMiB; got != tc.want {
+			if got := session.TierOptions(cfg.Sandbox, "", nil).ScratchMiB; got != tc.want {
 				t.Fatalf("ScratchMiB = %d; want %d", got, tc.want)
 			}
 		})

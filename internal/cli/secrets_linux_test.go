@@ -20,6 +20,7 @@ import (
 	"github.com/ironvise/ironvise/internal/guard"
 	"github.com/ironvise/ironvise/internal/llm"
 	"github.com/ironvise/ironvise/internal/redact"
+	"github.com/ironvise/ironvise/internal/session"
 )
 
 // Test secrets: shaped like real ones, issued by no one.
@@ -118,8 +119,8 @@ func TestAuditKeepsSecretsFromEveryOutput(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			o, err := a.runAgent(r.cfg, agentRun{goal: "Review this repo for exposed secrets", workspace: ws, tw: r.tw, pol: r.pol,
-				llm: model, guard: g, limits: limitsFor(r.cfg.Agent, r.pol, 0, false)})
+			o, err := a.runAgent(r.cfg, session.Spec{Goal: "Review this repo for exposed secrets", Workspace: ws, Tripwire: r.tw, Policy: r.pol,
+				LLM: model, Guard: g, Limits: session.Limits(r.cfg.Agent, r.pol, 0, false)})
 			if err != nil {
 				t.Fatalf("audit: %v\n%s\n%s", err, out.String(), errOut.String())
 			}

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/ironvise/ironvise/internal/ledger"
-	"github.com/ironvise/ironvise/internal/ledger/ledgerdb"
 )
 
 // TestVerifySessionChecksFindings is issue 13 item 1 for verify-session: a
@@ -16,12 +15,8 @@ import (
 // unbroken, yet its findings prove nothing: verify-session fails the
 // findings check and exits 1.
 func TestVerifySessionChecksFindings(t *testing.T) {
-	dir := t.TempDir()
+	dir, l := newDirLedger(t)
 	ctx := context.Background()
-	l, err := ledgerdb.Open(ctx, "", 0, ledger.Options{DataDir: dir, CheckpointInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
 	s, err := l.CreateSession(ctx, ledger.SessionSpec{Goal: "audit the ssh settings"})
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/ironvise/ironvise/internal/ledger"
-	"github.com/ironvise/ironvise/internal/ledger/ledgerdb"
 )
 
 // rotatedLedger is a data dir whose SQLite ledger holds one session with a
@@ -23,12 +22,8 @@ import (
 // seal when sealed).
 func rotatedLedger(t *testing.T, sealed bool) (*ledgerEnv, uuid.UUID, []ledger.Event, *sql.DB) {
 	t.Helper()
-	dir := t.TempDir()
+	dir, l := newDirLedger(t)
 	ctx := context.Background()
-	l, err := ledgerdb.Open(ctx, "", 0, ledger.Options{DataDir: dir, CheckpointInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
 	s, err := l.CreateSession(ctx, ledger.SessionSpec{Goal: "rotate and verify"})
 	if err != nil {
 		t.Fatal(err)

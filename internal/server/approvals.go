@@ -10,12 +10,8 @@ import (
 
 // handlePending is route 24: the oldest undecided gate of a session.
 func (s *Server) handlePending(rc *reqCtx) {
-	id, err := rc.sessionParam()
+	id, _, err := s.pathSession(rc)
 	if err != nil {
-		rc.fail(err)
-		return
-	}
-	if _, err := s.sessionByID(rc, id); err != nil {
 		rc.fail(err)
 		return
 	}

@@ -9,9 +9,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ironvise/ironvise/internal/demo"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/llm"
+	"github.com/ironvise/ironvise/internal/session"
 )
 
 // chatTimeout bounds one chat completion.
@@ -38,13 +38,9 @@ func (s *Server) handleSessionChat(rc *reqCtx) {
 		rc.fail(err)
 		return
 	}
-	id, sess, err := s.pathSession(rc)
+	id, _, err := s.writableSession(rc)
 	if err != nil {
 		rc.fail(err)
-		return
-	}
-	if sess.Sealed() {
-		rc.fail(errf(http.StatusConflict, "session %s is sealed: its chain is closed for good", id))
 		return
 	}
 	s.chatWith(rc, id, msg)
@@ -78,7 +74,7 @@ func (s *Server) chat(rc *reqCtx, chain uuid.UUID) {
 // redacted reply (api.md §5.8). The user message stays recorded when the
 // model fails.
 func (s *Server) chatWith(rc *reqCtx, chain uuid.UUID, msg string) {
-	client, err := llm.New(s.cfg.LLM, llm.Options{Logger: s.log, BuiltinScript: demo.Script()})
+	client, err := session.NewLLM(s.cfg.LLM, s.log)
 	if err != nil {
 		rc.fail(errf(http.StatusServiceUnavailable, "the LLM backend is not configured: %v", err))
 		return

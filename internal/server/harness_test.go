@@ -163,21 +163,8 @@ func newOptions(t testing.TB, o tsOptions) (Options, *syncBuffer, *syncBuffer) {
 func startServer(t *testing.T, o tsOptions) *testServer {
 	t.Helper()
 	opts, stdout, stderr := newOptions(t, o)
-	srv, err := New(context.Background(), opts)
-	if err != nil {
-		t.Fatalf("server: %v", err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	ts := &testServer{Server: srv, t: t, url: srv.URL(), dataDir: opts.Config.DataDir, ws: opts.Workspace, stdout: stdout, stderr: stderr}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	})
+	ts := startOpts(t, opts)
+	ts.stdout, ts.stderr = stdout, stderr
 	return ts
 }
 

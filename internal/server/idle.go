@@ -16,10 +16,10 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ironvise/ironvise/internal/agent"
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/guard"
 	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/session"
 	"github.com/ironvise/ironvise/internal/tripwire"
 )
 
@@ -205,19 +205,16 @@ func (s *Server) revive(ctx context.Context, r *runner) error {
 	if err != nil || (g.GuardRequired && !plan.Enabled) {
 		return errf(http.StatusServiceUnavailable, "session %s requires the guard, which is not configured now (set GUARD_LLM_BACKEND and GUARD_LLM_MODEL through PUT /api/config)", r.id)
 	}
-	host, err := s.startGuard(plan, cfg)
+	gd, err := s.startGuard(plan, cfg)
 	if err != nil {
 		return err
 	}
-	as, eo := s.openAgentSession(r.id, sess.Goal, tw, pol, plan, host, limitsFor(cfg.Agent, pol))
-	ext, err := agent.ResumeExternal(as, eo, evs)
+	ext, err := session.Bind(s.sessionRuntime(), r.id, sess.Goal, s.sessionSpec(cfg, tw, pol, gd)).Resume(evs)
 	if err != nil {
-		if host != nil {
-			host.Close(context.Background())
-		}
+		gd.Close()
 		return fmt.Errorf("server: revive session %s: %w", r.id, err)
 	}
-	r.ext, r.guard = ext, host
+	r.ext, r.guard = ext, gd
 	return nil
 }
 

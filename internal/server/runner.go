@@ -10,10 +10,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ironvise/ironvise/internal/agent"
-	"github.com/ironvise/ironvise/internal/evidence"
-	"github.com/ironvise/ironvise/internal/guard"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/llm"
+	"github.com/ironvise/ironvise/internal/session"
 )
 
 // runner is a session this instance drives: its agent loop, or the queue
@@ -26,8 +25,8 @@ type runner struct {
 	// cancel stops the session's work (shutdown, or a seal from another
 	// instance).
 	cancel context.CancelFunc
-	done   chan struct{} // closed when a loop's Run returned
-	guard  *guard.Host   // nil when the guard is off
+	done   chan struct{}  // closed when a loop's Run returned
+	guard  *session.Guard // nil once closed
 
 	// External sessions: submissions in arrival order. ext is nil while
 	// the session is dormant (idle.go): its state was dropped and the
@@ -213,26 +212,19 @@ func (r *runner) closeGuard() {
 	if r.guard == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	r.guard.Close(ctx)
+	r.guard.Close()
 	r.guard = nil
 }
 
 // runLoop drives an agent-loop session until it ends; Run seals it.
-func (r *runner) runLoop(sess *agent.Session, client llm.Client, lim agent.Limits) {
+func (r *runner) runLoop(sess *session.Session, client llm.Client) {
 	defer close(r.done)
 	defer r.s.runners.remove(r.id)
 	defer r.closeGuard()
-	ro := agent.RunOptions{LLM: &loopLLM{Client: client, r: r}, Limits: lim, Report: r.report}
-	if r.guard != nil {
-		ro.Guard = r.guard
-	}
-	out, err := sess.Run(r.ctx, ro)
+	_, err := sess.Run(r.ctx, session.RunOptions{LLM: &loopLLM{Client: client, r: r}, Report: r.report})
 	if err != nil && !errors.Is(err, ledger.ErrSealed) && r.ctx.Err() == nil {
 		r.s.log.Warn("API session ended with an error", "session", r.id, "err", err)
 	}
-	_ = out
 }
 
 // report is the loop's per-step callback, called after each step is
@@ -249,7 +241,7 @@ func (r *runner) report(agent.StepReport) {
 // sealNow seals from inside the loop, then stops it: nothing is appended to
 // the chain after the seal.
 func (r *runner) sealNow(sr *sealRequest) {
-	res, err := r.s.ledger().Seal(context.WithoutCancel(r.ctx), r.id, sr.actor)
+	res, err := session.Seal(context.WithoutCancel(r.ctx), r.s.ledger(), r.id, sr.actor)
 	sr.reply <- sealReply{res, err}
 	r.cancel()
 }
@@ -297,66 +289,80 @@ func (c *loopLLM) Complete(ctx context.Context, req llm.Request) (llm.Response, 
 	}
 }
 
-// appendCredential issues and appends the verifiable credential of a
-// completed session (before it is sealed).
-func (s *Server) appendCredential(ctx context.Context, id uuid.UUID) error {
-	return evidence.Credentials{Ledger: s.ledger()}.IssueCredential(ctx, id)
-}
+// sealPoll is how often a seal waiting for a session's safe point decides
+// the approval gates opened meanwhile.
+const sealPoll = 100 * time.Millisecond
 
 // seal seals a session this instance drives or a session no one drives
-// here (api.md §5.4).
+// here. Pending approval gates are decided as denied first, so the step in
+// flight can finish.
 func (s *Server) seal(ctx context.Context, id uuid.UUID, who *principal) (ledger.SealResult, error) {
 	r := s.runners.get(id)
 	if r == nil {
 		if err := s.denyPending(ctx, id, who); err != nil {
 			return ledger.SealResult{}, err
 		}
-		return s.ledger().Seal(ctx, id, who.actor())
+		return session.Seal(ctx, s.ledger(), id, who.actor())
 	}
 	r.mu.Lock()
 	r.sealing = true
 	r.mu.Unlock()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
 	if r.loop {
-		req := &sealRequest{actor: who.actor(), reply: make(chan sealReply, 1)}
-		for {
-			// Gates opened meanwhile are decided as denied too, so the
-			// step in flight finishes and the loop reaches its safe point.
-			if err := s.denyPending(ctx, id, who); err != nil {
-				return ledger.SealResult{}, err
-			}
-			select {
-			case r.sealReq <- req:
-				rep := <-req.reply
-				return rep.res, rep.err
-			case <-r.done:
-				return s.ledger().Seal(ctx, id, who.actor())
-			case <-tick.C:
-			case <-ctx.Done():
-				return ledger.SealResult{}, ctx.Err()
-			}
-		}
+		return s.sealLoop(ctx, r, who)
 	}
-	// External: wait for the intent in flight (denying its gates), then
-	// seal while holding the queue.
-	got := make(chan struct{})
-	go func() { r.order.lock(); close(got) }()
-	for waiting := true; waiting; {
-		if err := s.denyPending(ctx, id, who); err != nil {
-			go func() { <-got; r.order.unlock() }()
+	return s.sealExternal(ctx, r, who)
+}
+
+// sealLoop hands the seal to a running loop at its next safe point, or
+// seals the session itself once the loop has returned.
+func (s *Server) sealLoop(ctx context.Context, r *runner, who *principal) (ledger.SealResult, error) {
+	tick := time.NewTicker(sealPoll)
+	defer tick.Stop()
+	req := &sealRequest{actor: who.actor(), reply: make(chan sealReply, 1)}
+	for {
+		// Gates opened meanwhile are decided as denied too, so the step
+		// in flight finishes and the loop reaches its safe point.
+		if err := s.denyPending(ctx, r.id, who); err != nil {
 			return ledger.SealResult{}, err
 		}
 		select {
-		case <-got:
-			waiting = false
+		case r.sealReq <- req:
+			rep := <-req.reply
+			return rep.res, rep.err
+		case <-r.done:
+			return session.Seal(ctx, s.ledger(), r.id, who.actor())
 		case <-tick.C:
+		case <-ctx.Done():
+			return ledger.SealResult{}, ctx.Err()
+		}
+	}
+}
+
+// sealExternal waits for the intent in flight of an external session
+// (denying its gates, so it can finish), then seals while holding the
+// queue, so no intent starts after the seal.
+func (s *Server) sealExternal(ctx context.Context, r *runner, who *principal) (ledger.SealResult, error) {
+	tick := time.NewTicker(sealPoll)
+	defer tick.Stop()
+	ticket := r.order.enqueue()
+	for ticket != nil {
+		if err := s.denyPending(ctx, r.id, who); err != nil {
+			r.order.abandon(ticket)
+			return ledger.SealResult{}, err
+		}
+		select {
+		case <-ticket:
+			ticket = nil
+		case <-tick.C:
+		case <-ctx.Done():
+			r.order.abandon(ticket)
+			return ledger.SealResult{}, ctx.Err()
 		}
 	}
 	defer r.order.unlock()
-	res, err := s.ledger().Seal(ctx, id, who.actor())
+	res, err := session.Seal(ctx, s.ledger(), r.id, who.actor())
 	if err == nil {
-		s.runners.remove(id)
+		s.runners.remove(r.id)
 		r.cancel()
 		r.closeGuard()
 	}
@@ -386,24 +392,49 @@ func (s *Server) denyPending(ctx context.Context, id uuid.UUID, who *principal) 
 }
 
 // fifo is a lock granted in arrival order, so intents of one session run
-// in the order they were received.
+// in the order they were received. A waiter holds a ticket: a channel
+// closed when the lock passes to it, so it can wait in a select beside its
+// context and withdraw (abandon) without a goroutine left behind.
 type fifo struct {
 	mu    sync.Mutex
 	busy  bool            // guarded by mu
-	queue []chan struct{} // guarded by mu
+	queue []chan struct{} // guarded by mu: the tickets, oldest first
 }
 
-func (f *fifo) lock() {
+// enqueue takes the lock when it is free and returns nil; otherwise it
+// queues a ticket that is closed once the lock is the caller's. The caller
+// must either receive from the ticket (and later unlock) or abandon it.
+func (f *fifo) enqueue() <-chan struct{} {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	if !f.busy {
 		f.busy = true
-		f.mu.Unlock()
-		return
+		return nil
 	}
 	ch := make(chan struct{})
 	f.queue = append(f.queue, ch)
-	f.mu.Unlock()
-	<-ch
+	return ch
+}
+
+// abandon withdraws a ticket from enqueue. When the lock was handed to it
+// meanwhile, it is passed on, so a waiter that gave up never keeps it.
+func (f *fifo) abandon(ticket <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, ch := range f.queue {
+		if ch == ticket {
+			f.queue = append(f.queue[:i], f.queue[i+1:]...)
+			return
+		}
+	}
+	f.unlockLocked()
+}
+
+// lock waits for the lock without a deadline.
+func (f *fifo) lock() {
+	if t := f.enqueue(); t != nil {
+		<-t
+	}
 }
 
 // tryLock takes the lock when it is free, without waiting.
@@ -420,6 +451,12 @@ func (f *fifo) tryLock() bool {
 func (f *fifo) unlock() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.unlockLocked()
+}
+
+// unlockLocked passes the lock to the oldest ticket, or frees it.
+// f.mu must be held.
+func (f *fifo) unlockLocked() {
 	if len(f.queue) > 0 {
 		ch := f.queue[0]
 		f.queue = f.queue[1:]

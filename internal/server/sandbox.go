@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/session"
 )
 
 // sandboxState is the startup self-test of the selected tier and, once it
@@ -51,7 +52,7 @@ func (st *sandboxState) selfTest(ctx context.Context) error {
 func (st *sandboxState) startDoctor() {
 	st.doctorOnce.Do(func() {
 		if st.s.cfg.Sandbox.Permissive {
-			st.report = permissiveTierReport()
+			st.report = session.PermissiveReport()
 			close(st.doctorDone)
 			return
 		}
@@ -64,15 +65,6 @@ func (st *sandboxState) startDoctor() {
 			st.report = sandbox.Doctor(ctx, st.s.opts.Tier, true)
 		}()
 	})
-}
-
-func permissiveTierReport() sandbox.TierReport {
-	r := sandbox.TierReport{Tier: sandbox.TierNone, Selected: true, Available: true,
-		Notes: []string{"ECTO_SANDBOX_PERMISSIVE=true: commands run WITHOUT OS confinement; development only"}}
-	for _, n := range sandbox.GuaranteeNames() {
-		r.Guarantees = append(r.Guarantees, sandbox.Guarantee{Name: n, State: sandbox.StateNotEnforced, Evidence: "permissive mode"})
-	}
-	return r
 }
 
 // sandboxReport is the SandboxReport JSON of api.md §5.7.

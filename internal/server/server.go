@@ -20,6 +20,7 @@ import (
 	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/scan"
 	"github.com/ironvise/ironvise/internal/secretpaths"
+	"github.com/ironvise/ironvise/internal/session"
 	"github.com/ironvise/ironvise/internal/webhook"
 )
 
@@ -207,11 +208,7 @@ func New(ctx context.Context, o Options) (srv *Server, err error) {
 	if _, err := s.guardPlan(); err != nil {
 		return nil, err
 	}
-	sens, err := scan.ParseSensitivity(s.cfg.Scanner.Sensitivity)
-	if err != nil {
-		return nil, err
-	}
-	if s.scanner, err = scan.New(sens); err != nil {
+	if s.scanner, err = session.NewScanner(s.cfg.Scanner.Sensitivity); err != nil {
 		return nil, err
 	}
 	sc := s.cfg.Server

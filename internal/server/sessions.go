@@ -16,13 +16,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ironvise/ironvise/internal/agent"
+	"github.com/ironvise/ironvise/internal/check"
 	"github.com/ironvise/ironvise/internal/config"
-	"github.com/ironvise/ironvise/internal/demo"
-	"github.com/ironvise/ironvise/internal/evidence"
 	"github.com/ironvise/ironvise/internal/guard"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/llm"
 	"github.com/ironvise/ironvise/internal/policy"
+	"github.com/ironvise/ironvise/internal/session"
 	"github.com/ironvise/ironvise/internal/tripwire"
 )
 
@@ -187,123 +187,80 @@ func (s *Server) createSession(ctx context.Context, req createRequest) (*ledger.
 	if err != nil {
 		return nil, errf(http.StatusServiceUnavailable, "the guard is required but not configured: %v (set GUARD_LLM_BACKEND and GUARD_LLM_MODEL, or GUARD_REQUIRED=false, through PUT /api/config)", err)
 	}
-	tc, tw, err := s.sessionTripwire(cfg)
+	_, tw, err := s.sessionTripwire(cfg)
 	if err != nil {
-		// checks.md §6.4: the text goes to the log, the client gets a 500.
+		// The text goes to the log, the client gets a 500.
 		return nil, err
 	}
 	var client llm.Client
-	spec := ledger.SessionSpec{
-		Goal: req.goal, TripwireHash: tc.SHA256, GuardRequired: plan.Enabled,
-		SandboxTier: string(s.opts.Tier.Name()), AgentLoop: req.agentLoop, CreatedBy: req.creatorHash,
-	}
-	if pol != nil {
-		spec.PolicyHash = pol.SHA256()
-	}
 	if req.agentLoop {
-		client, err = llm.New(cfg.LLM, llm.Options{Logger: s.log, BuiltinScript: demo.Script()})
+		client, err = session.NewLLM(cfg.LLM, s.log)
 		if err != nil {
 			return nil, errf(http.StatusServiceUnavailable, "the LLM backend is not usable: %v", err)
 		}
-		spec.LLMBackend, spec.LLMModel = client.Backend(), client.Model()
 	}
-	host, err := s.startGuard(plan, cfg)
+	g, err := s.startGuard(plan, cfg)
 	if err != nil {
 		return nil, err
 	}
-	created, err := s.ledger().CreateSession(ctx, spec)
+	spec := s.sessionSpec(cfg, tw, pol, g)
+	spec.Goal, spec.LLM, spec.CreatedBy = req.goal, client, req.creatorHash
+	sess, err := session.Create(ctx, s.sessionRuntime(), spec)
 	if err != nil {
-		if host != nil {
-			host.Close(context.Background())
-		}
+		g.Close()
 		return nil, err
 	}
-	r := &runner{s: s, id: created.ID, loop: req.agentLoop, guard: host, done: make(chan struct{}), sealReq: make(chan *sealRequest),
+	r := &runner{s: s, id: sess.ID, loop: req.agentLoop, guard: g, done: make(chan struct{}), sealReq: make(chan *sealRequest),
 		creator: req.creator, counted: counted, lastUsed: time.Now()}
 	r.ctx, r.cancel = context.WithCancel(s.bg)
-	lim := limitsFor(cfg.Agent, pol)
-	sess, eo := s.openAgentSession(created.ID, created.Goal, tw, pol, plan, host, lim)
 	// From here the runner holds the place: remove gives it back.
 	counted = false
 	s.runners.add(r)
 	if req.agentLoop {
-		go r.runLoop(sess, client, lim)
-		return s.ledger().Session(ctx, created.ID)
+		go r.runLoop(sess, client)
+		return s.ledger().Session(ctx, sess.ID)
 	}
-	r.ext = agent.NewExternal(sess, eo)
-	// The prompt scan runs on every new session (api.md §5.2); a denial
-	// ends it aborted before any intent.
+	r.ext = sess.External()
+	// The prompt scan runs on every new session; a denial ends it aborted
+	// before any intent.
 	if _, stop, err := r.ext.PromptScan(ctx); err != nil {
 		return nil, err
 	} else if stop != nil {
-		s.runners.remove(created.ID)
+		s.runners.remove(sess.ID)
 		r.cancel()
 		r.closeGuard()
 	}
-	return s.ledger().Session(ctx, created.ID)
+	return s.ledger().Session(ctx, sess.ID)
 }
 
 // startGuard starts the guard worker of a session when the plan enables
-// it (nil otherwise).
-func (s *Server) startGuard(plan guard.Plan, cfg *config.Config) (*guard.Host, error) {
-	if !plan.Enabled {
-		return nil, nil
+// it (a skipped guard otherwise); a worker that cannot start is a 503.
+func (s *Server) startGuard(plan guard.Plan, cfg *config.Config) (*session.Guard, error) {
+	g, err := session.StartGuard(plan, session.GuardOptions{Lookup: s.opts.Lookup, LLM: cfg.LLM, Logger: s.log, Executable: s.opts.GuardExecutable})
+	if se := (*session.StartError)(nil); errors.As(err, &se) {
+		return nil, errf(http.StatusServiceUnavailable, "the guard cannot be started: %v", se.Err)
 	}
-	opts, err := guard.ConfigHostOptions(s.opts.Lookup, plan.Guard, cfg.LLM)
-	if err != nil {
-		return nil, errf(http.StatusServiceUnavailable, "the guard cannot be started: %v", err)
-	}
-	opts.Logger = s.log
-	if s.opts.GuardExecutable != "" {
-		opts.Executable = s.opts.GuardExecutable
-	}
-	host, err := guard.NewHost(opts)
-	if err != nil {
-		return nil, errf(http.StatusServiceUnavailable, "the guard cannot be started: %v", err)
-	}
-	return host, nil
+	return g, err
 }
 
-// openAgentSession binds a ledger session to its checks, and returns the
-// options of an external session's driver.
-func (s *Server) openAgentSession(id uuid.UUID, goal string, tw *tripwire.Tripwire, pol *policy.Policy, plan guard.Plan, host *guard.Host, lim agent.Limits) (*agent.Session, agent.ExternalOptions) {
-	acfg := agent.Config{Workspace: s.opts.Workspace, Tripwire: tw, Policy: pol, GuardDisabled: plan.SkipMessage,
-		Approver: &agent.APIApprover{Ledger: s.ledger(), SessionID: id, Poll: s.opts.ApprovalPoll, Wake: s.wake.wait}}
-	eo := agent.ExternalOptions{Limits: lim, Complete: func(ctx context.Context) error { return s.appendCredential(ctx, id) }}
-	if host != nil {
-		acfg.Guard = host
-		eo.Guard = host
-	}
-	// The loop issues the credential of a completed session before its
-	// seal; SIEM egress is fed from the commits themselves (committed), so
-	// the loop's notifier stays unset and nothing is sent twice.
-	env := &agent.Env{Ledger: s.ledger(), Tier: s.opts.Tier, Scanner: s.scanner, Logger: s.log, SandboxEnv: s.opts.SandboxEnv,
-		Credentials: evidence.Credentials{Ledger: s.ledger()}, WriteTimeout: s.opts.WriteTimeout}
-	return agent.Open(env, id, goal, acfg), eo
+// sessionRuntime is what API sessions run on: the current ledger, the
+// tier, the scanner. The loop issues the credential of a completed session
+// before its seal; SIEM egress is fed from the commits themselves
+// (committed), so no notifier is set and nothing is sent twice.
+func (s *Server) sessionRuntime() *session.Runtime {
+	return &session.Runtime{Ledger: s.ledger(), Tier: s.opts.Tier, Scanner: s.scanner, Logger: s.log,
+		SandboxEnv: s.opts.SandboxEnv, WriteTimeout: s.opts.WriteTimeout}
 }
 
-// limitsFor computes the effective limits (checks.md §2): the step limit is
-// min(policy max_steps, operator limit) when both are set, else whichever
-// is set, else 20.
-func limitsFor(ac config.Agent, pol *policy.Policy) agent.Limits {
-	steps := config.DefaultMaxSteps
-	pmax, pset := 0, false
-	if pol != nil {
-		pmax, pset = pol.MaxSteps()
-	}
-	switch {
-	case ac.MaxStepsSet && pset:
-		steps = min(ac.MaxSteps, pmax)
-	case ac.MaxStepsSet:
-		steps = ac.MaxSteps
-	case pset:
-		steps = pmax
-	}
-	return agent.Limits{
-		MaxSteps: steps, LLMErrorLimit: ac.LLMErrorLimit, CheckDenialLimit: ac.CheckDenialLimit,
-		JustificationFailureLimit: ac.JustificationFailureLimit, GuardDenialLimit: ac.GuardDenialLimit,
-		TokenBudget: ac.TokenBudget, SnapshotInterval: ac.SnapshotInterval, KeyRotationSteps: ac.KeyRotationSteps,
-	}
+// sessionSpec is what an API session enforces: the server's workspace,
+// the tripwire, the policy, the guard, the configured limits, and
+// approvals decided through the API's approval table.
+func (s *Server) sessionSpec(cfg *config.Config, tw *tripwire.Tripwire, pol *policy.Policy, g *session.Guard) session.Spec {
+	l := s.ledger()
+	return session.Spec{Workspace: s.opts.Workspace, Tripwire: tw, Policy: pol, Guard: g, Limits: session.Limits(cfg.Agent, pol, 0, false),
+		Approvals: func(id uuid.UUID) check.Approver {
+			return &agent.APIApprover{Ledger: l, SessionID: id, Poll: s.opts.ApprovalPoll, Wake: s.wake.wait}
+		}}
 }
 
 // resolvePolicy finds the policy a session enforces: by name, else by hash,
@@ -363,12 +320,8 @@ func (s *Server) policyBytes(name string) ([]byte, error) {
 
 // handleSeal is route 8.
 func (s *Server) handleSeal(rc *reqCtx) {
-	id, err := rc.sessionParam()
+	id, _, err := s.pathSession(rc)
 	if err != nil {
-		rc.fail(err)
-		return
-	}
-	if _, err := s.sessionByID(rc, id); err != nil {
 		rc.fail(err)
 		return
 	}
@@ -465,13 +418,9 @@ func (s *Server) handleAppend(rc *reqCtx) {
 		rc.fail(err)
 		return
 	}
-	id, sess, err := s.pathSession(rc)
+	id, sess, err := s.writableSession(rc)
 	if err != nil {
 		rc.fail(err)
-		return
-	}
-	if sess.Sealed() {
-		rc.fail(errf(http.StatusConflict, "session %s is sealed: its chain is closed for good%s", id, loopSealedHint(sess)))
 		return
 	}
 	// A client's event is recorded as the client's ("event_origin":
@@ -481,7 +430,7 @@ func (s *Server) handleAppend(rc *reqCtx) {
 	ev, err := s.ledger().AppendClient(rc.r.Context(), id, typ, json.RawMessage(payload))
 	switch {
 	case errors.Is(err, ledger.ErrSealed):
-		rc.fail(errf(http.StatusConflict, "session %s is sealed: its chain is closed for good%s", id, loopSealedHint(sess)))
+		rc.fail(sealedConflict(sess))
 		return
 	case errors.Is(err, ledger.ErrNotFound):
 		rc.fail(errf(http.StatusNotFound, "session %s not found", id))
@@ -512,6 +461,21 @@ func marshalPlain(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// writableSession resolves the path's session for a request that appends
+// to its chain: 400 or 404 as pathSession, 409 once it is sealed.
+func (s *Server) writableSession(rc *reqCtx) (uuid.UUID, *ledger.Session, error) {
+	id, sess, err := s.pathSession(rc)
+	if err == nil && sess.Sealed() {
+		err = sealedConflict(sess)
+	}
+	return id, sess, err
+}
+
+// sealedConflict is the 409 of an append to a sealed session.
+func sealedConflict(sess *ledger.Session) error {
+	return errf(http.StatusConflict, "session %s is sealed: its chain is closed for good%s", sess.ID, loopSealedHint(sess))
 }
 
 // loopSealedHint explains a 409 the reference SDK meets: its

@@ -391,14 +391,8 @@ func TestShutdownRecordsEnd(t *testing.T) {
 	dataDir := t.TempDir()
 	env := map[string]string{"DATABASE_URL": "<unset>", "MOCK_LLM_SCRIPT": slowScript(t, 50, 200*time.Millisecond), "AGENT_MAX_STEPS": "50"}
 	opts, _, _ := newOptions(t, tsOptions{dataDir: dataDir, env: env})
-	srv, err := New(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ts := &testServer{Server: srv, t: t, url: srv.URL()}
+	ts := startOpts(t, opts)
+	srv := ts.Server
 	loop := ts.createSession(map[string]any{"goal": "report progress"})
 	ext := ts.createSession(map[string]any{"goal": "wait for intents", "agent_loop": false})
 	stream := ts.openStream("/api/stream", adminTok)
@@ -412,15 +406,8 @@ func TestShutdownRecordsEnd(t *testing.T) {
 		t.Error("the stream did not end at shutdown")
 	}
 	// Reopen the same ledger file and look.
-	srv2, err := New(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv2.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer srv2.Shutdown(context.Background())
-	ts2 := &testServer{Server: srv2, t: t, url: srv2.URL()}
+	ts2 := startOpts(t, opts)
+	defer ts2.Shutdown(context.Background())
 	for _, id := range []string{loop, ext} {
 		s := ts2.call("GET", "/api/sessions/"+id, adminTok, nil).json(t)
 		evs := ts2.events(id)

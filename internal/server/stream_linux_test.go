@@ -20,15 +20,8 @@ import (
 func TestSlowClientDropped(t *testing.T) {
 	opts, _, _ := newOptions(t, tsOptions{})
 	opts.StreamWriteTimeout = time.Second
-	srv, err := New(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown(context.Background())
-	ts := &testServer{Server: srv, t: t, url: srv.URL()}
+	ts := startOpts(t, opts)
+	defer ts.Shutdown(context.Background())
 	id := ts.createSession(map[string]any{"goal": "flood", "agent_loop": false})
 
 	// A client with a tiny receive window that reads the headers and then
@@ -36,7 +29,7 @@ func TestSlowClientDropped(t *testing.T) {
 	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		return c.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
 	}}
-	conn, err := d.Dial("tcp", srv.Addr())
+	conn, err := d.Dial("tcp", ts.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cli
+package session
 
 import (
 	"testing"
@@ -7,10 +7,10 @@ import (
 	"github.com/ironvise/ironvise/internal/policy"
 )
 
-// TestLimitsFor covers the step-limit rule of checks.md §2: the smaller of
-// the policy's max_steps and the operator's limit when both are set,
-// whichever is set otherwise, and 20 when neither is.
-func TestLimitsFor(t *testing.T) {
+// TestLimits covers the step-limit rule: the smaller of the policy's
+// max_steps and the operator's limit when both are set, whichever is set
+// otherwise, and 20 when neither is.
+func TestLimits(t *testing.T) {
 	pol, err := policy.Parse("p.toml", []byte("name = \"p\"\nmax_steps = 7\n"), policy.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -34,8 +34,11 @@ func TestLimitsFor(t *testing.T) {
 		{"flag above policy", env, pol, 50, true, 7},
 	}
 	for _, tc := range cases {
-		if got := limitsFor(tc.ac, tc.pol, tc.flag, tc.flagSet).MaxSteps; got != tc.expected {
-			t.Errorf("%s: %d; want %d", tc.name, got, tc.expected)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := Limits(tc.ac, tc.pol, tc.flag, tc.flagSet).MaxSteps; got != tc.expected {
+				t.Errorf("MaxSteps = %d; want %d", got, tc.expected)
+			}
+		})
 	}
 }

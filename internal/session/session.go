@@ -1,0 +1,195 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ironvise/ironvise/internal/agent"
+	"github.com/ironvise/ironvise/internal/check"
+	"github.com/ironvise/ironvise/internal/evidence"
+	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/llm"
+	"github.com/ironvise/ironvise/internal/policy"
+	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/scan"
+	"github.com/ironvise/ironvise/internal/tripwire"
+)
+
+// Runtime is what the sessions of one process share. Ledger, Tier and
+// Scanner are required.
+type Runtime struct {
+	Ledger  *ledger.Ledger
+	Tier    sandbox.Tier
+	Scanner *scan.Scanner
+	// Logger receives operational messages; nil discards them.
+	Logger *slog.Logger
+	// SandboxEnv is the candidate environment of sandboxed commands (see
+	// SandboxEnv); the tier keeps only its allowlist.
+	SandboxEnv []string
+	// Notifier, when set, receives the events SIEM egress forwards.
+	Notifier agent.Notifier
+	// WriteTimeout bounds each ledger write of a step (zero: the agent's
+	// default); tests shorten it.
+	WriteTimeout time.Duration
+}
+
+// env is the agent's view of the runtime. Every session issues the
+// verifiable credential of a completed run from its own ledger.
+func (rt *Runtime) env() *agent.Env {
+	return &agent.Env{Ledger: rt.Ledger, Tier: rt.Tier, Scanner: rt.Scanner, Logger: rt.Logger, SandboxEnv: rt.SandboxEnv,
+		Notifier: rt.Notifier, Credentials: evidence.Credentials{Ledger: rt.Ledger}, WriteTimeout: rt.WriteTimeout}
+}
+
+// Spec is what one session enforces and how it is driven.
+type Spec struct {
+	Goal      string
+	Workspace string
+	Tripwire  *tripwire.Tripwire
+	// Policy is nil when none is loaded (the policy check records so).
+	Policy *policy.Policy
+	// Guard is required: a running worker or GuardSkipped's reason.
+	Guard *Guard
+	// LLM drives an agent-loop session; nil when the intents come from
+	// outside (exec, the API's intents, an agent hook).
+	LLM llm.Client
+	// Approvals returns the approver of the session's approval gates once
+	// its id is known (a terminal prompt, the API's approval table); nil,
+	// or a nil approver, leaves every gate to its timeout's no-approver
+	// decision.
+	Approvals func(id uuid.UUID) check.Approver
+	// Limits bound the run (see Limits).
+	Limits agent.Limits
+	// CreatedBy is the hash of the API token that created the session
+	// ("" for the command line); token scopes read it.
+	CreatedBy string
+}
+
+// Session is one bound session: its ledger record and the agent that runs
+// its intents through the checks, the sandbox and the ledger.
+type Session struct {
+	ID    uuid.UUID
+	Goal  string
+	Agent *agent.Session
+	spec  Spec
+	rt    *Runtime
+}
+
+// Create records a new session in the ledger (its genesis names the goal,
+// the policy and tripwire hashes, whether the guard runs, the model and the
+// sandbox tier) and binds it. The session is an agent-loop session when
+// spec.LLM is set.
+func Create(ctx context.Context, rt *Runtime, spec Spec) (*Session, error) {
+	ls := ledger.SessionSpec{
+		Goal: spec.Goal, TripwireHash: spec.Tripwire.Config().SHA256, GuardRequired: spec.Guard.Enabled(),
+		SandboxTier: string(rt.Tier.Name()), AgentLoop: spec.LLM != nil, CreatedBy: spec.CreatedBy,
+	}
+	if spec.Policy != nil {
+		ls.PolicyHash = spec.Policy.SHA256()
+	}
+	if spec.LLM != nil {
+		ls.LLMBackend, ls.LLMModel = spec.LLM.Backend(), spec.LLM.Model()
+	}
+	created, err := rt.Ledger.CreateSession(ctx, ls)
+	if err != nil {
+		return nil, fmt.Errorf("create session: %w", err)
+	}
+	return Bind(rt, created.ID, created.Goal, spec), nil
+}
+
+// Bind binds a session that exists in the ledger to spec's checks (a
+// session resumed by exec --session, or rebuilt by the API after it went
+// dormant). spec.Goal is replaced by goal, the recorded one.
+func Bind(rt *Runtime, id uuid.UUID, goal string, spec Spec) *Session {
+	spec.Goal = goal
+	cfg := agent.Config{Workspace: spec.Workspace, Tripwire: spec.Tripwire, Policy: spec.Policy,
+		Guard: spec.Guard.Check(), GuardDisabled: spec.Guard.Skip}
+	if spec.Approvals != nil {
+		cfg.Approver = spec.Approvals(id)
+	}
+	return &Session{ID: id, Goal: goal, Agent: agent.Open(rt.env(), id, goal, cfg), spec: spec, rt: rt}
+}
+
+// Limits returns the session's limits.
+func (s *Session) Limits() agent.Limits { return s.spec.Limits }
+
+// RunOptions configure Run.
+type RunOptions struct {
+	// Report receives each finished step, its text already redacted; nil
+	// shows nothing.
+	Report func(agent.StepReport)
+	// LLM, when set, replaces Spec.LLM for this run (a wrapper that
+	// meters the model or takes a seal while the loop waits for it).
+	LLM llm.Client
+}
+
+// Run drives the agent loop until a stop condition (the goal completed, a
+// limit, a circuit breaker, ctx cancelled), then ends and seals the
+// session. A returned error means the ledger could not be written.
+func (s *Session) Run(ctx context.Context, o RunOptions) (*agent.Outcome, error) {
+	client := o.LLM
+	if client == nil {
+		client = s.spec.LLM
+	}
+	if client == nil {
+		return nil, fmt.Errorf("session %s: no model to run the agent loop", s.ID)
+	}
+	return s.Agent.Run(ctx, agent.RunOptions{LLM: client, Limits: s.spec.Limits, Guard: s.spec.Guard.Status(), Report: o.Report})
+}
+
+// Step runs one intent raw proposed by source as step number step: the
+// checks, the commit, the execution and the observation. It applies none
+// of the loop's limits (see External).
+func (s *Session) Step(ctx context.Context, step int, raw string, source agent.Source) (*agent.StepResult, error) {
+	return s.Agent.Step(ctx, step, raw, source)
+}
+
+// externalOptions are the loop's limits around submitted intents; a
+// completed session gets its verifiable credential before anyone seals it.
+func (s *Session) externalOptions() agent.ExternalOptions {
+	return agent.ExternalOptions{Limits: s.spec.Limits, Guard: s.spec.Guard.Status(),
+		Complete: func(ctx context.Context) error {
+			return evidence.Credentials{Ledger: s.rt.Ledger}.IssueCredential(ctx, s.ID)
+		}}
+}
+
+// External prepares a new session for intents submitted from outside, one
+// at a time, under the loop's limits.
+func (s *Session) External() *agent.External {
+	return agent.NewExternal(s.Agent, s.externalOptions())
+}
+
+// Resume rebuilds an externally driven session from its recorded events
+// (evs, from the genesis on), so its step count, counters and flags go on
+// where they were.
+func (s *Session) Resume(evs []ledger.Event) (*agent.External, error) {
+	return agent.ResumeExternal(s.Agent, s.externalOptions(), evs)
+}
+
+// EndTimeout bounds recording the end of a session and its seal; the end is
+// recorded under its own deadline even when the run's context was
+// cancelled (an interrupt), or the session would stay running until
+// another process's recovery failed it.
+const EndTimeout = 30 * time.Second
+
+// End records the session's outcome (status) and seals its chain as actor,
+// under a fresh EndTimeout deadline; it returns the seal event. It issues
+// no credential: a session that ran the loop was ended by Run.
+func (s *Session) End(ctx context.Context, status ledger.Status, actor string) (ledger.Event, error) {
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), EndTimeout)
+	defer cancel()
+	ev, err := s.Agent.End(ectx, status, actor, false)
+	if err != nil {
+		return ev, fmt.Errorf("session %s: %w", s.ID, err)
+	}
+	return ev, nil
+}
+
+// Seal seals session id as actor, on request: an API client's seal of a
+// session whose end it recorded, or that nothing drives here.
+func Seal(ctx context.Context, l *ledger.Ledger, id uuid.UUID, actor string) (ledger.SealResult, error) {
+	return l.Seal(ctx, id, actor)
+}
