@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -44,10 +45,10 @@ arguments are quoted and joined into one command line.`,
   ironvise exec --session 0193e1c2-… -- cat config.yaml`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.runExec(execOptions{
+			return a.interruptedAsAborted(a.runExec(execOptions{
 				command: joinCommand(args), session: sessionFlag, workspace: wsFlag,
 				policy: policyRef, policyPin: policyPin, justification: justification,
-			})
+			}))
 		},
 	}
 	f := cmd.Flags()
@@ -81,6 +82,18 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// interruptedAsAborted reports a start-up failure caused by an interrupt
+// (Ctrl-C while the ledger opens or the session is created) as exec's
+// aborted exit, not a usage error: the operator's command line was fine,
+// and nothing ran. Denials and the command's own exit code pass unchanged.
+func (a *app) interruptedAsAborted(err error) error {
+	var ee *exitError
+	if err == nil || a.ctx.Err() == nil || (errors.As(err, &ee) && ee.code != ExitUsage) {
+		return err
+	}
+	return exitCode(ExitExecAborted, fmt.Errorf("interrupted before the command ran (%v); nothing was run: %w", a.ctx.Err(), err))
 }
 
 func (a *app) runExec(o execOptions) error {

@@ -234,6 +234,14 @@ func TestExecInterruptedIsRecorded(t *testing.T) {
 	if code != ExitExecAborted {
 		t.Fatalf("exit %d; want %d (stderr: %s)", code, ExitExecAborted, errOut)
 	}
+	if strings.Contains(errOut, "interrupted before the command ran") {
+		// On a loaded machine the interrupt can land while the ledger
+		// opens: nothing ran and no session exists to record it.
+		if strings.Contains(errOut, "recorded in session") {
+			t.Fatalf("start-up interrupt names a session: %s", errOut)
+		}
+		return
+	}
 	id := sessionOf(t, errOut)
 	evs := events(t, env, id)
 	// On a loaded machine the interrupt can land before the command
@@ -246,5 +254,19 @@ func TestExecInterruptedIsRecorded(t *testing.T) {
 	}
 	if s := sessionRow(t, env, id); s.Status != ledger.StatusAborted || !s.Sealed() {
 		t.Fatalf("session %s, sealed %v; want aborted and sealed", s.Status, s.Sealed())
+	}
+}
+
+// An interrupt that lands before the ledger is open is exec's aborted exit
+// (nothing ran), not a usage error: the command line was fine.
+func TestExecInterruptedDuringStartup(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	code, _, errOut := runTimedCtx(t, ctx, cliEnv(t), shortTiming, "", "exec", "--workspace", t.TempDir(), "--", "true")
+	if code != ExitExecAborted || !strings.Contains(errOut, "interrupted before the command ran") {
+		t.Fatalf("exit %d, stderr %q; want %d and the interrupt named", code, errOut, ExitExecAborted)
+	}
+	if strings.Contains(errOut, "Run 'ironvise") || strings.Contains(errOut, "recorded in session") {
+		t.Fatalf("start-up interrupt shows a usage hint or a session: %s", errOut)
 	}
 }
