@@ -49,13 +49,10 @@ package secretpaths
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 )
 
 // Source is a path IronVise hides together with the setting that named it,
@@ -183,7 +180,7 @@ func Compute(src Sources) (List, error) {
 		p = filepath.Clean(p)
 		all = append(all, p)
 		// The real location too: a command can name either.
-		if r, err := resolve(p); err == nil && r != p {
+		if r, err := Resolve(OSLinks{}, p, nil); err == nil && r != p {
 			all = append(all, r)
 		}
 	}
@@ -238,63 +235,6 @@ func minimal(paths []string) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-// maxSymlinks bounds symlink expansion, like the kernel's ELOOP limit.
-const maxSymlinks = 40
-
-// resolve expands the symlinks of an absolute path component by component;
-// at the first component that does not exist the rest is appended
-// literally, so a store that does not exist yet resolves through its
-// existing parents.
-func resolve(abs string) (string, error) {
-	vol := filepath.VolumeName(abs)
-	todo := splitPath(abs[len(vol):])
-	cur := vol + string(filepath.Separator)
-	links := 0
-	for len(todo) > 0 {
-		c := todo[0]
-		todo = todo[1:]
-		switch c {
-		case ".":
-			continue
-		case "..":
-			// cur holds no symlink, so its lexical parent is its physical
-			// parent.
-			cur = filepath.Dir(cur)
-			continue
-		}
-		next := filepath.Join(cur, c)
-		fi, err := os.Lstat(next)
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			return filepath.Join(append([]string{next}, todo...)...), nil
-		}
-		if err != nil {
-			return "", err
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			cur = next
-			continue
-		}
-		if links++; links > maxSymlinks {
-			return "", fmt.Errorf("%s: too many levels of symbolic links", next)
-		}
-		target, err := os.Readlink(next)
-		if err != nil {
-			return "", err
-		}
-		if filepath.IsAbs(target) {
-			tv := filepath.VolumeName(target)
-			cur = tv + string(filepath.Separator)
-			target = target[len(tv):]
-		}
-		todo = append(splitPath(target), todo...)
-	}
-	return cur, nil
-}
-
-func splitPath(p string) []string {
-	return strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == filepath.Separator })
 }
 
 // foldCase reports the platforms whose file systems compare names without
