@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -479,12 +480,7 @@ func canMatchSpace(re *syntax.Regexp) bool {
 	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
 		return true
 	}
-	for _, sub := range re.Sub {
-		if canMatchSpace(sub) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(re.Sub, canMatchSpace)
 }
 
 // utf8Width returns the UTF-8 length of code points up to r.
@@ -881,12 +877,7 @@ func hasUpperLiteral(re *syntax.Regexp) bool {
 			}
 		}
 	}
-	for _, sub := range re.Sub {
-		if hasUpperLiteral(sub) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(re.Sub, hasUpperLiteral)
 }
 
 func isWordByte(c byte) bool {
