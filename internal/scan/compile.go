@@ -417,26 +417,22 @@ func maxPerMatch(re *syntax.Regexp, leaf func(*syntax.Regexp) int) int {
 		return mulBound(maxPerMatch(re.Sub[0], leaf), -1)
 	case syntax.OpRepeat:
 		return mulBound(maxPerMatch(re.Sub[0], leaf), re.Max)
-	case syntax.OpConcat:
-		sum := 0
+	case syntax.OpConcat, syntax.OpAlternate:
+		// A sequence holds the sum of its parts, an alternation its
+		// largest branch.
+		total := 0
 		for _, sub := range re.Sub {
 			n := maxPerMatch(sub, leaf)
 			if n < 0 {
 				return -1
 			}
-			sum += n
-		}
-		return sum
-	case syntax.OpAlternate:
-		most := 0
-		for _, sub := range re.Sub {
-			n := maxPerMatch(sub, leaf)
-			if n < 0 {
-				return -1
+			if re.Op == syntax.OpConcat {
+				total += n
+			} else {
+				total = max(total, n)
 			}
-			most = max(most, n)
 		}
-		return most
+		return total
 	}
 	return 0 // empty-width operators
 }
