@@ -177,8 +177,7 @@ func testLifecycle(t *testing.T, h Harness) {
 	if err != nil || !got.Sealed() || got.Status != ledger.StatusAborted || got.FinishedAt.IsZero() || got.EventCount != 9 {
 		t.Fatalf("sealed session = %+v, %v", got, err)
 	}
-	r, _ = e.l.VerifySession(ctx(), s.ID)
-	mustOK(t, r)
+	r = mustVerify(t, e.l, s.ID)
 	if !r.Sealed || r.Uncovered != 0 || r.CheckedTreeSize != sr.Checkpoint.TreeSize {
 		t.Fatalf("report after seal: sealed=%v uncovered=%d checked=%d", r.Sealed, r.Uncovered, r.CheckedTreeSize)
 	}
