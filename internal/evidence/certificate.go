@@ -248,12 +248,9 @@ func buildCertificate(ctx context.Context, l *ledger.Ledger, id uuid.UUID, now t
 // certificateBody reads everything the certificate holds in one read
 // transaction, so it is one consistent snapshot of the ledger.
 func certificateBody(ctx context.Context, l *ledger.Ledger, id uuid.UUID, now time.Time) (*Certificate, error) {
-	if id == ledger.InstanceSessionID {
-		return nil, fmt.Errorf("evidence: certificate: %w", ErrInstanceChain)
-	}
-	s, err := l.Session(ctx, id)
+	s, err := exportedSession(ctx, l, id, "certificate")
 	if err != nil {
-		return nil, fmt.Errorf("evidence: certificate: %w", err)
+		return nil, err
 	}
 	if !s.Sealed() {
 		// The certificate proves inclusion in a signed tree head: make

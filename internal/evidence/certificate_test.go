@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/ironvise/ironvise/internal/ledger"
 )
 
@@ -22,6 +24,25 @@ func mustVerify(t *testing.T, data []byte, pinned ed25519.PublicKey) *Certificat
 		t.Fatalf("verify: %v", err)
 	}
 	return res
+}
+
+// sealedUnverified seals session id, which fails the findings check, and
+// checks that the export refuses it; it returns what the verifier makes of
+// a certificate built anyway, which must be refused too.
+func sealedUnverified(t *testing.T, l *ledger.Ledger, id uuid.UUID) *CertificateResult {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := l.Seal(ctx, id, "agent"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := BuildCertificate(ctx, l, id); !errors.Is(err, ErrUnverified) {
+		t.Fatalf("BuildCertificate: %v; want ErrUnverified", err)
+	}
+	data, _, err := buildCertificate(ctx, l, id, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mustVerify(t, data, testIssuerPub(t))
 }
 
 func TestCertificateVerifiesOffline(t *testing.T) {

@@ -56,6 +56,25 @@ func (h *htmlWriter) badge(class, label string) {
 	h.raw("</span>")
 }
 
+// cell is one data cell of a table row: its text and its class ("" for
+// none).
+type cell struct{ text, class string }
+
+// cells writes a table row of data cells.
+func (h *htmlWriter) cells(cs ...cell) {
+	h.raw("<tr>")
+	for _, c := range cs {
+		if c.class == "" {
+			h.raw("<td>")
+		} else {
+			h.raw(`<td class="` + c.class + `">`)
+		}
+		h.text(c.text)
+		h.raw("</td>")
+	}
+	h.raw("</tr>\n")
+}
+
 func okClass(ok bool) (string, string) {
 	if ok {
 		return "ok", "ok"
@@ -65,6 +84,25 @@ func okClass(ok bool) (string, string) {
 
 func writeHTML(w io.Writer, r *Report) error {
 	h := &htmlWriter{w: bufio.NewWriter(w)}
+	h.head(r)
+	h.session(&r.Session)
+	h.verification(&r.Chain)
+	h.summary(&r.Summary)
+	h.findings(r.Findings)
+	h.denials(r.Denials)
+	h.clientEvents(r.ClientEvents)
+	h.raw("<footer>")
+	h.text(r.Format + " · generated " + r.GeneratedAt + " · verify offline: ironvise report " + r.Session.ID + " --format certificate, then ironvise verify-certificate FILE --issuer-key KEY")
+	h.raw("</footer>\n</body>\n</html>\n")
+	if h.err != nil {
+		return h.err
+	}
+	return h.w.Flush()
+}
+
+// head writes the document head and the title line: session, status and
+// the CI gate.
+func (h *htmlWriter) head(r *Report) {
 	s := &r.Session
 	h.raw(`<!DOCTYPE html>
 <html lang="en">
@@ -88,7 +126,9 @@ func writeHTML(w io.Writer, r *Report) error {
 	}
 	h.badge(gateClass, r.Summary.Gate)
 	h.raw("</p>\n")
+}
 
+func (h *htmlWriter) session(s *SessionInfo) {
 	h.raw("<h2>Session</h2>\n<table>\n")
 	h.row("Goal", s.Goal, "pre")
 	h.row("Goal hash", s.GoalHash, "mono")
@@ -102,8 +142,9 @@ func writeHTML(w io.Writer, r *Report) error {
 	h.row("Session key", s.SessionDID, "mono")
 	h.row("Events", strconv.Itoa(s.EventCount), "")
 	h.raw("</table>\n")
+}
 
-	c := &r.Chain
+func (h *htmlWriter) verification(c *ChainStatus) {
 	h.raw("<h2>Verification</h2>\n<table>\n")
 	for _, ck := range []struct {
 		name string
@@ -126,8 +167,9 @@ func writeHTML(w io.Writer, r *Report) error {
 		h.row("First failure", c.Error.Check+" check, "+where+": "+c.Error.Problem, "pre")
 	}
 	h.raw("</table>\n")
+}
 
-	sum := &r.Summary
+func (h *htmlWriter) summary(sum *Summary) {
 	h.raw("<h2>Summary</h2>\n<table>\n")
 	h.row("Steps / intents", fmt.Sprintf("%d / %d", sum.Steps, sum.Intents), "")
 	h.row("Executed actions", strconv.Itoa(sum.Executed), "")
@@ -144,12 +186,14 @@ func writeHTML(w io.Writer, r *Report) error {
 	}
 	h.row("Verifiable credential", map[bool]string{true: "issued", false: "none"}[sum.Credential], "")
 	h.raw("</table>\n")
+}
 
+func (h *htmlWriter) findings(fs []ReportFinding) {
 	h.raw("<h2>Findings</h2>\n")
-	if len(r.Findings) == 0 {
+	if len(fs) == 0 {
 		h.raw("<p class=\"muted\">No findings were reported.</p>\n")
 	}
-	for i, f := range r.Findings {
+	for i, f := range fs {
 		h.raw("<article>\n<h3>")
 		h.badge(f.Severity, f.Severity)
 		h.raw(" ")
@@ -159,78 +203,72 @@ func writeHTML(w io.Writer, r *Report) error {
 		h.row("Recommendation", f.Recommendation, "pre")
 		h.row("Reported at", "sequence "+strconv.FormatUint(f.ActionSeq, 10), "")
 		for _, l := range f.Locations {
-			label := "Observation " + strconv.FormatInt(l.Sequence, 10)
-			v := "not verified"
-			if l.Verified {
-				v = "verified"
-			} else if l.Problem != "" {
-				v += " (" + l.Problem + ")"
-			}
-			detail := v
-			if l.Action != "" {
-				detail += " · " + l.Action + " " + l.Target
-			}
-			if l.Line > 0 {
-				detail += " · line " + strconv.Itoa(l.Line)
-			}
-			if l.Quote != "" {
-				detail += "\nquote: " + l.Quote
-			}
-			h.row(label, detail, "pre")
+			h.row("Observation "+strconv.FormatInt(l.Sequence, 10), locationDetail(l), "pre")
 		}
 		h.raw("</table>\n</article>\n")
 	}
+}
 
+// locationDetail describes one cited observation: whether the citation was
+// verified (and why not), what the action touched, the line and the quote.
+func locationDetail(l Location) string {
+	detail := "not verified"
+	if l.Verified {
+		detail = "verified"
+	} else if l.Problem != "" {
+		detail += " (" + l.Problem + ")"
+	}
+	if l.Action != "" {
+		detail += " · " + l.Action + " " + l.Target
+	}
+	if l.Line > 0 {
+		detail += " · line " + strconv.Itoa(l.Line)
+	}
+	if l.Quote != "" {
+		detail += "\nquote: " + l.Quote
+	}
+	return detail
+}
+
+func (h *htmlWriter) denials(ds []Denial) {
 	h.raw("<h2>Denials</h2>\n")
-	if len(r.Denials) == 0 {
+	if len(ds) == 0 {
 		h.raw("<p class=\"muted\">No action was denied.</p>\n")
-	} else {
-		h.raw("<table>\n<tr><th>Seq</th><th>Step</th><th>Check</th><th>Code</th><th>Action</th><th>Message</th></tr>\n")
-		for _, d := range r.Denials {
-			h.raw("<tr><td>")
-			h.text(strconv.FormatUint(d.Sequence, 10))
-			h.raw("</td><td>")
-			h.text(strconv.Itoa(d.Step))
-			h.raw("</td><td>")
-			h.text(d.Check)
-			h.raw("</td><td class=\"mono\">")
-			h.text(d.Code)
-			if d.Rule != "" {
-				h.text(" (" + d.Rule + ")")
-			}
-			h.raw("</td><td class=\"mono pre\">")
-			h.text(d.Action + " " + d.Target)
-			h.raw("</td><td class=\"pre\">")
-			h.text(d.Message)
-			h.raw("</td></tr>\n")
+		return
+	}
+	h.raw("<table>\n<tr><th>Seq</th><th>Step</th><th>Check</th><th>Code</th><th>Action</th><th>Message</th></tr>\n")
+	for _, d := range ds {
+		code := d.Code
+		if d.Rule != "" {
+			code += " (" + d.Rule + ")"
 		}
-		h.raw("</table>\n")
+		h.cells(
+			cell{strconv.FormatUint(d.Sequence, 10), ""},
+			cell{strconv.Itoa(d.Step), ""},
+			cell{d.Check, ""},
+			cell{code, "mono"},
+			cell{d.Action + " " + d.Target, "mono pre"},
+			cell{d.Message, "pre"},
+		)
 	}
-	if len(r.ClientEvents) > 0 {
-		// Labelled apart: a client's words are recorded, never evidence.
-		h.raw("<h2>Appended by a client</h2>\n<p class=\"muted\">")
-		h.text("These events were appended through the API as the client wrote them. IronVise did not produce them and no finding may cite them.")
-		h.raw("</p>\n<table>\n<tr><th>Seq</th><th>Type</th><th>Note</th></tr>\n")
-		for _, c := range r.ClientEvents {
-			note := c.Note
-			if c.Inferred {
-				note = strings.TrimSpace("origin inferred (written before origins were recorded). " + note)
-			}
-			h.raw("<tr><td>")
-			h.text(strconv.FormatUint(c.Sequence, 10))
-			h.raw("</td><td>")
-			h.text(c.Type)
-			h.raw("</td><td class=\"pre\">")
-			h.text(note)
-			h.raw("</td></tr>\n")
+	h.raw("</table>\n")
+}
+
+// clientEvents lists the events a client appended through the API,
+// labelled apart: a client's words are recorded, never evidence.
+func (h *htmlWriter) clientEvents(cs []ClientEvent) {
+	if len(cs) == 0 {
+		return
+	}
+	h.raw("<h2>Appended by a client</h2>\n<p class=\"muted\">")
+	h.text("These events were appended through the API as the client wrote them. IronVise did not produce them and no finding may cite them.")
+	h.raw("</p>\n<table>\n<tr><th>Seq</th><th>Type</th><th>Note</th></tr>\n")
+	for _, c := range cs {
+		note := c.Note
+		if c.Inferred {
+			note = strings.TrimSpace("origin inferred (written before origins were recorded). " + note)
 		}
-		h.raw("</table>\n")
+		h.cells(cell{strconv.FormatUint(c.Sequence, 10), ""}, cell{c.Type, ""}, cell{note, "pre"})
 	}
-	h.raw("<footer>")
-	h.text(r.Format + " · generated " + r.GeneratedAt + " · verify offline: ironvise report " + s.ID + " --format certificate, then ironvise verify-certificate FILE --issuer-key KEY")
-	h.raw("</footer>\n</body>\n</html>\n")
-	if h.err != nil {
-		return h.err
-	}
-	return h.w.Flush()
+	h.raw("</table>\n")
 }

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ironvise/ironvise/internal/ledger"
 )
@@ -34,19 +33,7 @@ func TestClientObservationIsNotEvidence(t *testing.T) {
 	if _, err := IssueVC(ctx, l, f.id); !errors.Is(err, ErrUnbackedFindings) {
 		t.Fatalf("IssueVC: %v; want ErrUnbackedFindings", err)
 	}
-	if _, err := l.Seal(ctx, f.id, "agent"); err != nil {
-		t.Fatal(err)
-	}
-	// The export refuses such a session (it fails the findings check);
-	// the verifier must refuse the certificate too, were one made.
-	if _, err := BuildCertificate(ctx, l, f.id); !errors.Is(err, ErrUnverified) {
-		t.Fatalf("BuildCertificate: %v; want ErrUnverified", err)
-	}
-	data, _, err := buildCertificate(ctx, l, f.id, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := mustVerify(t, data, testIssuerPub(t))
+	res := sealedUnverified(t, l, f.id)
 	p := res.Pillar(PillarBinding)
 	if res.Valid || p.OK || !strings.Contains(p.Problem, "appended by a client") {
 		t.Fatalf("pillar 5 %+v; want it failing on the client's observation", p)

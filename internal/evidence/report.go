@@ -209,6 +209,19 @@ func chainStatus(r *ledger.Report) ChainStatus {
 	return c
 }
 
+// exportedSession reads session id for an export (what names it in
+// errors). The instance chain is refused: it is verified, never exported.
+func exportedSession(ctx context.Context, l *ledger.Ledger, id uuid.UUID, what string) (*ledger.Session, error) {
+	if id == ledger.InstanceSessionID {
+		return nil, fmt.Errorf("evidence: %s: %w", what, ErrInstanceChain)
+	}
+	s, err := l.Session(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("evidence: %s: %w", what, err)
+	}
+	return s, nil
+}
+
 // BuildReport reads and verifies a session and builds its report. An
 // unknown session is ledger.ErrNotFound.
 func BuildReport(ctx context.Context, l *ledger.Ledger, id uuid.UUID) (*Report, error) {
@@ -216,12 +229,9 @@ func BuildReport(ctx context.Context, l *ledger.Ledger, id uuid.UUID) (*Report, 
 }
 
 func buildReport(ctx context.Context, l *ledger.Ledger, id uuid.UUID, now time.Time) (*Report, error) {
-	if id == ledger.InstanceSessionID {
-		return nil, fmt.Errorf("evidence: report: %w", ErrInstanceChain)
-	}
-	s, err := l.Session(ctx, id)
+	s, err := exportedSession(ctx, l, id, "report")
 	if err != nil {
-		return nil, fmt.Errorf("evidence: report: %w", err)
+		return nil, err
 	}
 	evs, err := l.Events(ctx, id, 0, 0)
 	if err != nil {

@@ -56,6 +56,27 @@ func defaultSetup() hostSetup {
 	}
 }
 
+// withMockScript is the default setup with the mock guard's replies taken
+// from a MOCK_LLM_SCRIPT holding script, not from GUARD_MOCK_REPLY.
+func withMockScript(t testing.TB, script string) hostSetup {
+	path := filepath.Join(t.TempDir(), "script.jsonl")
+	if err := os.WriteFile(path, []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := defaultSetup()
+	s.guard.MockReplySet, s.guard.MockReply = false, ""
+	s.llm.MockScript, s.llm.MockScriptIsSet = path, true
+	return s
+}
+
+// withMITM is the default setup with the worker's channel tampered with as
+// mode says.
+func withMITM(mode string) hostSetup {
+	s := defaultSetup()
+	s.mitm = mode
+	return s
+}
+
 func newTestHost(t testing.TB, s hostSetup) (*Host, *logBuffer) {
 	t.Helper()
 	look := config.MapLookup(map[string]string{
@@ -179,26 +200,12 @@ func TestHostMockGuardDefaultDenies(t *testing.T) {
 	// No GUARD_MOCK_REPLY and a script without guard lines: "DENY: mock
 	// guard". (Without MOCK_LLM_SCRIPT the built-in demo script would play
 	// the guard.)
-	script := filepath.Join(t.TempDir(), "agent-only.jsonl")
-	if err := os.WriteFile(script, []byte(`{"role":"agent","content":"{}"}`+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s := defaultSetup()
-	s.guard.MockReplySet, s.guard.MockReply = false, ""
-	s.llm.MockScript, s.llm.MockScriptIsSet = script, true
-	h, _ := newTestHost(t, s)
+	h, _ := newTestHost(t, withMockScript(t, `{"role":"agent","content":"{}"}`+"\n"))
 	wantVerdict(t, review(t, h, 1), verdict.Deny, verdict.GuardDeny, "mock guard")
 }
 
 func TestHostMockScriptGuardLines(t *testing.T) {
-	script := filepath.Join(t.TempDir(), "script.jsonl")
-	if err := os.WriteFile(script, []byte(`{"role":"guard","content":"ALLOW"}`+"\n"+`{"role":"guard","content":"DENY: second step leaves the goal"}`+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s := defaultSetup()
-	s.guard.MockReplySet, s.guard.MockReply = false, ""
-	s.llm.MockScript, s.llm.MockScriptIsSet = script, true
-	h, _ := newTestHost(t, s)
+	h, _ := newTestHost(t, withMockScript(t, `{"role":"guard","content":"ALLOW"}`+"\n"+`{"role":"guard","content":"DENY: second step leaves the goal"}`+"\n"))
 	wantVerdict(t, review(t, h, 1), verdict.Allow, verdict.GuardAllow, "ALLOW")
 	wantVerdict(t, review(t, h, 2), verdict.Deny, verdict.GuardDeny, "second step leaves the goal")
 	wantVerdict(t, review(t, h, 3), verdict.Deny, verdict.GuardDeny, "mock guard")
@@ -233,9 +240,7 @@ func waitForLog(t testing.TB, logs *logBuffer, want string) {
 }
 
 func TestHostWorkerEnvironment(t *testing.T) {
-	s := defaultSetup()
-	s.mitm = "envnames"
-	h, logs := newTestHost(t, s)
+	h, logs := newTestHost(t, withMITM("envnames"))
 	wantVerdict(t, review(t, h, 1), verdict.Allow, verdict.GuardAllow, "ALLOW")
 	waitForLog(t, logs, "mitm-env GUARD_HMAC_KEY,GUARD_LLM_BACKEND,GUARD_LLM_MODEL,GUARD_MOCK_REPLY,GUARD_TIMEOUT_SECS,HOME,LANG,PATH\"")
 	waitForLog(t, logs, "key_env_cleared=true")
@@ -311,9 +316,7 @@ func TestHostCase45TimeoutThenFreshWorker(t *testing.T) {
 }
 
 func TestHostCase46FlippedMAC(t *testing.T) {
-	s := defaultSetup()
-	s.mitm = "flipmac"
-	h, _ := newTestHost(t, s)
+	h, _ := newTestHost(t, withMITM("flipmac"))
 	wantVerdict(t, review(t, h, 1), verdict.Deny, verdict.GuardProtocolError, "bad MAC")
 	if workerPID(h) != 0 || h.Lost() != 0 {
 		t.Fatalf("after a protocol error the worker must be dropped (pid %d) without counting a loss (%d)", workerPID(h), h.Lost())
@@ -321,9 +324,7 @@ func TestHostCase46FlippedMAC(t *testing.T) {
 }
 
 func TestHostCase46ReplayedNonce(t *testing.T) {
-	s := defaultSetup()
-	s.mitm = "replay"
-	h, _ := newTestHost(t, s)
+	h, _ := newTestHost(t, withMITM("replay"))
 	wantVerdict(t, review(t, h, 1), verdict.Allow, verdict.GuardAllow, "ALLOW")
 	// The attacker replays request 1 in place of request 2: the worker
 	// refuses it and the host, expecting nonce 2, denies.
@@ -331,16 +332,12 @@ func TestHostCase46ReplayedNonce(t *testing.T) {
 }
 
 func TestHostReflectedRequestRejected(t *testing.T) {
-	s := defaultSetup()
-	s.mitm = "reflect"
-	h, _ := newTestHost(t, s)
+	h, _ := newTestHost(t, withMITM("reflect"))
 	wantVerdict(t, review(t, h, 1), verdict.Deny, verdict.GuardProtocolError, "bad MAC")
 }
 
 func TestHostOversizeResponse(t *testing.T) {
-	s := defaultSetup()
-	s.mitm = "oversize"
-	h, _ := newTestHost(t, s)
+	h, _ := newTestHost(t, withMITM("oversize"))
 	wantVerdict(t, review(t, h, 1), verdict.Deny, verdict.GuardProtocolError, "exceeds 1 MiB")
 }
 
@@ -401,9 +398,7 @@ func TestHostSpawnFailure(t *testing.T) {
 }
 
 func TestHostWorkerExitsAtOnce(t *testing.T) {
-	s := defaultSetup()
-	s.mitm = "die"
-	h, _ := newTestHost(t, s)
+	h, _ := newTestHost(t, withMITM("die"))
 	wantVerdict(t, review(t, h, 1), verdict.Deny, verdict.GuardUnavailable, "exit status 3")
 }
 

@@ -17,17 +17,40 @@ import (
 // LeafHash returns the RFC 6962 leaf hash of an event hash.
 func LeafHash(eventHash Hash) Hash { return Hash(tlog.RecordHash(eventHash[:])) }
 
+// Subtree is a complete subtree of a Merkle tree: the 2^Level leaves from
+// Start.
+type Subtree struct {
+	Start int64
+	Level int
+}
+
+// End returns the first leaf after the subtree.
+func (s Subtree) End() int64 { return s.Start + int64(1)<<s.Level }
+
+// RootIndex returns the stored-hash index of the subtree's root.
+func (s Subtree) RootIndex() int64 { return tlog.StoredHashIndex(s.Level, s.Start>>s.Level) }
+
+// CompleteSubtrees returns the complete subtrees that make up a tree of size
+// leaves, leftmost (largest) first: one for each bit set in size.
+func CompleteSubtrees(size int64) []Subtree {
+	var out []Subtree
+	var start int64
+	for level := 62; level >= 0; level-- {
+		if size&(int64(1)<<level) != 0 {
+			out = append(out, Subtree{start, level})
+			start += int64(1) << level
+		}
+	}
+	return out
+}
+
 // frontierIndexes returns the stored-hash indexes of the complete subtrees
 // that make up a tree of size leaves: exactly what tlog reads to append leaf
 // size and to compute the root of size.
 func frontierIndexes(size int64) []int64 {
 	var out []int64
-	var start int64
-	for level := 62; level >= 0; level-- {
-		if size&(int64(1)<<level) != 0 {
-			out = append(out, tlog.StoredHashIndex(level, start>>level))
-			start += int64(1) << level
-		}
+	for _, st := range CompleteSubtrees(size) {
+		out = append(out, st.RootIndex())
 	}
 	return out
 }
@@ -172,22 +195,11 @@ func checkSubtrees(r *txHashReader, size int64, evs []*Event) (int64, string) {
 	}
 	// The level of the frontier subtree each leaf falls in: leaves below
 	// the largest power of two in size are in the first subtree, and so on.
-	type span struct {
-		start int64
-		level int
-	}
-	var spans []span
-	var start int64
-	for level := 62; level >= 0; level-- {
-		if size&(int64(1)<<level) != 0 {
-			spans = append(spans, span{start, level})
-			start += int64(1) << level
-		}
-	}
+	spans := CompleteSubtrees(size)
 	topOf := func(leaf int64) int {
 		for _, sp := range spans {
-			if leaf < sp.start+int64(1)<<sp.level {
-				return sp.level
+			if leaf < sp.End() {
+				return sp.Level
 			}
 		}
 		return -1

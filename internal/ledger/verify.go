@@ -206,32 +206,67 @@ func checkSignatures(in *VerifyInput, r *Report) Check {
 	// The valid keys come from the signed chain itself (genesis and
 	// rotations), never from the key table alone: a table row an attacker
 	// adds names no key the chain accepted.
+	pub0, c := genesisKey(in)
+	if !c.OK {
+		return c
+	}
+	signed, keys, c := chainSigners(in, pub0, r)
+	if !c.OK {
+		return c
+	}
+	if c := verifySignatures(signed); !c.OK {
+		return c
+	}
+	if c := checkKeyTable(in.Keys, keys); !c.OK {
+		return c
+	}
+	note := ""
+	if len(r.IssuerSigned) > 0 {
+		note = fmt.Sprintf("%d event(s) signed by the issuer key", len(r.IssuerSigned))
+	}
+	return pass(note)
+}
+
+// genesisKey returns the session key the genesis event names, checked
+// against the session row and, for the instance chain, the issuer key.
+func genesisKey(in *VerifyInput) (ed25519.PublicKey, Check) {
 	var g struct {
 		Key string `json:"session_public_key"`
 	}
 	if in.Events[0].Type != TypeGenesis || json.Unmarshal(in.Events[0].Payload, &g) != nil {
-		return fail(0, "genesis payload does not name a session public key")
+		return nil, fail(0, "genesis payload does not name a session public key")
 	}
 	pub0, err := parsePublicKeyHex(g.Key)
 	if err != nil {
-		return fail(0, "genesis session_public_key: %v", err)
+		return nil, fail(0, "genesis session_public_key: %v", err)
 	}
 	// Listings and the API show the session row's key and did:key as the
 	// session's identity: a row naming another key would have clients
 	// trust a key that never signed this chain.
 	if s := in.Session; s != nil && (!s.PublicKey.Equal(pub0) || s.DID != DIDKey(pub0)) {
-		return fail(0, "the session row names key %x (%s), the genesis event names %x: the session row was changed", []byte(s.PublicKey), s.DID, []byte(pub0))
+		return nil, fail(0, "the session row names key %x (%s), the genesis event names %x: the session row was changed", []byte(s.PublicKey), s.DID, []byte(pub0))
 	}
+	if in.SessionID == InstanceSessionID && !pub0.Equal(in.IssuerKey) {
+		return nil, fail(0, "the instance chain's genesis key %s is not the trusted issuer key %s", KeyID(pub0), KeyID(in.IssuerKey))
+	}
+	return pub0, pass("")
+}
+
+// signedEvent is an event with the key that must have signed it.
+type signedEvent struct {
+	pub ed25519.PublicKey
+	ev  *Event
+}
+
+// chainSigners walks the chain from its genesis key pub0 and assigns each
+// event the key that must have signed it: the session key valid at its
+// sequence (rotations change it), or the issuer key for the few event
+// types the issuer may sign. It returns those pairs and the session keys
+// the chain declares, and records the issuer-signed sequences in r.
+func chainSigners(in *VerifyInput, pub0 ed25519.PublicKey, r *Report) ([]signedEvent, []chainKeyAt, Check) {
 	instance := in.SessionID == InstanceSessionID
-	if instance && !pub0.Equal(in.IssuerKey) {
-		return fail(0, "the instance chain's genesis key %s is not the trusted issuer key %s", KeyID(pub0), KeyID(in.IssuerKey))
-	}
 	keys := []chainKeyAt{{0, pub0}}
-	type item struct {
-		pub ed25519.PublicKey
-		ev  *Event
-	}
-	items := make([]item, len(in.Events))
+	signed := make([]signedEvent, len(in.Events))
 	issuerID := KeyID(in.IssuerKey)
 	cur := pub0
 	curID := KeyID(pub0)
@@ -241,41 +276,57 @@ func checkSignatures(in *VerifyInput, r *Report) Check {
 		switch ev.Signer {
 		case SignerSession:
 			if ev.KeyID != curID {
-				return fail(seq, "signed by key %s, but key %s is valid at this sequence", ev.KeyID, curID)
+				return nil, nil, fail(seq, "signed by key %s, but key %s is valid at this sequence", ev.KeyID, curID)
 			}
-			items[i] = item{cur, ev}
+			signed[i] = signedEvent{cur, ev}
 		case SignerIssuer:
 			if instance || !IssuerSignable(ev.Type) {
-				return fail(seq, "issuer signature on a %s event: only recovery, session_sealed and admin_change may be issuer-signed", ev.Type)
+				return nil, nil, fail(seq, "issuer signature on a %s event: only recovery, session_sealed and admin_change may be issuer-signed", ev.Type)
 			}
 			if ev.KeyID != issuerID {
-				return fail(seq, "issuer-signed event names key %s, the issuer key is %s", ev.KeyID, issuerID)
+				return nil, nil, fail(seq, "issuer-signed event names key %s, the issuer key is %s", ev.KeyID, issuerID)
 			}
-			items[i] = item{in.IssuerKey, ev}
+			signed[i] = signedEvent{in.IssuerKey, ev}
 			r.IssuerSigned = append(r.IssuerSigned, ev.Seq)
 		default:
-			return fail(seq, "unknown signer %q", ev.Signer)
+			return nil, nil, fail(seq, "unknown signer %q", ev.Signer)
 		}
 		if ev.Type == TypeKeyRotation {
-			if ev.Signer != SignerSession {
-				return fail(seq, "key rotation must be signed by the previous session key")
-			}
-			var rp rotationPayload
-			if err := json.Unmarshal(ev.Payload, &rp); err != nil {
-				return fail(seq, "key rotation payload: %v", err)
-			}
-			np, err := parsePublicKeyHex(rp.NewPublicKey)
-			if err != nil {
-				return fail(seq, "key rotation new_public_key: %v", err)
+			np, c := rotatedKey(ev, seq)
+			if !c.OK {
+				return nil, nil, c
 			}
 			cur, curID = np, KeyID(np)
 			keys = append(keys, chainKeyAt{uint64(i) + 1, np})
 		}
 	}
+	return signed, keys, pass("")
+}
+
+// rotatedKey returns the new session key the key rotation event ev, at
+// position seq of the chain, declares.
+func rotatedKey(ev *Event, seq int64) (ed25519.PublicKey, Check) {
+	if ev.Signer != SignerSession {
+		return nil, fail(seq, "key rotation must be signed by the previous session key")
+	}
+	var rp rotationPayload
+	if err := json.Unmarshal(ev.Payload, &rp); err != nil {
+		return nil, fail(seq, "key rotation payload: %v", err)
+	}
+	np, err := parsePublicKeyHex(rp.NewPublicKey)
+	if err != nil {
+		return nil, fail(seq, "key rotation new_public_key: %v", err)
+	}
+	return np, pass("")
+}
+
+// verifySignatures verifies every event's signature with its key, in
+// parallel, and reports the first that does not verify.
+func verifySignatures(signed []signedEvent) Check {
 	// Keys that sign many events get a precomputed verifier (same
 	// acceptance rules as crypto/ed25519, about three times faster).
 	count := map[string]int{}
-	for _, it := range items {
+	for _, it := range signed {
 		count[string(it.pub)]++
 	}
 	fast := map[string]*keyVerifier{}
@@ -284,35 +335,36 @@ func checkSignatures(in *VerifyInput, r *Report) Check {
 			fast[k] = newKeyVerifier(ed25519.PublicKey(k))
 		}
 	}
-	bad := parallelFirst(len(items), func(i int) bool {
-		if v := fast[string(items[i].pub)]; v != nil {
-			return !v.verify(items[i].ev.Hash[:], items[i].ev.Signature)
+	bad := parallelFirst(len(signed), func(i int) bool {
+		if v := fast[string(signed[i].pub)]; v != nil {
+			return !v.verify(signed[i].ev.Hash[:], signed[i].ev.Signature)
 		}
-		return !verifySig(items[i].pub, items[i].ev)
+		return !verifySig(signed[i].pub, signed[i].ev)
 	})
-	if bad >= 0 {
-		ev := items[bad].ev
-		what := "signature"
-		if ev.Type == TypeKeyRotation {
-			what = "key rotation signature (must be by the previous key)"
-		}
-		return fail(int64(bad), "%s does not verify with key %s", what, KeyID(items[bad].pub))
+	if bad < 0 {
+		return pass("")
 	}
-	// The key table must list exactly the keys the chain declares.
-	if len(in.Keys) != len(keys) {
-		return fail(int64(keyMismatchSeq(in.Keys, keys)), "the key table lists %d keys, the chain declares %d", len(in.Keys), len(keys))
+	ev := signed[bad].ev
+	what := "signature"
+	if ev.Type == TypeKeyRotation {
+		what = "key rotation signature (must be by the previous key)"
+	}
+	return fail(int64(bad), "%s does not verify with key %s", what, KeyID(signed[bad].pub))
+}
+
+// checkKeyTable checks that the key table lists exactly the keys the chain
+// declares, in order.
+func checkKeyTable(rows []KeyRecord, keys []chainKeyAt) Check {
+	if len(rows) != len(keys) {
+		return fail(int64(keyMismatchSeq(rows, keys)), "the key table lists %d keys, the chain declares %d", len(rows), len(keys))
 	}
 	for i, k := range keys {
-		row := in.Keys[i]
+		row := rows[i]
 		if row.ValidFromSeq != k.from || !row.PublicKey.Equal(k.pub) || row.KeyID != KeyID(k.pub) {
 			return fail(int64(k.from), "key table row %d (key %s from sequence %d) disagrees with the chain (key %s from sequence %d)", i, row.KeyID, row.ValidFromSeq, KeyID(k.pub), k.from)
 		}
 	}
-	note := ""
-	if len(r.IssuerSigned) > 0 {
-		note = fmt.Sprintf("%d event(s) signed by the issuer key", len(r.IssuerSigned))
-	}
-	return pass(note)
+	return pass("")
 }
 
 func keyMismatchSeq(rows []KeyRecord, keys []chainKeyAt) uint64 {

@@ -49,9 +49,7 @@ type anthropicResponse struct {
 
 // anthropic is the Messages API backend.
 type anthropic struct {
-	t     *transport
-	url   string
-	model string
+	remote
 	// key is a pointer so that printing the client (even with %#v, which
 	// bypasses String on unexported fields) shows an address, not the key.
 	key *config.Secret
@@ -64,15 +62,9 @@ func NewAnthropic(baseURL string, key config.Secret, model string, opt Options) 
 }
 
 func newAnthropic(baseURL string, key config.Secret, model, modelVar string, opt Options) (Client, error) {
-	if baseURL == "" {
-		baseURL = AnthropicDefaultBaseURL
-	}
-	base, err := parseBaseURL("ANTHROPIC_BASE_URL", baseURL)
+	base, err := hostedBase(BackendAnthropic, "ANTHROPIC_BASE_URL", baseURL, AnthropicDefaultBaseURL, model, modelVar, "claude-sonnet-4-5")
 	if err != nil {
 		return nil, err
-	}
-	if model == "" {
-		return nil, fmt.Errorf("llm: anthropic: %s is not set: the model must be named (there is no default), e.g. %s=claude-sonnet-4-5: %w", modelVar, modelVar, ErrNoModel)
 	}
 	if !key.Set() {
 		return nil, fmt.Errorf("llm: anthropic: ANTHROPIC_API_KEY is not set: %w", ErrNoKey)
@@ -90,23 +82,8 @@ func newAnthropic(baseURL string, key config.Secret, model, modelVar string, opt
 		}
 		return e.Error.Message
 	}}
-	return &anthropic{t: newTransport(ep, &key, opt), url: base + "/v1/messages", model: model, key: &key}, nil
+	return &anthropic{remote: remote{newTransport(ep, &key, opt), BackendAnthropic, base + "/v1/messages", model}, key: &key}, nil
 }
-
-// String implements fmt.Stringer; it names the backend, model and URL.
-func (a *anthropic) String() string {
-	return "llm.anthropic(" + a.model + " at " + redactURL(a.url) + ")"
-}
-
-// GoString implements fmt.GoStringer like String, so %#v cannot print the
-// fields.
-func (a *anthropic) GoString() string { return a.String() }
-
-// Backend implements Client.
-func (a *anthropic) Backend() string { return BackendAnthropic }
-
-// Model implements Client.
-func (a *anthropic) Model() string { return a.model }
 
 // Complete implements Client. The Messages API has no JSON mode, so
 // req.JSON only relies on the prompt.

@@ -613,6 +613,21 @@ func repairParse(s string) error {
 	return err
 }
 
+// repairRequests returns the requests a proposal makes when the model
+// first answers bad: the basic request, then (every later call) the same
+// conversation with bad and the repair prompt appended.
+func repairRequests(bad string) func(call int) Request {
+	return func(call int) Request {
+		if call == 0 {
+			return basicRequest
+		}
+		r := basicRequest
+		r.Messages = append(append([]Message(nil), basicRequest.Messages...),
+			Message{RoleAssistant, bad}, Message{RoleUser, RepairPrompt(repairParse(bad))})
+		return r
+	}
+}
+
 const validIntent = `{"action":"read_file","params":{"path":"README.md"},"justification":"read the readme","reasoning":"start"}`
 
 func TestProposeIntentRepair(t *testing.T) {
@@ -620,17 +635,7 @@ func TestProposeIntentRepair(t *testing.T) {
 	for _, w := range wires {
 		t.Run(w.name, func(t *testing.T) {
 			t.Parallel()
-			want := func(call int) Request {
-				if call == 0 {
-					return basicRequest
-				}
-				r := basicRequest
-				r.Messages = append(append([]Message(nil), basicRequest.Messages...),
-					Message{RoleAssistant, bad},
-					Message{RoleUser, RepairPrompt(repairParse(bad))})
-				return r
-			}
-			srv := newAPIServer(t, w, want, answer{text: bad}, answer{text: validIntent})
+			srv := newAPIServer(t, w, repairRequests(bad), answer{text: bad}, answer{text: validIntent})
 			c := newTestClient(t, w, srv, testOptions(&clock{}))
 			p, err := ProposeIntent(context.Background(), c, basicRequest, repairParse)
 			if err != nil {
@@ -658,16 +663,7 @@ func TestProposeIntentExtraKeysStayDenied(t *testing.T) {
 	for _, w := range wires {
 		t.Run(w.name, func(t *testing.T) {
 			t.Parallel()
-			want := func(call int) Request {
-				if call == 0 {
-					return basicRequest
-				}
-				r := basicRequest
-				r.Messages = append(append([]Message(nil), basicRequest.Messages...),
-					Message{RoleAssistant, extra}, Message{RoleUser, RepairPrompt(repairParse(extra))})
-				return r
-			}
-			srv := newAPIServer(t, w, want, answer{text: extra}, answer{text: extra}, answer{text: validIntent})
+			srv := newAPIServer(t, w, repairRequests(extra), answer{text: extra}, answer{text: extra}, answer{text: validIntent})
 			c := newTestClient(t, w, srv, testOptions(&clock{}))
 			p, err := ProposeIntent(context.Background(), c, basicRequest, repairParse)
 			if err != nil {

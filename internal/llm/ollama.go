@@ -37,11 +37,7 @@ type ollamaResponse struct {
 }
 
 // ollama is the Ollama chat API backend.
-type ollama struct {
-	t     *transport
-	url   string
-	model string
-}
+type ollama struct{ remote }
 
 // NewOllama returns a client for an Ollama server at baseURL.
 func NewOllama(baseURL, model string, opt Options) (Client, error) {
@@ -65,21 +61,8 @@ func newOllama(baseURL, model, modelVar string, opt Options) (Client, error) {
 		_ = json.Unmarshal(b, &e)
 		return e.Error
 	}}
-	return &ollama{t: newTransport(ep, nil, opt), url: base + "/api/chat", model: model}, nil
+	return &ollama{remote{newTransport(ep, nil, opt), BackendOllama, base + "/api/chat", model}}, nil
 }
-
-// String implements fmt.Stringer; it names the backend, model and URL.
-func (o *ollama) String() string { return "llm.ollama(" + o.model + " at " + redactURL(o.url) + ")" }
-
-// GoString implements fmt.GoStringer like String, so %#v cannot print the
-// fields.
-func (o *ollama) GoString() string { return o.String() }
-
-// Backend implements Client.
-func (o *ollama) Backend() string { return BackendOllama }
-
-// Model implements Client.
-func (o *ollama) Model() string { return o.model }
 
 // Complete implements Client.
 func (o *ollama) Complete(ctx context.Context, req Request) (Response, error) {

@@ -54,9 +54,7 @@ type openaiResponse struct {
 
 // openai is the Chat Completions backend.
 type openai struct {
-	t     *transport
-	url   string
-	model string
+	remote
 	// key is a pointer so that printing the client (even with %#v, which
 	// bypasses String on unexported fields) shows an address, not the key.
 	key *config.Secret
@@ -70,15 +68,9 @@ func NewOpenAI(baseURL string, key config.Secret, model string, opt Options) (Cl
 }
 
 func newOpenAI(baseURL string, key config.Secret, model, modelVar string, opt Options) (Client, error) {
-	if baseURL == "" {
-		baseURL = OpenAIDefaultBaseURL
-	}
-	base, err := parseBaseURL("OPENAI_BASE_URL", baseURL)
+	base, err := hostedBase(BackendOpenAI, "OPENAI_BASE_URL", baseURL, OpenAIDefaultBaseURL, model, modelVar, "gpt-4o-mini")
 	if err != nil {
 		return nil, err
-	}
-	if model == "" {
-		return nil, fmt.Errorf("llm: openai: %s is not set: the model must be named (there is no default), e.g. %s=gpt-4o-mini: %w", modelVar, modelVar, ErrNoModel)
 	}
 	if u, _ := url.Parse(base); u.Hostname() == "api.openai.com" && !key.Set() {
 		return nil, fmt.Errorf("llm: openai: OPENAI_API_KEY is not set: the official endpoint needs a key: %w", ErrNoKey)
@@ -92,21 +84,8 @@ func newOpenAI(baseURL string, key config.Secret, model, modelVar string, opt Op
 		_ = json.Unmarshal(b, &e)
 		return e.Error.Message
 	}}
-	return &openai{t: newTransport(ep, &key, opt), url: base + "/chat/completions", model: model, key: &key}, nil
+	return &openai{remote: remote{newTransport(ep, &key, opt), BackendOpenAI, base + "/chat/completions", model}, key: &key}, nil
 }
-
-// String implements fmt.Stringer; it names the backend, model and URL.
-func (o *openai) String() string { return "llm.openai(" + o.model + " at " + redactURL(o.url) + ")" }
-
-// GoString implements fmt.GoStringer like String, so %#v cannot print the
-// fields.
-func (o *openai) GoString() string { return o.String() }
-
-// Backend implements Client.
-func (o *openai) Backend() string { return BackendOpenAI }
-
-// Model implements Client.
-func (o *openai) Model() string { return o.model }
 
 // Complete implements Client.
 func (o *openai) Complete(ctx context.Context, req Request) (Response, error) {

@@ -523,30 +523,8 @@ func (c *compiler) compilePathRule(p *Policy, i int, r *rawPathRule, ids map[str
 	if (r.Glob == nil) == (r.Prefix == nil) {
 		c.fail(path, "set exactly one of glob or prefix")
 	}
-	globs, gidx, _ := c.list(path+".glob", r.Glob, true)
-	if globs != nil && len(globs) == 0 && isEmptyList(r.Glob) {
-		c.fail(path+".glob", "must not be empty")
-	}
-	for k, g := range globs {
-		pg, err := compilePathGlob(g, c.fold, c.windows)
-		if err != nil {
-			c.fail(elemPath(path+".glob", gidx[k]), "%v", err)
-			continue
-		}
-		pr.globs = append(pr.globs, pg)
-	}
-	prefixes, pidx, _ := c.list(path+".prefix", r.Prefix, true)
-	if prefixes != nil && len(prefixes) == 0 && isEmptyList(r.Prefix) {
-		c.fail(path+".prefix", "must not be empty")
-	}
-	for k, s := range prefixes {
-		n, err := compilePrefix(s, c.fold, c.windows)
-		if err != nil {
-			c.fail(elemPath(path+".prefix", pidx[k]), "%v", err)
-			continue
-		}
-		pr.prefixes = append(pr.prefixes, n)
-	}
+	pr.globs = compileEach(c, path+".glob", r.Glob, func(g string) (*pathGlob, error) { return compilePathGlob(g, c.fold, c.windows) })
+	pr.prefixes = compileEach(c, path+".prefix", r.Prefix, func(s string) (string, error) { return compilePrefix(s, c.fold, c.windows) })
 	if kinds, kidx, present := c.list(path+".actions", r.Actions, false); present {
 		pr.kinds = 0
 		if len(kinds) == 0 && isEmptyList(r.Actions) {
@@ -566,36 +544,34 @@ func (c *compiler) compilePathRule(p *Policy, i int, r *rawPathRule, ids map[str
 	p.pathRules = append(p.pathRules, pr)
 }
 
+// compileEach compiles each string of the list at key (a string or a list
+// of strings; when given, not empty), reporting an element's error at its
+// own path.
+func compileEach[T any](c *compiler, key string, raw any, compile func(string) (T, error)) []T {
+	list, idx, _ := c.list(key, raw, true)
+	if list != nil && len(list) == 0 && isEmptyList(raw) {
+		c.fail(key, "must not be empty")
+	}
+	var out []T
+	for k, s := range list {
+		v, err := compile(s)
+		if err != nil {
+			c.fail(elemPath(key, idx[k]), "%v", err)
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
 func (c *compiler) compileDomainRule(p *Policy, i int, r *rawDomainRule, ids map[string]bool) {
 	dr := domainRule{rule: c.compileRule(p, "domain_rules", i, r.ID, r.Decision, r.Reason, r.Gate, ids)}
 	path := indexKey("domain_rules", i)
 	if (r.Host == nil) == (r.CIDR == nil) {
 		c.fail(path, "set exactly one of host or cidr")
 	}
-	hosts, hidx, _ := c.list(path+".host", r.Host, true)
-	if hosts != nil && len(hosts) == 0 && isEmptyList(r.Host) {
-		c.fail(path+".host", "must not be empty")
-	}
-	for k, h := range hosts {
-		n, err := normalizeHost(h)
-		if err != nil {
-			c.fail(elemPath(path+".host", hidx[k]), "%v", err)
-			continue
-		}
-		dr.hosts = append(dr.hosts, n)
-	}
-	cidrs, cidx, _ := c.list(path+".cidr", r.CIDR, true)
-	if cidrs != nil && len(cidrs) == 0 && isEmptyList(r.CIDR) {
-		c.fail(path+".cidr", "must not be empty")
-	}
-	for k, s := range cidrs {
-		pf, err := compileCIDR(s)
-		if err != nil {
-			c.fail(elemPath(path+".cidr", cidx[k]), "%v", err)
-			continue
-		}
-		dr.cidrs = append(dr.cidrs, pf)
-	}
+	dr.hosts = compileEach(c, path+".host", r.Host, normalizeHost)
+	dr.cidrs = compileEach(c, path+".cidr", r.CIDR, compileCIDR)
 	p.domainRules = append(p.domainRules, dr)
 }
 

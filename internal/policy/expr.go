@@ -199,35 +199,21 @@ func compileExpr(s string, fold, windows bool) (*expr, error) {
 	return e, nil
 }
 
-func (p *exprParser) or() (*expr, error) {
-	first, err := p.and()
-	if err != nil {
-		return nil, err
-	}
-	kids := []*expr{first}
-	for p.peek().kind == tOr {
-		p.next()
-		k, err := p.and()
-		if err != nil {
-			return nil, err
-		}
-		kids = append(kids, k)
-	}
-	if len(kids) == 1 {
-		return first, nil
-	}
-	return &expr{op: opOr, kids: kids}, nil
-}
+func (p *exprParser) or() (*expr, error) { return p.chain(tOr, opOr, p.and) }
 
-func (p *exprParser) and() (*expr, error) {
-	first, err := p.primary()
+func (p *exprParser) and() (*expr, error) { return p.chain(tAnd, opAnd, p.primary) }
+
+// chain parses operands joined by the operator token sep into one node of
+// op; a single operand stands for itself.
+func (p *exprParser) chain(sep tokKind, op exprOp, operand func() (*expr, error)) (*expr, error) {
+	first, err := operand()
 	if err != nil {
 		return nil, err
 	}
 	kids := []*expr{first}
-	for p.peek().kind == tAnd {
+	for p.peek().kind == sep {
 		p.next()
-		k, err := p.primary()
+		k, err := operand()
 		if err != nil {
 			return nil, err
 		}
@@ -236,7 +222,7 @@ func (p *exprParser) and() (*expr, error) {
 	if len(kids) == 1 {
 		return first, nil
 	}
-	return &expr{op: opAnd, kids: kids}, nil
+	return &expr{op: op, kids: kids}, nil
 }
 
 func (p *exprParser) primary() (*expr, error) {

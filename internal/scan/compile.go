@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -371,7 +372,10 @@ func isSpaceRune(r rune) bool {
 
 // maxNonSpace returns the most non-whitespace bytes a match of re can hold,
 // or -1 when that is unbounded.
-func maxNonSpace(re *syntax.Regexp) int {
+func maxNonSpace(re *syntax.Regexp) int { return maxPerMatch(re, nonSpaceWidth) }
+
+// nonSpaceWidth is maxNonSpace of one character-matching operator.
+func nonSpaceWidth(re *syntax.Regexp) int {
 	switch re.Op {
 	case syntax.OpLiteral:
 		n := 0
@@ -394,46 +398,41 @@ func maxNonSpace(re *syntax.Regexp) int {
 			return 0
 		}
 		return widest
-	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
-		return utf8.UTFMax
-	case syntax.OpCapture:
-		return maxNonSpace(re.Sub[0])
-	case syntax.OpQuest:
-		return maxNonSpace(re.Sub[0])
+	}
+	return utf8.UTFMax // any character
+}
+
+// maxPerMatch returns the most a match of re can hold of some measure
+// (bytes other than whitespace, newlines), or -1 when that is unbounded.
+// leaf measures the operators that match one character or a literal; the
+// operators that combine them add, pick the largest or multiply alike for
+// every measure.
+func maxPerMatch(re *syntax.Regexp, leaf func(*syntax.Regexp) int) int {
+	switch re.Op {
+	case syntax.OpLiteral, syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return leaf(re)
+	case syntax.OpCapture, syntax.OpQuest:
+		return maxPerMatch(re.Sub[0], leaf)
 	case syntax.OpStar, syntax.OpPlus:
-		if maxNonSpace(re.Sub[0]) == 0 {
-			return 0
-		}
-		return -1
+		return mulBound(maxPerMatch(re.Sub[0], leaf), -1)
 	case syntax.OpRepeat:
-		n := maxNonSpace(re.Sub[0])
-		switch {
-		case n == 0:
-			return 0
-		case n < 0 || re.Max < 0:
-			return -1
-		}
-		return n * re.Max
-	case syntax.OpConcat:
-		sum := 0
+		return mulBound(maxPerMatch(re.Sub[0], leaf), re.Max)
+	case syntax.OpConcat, syntax.OpAlternate:
+		// A sequence holds the sum of its parts, an alternation its
+		// largest branch.
+		total := 0
 		for _, sub := range re.Sub {
-			n := maxNonSpace(sub)
+			n := maxPerMatch(sub, leaf)
 			if n < 0 {
 				return -1
 			}
-			sum += n
-		}
-		return sum
-	case syntax.OpAlternate:
-		most := 0
-		for _, sub := range re.Sub {
-			n := maxNonSpace(sub)
-			if n < 0 {
-				return -1
+			if re.Op == syntax.OpConcat {
+				total += n
+			} else {
+				total = max(total, n)
 			}
-			most = max(most, n)
 		}
-		return most
+		return total
 	}
 	return 0 // empty-width operators
 }
@@ -477,12 +476,7 @@ func canMatchSpace(re *syntax.Regexp) bool {
 	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
 		return true
 	}
-	for _, sub := range re.Sub {
-		if canMatchSpace(sub) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(re.Sub, canMatchSpace)
 }
 
 // utf8Width returns the UTF-8 length of code points up to r.
@@ -624,9 +618,9 @@ func requiredLiterals(elems []*syntax.Regexp) []reqLit {
 			flush()
 			// The further repeats.
 			if e.Op == syntax.OpPlus || e.Max < 0 {
-				add(mulNL(maxNewlines(e.Sub[0]), -1))
+				add(mulBound(maxNewlines(e.Sub[0]), -1))
 			} else {
-				add(mulNL(maxNewlines(e.Sub[0]), e.Max-1))
+				add(mulBound(maxNewlines(e.Sub[0]), e.Max-1))
 			}
 		default:
 			flush()
@@ -637,8 +631,8 @@ func requiredLiterals(elems []*syntax.Regexp) []reqLit {
 	return out
 }
 
-// mulNL multiplies a newline capacity by a repeat count (-1: unbounded).
-func mulNL(n, times int) int {
+// mulBound multiplies a bound by a repeat count (-1: unbounded).
+func mulBound(n, times int) int {
 	switch {
 	case n == 0:
 		return 0
@@ -649,16 +643,13 @@ func mulNL(n, times int) int {
 }
 
 // maxNewlines returns the most newlines a match of re can hold, or -1.
-func maxNewlines(re *syntax.Regexp) int {
+func maxNewlines(re *syntax.Regexp) int { return maxPerMatch(re, newlineCount) }
+
+// newlineCount is maxNewlines of one character-matching operator.
+func newlineCount(re *syntax.Regexp) int {
 	switch re.Op {
 	case syntax.OpLiteral:
-		n := 0
-		for _, r := range re.Rune {
-			if r == '\n' {
-				n++
-			}
-		}
-		return n
+		return strings.Count(string(re.Rune), "\n")
 	case syntax.OpCharClass:
 		if classHas(re, '\n') {
 			return 1
@@ -666,36 +657,8 @@ func maxNewlines(re *syntax.Regexp) int {
 		return 0
 	case syntax.OpAnyChar:
 		return 1
-	case syntax.OpAnyCharNotNL:
-		return 0
-	case syntax.OpCapture, syntax.OpQuest:
-		return maxNewlines(re.Sub[0])
-	case syntax.OpStar, syntax.OpPlus:
-		return mulNL(maxNewlines(re.Sub[0]), -1)
-	case syntax.OpRepeat:
-		return mulNL(maxNewlines(re.Sub[0]), re.Max)
-	case syntax.OpConcat:
-		sum := 0
-		for _, sub := range re.Sub {
-			n := maxNewlines(sub)
-			if n < 0 {
-				return -1
-			}
-			sum += n
-		}
-		return sum
-	case syntax.OpAlternate:
-		most := 0
-		for _, sub := range re.Sub {
-			n := maxNewlines(sub)
-			if n < 0 {
-				return -1
-			}
-			most = max(most, n)
-		}
-		return most
 	}
-	return 0
+	return 0 // OpAnyCharNotNL
 }
 
 // regexpString prints a parsed regexp back as RE2 syntax. The standard
@@ -910,12 +873,7 @@ func hasUpperLiteral(re *syntax.Regexp) bool {
 			}
 		}
 	}
-	for _, sub := range re.Sub {
-		if hasUpperLiteral(sub) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(re.Sub, hasUpperLiteral)
 }
 
 func isWordByte(c byte) bool {

@@ -157,6 +157,15 @@ type b64run struct {
 	inv  bool
 }
 
+// text returns the run's text in t, with the invisible and bidi characters
+// it holds (inv) removed, as a decoder reads it.
+func (r b64run) text(t string) string {
+	if r.inv {
+		return stripDeleted(t[r.s:r.e])
+	}
+	return t[r.s:r.e]
+}
+
 // detections is the output of the detector pass.
 type detections struct {
 	deleted   []span // each invisible or bidi character

@@ -135,10 +135,7 @@ func (s *Scanner) encodedPass(t string, runs []b64run, h *hits, withhold bool) {
 		if budget == 0 {
 			return
 		}
-		text := t[r.s:r.e]
-		if r.inv {
-			text = stripDeleted(text)
-		}
+		text := r.text(t)
 		for _, l := range s.decodedLabels(text, 1, &budget) {
 			h.add(l, span{r.s, r.e}, withhold)
 		}
@@ -190,11 +187,7 @@ func (s *Scanner) textLabels(decoded string, depth int, budget *int, actionLabel
 		var d detections
 		s.detect(decoded, &d)
 		for _, r := range d.runs {
-			inner := decoded[r.s:r.e]
-			if r.inv {
-				inner = stripDeleted(inner)
-			}
-			labels = append(labels, s.decodedLabels(inner, depth+1, budget)...)
+			labels = append(labels, s.decodedLabels(r.text(decoded), depth+1, budget)...)
 		}
 	}
 	return labels

@@ -174,11 +174,7 @@ func (s *Scanner) scanEncoded(t string, depth int, res *encodedResult) {
 	var d detections
 	s.detect(t, &d)
 	for _, r := range d.runs {
-		c := t[r.s:r.e]
-		if r.inv {
-			c = stripDeleted(c)
-		}
-		cands = append(cands, candidate{text: c})
+		cands = append(cands, candidate{text: r.text(t)})
 	}
 	for _, hx := range s.hexRuns(t) {
 		cands = append(cands, candidate{text: hx, hex: true})

@@ -265,27 +265,9 @@ const maxLits = 8
 // assertion and the prefilters are checked there, and the anchored regexp
 // runs over a window that holds every match starting there.
 func (w *variant) matches(buf []byte, occ []int32, spaces *spaceIndex, emit func(span)) {
-	n := len(buf)
-	// Window state, shared by the increasing candidates (the window end
-	// only moves forward): count is the number of non-whitespace bytes
-	// in [from, end).
-	from, end, count := 0, 0, 0
-	// next[i] caches the next occurrence of lits[i] (-1: none left).
-	var next [maxLits]int
-	var nextFrom [maxLits]int
-	for i := range next {
-		next[i], nextFrom[i] = -2, 0
-	}
-	litAt := func(i, at int) int {
-		if nextFrom[i] <= at && (next[i] == -1 || next[i] >= at) {
-			return next[i]
-		}
-		k := bytes.Index(buf[at:], w.lits[i].b)
-		if k >= 0 {
-			k += at
-		}
-		next[i], nextFrom[i] = k, at
-		return k
+	s := variantScan{w: w, buf: buf, spaces: spaces}
+	for i := range s.next {
+		s.next[i] = -2
 	}
 	pos := 0
 	for _, o := range occ {
@@ -293,26 +275,11 @@ func (w *variant) matches(buf []byte, occ []int32, spaces *spaceIndex, emit func
 		if p < pos {
 			continue // inside a match already reported, or skipped
 		}
-		pos = p + 1
 		start := p
-		if w.wordStart && p > 0 && isWordByte(buf[p-1]) {
-			// \b fails inside a word, so no match starts before it ends.
-			for pos < n && isWordByte(buf[pos]) {
-				pos++
-			}
-			continue
-		}
-		if w.lineStart {
-			for w.indent && start > 0 && (buf[start-1] == ' ' || buf[start-1] == '\t') {
-				start--
-			}
-			if start > 0 && buf[start-1] != '\n' {
-				// ^ cannot hold later on this line either.
-				if nl := bytes.IndexByte(buf[pos:], '\n'); nl >= 0 {
-					pos += nl + 1
-				} else {
-					pos = n
-				}
+		pos = p + 1
+		if w.wordStart || w.lineStart {
+			var ok bool
+			if start, pos, ok = s.anchor(p); !ok {
 				continue
 			}
 		}
@@ -322,100 +289,186 @@ func (w *variant) matches(buf []byte, occ []int32, spaces *spaceIndex, emit func
 			pos = q
 			continue
 		}
-		if w.follow != nil && (q >= n || !w.follow[buf[q]]) {
+		// The cheap prefilters, in the loop because most candidates end
+		// here: the bytes that may follow the prefix, and the first
+		// required literal, which must occur somewhere after it before
+		// any window is worth measuring.
+		if w.follow != nil && (q >= len(buf) || !w.follow[buf[q]]) {
 			continue
 		}
-		// A required literal that occurs nowhere after the prefix rules the
-		// candidate out before any window is measured.
-		if len(w.lits) > 0 && litAt(0, q) < 0 {
+		if len(w.lits) > 0 && s.litAt(0, q) < 0 {
 			continue
 		}
-		limit := n
-		if w.noSpace {
-			// The match lies within this run of non-whitespace.
-			limit = q
-			for limit < n && !isSpaceByte(buf[limit]) {
-				limit++
-			}
-		} else if w.budget > farBudget {
-			limit = spaces.after(buf, p, w.budget)
-		} else if w.budget >= 0 {
-			// Advance the window to start at p: drop the non-whitespace
-			// bytes before p, then extend until the budget is used up.
-			if end < p {
-				from, end, count = p, p, 0
-			}
-			for ; from < p; from++ {
-				if !isSpaceByte(buf[from]) {
-					count--
-				}
-			}
-			for end < n && (isSpaceByte(buf[end]) || count < w.budget) {
-				if !isSpaceByte(buf[end]) {
-					count++
-				}
-				end++
-			}
-			limit = end
-		}
-		// Keep the first byte past the budget (and the rest of its
-		// character) so that \b and $ at a match's end see the same
-		// neighbour as in the whole text; no match can consume it.
-		if limit < n {
-			limit++
-			for limit < n && !utf8.RuneStart(buf[limit]) {
-				limit++
-			}
-		}
-		if len(w.lits) > 0 {
-			at, ok := q, true
-			for i := range w.lits {
-				l := &w.lits[i]
-				j := litAt(i, at)
-				if j < 0 || j+len(l.b) > limit || l.newlines >= 0 && !withinLines(buf, q, j, l.newlines) {
-					ok = false
-					break
-				}
-				at = j + len(l.b)
-			}
-			if !ok {
-				continue
-			}
-		}
-		if w.run != nil {
-			if e, ok := w.runMatch(buf, p, limit, spaces); ok {
-				emit(span{start, e})
-				if e > p {
-					pos = e
-				}
-			}
+		limit := s.window(p, q)
+		if len(w.lits) > 0 && !s.litsWithin(q, limit) {
 			continue
 		}
-		var m []int
-		if w.bounds == nil {
-			m = w.anchored.FindIndex(buf[p:limit])
-		} else {
-			m = w.anchored.FindSubmatchIndex(buf[p:limit])
-			for i, b := range w.bounds {
-				if m == nil {
-					break
-				}
-				if c := utf8.RuneCount(buf[p+m[2+2*i] : p+m[3+2*i]]); c < b.min || c > b.max {
-					// Rare: the relaxed path overran a bound; only the
-					// exact pattern knows whether a shorter one matches.
-					m = w.exact.FindIndex(buf[p:limit])
-					break
-				}
+		if e, ok := s.matchAt(p, limit); ok {
+			emit(span{start, e})
+			if e > p {
+				pos = e
 			}
-		}
-		if m == nil {
-			continue
-		}
-		emit(span{start, p + m[1]})
-		if m[1] > 0 {
-			pos = p + m[1]
 		}
 	}
+}
+
+// variantScan is the state of one variant's search through one buffer,
+// carried from one candidate start to the next (they only increase).
+type variantScan struct {
+	w      *variant
+	buf    []byte
+	spaces *spaceIndex
+	// The budget window: count is the number of non-whitespace bytes in
+	// [from, end). Its end only moves forward.
+	from, end, count int
+	// next[i] caches the next occurrence of lits[i] at or after
+	// nextFrom[i] (-1: none left, -2: not looked for yet).
+	next, nextFrom [maxLits]int
+}
+
+// anchor checks, for the candidate at prefix offset p, the assertion that
+// was removed from the front of the variant (\b or ^, the latter allowing
+// an indent). It returns where a match starting there would begin, and the
+// offset from which the next candidate is worth trying: past p, or, when
+// the assertion fails, past the stretch where it fails as well.
+func (s *variantScan) anchor(p int) (start, resume int, ok bool) {
+	w, buf, n := s.w, s.buf, len(s.buf)
+	resume, start = p+1, p
+	if w.wordStart && p > 0 && isWordByte(buf[p-1]) {
+		// \b fails inside a word, so no match starts before it ends.
+		for resume < n && isWordByte(buf[resume]) {
+			resume++
+		}
+		return 0, resume, false
+	}
+	if !w.lineStart {
+		return start, resume, true
+	}
+	for w.indent && start > 0 && (buf[start-1] == ' ' || buf[start-1] == '\t') {
+		start--
+	}
+	if start > 0 && buf[start-1] != '\n' {
+		// ^ cannot hold later on this line either.
+		if nl := bytes.IndexByte(buf[resume:], '\n'); nl >= 0 {
+			return 0, resume + nl + 1, false
+		}
+		return 0, n, false
+	}
+	return start, resume, true
+}
+
+// litAt returns the offset of the first occurrence of lits[i] at or after
+// at, or -1. Candidates only move forward, so a cached occurrence stays
+// good until the search passes it.
+func (s *variantScan) litAt(i, at int) int {
+	if s.nextFrom[i] <= at && (s.next[i] == -1 || s.next[i] >= at) {
+		return s.next[i]
+	}
+	k := bytes.Index(s.buf[at:], s.w.lits[i].b)
+	if k >= 0 {
+		k += at
+	}
+	s.next[i], s.nextFrom[i] = k, at
+	return k
+}
+
+// window returns the end of the window that holds every match of the
+// variant starting at p (its prefix ends at q): the end of the
+// non-whitespace run for a variant without spaces, else as far as the
+// variant's budget of non-whitespace bytes reaches.
+func (s *variantScan) window(p, q int) int {
+	w, buf, n := s.w, s.buf, len(s.buf)
+	limit := n
+	switch {
+	case w.noSpace:
+		// The match lies within this run of non-whitespace.
+		limit = q
+		for limit < n && !isSpaceByte(buf[limit]) {
+			limit++
+		}
+	case w.budget > farBudget:
+		limit = s.spaces.after(buf, p, w.budget)
+	case w.budget >= 0:
+		// Advance the window to start at p: drop the non-whitespace
+		// bytes before p, then extend until the budget is used up.
+		from, end, count := s.from, s.end, s.count
+		if end < p {
+			from, end, count = p, p, 0
+		}
+		for ; from < p; from++ {
+			if !isSpaceByte(buf[from]) {
+				count--
+			}
+		}
+		for end < n && (isSpaceByte(buf[end]) || count < w.budget) {
+			if !isSpaceByte(buf[end]) {
+				count++
+			}
+			end++
+		}
+		s.from, s.end, s.count = from, end, count
+		limit = end
+	}
+	return withLookahead(buf, limit)
+}
+
+// withLookahead extends the end of a window by the next character (when
+// there is one), so that \b and $ at a match's end see the same neighbour
+// as in the whole text; no match can consume it.
+func withLookahead(buf []byte, end int) int {
+	n := len(buf)
+	if end < n {
+		end++
+		for end < n && !utf8.RuneStart(buf[end]) {
+			end++
+		}
+	}
+	return end
+}
+
+// litsWithin reports whether the required literals occur in order after q,
+// each ending within limit and within its bound of lines from q.
+func (s *variantScan) litsWithin(q, limit int) bool {
+	at := q
+	for i := range s.w.lits {
+		l := &s.w.lits[i]
+		j := s.litAt(i, at)
+		if j < 0 || j+len(l.b) > limit || l.newlines >= 0 && !withinLines(s.buf, q, j, l.newlines) {
+			return false
+		}
+		at = j + len(l.b)
+	}
+	return true
+}
+
+// matchAt runs the variant's matcher at p over buf[p:limit] and returns the
+// end of the match.
+func (s *variantScan) matchAt(p, limit int) (end int, ok bool) {
+	w, buf := s.w, s.buf
+	if w.run != nil {
+		return w.runMatch(buf, p, limit, s.spaces)
+	}
+	var m []int
+	if w.bounds == nil {
+		m = w.anchored.FindIndex(buf[p:limit])
+	} else {
+		m = w.anchored.FindSubmatchIndex(buf[p:limit])
+		for i, b := range w.bounds {
+			if m == nil {
+				break
+			}
+			if c := utf8.RuneCount(buf[p+m[2+2*i] : p+m[3+2*i]]); c < b.min || c > b.max {
+				// Rare: the relaxed path overran a bound; only the
+				// exact pattern knows whether a shorter one matches.
+				m = w.exact.FindIndex(buf[p:limit])
+				break
+			}
+		}
+	}
+	if m == nil {
+		return 0, false
+	}
+	return p + m[1], true
 }
 
 // occurrences returns the offsets of w's prefix in buf (the view's lowered
@@ -507,13 +560,7 @@ func windowEnd(buf []byte, p, b int, spaces *spaceIndex) int {
 			}
 		}
 	}
-	if end < n {
-		end++
-		for end < n && !utf8.RuneStart(buf[end]) {
-			end++
-		}
-	}
-	return end
+	return withLookahead(buf, end)
 }
 
 // withinLines reports whether buf[from:to] holds at most n newlines.

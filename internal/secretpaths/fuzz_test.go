@@ -44,7 +44,7 @@ func FuzzParseEntry(f *testing.F) {
 }
 
 func containsDotDot(p string) bool {
-	for _, c := range splitPath(p) {
+	for _, c := range SplitPath(p) {
 		if c == ".." {
 			return true
 		}

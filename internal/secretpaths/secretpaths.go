@@ -183,7 +183,7 @@ func Compute(src Sources) (List, error) {
 		p = filepath.Clean(p)
 		all = append(all, p)
 		// The real location too: a command can name either.
-		if r, err := resolve(p); err == nil && r != p {
+		if r, err := Resolve(OSLinks{}, p, nil); err == nil && r != p {
 			all = append(all, r)
 		}
 	}
@@ -240,23 +240,50 @@ func minimal(paths []string) []string {
 	return slices.Compact(out)
 }
 
+// LinkReader is what the symlink walk reads of a file system. The host's is
+// [OSLinks]; the tripwire reads through its own file-system view, which its
+// tests replace with fixtures for states the OS cannot produce safely.
+type LinkReader interface {
+	Lstat(name string) (fs.FileInfo, error)
+	Readlink(name string) (string, error)
+}
+
+// OSLinks reads the operating system's file system.
+type OSLinks struct{}
+
+// Lstat implements LinkReader.
+func (OSLinks) Lstat(name string) (fs.FileInfo, error) { return os.Lstat(name) }
+
+// Readlink implements LinkReader.
+func (OSLinks) Readlink(name string) (string, error) { return os.Readlink(name) }
+
 // maxSymlinks bounds symlink expansion, like the kernel's ELOOP limit.
 const maxSymlinks = 40
 
-// resolve expands the symlinks of an absolute path component by component;
-// at the first component that does not exist the rest is appended
-// literally, so a store that does not exist yet resolves through its
-// existing parents.
-func resolve(abs string) (string, error) {
+// Resolve expands the symlinks of an absolute path component by component,
+// as the kernel would: an existing component is followed through Lstat and
+// Readlink (so a dangling symlink still names its target); at the first
+// component that does not exist the rest is appended literally, so a path
+// that does not exist yet resolves through its existing parents. Any other
+// error (a loop, a permission error, a link refused) fails: the caller
+// cannot know where such a path leads.
+//
+// refuse, when not nil, is asked about each symlink before it is read, and
+// its error ends the walk.
+func Resolve(r LinkReader, abs string, refuse func(link string) error) (string, error) {
 	vol := filepath.VolumeName(abs)
-	todo := splitPath(abs[len(vol):])
-	cur := vol + string(filepath.Separator)
+	return ResolveFrom(r, vol+string(filepath.Separator), SplitPath(abs[len(vol):]), refuse)
+}
+
+// ResolveFrom is [Resolve] continuing from cur, a directory path that holds
+// no symlink, with the components todo.
+func ResolveFrom(r LinkReader, cur string, todo []string, refuse func(link string) error) (string, error) {
 	links := 0
 	for len(todo) > 0 {
 		c := todo[0]
 		todo = todo[1:]
 		switch c {
-		case ".":
+		case "", ".":
 			continue
 		case "..":
 			// cur holds no symlink, so its lexical parent is its physical
@@ -265,7 +292,7 @@ func resolve(abs string) (string, error) {
 			continue
 		}
 		next := filepath.Join(cur, c)
-		fi, err := os.Lstat(next)
+		fi, err := r.Lstat(next)
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			return filepath.Join(append([]string{next}, todo...)...), nil
 		}
@@ -279,7 +306,12 @@ func resolve(abs string) (string, error) {
 		if links++; links > maxSymlinks {
 			return "", fmt.Errorf("%s: too many levels of symbolic links", next)
 		}
-		target, err := os.Readlink(next)
+		if refuse != nil {
+			if err := refuse(next); err != nil {
+				return "", err
+			}
+		}
+		target, err := r.Readlink(next)
 		if err != nil {
 			return "", err
 		}
@@ -288,12 +320,14 @@ func resolve(abs string) (string, error) {
 			cur = tv + string(filepath.Separator)
 			target = target[len(tv):]
 		}
-		todo = append(splitPath(target), todo...)
+		todo = append(SplitPath(target), todo...)
 	}
 	return cur, nil
 }
 
-func splitPath(p string) []string {
+// SplitPath returns the components of p, split at '/' and at the
+// platform's separator, without empty ones.
+func SplitPath(p string) []string {
 	return strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == filepath.Separator })
 }
 

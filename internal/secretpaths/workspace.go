@@ -63,7 +63,7 @@ func systemRoot(p string, goos string) (string, bool) {
 		}
 		// The real location of a symlinked root (/bin -> usr/bin) is as
 		// much a system directory as its name.
-		if real, err := resolve(r); err == nil && real != r && eq(p, real) {
+		if real, err := Resolve(OSLinks{}, r, nil); err == nil && real != r && eq(p, real) {
 			return r, true
 		}
 	}

@@ -162,17 +162,7 @@ func TestDerivedPrograms(t *testing.T) {
 		{"ssh host sudo id", "ssh@0"}, // runs on the remote host
 		{"git log -c", "git@0"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.src, func(t *testing.T) {
-			a := Analyze(tc.src, Options{})
-			if a.ParseError != nil || a.TooComplex != "" {
-				t.Fatalf("unexpected failure: %v %s", a.ParseError, a.TooComplex)
-			}
-			if got := progs(a); got != tc.want {
-				t.Fatalf("got %q; want %q", got, tc.want)
-			}
-		})
-	}
+	wantProgs(t, cases)
 }
 
 // TestForkCycles: a cycle of calls that forks is a fork bomb; plain

@@ -24,6 +24,23 @@ func progs(a *Analysis) string {
 	return strings.Join(out, " ")
 }
 
+// wantProgs checks, for each case, that src parses and its commands (in
+// the notation of progs) are want.
+func wantProgs(t *testing.T, cases []struct{ src, want string }) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.src, func(t *testing.T) {
+			a := Analyze(tc.src, Options{})
+			if a.ParseError != nil || a.TooComplex != "" {
+				t.Fatalf("unexpected failure: %v %s", a.ParseError, a.TooComplex)
+			}
+			if got := progs(a); got != tc.want {
+				t.Fatalf("got %q; want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestAnalyzeCommands(t *testing.T) {
 	cases := []struct{ src, want string }{
 		{"ls -la", "ls@0"},
@@ -43,17 +60,7 @@ func TestAnalyzeCommands(t *testing.T) {
 		{"case $(a) in x) b;; esac", "a@0 b@0"},
 		{"f() { g; }; f", "g@0 f@0"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.src, func(t *testing.T) {
-			a := Analyze(tc.src, Options{})
-			if a.ParseError != nil || a.TooComplex != "" {
-				t.Fatalf("unexpected failure: %v %s", a.ParseError, a.TooComplex)
-			}
-			if got := progs(a); got != tc.want {
-				t.Fatalf("got %q; want %q", got, tc.want)
-			}
-		})
-	}
+	wantProgs(t, cases)
 }
 
 func TestStaticWords(t *testing.T) {

@@ -7,8 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
+	"github.com/ironvise/ironvise/internal/secretpaths"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
@@ -16,21 +16,14 @@ import (
 // OS; tests may substitute a fixture for states the OS cannot produce
 // safely (say so where they do).
 type FS interface {
-	Lstat(name string) (fs.FileInfo, error)
-	Readlink(name string) (string, error)
+	secretpaths.LinkReader
 	// ReadDir lists a directory, to expand a glob that may name a
 	// protected path.
 	ReadDir(name string) ([]fs.DirEntry, error)
 }
 
 // OSFS is the operating system's file system.
-type OSFS struct{}
-
-// Lstat implements FS.
-func (OSFS) Lstat(name string) (fs.FileInfo, error) { return os.Lstat(name) }
-
-// Readlink implements FS.
-func (OSFS) Readlink(name string) (string, error) { return os.Readlink(name) }
+type OSFS struct{ secretpaths.OSLinks }
 
 // ReadDir implements FS.
 func (OSFS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
@@ -70,9 +63,6 @@ type PathView struct {
 	// Dynamic marks a target that cannot be determined statically.
 	Dynamic bool
 }
-
-// maxSymlinks bounds symlink expansion, like the kernel's ELOOP limit.
-const maxSymlinks = 40
 
 // errMagicLink reports a symlink under /proc: such "magic links" (for
 // example /proc/self/root, /proc/<pid>/cwd, /proc/self/fd/N) resolve to
@@ -146,66 +136,24 @@ func (t *Tripwire) splitRaw(raw string) []string {
 	return strings.Split(raw, "/")
 }
 
-// resolve expands symlinks component by component. Existing components
-// are followed through Lstat/Readlink (so a dangling symlink still names
-// its target); at the first component that does not exist, the rest is
-// appended literally. Errors other than not-exist (a loop, a permission
-// error, a magic link) fail.
+// resolve expands symlinks component by component through t.fs (see
+// [secretpaths.Resolve]), refusing /proc magic links.
 func (t *Tripwire) resolve(abs string) (string, error) {
-	vol := filepath.VolumeName(abs)
-	return t.resolveFrom(vol+string(filepath.Separator), splitPath(abs[len(vol):]))
+	return secretpaths.Resolve(t.fs, abs, t.refuseMagicLink)
 }
 
 // resolveFrom is resolve continuing from cur, a directory path that holds
 // no symlink, with the components todo.
 func (t *Tripwire) resolveFrom(cur string, todo []string) (string, error) {
-	links := 0
-	for len(todo) > 0 {
-		c := todo[0]
-		todo = todo[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			// cur has no symlinks left in it, so its lexical parent is its
-			// physical parent.
-			cur = filepath.Dir(cur)
-			continue
-		}
-		next := filepath.Join(cur, c)
-		fi, err := t.fs.Lstat(next)
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			return filepath.Join(append([]string{next}, todo...)...), nil
-		}
-		if err != nil {
-			return "", err
-		}
-		if fi.Mode()&fs.ModeSymlink == 0 {
-			cur = next
-			continue
-		}
-		if links++; links > maxSymlinks {
-			return "", fmt.Errorf("too many levels of symbolic links at %s", next)
-		}
-		if !t.windows && (next == "/proc" || strings.HasPrefix(next, "/proc/")) {
-			return "", fmt.Errorf("%s: %w", next, errMagicLink)
-		}
-		target, err := t.fs.Readlink(next)
-		if err != nil {
-			return "", err
-		}
-		if filepath.IsAbs(target) {
-			tv := filepath.VolumeName(target)
-			cur = tv + string(filepath.Separator)
-			target = target[len(tv):]
-		}
-		todo = append(splitPath(target), todo...)
-	}
-	return cur, nil
+	return secretpaths.ResolveFrom(t.fs, cur, todo, t.refuseMagicLink)
 }
 
-func splitPath(p string) []string {
-	return strings.FieldsFunc(p, func(r rune) bool { return r == '/' || r == filepath.Separator })
+// refuseMagicLink fails for a symlink under /proc (see errMagicLink).
+func (t *Tripwire) refuseMagicLink(link string) error {
+	if !t.windows && (link == "/proc" || strings.HasPrefix(link, "/proc/")) {
+		return fmt.Errorf("%s: %w", link, errMagicLink)
+	}
+	return nil
 }
 
 // within reports whether p is root or below it, comparing whole components

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ironvise/ironvise/internal/secretpaths"
 	"github.com/ironvise/ironvise/internal/shell"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
@@ -154,7 +155,7 @@ func (t *Tripwire) resolveName(p string) (string, error) {
 		return p, nil
 	}
 	if rest, ok := strings.CutPrefix(p, t.workspace+string(filepath.Separator)); ok && t.workspace != "" {
-		return t.resolveFrom(t.workspace, splitPath(rest))
+		return t.resolveFrom(t.workspace, secretpaths.SplitPath(rest))
 	}
 	return t.resolve(p)
 }
@@ -401,7 +402,7 @@ func (t *Tripwire) compMatch(pat, name string, pattern bool) bool {
 // instead: every component of a listed path must match.
 func (s *wordScan) globHit(pat string) *protHit {
 	t := s.t
-	comps := splitPath(pat)
+	comps := secretpaths.SplitPath(pat)
 	matches, complete := s.expandGlob(comps)
 	for _, p := range matches {
 		if h := s.protectedName(p); h != nil {
@@ -412,7 +413,7 @@ func (s *wordScan) globHit(pat string) *protHit {
 		return nil
 	}
 	for _, e := range t.list.Paths {
-		ec := splitPath(e)
+		ec := secretpaths.SplitPath(e)
 		if len(comps) < len(ec) {
 			continue
 		}
@@ -473,7 +474,7 @@ func (s *wordScan) suffixHit(c cand) *protHit {
 		return nil
 	}
 	var comps []string
-	for _, x := range splitPath(c.s) {
+	for _, x := range secretpaths.SplitPath(c.s) {
 		if x == "." || (x == ".." && len(comps) == 0) {
 			continue
 		}
@@ -483,7 +484,7 @@ func (s *wordScan) suffixHit(c cand) *protHit {
 		return nil
 	}
 	for _, e := range t.list.Paths {
-		ec := splitPath(e)
+		ec := secretpaths.SplitPath(e)
 		for k := 1; k <= len(ec) && k <= len(comps); k++ {
 			match := true
 			for j := 0; j < k; j++ {
@@ -575,7 +576,7 @@ func (t *Tripwire) cwds(a *shell.Analysis) ([]string, bool) {
 			return nil, false
 		}
 		for _, tg := range targets {
-			if slices.Contains(splitPath(tg), "..") {
+			if slices.Contains(secretpaths.SplitPath(tg), "..") {
 				climbs = true
 			}
 		}

@@ -241,8 +241,8 @@ func NewBigLog(tb testing.TB, open func() ledger.Backend, n int) *BigLog {
 		}
 		// Keep only the frontier in memory.
 		keep := map[int64]ledger.Hash{}
-		for _, ix := range frontier(size) {
-			keep[ix] = mem[ix]
+		for _, st := range ledger.CompleteSubtrees(size) {
+			keep[st.RootIndex()] = mem[st.RootIndex()]
 		}
 		mem = keep
 	}
@@ -255,18 +255,6 @@ func NewBigLog(tb testing.TB, open func() ledger.Backend, n int) *BigLog {
 		tb.Fatalf("checkpoint = %d, %v; want %d", cp.TreeSize, err, size)
 	}
 	return &BigLog{L: l, Session: id, N: n}
-}
-
-func frontier(size int64) []int64 {
-	var out []int64
-	var start int64
-	for level := 62; level >= 0; level-- {
-		if size&(int64(1)<<level) != 0 {
-			out = append(out, tlog.StoredHashIndex(level, start>>level))
-			start += int64(1) << level
-		}
-	}
-	return out
 }
 
 // BenchInclusionProof measures building an inclusion proof (event lookup,

@@ -127,11 +127,7 @@ func testConcurrentMixed(t *testing.T, h Harness) {
 			}
 			seen[p.Content] = true
 		}
-		r, err := e.l.VerifySession(ctx(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mustOK(t, r)
+		r := mustVerify(t, e.l, id)
 		if r.Uncovered != 0 {
 			t.Errorf("session %s: %d events not covered by the checkpoint written after the appends", id, r.Uncovered)
 		}

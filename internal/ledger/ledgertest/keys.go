@@ -45,8 +45,7 @@ func testKeyRotation(t *testing.T, h Harness) {
 		t.Fatalf("second rotation index %d; want 2", rp.Index)
 	}
 	appendN(t, e.l, s.ID, 1)
-	r, _ := e.l.VerifySession(ctx(), s.ID)
-	mustOK(t, r)
+	mustVerify(t, e.l, s.ID)
 	// Another process continues with the newest key.
 	l2 := e.openLedger(nil)
 	ev, err := l2.Append(ctx(), s.ID, ledger.TypeObservation, map[string]any{"content": "from another process"})
@@ -56,8 +55,7 @@ func testKeyRotation(t *testing.T, h Harness) {
 	if hex.EncodeToString(ev.PublicKey) != rp.New {
 		t.Fatal("second process did not sign with the newest key")
 	}
-	r, _ = l2.VerifySession(ctx(), s.ID)
-	mustOK(t, r)
+	mustVerify(t, l2, s.ID)
 }
 
 func testResume(t *testing.T, h Harness) {
@@ -86,8 +84,7 @@ func testResume(t *testing.T, h Harness) {
 	if _, err := l2.Seal(ctx(), s.ID, "l2"); err != nil {
 		t.Fatal(err)
 	}
-	r, _ := e.l.VerifySession(ctx(), s.ID)
-	mustOK(t, r)
+	r := mustVerify(t, e.l, s.ID)
 	if len(r.IssuerSigned) != 0 {
 		t.Fatalf("issuer-signed %v; a process with the key signs with it", r.IssuerSigned)
 	}
@@ -124,8 +121,7 @@ func testPassphraseAndIssuer(t *testing.T, h Harness) {
 	if _, err := e.l.Seal(ctx(), s.ID, "passphrase"); err != nil {
 		t.Fatal(err)
 	}
-	r, _ := e.l.VerifySession(ctx(), s.ID)
-	mustOK(t, r)
+	r := mustVerify(t, e.l, s.ID)
 	if len(r.IssuerSigned) != 0 {
 		t.Fatalf("issuer-signed %v; want none", r.IssuerSigned)
 	}
@@ -177,8 +173,7 @@ func testCrashRecovery(t *testing.T, h Harness) {
 	if rp["previous_owner"] != dead.OwnerID() || rp["last_seq"] != float64(3) {
 		t.Fatalf("recovery payload %s", last.Payload)
 	}
-	r, _ := rec.VerifySession(ctx(), s.ID)
-	mustOK(t, r)
+	mustVerify(t, rec, s.ID)
 	// Recovering twice does nothing more.
 	if again, _ := rec.Recover(ctx()); len(again) != 0 {
 		t.Fatalf("second Recover = %v", again)
@@ -341,6 +336,5 @@ func testReopen(t *testing.T, h Harness) {
 	if n != 1 {
 		t.Fatalf("%d instance genesis events after reopening; want 1", n)
 	}
-	r, _ := l2.VerifySession(ctx(), s.ID)
-	mustOK(t, r)
+	mustVerify(t, l2, s.ID)
 }

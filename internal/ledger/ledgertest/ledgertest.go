@@ -24,6 +24,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/ironvise/ironvise/internal/ledger"
 )
 
@@ -148,6 +150,17 @@ func (e *env) openLedger(mod func(*ledger.Options)) *ledger.Ledger {
 }
 
 func ctx() context.Context { return context.Background() }
+
+// mustVerify verifies the session id and fails unless all five checks pass.
+func mustVerify(t testing.TB, l *ledger.Ledger, id uuid.UUID) ledger.Report {
+	t.Helper()
+	r, err := l.VerifySession(ctx(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustOK(t, r)
+	return r
+}
 
 // mustOK fails unless all five checks pass.
 func mustOK(t testing.TB, r ledger.Report) {

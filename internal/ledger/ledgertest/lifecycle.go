@@ -48,11 +48,7 @@ func testInstanceSession(t *testing.T, h Harness) {
 	if err != nil || len(list) != 0 {
 		t.Fatalf("Sessions = %d, %v; the instance session must not be listed", len(list), err)
 	}
-	r, err := e.l.VerifySession(ctx(), ledger.InstanceSessionID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustOK(t, r)
+	mustVerify(t, e.l, ledger.InstanceSessionID)
 	// Instance-chain events such as admin_change are appended like any
 	// other and signed by the issuer key.
 	ev, err := e.l.Append(ctx(), ledger.InstanceSessionID, ledger.TypeAdminChange, map[string]any{"target": "config", "action": "update", "name": nil, "actor": "0123456789abcdef"})
@@ -141,11 +137,7 @@ func testLifecycle(t *testing.T, h Harness) {
 	if appended[4].Seq != 6 {
 		t.Fatalf("fifth append got seq %d; want 6", appended[4].Seq)
 	}
-	r, err := e.l.VerifySession(ctx(), s.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustOK(t, r)
+	r := mustVerify(t, e.l, s.ID)
 	if r.Uncovered == 0 {
 		t.Fatal("events appended after the last checkpoint are reported as covered")
 	}
@@ -185,8 +177,7 @@ func testLifecycle(t *testing.T, h Harness) {
 	if err != nil || !got.Sealed() || got.Status != ledger.StatusAborted || got.FinishedAt.IsZero() || got.EventCount != 9 {
 		t.Fatalf("sealed session = %+v, %v", got, err)
 	}
-	r, _ = e.l.VerifySession(ctx(), s.ID)
-	mustOK(t, r)
+	r = mustVerify(t, e.l, s.ID)
 	if !r.Sealed || r.Uncovered != 0 || r.CheckedTreeSize != sr.Checkpoint.TreeSize {
 		t.Fatalf("report after seal: sealed=%v uncovered=%d checked=%d", r.Sealed, r.Uncovered, r.CheckedTreeSize)
 	}
@@ -282,8 +273,7 @@ func testCanonicalPayload(t *testing.T, h Harness) {
 	if evs[0].Seq != uint64(before.EventCount) || evs[2].Seq != evs[0].Seq+2 || evs[1].PrevHash != evs[0].Hash {
 		t.Fatalf("batch seqs %d..%d after %d events", evs[0].Seq, evs[2].Seq, before.EventCount)
 	}
-	r, _ := e.l.VerifySession(ctx(), s.ID)
-	mustOK(t, r)
+	mustVerify(t, e.l, s.ID)
 }
 
 func testListing(t *testing.T, h Harness) {
@@ -388,11 +378,7 @@ func testConcurrentSessions(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
-		r, err := e.l.VerifySession(ctx(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mustOK(t, r)
+		r := mustVerify(t, e.l, id)
 		if r.EventCount != per+2 {
 			t.Fatalf("session %s has %d events; want %d", id, r.EventCount, per+2)
 		}
@@ -450,6 +436,5 @@ func testConcurrentOneSession(t *testing.T, h Harness) {
 			t.Fatalf("chain not dense and linked at %d", i)
 		}
 	}
-	r, _ := e.l.VerifySession(ctx(), s.ID)
-	mustOK(t, r)
+	mustVerify(t, e.l, s.ID)
 }

@@ -52,8 +52,7 @@ func testImmutability(t *testing.T, h Harness) {
 			}
 		})
 	}
-	r, _ := e.l.VerifySession(ctx(), s.ID)
-	mustOK(t, r)
+	mustVerify(t, e.l, s.ID)
 }
 
 // tamperSetup builds a session with a rotation, all of it covered by a
@@ -82,8 +81,7 @@ func tamperSetup(t *testing.T, h Harness, sealed bool) (*env, uuid.UUID, []ledge
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, _ := e.l.VerifySession(ctx(), s.ID)
-	mustOK(t, r)
+	mustVerify(t, e.l, s.ID)
 	return e, s.ID, evs
 }
 

@@ -140,21 +140,10 @@ func newTamperTarget(t *testing.T, h Harness) *tamperTarget {
 // complete subtree holding it, their siblings, and the roots of all the
 // complete subtrees that make up the tree head.
 func proofNodes(evs []ledger.Event, size int64) []int64 {
-	type span struct {
-		start int64
-		level int
-	}
-	var spans []span
-	var start int64
-	for level := 62; level >= 0; level-- {
-		if size&(int64(1)<<level) != 0 {
-			spans = append(spans, span{start, level})
-			start += int64(1) << level
-		}
-	}
+	spans := ledger.CompleteSubtrees(size)
 	set := map[int64]bool{}
 	for _, sp := range spans {
-		set[tlog.StoredHashIndex(sp.level, sp.start>>sp.level)] = true
+		set[sp.RootIndex()] = true
 	}
 	for _, ev := range evs {
 		if ev.LogIndex >= size {
@@ -162,8 +151,8 @@ func proofNodes(evs []ledger.Event, size int64) []int64 {
 		}
 		top := 0
 		for _, sp := range spans {
-			if ev.LogIndex < sp.start+int64(1)<<sp.level {
-				top = sp.level
+			if ev.LogIndex < sp.End() {
+				top = sp.Level
 				break
 			}
 		}

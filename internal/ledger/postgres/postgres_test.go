@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -153,39 +152,10 @@ func (d *testDB) Unguard(t testing.TB) (func(...ledgertest.Stmt) error, func()) 
 		db.Close()
 		t.Fatalf("disable the append-only triggers: %v", err)
 	}
-	// The same few statements run thousands of times: parse them once.
-	prepared := map[string]*sql.Stmt{}
-	run := func(stmts ...ledgertest.Stmt) error {
-		// Before Begin: the transaction holds the only connection.
-		for _, st := range stmts {
-			if _, ok := prepared[st.Query]; !ok {
-				ps, err := db.Prepare(rebind(st.Query))
-				if err != nil {
-					return fmt.Errorf("%s: %w", st.Query, err)
-				}
-				prepared[st.Query] = ps
-			}
-		}
-		tx, err := db.Begin()
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
-		if _, err := tx.Exec("SET LOCAL synchronous_commit = off"); err != nil {
-			return err
-		}
-		for _, st := range stmts {
-			if _, err := tx.Stmt(prepared[st.Query]).Exec(st.Args...); err != nil {
-				return fmt.Errorf("%s: %w", st.Query, err)
-			}
-		}
-		return tx.Commit()
-	}
+	run, closeStmts := ledgertest.PreparedTamper(db, rebind, "SET LOCAL synchronous_commit = off")
 	return run, func() {
 		defer db.Close()
-		for _, ps := range prepared {
-			ps.Close()
-		}
+		closeStmts()
 		if err := toggle("ENABLE"); err != nil {
 			t.Errorf("enable the append-only triggers: %v", err)
 		}

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -110,31 +109,7 @@ func (d *testDB) Unguard(t testing.TB) (func(...ledgertest.Stmt) error, func()) 
 	db.SetMaxOpenConns(1)
 	ddl := allMigrations(t)
 	trs := triggerRE.FindAllStringSubmatch(string(ddl), -1)
-	// The same few statements run thousands of times: parse them once.
-	prepared := map[string]*sql.Stmt{}
-	run := func(stmts ...ledgertest.Stmt) error {
-		// Before Begin: the transaction holds the only connection.
-		for _, st := range stmts {
-			if _, ok := prepared[st.Query]; !ok {
-				ps, err := db.Prepare(st.Query)
-				if err != nil {
-					return fmt.Errorf("%s: %w", st.Query, err)
-				}
-				prepared[st.Query] = ps
-			}
-		}
-		tx, err := db.Begin()
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback()
-		for _, st := range stmts {
-			if _, err := tx.Stmt(prepared[st.Query]).Exec(st.Args...); err != nil {
-				return fmt.Errorf("%s: %w", st.Query, err)
-			}
-		}
-		return tx.Commit()
-	}
+	run, closeStmts := ledgertest.PreparedTamper(db, nil, "")
 	var drop, create []ledgertest.Stmt
 	for _, m := range trs {
 		drop = append(drop, ledgertest.Stmt{Query: "DROP TRIGGER " + m[1]})
@@ -146,9 +121,7 @@ func (d *testDB) Unguard(t testing.TB) (func(...ledgertest.Stmt) error, func()) 
 	}
 	return run, func() {
 		defer db.Close()
-		for _, ps := range prepared {
-			ps.Close()
-		}
+		closeStmts()
 		if err := run(create...); err != nil {
 			t.Errorf("recreate the append-only triggers: %v", err)
 		}

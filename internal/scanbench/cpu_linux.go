@@ -1,4 +1,4 @@
-package scan
+package scanbench
 
 import "golang.org/x/sys/unix"
 

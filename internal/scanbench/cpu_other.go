@@ -1,6 +1,6 @@
 //go:build !linux
 
-package redact
+package scanbench
 
 // threadCPU is unavailable here; benchmarks report wall time only.
 func threadCPU() (int64, bool) { return 0, false }
