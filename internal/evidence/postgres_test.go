@@ -3,45 +3,22 @@ package evidence
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
-	"os"
-	"strings"
 	"testing"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/ledger/ledgerdb"
+	"github.com/ironvise/ironvise/internal/ledger/ledgertest"
 )
 
 // TestEvidenceOnPostgres builds the reference session on a real
 // PostgreSQL server and exports and verifies its certificate, report and
 // credential: every export works on both backends (ledger.md §1).
 func TestEvidenceOnPostgres(t *testing.T) {
-	base := os.Getenv("IRONVISE_TEST_DATABASE_URL")
-	if base == "" {
-		t.Skip("IRONVISE_TEST_DATABASE_URL is not set: skipping the PostgreSQL evidence test (CI sets it; .ci/run shows how to start a scratch server)")
-	}
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "ivev_" + hex.EncodeToString(b)
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() { admin.Exec("DROP SCHEMA " + schema + " CASCADE") })
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
-	}
+	url, _ := ledgertest.PostgresSchema(t, "ivev", "the PostgreSQL evidence test")
 	ctx := context.Background()
-	l, err := ledgerdb.Open(ctx, base+sep+"search_path="+schema, 5, ledger.Options{DataDir: t.TempDir(), IssuerKey: testIssuerKey(t), CheckpointInterval: -1})
+	l, err := ledgerdb.Open(ctx, url, 5, ledger.Options{DataDir: t.TempDir(), IssuerKey: testIssuerKey(t), CheckpointInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,47 +1,20 @@
 package server
 
 import (
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
-	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/ironvise/ironvise/internal/ledger/ledgertest"
 )
 
 // pgURL returns a fresh schema of the test PostgreSQL, or skips.
 func pgURL(t *testing.T) string {
 	t.Helper()
-	base := os.Getenv("IRONVISE_TEST_DATABASE_URL")
-	if base == "" {
-		t.Skip("IRONVISE_TEST_DATABASE_URL is not set: skipping the PostgreSQL tests (CI sets it; .ci/run shows how to start a scratch server)")
-	}
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "ivsrv_" + hex.EncodeToString(b)
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		if a, err := sql.Open("pgx", base); err == nil {
-			a.Exec("DROP SCHEMA " + schema + " CASCADE")
-			a.Close()
-		}
-	})
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
-	}
-	return base + sep + "search_path=" + schema
+	url, _ := ledgertest.PostgresSchema(t, "ivsrv", "the PostgreSQL tests")
+	return url
 }
 
 // TestTwoInstancesOnePostgres: two servers sharing one PostgreSQL ledger

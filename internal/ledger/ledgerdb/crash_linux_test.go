@@ -4,9 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +23,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/ledger/ledgertest"
 )
 
 // The crash test (issue acceptance 3): a child process appends in a loop
@@ -205,32 +203,8 @@ func TestCrashKill9(t *testing.T) {
 
 // crashPostgresURL returns a fresh schema on the test server, or skips.
 func crashPostgresURL(t *testing.T) string {
-	base := os.Getenv("IRONVISE_TEST_DATABASE_URL")
-	if base == "" {
-		t.Skip("IRONVISE_TEST_DATABASE_URL is not set: skipping the PostgreSQL crash test (CI sets it)")
-	}
-	b := make([]byte, 6)
-	rand.Read(b)
-	schema := "ivcrash_" + hex.EncodeToString(b)
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
-		t.Fatalf("create test schema: %v", err)
-	}
-	t.Cleanup(func() {
-		if admin, err := sql.Open("pgx", base); err == nil {
-			admin.Exec("DROP SCHEMA " + schema + " CASCADE")
-			admin.Close()
-		}
-	})
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
-	}
-	return base + sep + "search_path=" + schema
+	url, _ := ledgertest.PostgresSchema(t, "ivcrash", "the PostgreSQL crash test")
+	return url
 }
 
 func runCrash(t *testing.T, url, dir string) {

@@ -2,9 +2,7 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"os"
 	"strconv"
 	"strings"
@@ -16,15 +14,6 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger/ledgertest"
 )
 
-// testURL returns the PostgreSQL server for tests, or skips.
-func testURL(t testing.TB) string {
-	u := os.Getenv("IRONVISE_TEST_DATABASE_URL")
-	if u == "" {
-		t.Skip("IRONVISE_TEST_DATABASE_URL is not set: skipping the PostgreSQL backend tests (CI sets it; locally point it at a scratch database, e.g. postgres://postgres@127.0.0.1:5432/ironvise_test)")
-	}
-	return u
-}
-
 // testDB is a fresh schema in the test database; the connection's
 // search_path selects it.
 type testDB struct {
@@ -32,35 +21,9 @@ type testDB struct {
 	schema string
 }
 
-func withSearchPath(u, schema string) string {
-	sep := "?"
-	if strings.Contains(u, "?") {
-		sep = "&"
-	}
-	return u + sep + "search_path=" + schema
-}
-
 func newTestDB(t testing.TB) ledgertest.DB {
-	base := testURL(t)
-	b := make([]byte, 6)
-	rand.Read(b)
-	d := &testDB{schema: "ivt_" + hex.EncodeToString(b)}
-	d.url = withSearchPath(base, d.schema)
-	admin, err := sql.Open("pgx", base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
-	if _, err := admin.Exec("CREATE SCHEMA " + d.schema); err != nil {
-		t.Fatalf("create test schema: %v", err)
-	}
-	t.Cleanup(func() {
-		admin, err := sql.Open("pgx", base)
-		if err == nil {
-			admin.Exec("DROP SCHEMA " + d.schema + " CASCADE")
-			admin.Close()
-		}
-	})
+	d := &testDB{}
+	d.url, d.schema = ledgertest.PostgresSchema(t, "ivt", "the PostgreSQL backend tests")
 	return d
 }
 
@@ -165,7 +128,9 @@ func (d *testDB) Unguard(t testing.TB) (func(...ledgertest.Stmt) error, func()) 
 func (d *testDB) HasTruncate() bool { return true }
 
 func TestConformance(t *testing.T) {
-	testURL(t)
+	if os.Getenv(ledgertest.PostgresURLEnv) == "" {
+		t.Skipf("%s is not set: skipping the PostgreSQL backend tests (CI sets it; .ci/run shows how to start a scratch server)", ledgertest.PostgresURLEnv)
+	}
 	ledgertest.Run(t, ledgertest.Harness{Name: "postgres", NewDB: newTestDB})
 }
 
