@@ -28,7 +28,7 @@ func (a *app) policyCommand() *cobra.Command {
 		Short: "Work with policies (the shipped packs and <data dir>/policies/*.toml)",
 		Long: `A policy is a TOML file that narrows what an agent may do: allowed actions,
 command, path and domain rules, approval gates and observation rules
-(checks.md §4). Pass one to audit, exec or check with --policy, as a file path
+(docs/policies.md). Pass one to audit, exec or check with --policy, as a file path
 or as a name that 'ironvise policy list' shows; pin it with --policy-sha256.`,
 		Example: `  ironvise policy list
   ironvise check --policy soc2-audit < intent.json`,

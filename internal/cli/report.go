@@ -23,7 +23,7 @@ func (a *app) reportCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report <session-id>",
 		Short: "Export a session's evidence: JSON, SARIF, HTML, .elc certificate, GitHub Actions, GitLab Code Quality",
-		Long: `Writes the evidence of one session (ledger.md §8) in one of six formats:
+		Long: `Writes the evidence of one session (docs/evidence.md) in one of six formats:
 
   json                session, findings, verdict summary and chain status (default)
   sarif               SARIF 2.1.0: findings and denials as results (GitHub code scanning)
@@ -152,7 +152,7 @@ func (a *app) verifyCertificateCommand() *cobra.Command {
 		Use:   "verify-certificate FILE",
 		Short: "Verify an .elc audit certificate offline: five pillars, each reported",
 		Long: `Verifies an .elc certificate without any database or network, and reports
-five pillars separately (ledger.md §8):
+five pillars separately (docs/evidence.md):
 
   1. issuer signature            the certificate is signed by the issuer key
   2. hash chain                  every event hash recomputes from its bytes and

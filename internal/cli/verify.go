@@ -44,7 +44,7 @@ func (a *app) verifySessionCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify-session <session-id>",
 		Short: "Verify a session's chain, signatures, goal, log inclusion and seal",
-		Long: `Verifies one session from the ledger with five separate checks (ledger.md §7):
+		Long: `Verifies one session from the ledger with five separate checks (docs/ledger.md):
 
   chain       every event's hash recomputed from the stored bytes, prev_hash
               links, sequences dense from 0
