@@ -344,12 +344,7 @@ func (d *Dispatcher) dispatch() {
 		if len(targets) == 0 {
 			continue
 		}
-		msg, err := NewMessage(kind, &ev, d.opts.Version)
-		if err != nil {
-			d.log.Warn("webhook: event not deliverable", "event_id", ev.ID(), "err", err)
-			d.failed.Add(uint64(len(targets)))
-			continue
-		}
+		msg := NewMessage(kind, &ev, d.opts.Version)
 		bodies := map[string]delivery{}
 		for _, t := range targets {
 			dl, ok := bodies[t.Format]
