@@ -293,4 +293,3 @@ func TestStreamRedaction(t *testing.T) {
 		t.Error("the stored payload must be returned as stored")
 	}
 }
-
