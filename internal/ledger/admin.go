@@ -64,7 +64,9 @@ func (a AdminWriter) update(ctx context.Context, write func(ctx context.Context,
 
 // PutToken stores an API token row (only its SHA-256 hex, never the
 // token), replacing a row with the same hash.
-func (l *Ledger) PutToken(ctx context.Context, t Token) error { return AdminWriter{l: l}.PutToken(ctx, t) }
+func (l *Ledger) PutToken(ctx context.Context, t Token) error {
+	return AdminWriter{l: l}.PutToken(ctx, t)
+}
 
 // PutToken is Ledger.PutToken with the writer's event.
 func (a AdminWriter) PutToken(ctx context.Context, t Token) error {
