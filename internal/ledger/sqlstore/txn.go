@@ -107,6 +107,43 @@ func (t *txn) InsertMeta(ctx context.Context, key string, value []byte) error {
 	return nil
 }
 
+// DeleteMeta implements ledger.WriteTx.
+func (t *txn) DeleteMeta(ctx context.Context, key string) error {
+	res, err := t.exec(ctx, `DELETE FROM meta WHERE key = ?`, key)
+	return affectedOne(res, err, "delete meta "+key)
+}
+
+// KeysUnderKEK implements ledger.WriteTx.
+func (t *txn) KeysUnderKEK(ctx context.Context, kek string) ([]ledger.KeyRecord, error) {
+	rows, err := t.query(ctx, `SELECT session_id, valid_from_seq, key_id, public_key, enc_private, kek, created_at FROM keys WHERE kek = ? ORDER BY session_id, valid_from_seq`, kek)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: keys under the %s KEK: %w", kek, err)
+	}
+	defer rows.Close()
+	var out []ledger.KeyRecord
+	for rows.Next() {
+		var k ledger.KeyRecord
+		var sid, pub []byte
+		var from int64
+		if err := rows.Scan(&sid, &from, &k.KeyID, &pub, &k.EncryptedPrivate, &k.KEK, &k.CreatedMicros); err != nil {
+			return nil, fmt.Errorf("sqlstore: keys under the %s KEK: %w", kek, err)
+		}
+		if k.SessionID, err = toUUID(sid); err != nil {
+			return nil, fmt.Errorf("sqlstore: keys under the %s KEK: %w", kek, err)
+		}
+		k.ValidFromSeq, k.PublicKey = uint64(from), pub
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+// RewrapKey implements ledger.WriteTx.
+func (t *txn) RewrapKey(ctx context.Context, k ledger.KeyRecord) error {
+	res, err := t.exec(ctx, `UPDATE keys SET enc_private = ?, kek = ? WHERE session_id = ? AND valid_from_seq = ?`,
+		k.EncryptedPrivate, k.KEK, k.SessionID[:], int64(k.ValidFromSeq))
+	return affectedOne(res, err, "re-wrap key")
+}
+
 // LogSize implements ledger.ReadTx.
 func (t *txn) LogSize(ctx context.Context) (int64, error) {
 	var n sql.NullInt64
@@ -854,6 +891,12 @@ func (t *txn) Webhooks(ctx context.Context) ([]ledger.Webhook, [][]byte, error) 
 func (t *txn) SetWebhookEnabled(ctx context.Context, id uuid.UUID, enabled bool, at int64) error {
 	res, err := t.exec(ctx, `UPDATE webhooks SET enabled = ?, updated_at = ? WHERE id = ?`, enabled, at, id[:])
 	return affectedOne(res, err, "update webhook")
+}
+
+// SetWebhookBearer implements ledger.WriteTx.
+func (t *txn) SetWebhookBearer(ctx context.Context, id uuid.UUID, enc []byte) error {
+	res, err := t.exec(ctx, `UPDATE webhooks SET bearer = ? WHERE id = ?`, enc, id[:])
+	return affectedOne(res, err, "re-wrap webhook bearer")
 }
 
 // DeleteWebhook implements ledger.WriteTx.
