@@ -342,7 +342,8 @@ func checkCredentialShape(c *VCClaims) error {
 }
 
 func strictJSON(b []byte, v any) error {
-	// Duplicate member names would let two parsers disagree on a claim.
+	// A number a double cannot hold exactly would let two parsers
+	// disagree on a claim (I-JSON); strictDecode rejects the rest.
 	if _, err := ledger.Canonicalize(b); err != nil {
 		return err
 	}

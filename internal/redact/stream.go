@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -94,15 +95,13 @@ func streamNode(n *strictjson.Node) bool {
 					changed = true
 					n.Values[i] = &strictjson.Node{Kind: strictjson.String, Str: StreamRedacted}
 				}
-			} else if streamNode(n.Values[i]) {
-				changed = true
+			} else {
+				changed = streamNode(n.Values[i]) || changed
 			}
 		}
 	case strictjson.Array:
 		for _, e := range n.Elems {
-			if streamNode(e) {
-				changed = true
-			}
+			changed = streamNode(e) || changed
 		}
 	case strictjson.String:
 		if out := StreamString(n.Str); out != n.Str {
@@ -113,19 +112,25 @@ func streamNode(n *strictjson.Node) bool {
 	return changed
 }
 
-// appendNode appends n as compact JSON: members in their order, numbers
-// with their text, strings without HTML escaping.
+// appendNode appends n as compact JSON: members sorted by name, as
+// encoding/json writes a map (and the ledger's canonical form orders ASCII
+// names), numbers with their text, strings without HTML escaping.
 func appendNode(b []byte, n *strictjson.Node) []byte {
 	switch n.Kind {
 	case strictjson.Object:
+		order := make([]int, len(n.Keys))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(i, j int) int { return strings.Compare(n.Keys[i], n.Keys[j]) })
 		b = append(b, '{')
-		for i, k := range n.Keys {
+		for i, m := range order {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, k)
+			b = appendString(b, n.Keys[m])
 			b = append(b, ':')
-			b = appendNode(b, n.Values[i])
+			b = appendNode(b, n.Values[m])
 		}
 		return append(b, '}')
 	case strictjson.Array:

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/strictjson"
 	"github.com/ironvise/ironvise/internal/tripwire"
 )
 
@@ -52,13 +52,8 @@ func openSettings(dataDir string) (*settingsStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: read %s: %w", st.path, err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&st.cur); err != nil {
+	if err := strictjson.Unmarshal(b, 4, &st.cur); err != nil {
 		return nil, fmt.Errorf("server: %s is not valid settings JSON: %w (fix or remove the file)", st.path, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("server: %s: trailing data after the JSON object (fix or remove the file)", st.path)
 	}
 	if err := st.cur.validate(); err != nil {
 		return nil, fmt.Errorf("server: %s: %w (fix or remove the file)", st.path, err)
