@@ -212,14 +212,8 @@ func canonicalRecords(recs []Record) ([][]byte, error) {
 // appendRecords stages the events of recs (with their canonical bodies) on
 // a session's chain: all of them, or none and an error.
 func (b *batch) appendRecords(session uuid.UUID, recs []Record, bodies [][]byte) ([]Event, error) {
-	h, err := b.head(session)
+	h, err := b.writableHead(session)
 	if err != nil {
-		return nil, err
-	}
-	if h.Sealed {
-		return nil, fmt.Errorf("session %s: %w", session, ErrSealed)
-	}
-	if err := b.checkGoal(h); err != nil {
 		return nil, err
 	}
 	signer := SignerSession
@@ -248,6 +242,22 @@ func (b *batch) appendRecords(session uuid.UUID, recs []Record, bodies [][]byte)
 		out = append(out, ev)
 	}
 	return out, nil
+}
+
+// writableHead returns the head of a session that may be appended to: it
+// exists, is not sealed, and its goal anchoring holds (see checkGoal).
+func (b *batch) writableHead(session uuid.UUID) (*SessionHead, error) {
+	h, err := b.head(session)
+	if err != nil {
+		return nil, err
+	}
+	if h.Sealed {
+		return nil, fmt.Errorf("session %s: %w", session, ErrSealed)
+	}
+	if err := b.checkGoal(h); err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 // checkGoal re-checks goal anchoring (ledger.md §3) for a session chain.
@@ -488,14 +498,8 @@ func (l *Ledger) RotateKey(ctx context.Context, session uuid.UUID) (Event, error
 	}
 	pub := key.Public()
 	res, err := l.submit(ctx, []uuid.UUID{session}, func(b *batch) (any, error) {
-		h, err := b.head(session)
+		h, err := b.writableHead(session)
 		if err != nil {
-			return nil, err
-		}
-		if h.Sealed {
-			return nil, fmt.Errorf("session %s: %w", session, ErrSealed)
-		}
-		if err := b.checkGoal(h); err != nil {
 			return nil, err
 		}
 		old, err := b.chainKey(h)

@@ -330,26 +330,24 @@ func (rs *Rules) find(t string, lower []byte) []Finding {
 			out = append(out, f)
 		}
 	}
-	for i := range rs.rules {
-		ru := &rs.rules[i]
+	// occurrences gathers the occurrences of keywords into sc.occ.
+	occurrences := func(keywords []int) []int {
 		occ := sc.occ[:0]
-		for _, k := range ru.keywords {
+		for _, k := range keywords {
 			occ = append(occ, sc.all[start[k]:start[k+1]]...)
 		}
 		sc.occ = occ
-		if len(occ) > 0 && ru.clausesAnywhere(anywhere) {
+		return occ
+	}
+	for i := range rs.rules {
+		ru := &rs.rules[i]
+		if occ := occurrences(ru.keywords); len(occ) > 0 && ru.clausesAnywhere(anywhere) {
 			sc.wins = ru.run(t, lower, occ, rs, sc.wins[:0], emit)
 		}
 	}
 	for i := range rs.passes {
-		p := &rs.passes[i]
-		occ := sc.occ[:0]
-		for _, k := range p.keywords {
-			occ = append(occ, sc.all[start[k]:start[k+1]]...)
-		}
-		sc.occ = occ
-		if len(occ) > 0 {
-			p.find(t, lower, occ, emit)
+		if occ := occurrences(rs.passes[i].keywords); len(occ) > 0 {
+			rs.passes[i].find(t, lower, occ, emit)
 		}
 	}
 	if len(out) == 0 {

@@ -112,20 +112,28 @@ func (p *parser) object(path string, depth int) (*Node, *Error) {
 		}
 		n.Keys = append(n.Keys, key)
 		n.Values = append(n.Values, v)
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return nil, p.errorf("$", "unexpected end of input")
-		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-		case '}':
-			p.pos++
-			return n, nil
-		default:
-			return nil, p.errorf("$", "invalid character %s after object key:value pair", quoteChar(p.data[p.pos]))
+		if done, err := p.separator('}', "object key:value pair"); err != nil || done {
+			return n, err
 		}
 	}
+}
+
+// separator reads what follows a member or element: ',' (more follow) or
+// the closing byte (done).
+func (p *parser) separator(closing byte, after string) (done bool, err *Error) {
+	p.skipSpace()
+	if p.pos >= len(p.data) {
+		return false, p.errorf("$", "unexpected end of input")
+	}
+	switch p.data[p.pos] {
+	case ',':
+		p.pos++
+		return false, nil
+	case closing:
+		p.pos++
+		return true, nil
+	}
+	return false, p.errorf("$", "invalid character %s after %s", quoteChar(p.data[p.pos]), after)
 }
 
 func (p *parser) array(path string, depth int) (*Node, *Error) {
@@ -142,18 +150,8 @@ func (p *parser) array(path string, depth int) (*Node, *Error) {
 			return nil, err
 		}
 		n.Elems = append(n.Elems, v)
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return nil, p.errorf("$", "unexpected end of input")
-		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-		case ']':
-			p.pos++
-			return n, nil
-		default:
-			return nil, p.errorf("$", "invalid character %s after array element", quoteChar(p.data[p.pos]))
+		if done, err := p.separator(']', "array element"); err != nil || done {
+			return n, err
 		}
 	}
 }

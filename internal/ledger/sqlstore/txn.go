@@ -115,9 +115,14 @@ func (t *txn) DeleteMeta(ctx context.Context, key string) error {
 
 // KeysUnderKEK implements ledger.WriteTx.
 func (t *txn) KeysUnderKEK(ctx context.Context, kek string) ([]ledger.KeyRecord, error) {
-	rows, err := t.query(ctx, `SELECT session_id, valid_from_seq, key_id, public_key, enc_private, kek, created_at FROM keys WHERE kek = ? ORDER BY session_id, valid_from_seq`, kek)
+	return t.keys(ctx, "keys under the "+kek+" KEK", `kek = ? ORDER BY session_id, valid_from_seq`, kek)
+}
+
+// keys returns the key rows matching where (what names them in errors).
+func (t *txn) keys(ctx context.Context, what, where string, args ...any) ([]ledger.KeyRecord, error) {
+	rows, err := t.query(ctx, `SELECT session_id, valid_from_seq, key_id, public_key, enc_private, kek, created_at FROM keys WHERE `+where, args...)
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: keys under the %s KEK: %w", kek, err)
+		return nil, fmt.Errorf("sqlstore: %s: %w", what, err)
 	}
 	defer rows.Close()
 	var out []ledger.KeyRecord
@@ -126,10 +131,10 @@ func (t *txn) KeysUnderKEK(ctx context.Context, kek string) ([]ledger.KeyRecord,
 		var sid, pub []byte
 		var from int64
 		if err := rows.Scan(&sid, &from, &k.KeyID, &pub, &k.EncryptedPrivate, &k.KEK, &k.CreatedMicros); err != nil {
-			return nil, fmt.Errorf("sqlstore: keys under the %s KEK: %w", kek, err)
+			return nil, fmt.Errorf("sqlstore: %s: %w", what, err)
 		}
 		if k.SessionID, err = toUUID(sid); err != nil {
-			return nil, fmt.Errorf("sqlstore: keys under the %s KEK: %w", kek, err)
+			return nil, fmt.Errorf("sqlstore: %s: %w", what, err)
 		}
 		k.ValidFromSeq, k.PublicKey = uint64(from), pub
 		out = append(out, k)
@@ -541,23 +546,7 @@ func (t *txn) FirstMissingLogIndex(ctx context.Context, lo, hi int64) (int64, er
 
 // Keys implements ledger.ReadTx.
 func (t *txn) Keys(ctx context.Context, session uuid.UUID) ([]ledger.KeyRecord, error) {
-	rows, err := t.query(ctx, `SELECT valid_from_seq, key_id, public_key, enc_private, kek, created_at FROM keys WHERE session_id = ? ORDER BY valid_from_seq`, session[:])
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: keys of %s: %w", session, err)
-	}
-	defer rows.Close()
-	var out []ledger.KeyRecord
-	for rows.Next() {
-		k := ledger.KeyRecord{SessionID: session}
-		var from int64
-		var pub []byte
-		if err := rows.Scan(&from, &k.KeyID, &pub, &k.EncryptedPrivate, &k.KEK, &k.CreatedMicros); err != nil {
-			return nil, fmt.Errorf("sqlstore: keys of %s: %w", session, err)
-		}
-		k.ValidFromSeq, k.PublicKey = uint64(from), pub
-		out = append(out, k)
-	}
-	return out, rows.Err()
+	return t.keys(ctx, "keys of "+session.String(), `session_id = ? ORDER BY valid_from_seq`, session[:])
 }
 
 const checkpointCols = `tree_size, root_hash, created_at, key_id, public_key, signature, note, event_log_index`
