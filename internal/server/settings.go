@@ -223,20 +223,10 @@ func oneOf(v string, set []string) bool {
 	return false
 }
 
-// writeFileAtomic writes a file through a temporary file in the same
-// directory and a rename, so a reader never sees half a file.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	f, err := stageFile(path, data, mode)
-	if err != nil {
-		return err
-	}
-	defer f.discard()
-	return f.commit()
-}
-
 // stagedFile is a file's new content written and synced beside it, not in
-// place yet: a change that must be recorded first (an admin_change event)
-// is recorded between stageFile and commit, so a failed record leaves the
+// place yet; commit renames it over the file, so a reader never sees half
+// a file. A change that must be recorded first (an admin_change event) is
+// recorded between stageFile and commit, so a failed record leaves the
 // file as it was.
 type stagedFile struct {
 	tmp, path string
