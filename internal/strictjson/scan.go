@@ -159,6 +159,15 @@ func (p *parser) array(path string, depth int) (*Node, *Error) {
 // number accepts the RFC 8259 grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
 func (p *parser) number() (*Node, *Error) {
 	start := p.pos
+	if err := p.skipNumber(); err != nil {
+		return nil, err
+	}
+	return &Node{Kind: Number, Num: jsonNumber(p.data[start:p.pos])}, nil
+}
+
+// skipNumber reads a number without keeping it.
+func (p *parser) skipNumber() *Error {
+	start := p.pos
 	d := p.data
 	digits := func() int {
 		s := p.pos
@@ -174,12 +183,12 @@ func (p *parser) number() (*Node, *Error) {
 	case p.pos < len(d) && d[p.pos] == '0':
 		p.pos++
 	case digits() == 0:
-		return nil, p.errorf("$", "invalid number at offset %d", start)
+		return p.errorf("$", "invalid number at offset %d", start)
 	}
 	if p.pos < len(d) && d[p.pos] == '.' {
 		p.pos++
 		if digits() == 0 {
-			return nil, p.errorf("$", "invalid number at offset %d", start)
+			return p.errorf("$", "invalid number at offset %d", start)
 		}
 	}
 	if p.pos < len(d) && (d[p.pos] == 'e' || d[p.pos] == 'E') {
@@ -188,10 +197,10 @@ func (p *parser) number() (*Node, *Error) {
 			p.pos++
 		}
 		if digits() == 0 {
-			return nil, p.errorf("$", "invalid number at offset %d", start)
+			return p.errorf("$", "invalid number at offset %d", start)
 		}
 	}
-	return &Node{Kind: Number, Num: jsonNumber(d[start:p.pos])}, nil
+	return nil
 }
 
 // str decodes a string starting at the opening quote.

@@ -18,12 +18,17 @@ import (
 // with its own UnmarshalJSON or UnmarshalText checks its members itself,
 // and a json.RawMessage or interface value is not looked into.
 func Unmarshal(data []byte, maxDepth int, v any) error {
-	root, err := Decode(data, maxDepth)
-	if err != nil {
-		return err
-	}
-	if err := checkFields(root, reflect.TypeOf(v), "$"); err != nil {
-		return err
+	sk := &skim{parser: parser{data: data, maxDepth: maxDepth}}
+	if !sk.ok(reflect.TypeOf(v)) {
+		// Rare: read it again as a tree, to say where and why.
+		root, err := Decode(data, maxDepth)
+		if err != nil {
+			return err
+		}
+		if err := checkFields(root, reflect.TypeOf(v), "$"); err != nil {
+			return err
+		}
+		return &Error{ErrSyntax, "$", "not acceptable JSON"}
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return &Error{ErrType, "$", err.Error()}
@@ -50,7 +55,7 @@ func checkFields(n *Node, t reflect.Type, path string) error {
 	}
 	switch {
 	case t.Kind() == reflect.Struct && n.Kind == Object:
-		fields := jsonFields(t)
+		fields := cachedFields(t)
 		for i, k := range n.Keys {
 			ft, ok := fields[k]
 			if !ok {

@@ -3,6 +3,7 @@ package strictjson
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -76,4 +77,25 @@ func TestUnmarshal(t *testing.T) {
 	if err := Unmarshal([]byte(`{"alg":"EdDSA","inner":{"name":"a"},"NoTag":3}`), 4, &d); err != nil || d.Alg != "EdDSA" || d.Inner.Name != "a" || d.NoTag != 3 {
 		t.Fatalf("decoded %+v, %v", d, err)
 	}
+}
+
+// FuzzUnmarshalSkim: the tree-free check Unmarshal runs first accepts
+// exactly what Decode and the field check accept together.
+func FuzzUnmarshalSkim(f *testing.F) {
+	for _, s := range []string{
+		`{"alg":"EdDSA","inner":{"name":"a"},"list":[{"name":"b"}],"by_name":{"k":{"name":"c"}},"raw":{"x":[1,{"y":2}]}}`,
+		`{"alg":"a","alg":"b"}`, `{"Alg":"x"}`, `{"inner":{"nme":1}}`, `{"note":"\u00e9\ud83d\ude00"}`, `{"no\u0074e":"x"}`,
+		`{"a\u0000":1}`, `[{"name":1}]`, `{"list":[[1]]}`, `{"x":1}}`, `{"raw":"\ud800"}`, "{\"alg\":\"\xff\"}", `{"when":"2026-01-02T03:04:05Z"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		typ := reflect.TypeFor[*doc]()
+		sk := &skim{parser: parser{data: data, maxDepth: 6}}
+		root, err := Decode(data, 6)
+		tree := err == nil && checkFields(root, typ, "$") == nil
+		if got := sk.ok(typ); got != tree {
+			t.Fatalf("skim says %v, the tree decoder %v (%v) for %q", got, tree, err, data)
+		}
+	})
 }
