@@ -90,7 +90,7 @@ func FuzzPayload(f *testing.F) {
 			switch x := v.(type) {
 			case map[string]any:
 				for k, val := range x {
-					if StreamKey(k) && val != StreamRedacted {
+					if streamKey(k) && val != StreamRedacted {
 						t.Fatalf("key %q kept %v", k, val)
 					}
 					walk(val)

@@ -161,10 +161,8 @@ func appendString(b []byte, s string) []byte {
 	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
 }
 
-// StreamKey reports whether a member's whole value is replaced on the
-// stream and in webhooks (api.md §7 rule 1).
-func StreamKey(k string) bool { return streamKey(k) }
-
+// streamKey reports whether a member's whole value is replaced on the
+// stream and in webhooks.
 func streamKey(k string) bool {
 	l := strings.ToLower(k)
 	for _, s := range streamKeys {
