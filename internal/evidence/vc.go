@@ -1,11 +1,9 @@
 package evidence
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -230,38 +228,14 @@ func signJWT(issuer *ledger.SigningKey, claims *VCClaims) (string, error) {
 		return "", fmt.Errorf("evidence: encode credential: %w", err)
 	}
 	input := b64(h) + "." + b64(p)
-	sig, err := signMessage(issuer, []byte(input))
+	// The issuer key signs the JWS input itself (EdDSA signs the message,
+	// not a digest); SignJWS is the key's one way to sign anything but an
+	// event hash.
+	sig, err := issuer.SignJWS([]byte(input))
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("evidence: sign credential: %w", err)
 	}
 	return input + "." + b64(sig), nil
-}
-
-// signMessage signs msg itself (JWS EdDSA signs the signing input, not a
-// digest). ledger.SigningKey signs only 32-byte event hashes, so the key
-// is taken from its typed text form for the duration of one signature and
-// the copies are wiped.
-func signMessage(k *ledger.SigningKey, msg []byte) ([]byte, error) {
-	txt, err := k.MarshalText()
-	if err != nil {
-		return nil, fmt.Errorf("evidence: issuer key: %w", err)
-	}
-	defer clear(txt)
-	i := bytes.IndexByte(txt, ':')
-	seed := make([]byte, ed25519.SeedSize)
-	defer clear(seed)
-	if i < 0 || hex.DecodedLen(len(txt)-i-1) != ed25519.SeedSize {
-		return nil, errors.New("evidence: issuer key: unexpected text form")
-	}
-	if _, err := hex.Decode(seed, txt[i+1:]); err != nil {
-		return nil, fmt.Errorf("evidence: issuer key: %w", err)
-	}
-	priv := ed25519.NewKeyFromSeed(seed)
-	defer clear(priv)
-	if !priv.Public().(ed25519.PublicKey).Equal(k.Public()) {
-		return nil, errors.New("evidence: issuer key: text form does not match the key")
-	}
-	return ed25519.Sign(priv, msg), nil
 }
 
 func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
@@ -368,7 +342,8 @@ func checkCredentialShape(c *VCClaims) error {
 }
 
 func strictJSON(b []byte, v any) error {
-	// Duplicate member names would let two parsers disagree on a claim.
+	// A number a double cannot hold exactly would let two parsers
+	// disagree on a claim (I-JSON); strictDecode rejects the rest.
 	if _, err := ledger.Canonicalize(b); err != nil {
 		return err
 	}

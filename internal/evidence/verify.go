@@ -3,7 +3,6 @@ package evidence
 import (
 	"bytes"
 	"crypto/ed25519"
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/strictjson"
 )
 
 // MaxCertificateBytes is the default bound on the certificate a verifier
@@ -242,17 +242,14 @@ func canonicalBody(canon []byte, signed bool) ([]byte, bool) {
 	return canon[len(head):end], true
 }
 
-func strictDecode(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return fmt.Errorf("trailing data")
-	}
-	return nil
-}
+// maxDocumentDepth bounds the nesting of a certificate or credential:
+// event payloads nest up to the ledger's 512 levels inside it.
+const maxDocumentDepth = 600
+
+// strictDecode decodes an untrusted document into v with the strict rules
+// of internal/strictjson: no duplicate or unknown member, names matched
+// exactly, nothing after the value.
+func strictDecode(data []byte, v any) error { return strictjson.Unmarshal(data, maxDocumentDepth, v) }
 
 // VerifyCertificate verifies an .elc document offline and reports the five
 // pillars. pinned is the issuer public key the caller trusts; nil trusts

@@ -2,7 +2,6 @@ package guard
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,7 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"unicode/utf8"
+
+	"github.com/ironvise/ironvise/internal/strictjson"
 )
 
 // mac computes HMAC-SHA256(key, label ‖ payload).
@@ -55,59 +55,26 @@ func open(key []byte, label string, line []byte) ([]byte, error) {
 	return payload, nil
 }
 
-// splitEnvelope walks the envelope's tokens: exactly the keys "payload" (an
+// splitEnvelope reads the envelope: exactly the keys "payload" (an
 // object, kept as raw bytes) and "mac" (a string), once each, and nothing
-// after the object. encoding/json's struct decoding would match keys
-// case-insensitively and let a duplicate win, so the walk is by hand.
+// after the object. encoding/json alone would match keys
+// case-insensitively and let a duplicate win, so it is read with
+// strictjson.
 func splitEnvelope(line []byte) (json.RawMessage, string, error) {
-	if !utf8.Valid(line) {
-		return nil, "", fmt.Errorf("envelope: invalid UTF-8: %w", ErrMalformed)
+	var env struct {
+		Payload json.RawMessage `json:"payload"`
+		MAC     *string         `json:"mac"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(line))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil, "", fmt.Errorf("envelope: not a JSON object: %w", ErrMalformed)
-	}
-	var payload json.RawMessage
-	var macHex *string
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, "", fmt.Errorf("envelope: %w: %w", ErrMalformed, err)
-		}
-		switch tok {
-		case "payload":
-			if payload != nil {
-				return nil, "", fmt.Errorf("envelope: duplicate key \"payload\": %w", ErrMalformed)
-			}
-			if err := dec.Decode(&payload); err != nil {
-				return nil, "", fmt.Errorf("envelope: payload: %w: %w", ErrMalformed, err)
-			}
-			if len(payload) == 0 || payload[0] != '{' {
-				return nil, "", fmt.Errorf("envelope: payload is not an object: %w", ErrMalformed)
-			}
-		case "mac":
-			if macHex != nil {
-				return nil, "", fmt.Errorf("envelope: duplicate key \"mac\": %w", ErrMalformed)
-			}
-			var s string
-			if err := dec.Decode(&s); err != nil {
-				return nil, "", fmt.Errorf("envelope: mac: %w: %w", ErrMalformed, err)
-			}
-			macHex = &s
-		default:
-			return nil, "", fmt.Errorf("envelope: unknown key %q: %w", tok, ErrMalformed)
-		}
-	}
-	if _, err := dec.Token(); err != nil { // the closing '}'
+	if err := strictjson.Unmarshal(line, maxPayloadDepth+1, &env); err != nil {
 		return nil, "", fmt.Errorf("envelope: %w: %w", ErrMalformed, err)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, "", fmt.Errorf("envelope: trailing data: %w", ErrMalformed)
-	}
-	if payload == nil || macHex == nil {
+	if env.Payload == nil || env.MAC == nil {
 		return nil, "", fmt.Errorf("envelope: needs both payload and mac: %w", ErrMalformed)
 	}
-	return payload, *macHex, nil
+	if env.Payload[0] != '{' {
+		return nil, "", fmt.Errorf("envelope: payload is not an object: %w", ErrMalformed)
+	}
+	return env.Payload, *env.MAC, nil
 }
 
 // decodeMAC accepts exactly 64 lowercase hex digits, the one form seal

@@ -16,9 +16,60 @@ import (
 // corresponding admin_change and approval events are what the chains
 // record.
 
+// AdminWriter makes the administrative writes of the operational tables
+// (tokens, webhooks). One from Audited appends its admin_change event to
+// the instance chain in the same database transaction as each write: both
+// commit or neither does, so no crash or failed append leaves a change
+// unaudited (docs/ledger.md). The zero AdminWriter of a Ledger's own
+// methods appends nothing, for the writes that are not administrative
+// changes (start-up tokens, a demo reset's carry-over).
+type AdminWriter struct {
+	l *Ledger
+	// audit is the admin_change payload; nil appends no event.
+	audit any
+}
+
+// Audited returns the writer whose every write carries the admin_change
+// event of payload (any value Append accepts).
+func (l *Ledger) Audited(payload any) AdminWriter { return AdminWriter{l: l, audit: payload} }
+
+// update runs write in one transaction, with the admin_change event when
+// the writer has one.
+func (a AdminWriter) update(ctx context.Context, write func(ctx context.Context, tx WriteTx) error) error {
+	if a.audit == nil {
+		return a.l.b.Update(ctx, func(tx WriteTx) error { return write(ctx, tx) })
+	}
+	recs := []Record{{Type: TypeAdminChange, Payload: a.audit}}
+	bodies, err := canonicalRecords(recs)
+	if err != nil {
+		return err
+	}
+	_, err = a.l.submit(ctx, nil, func(b *batch) (any, error) {
+		if err := write(b.ctx, b.tx); err != nil {
+			return nil, err
+		}
+		// The write is in the transaction already: an event that
+		// cannot follow it takes it back with the whole transaction.
+		evs, err := b.appendRecords(InstanceSessionID, recs, bodies)
+		if err != nil {
+			return nil, b.abort(err)
+		}
+		return evs, nil
+	})
+	if err != nil {
+		return fmt.Errorf("ledger: admin change: %w", err)
+	}
+	return nil
+}
+
 // PutToken stores an API token row (only its SHA-256 hex, never the
 // token), replacing a row with the same hash.
 func (l *Ledger) PutToken(ctx context.Context, t Token) error {
+	return AdminWriter{l: l}.PutToken(ctx, t)
+}
+
+// PutToken is Ledger.PutToken with the writer's event.
+func (a AdminWriter) PutToken(ctx context.Context, t Token) error {
 	if len(t.Hash) != 64 || strings.ToLower(t.Hash) != t.Hash {
 		return fmt.Errorf("ledger: put token: hash must be 64 lowercase hex digits")
 	}
@@ -26,9 +77,9 @@ func (l *Ledger) PutToken(ctx context.Context, t Token) error {
 		return fmt.Errorf("ledger: put token: %w", err)
 	}
 	if t.CreatedAt.IsZero() {
-		t.CreatedAt = l.clock().UTC().Truncate(time.Microsecond)
+		t.CreatedAt = a.l.clock().UTC().Truncate(time.Microsecond)
 	}
-	return l.b.Update(ctx, func(tx WriteTx) error { return tx.PutToken(ctx, t) })
+	return a.update(ctx, func(ctx context.Context, tx WriteTx) error { return tx.PutToken(ctx, t) })
 }
 
 // Token returns the token row of a hash, or ErrNotFound.
@@ -55,7 +106,12 @@ func (l *Ledger) Tokens(ctx context.Context) ([]Token, error) {
 
 // DeleteToken deletes a token row; ErrNotFound if absent.
 func (l *Ledger) DeleteToken(ctx context.Context, hash string) error {
-	return l.b.Update(ctx, func(tx WriteTx) error { return tx.DeleteToken(ctx, hash) })
+	return AdminWriter{l: l}.DeleteToken(ctx, hash)
+}
+
+// DeleteToken is Ledger.DeleteToken with the writer's event.
+func (a AdminWriter) DeleteToken(ctx context.Context, hash string) error {
+	return a.update(ctx, func(ctx context.Context, tx WriteTx) error { return tx.DeleteToken(ctx, hash) })
 }
 
 // DeleteTokensByLabel deletes the tokens with a label (the one-run tokens
@@ -73,12 +129,22 @@ func (l *Ledger) DeleteTokensByLabel(ctx context.Context, label string) (int64, 
 // bearerAAD binds an encrypted webhook bearer token to its webhook.
 func bearerAAD(id uuid.UUID) []byte { return append([]byte("ironvise/webhook-bearer/v1"), id[:]...) }
 
-// CreateWebhook stores a webhook; its id and times are assigned here. The
-// bearer token is stored encrypted under the KEK.
+// CreateWebhook stores a webhook; its times, and its id unless w has one,
+// are assigned here. The bearer token is stored encrypted under the KEK.
 func (l *Ledger) CreateWebhook(ctx context.Context, w Webhook) (Webhook, error) {
-	id, err := uuid.NewV7FromReader(l.rand)
-	if err != nil {
-		return Webhook{}, fmt.Errorf("ledger: webhook id: %w", err)
+	return AdminWriter{l: l}.CreateWebhook(ctx, w)
+}
+
+// CreateWebhook is Ledger.CreateWebhook with the writer's event. Its
+// caller names the webhook in the event, so it assigns the id (NewWebhookID).
+func (a AdminWriter) CreateWebhook(ctx context.Context, w Webhook) (Webhook, error) {
+	l := a.l
+	id := w.ID
+	if id == uuid.Nil {
+		var err error
+		if id, err = l.NewWebhookID(); err != nil {
+			return Webhook{}, err
+		}
 	}
 	w.ID = id
 	w.CreatedAt = l.clock().UTC().Truncate(time.Microsecond)
@@ -86,15 +152,25 @@ func (l *Ledger) CreateWebhook(ctx context.Context, w Webhook) (Webhook, error) 
 	w.FilterKinds = slices.Clone(w.FilterKinds)
 	var enc []byte
 	if w.BearerToken != "" {
+		var err error
 		if enc, err = l.writeKEK.seal([]byte(w.BearerToken), bearerAAD(id)); err != nil {
 			return Webhook{}, err
 		}
 		enc = append([]byte(l.writeKEK.kind+":"), enc...)
 	}
-	if err := l.b.Update(ctx, func(tx WriteTx) error { return tx.InsertWebhook(ctx, w, enc) }); err != nil {
+	if err := a.update(ctx, func(ctx context.Context, tx WriteTx) error { return tx.InsertWebhook(ctx, w, enc) }); err != nil {
 		return Webhook{}, fmt.Errorf("ledger: create webhook: %w", err)
 	}
 	return w, nil
+}
+
+// NewWebhookID returns a new webhook id.
+func (l *Ledger) NewWebhookID() (uuid.UUID, error) {
+	id, err := uuid.NewV7FromReader(l.rand)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("ledger: webhook id: %w", err)
+	}
+	return id, nil
 }
 
 func (l *Ledger) openBearer(w *Webhook, enc []byte) error {
@@ -151,16 +227,26 @@ func (l *Ledger) Webhooks(ctx context.Context) ([]Webhook, error) {
 
 // SetWebhookEnabled sets a webhook's enabled flag and returns it.
 func (l *Ledger) SetWebhookEnabled(ctx context.Context, id uuid.UUID, enabled bool) (Webhook, error) {
-	at := l.nowMicros()
-	if err := l.b.Update(ctx, func(tx WriteTx) error { return tx.SetWebhookEnabled(ctx, id, enabled, at) }); err != nil {
+	return AdminWriter{l: l}.SetWebhookEnabled(ctx, id, enabled)
+}
+
+// SetWebhookEnabled is Ledger.SetWebhookEnabled with the writer's event.
+func (a AdminWriter) SetWebhookEnabled(ctx context.Context, id uuid.UUID, enabled bool) (Webhook, error) {
+	at := a.l.nowMicros()
+	if err := a.update(ctx, func(ctx context.Context, tx WriteTx) error { return tx.SetWebhookEnabled(ctx, id, enabled, at) }); err != nil {
 		return Webhook{}, err
 	}
-	return l.Webhook(ctx, id)
+	return a.l.Webhook(ctx, id)
 }
 
 // DeleteWebhook deletes a webhook; ErrNotFound if absent.
 func (l *Ledger) DeleteWebhook(ctx context.Context, id uuid.UUID) error {
-	return l.b.Update(ctx, func(tx WriteTx) error { return tx.DeleteWebhook(ctx, id) })
+	return AdminWriter{l: l}.DeleteWebhook(ctx, id)
+}
+
+// DeleteWebhook is Ledger.DeleteWebhook with the writer's event.
+func (a AdminWriter) DeleteWebhook(ctx context.Context, id uuid.UUID) error {
+	return a.update(ctx, func(ctx context.Context, tx WriteTx) error { return tx.DeleteWebhook(ctx, id) })
 }
 
 // OpenApproval records a pending approval gate of a session (the

@@ -161,6 +161,17 @@ type WriteTx interface {
 	ReadTx
 	// InsertMeta stores a metadata value; the key must be new.
 	InsertMeta(ctx context.Context, key string, value []byte) error
+	// DeleteMeta deletes a metadata value; ErrNotFound if absent. The
+	// triggers allow it for the HKDF passphrase check value only.
+	DeleteMeta(ctx context.Context, key string) error
+	// KeysUnderKEK returns every key row encrypted under a KEK kind.
+	KeysUnderKEK(ctx context.Context, kek string) ([]KeyRecord, error)
+	// RewrapKey replaces a key row's EncryptedPrivate and KEK, found by
+	// SessionID and ValidFromSeq; the triggers allow it only from the
+	// HKDF passphrase KEK to the Argon2id one.
+	RewrapKey(ctx context.Context, k KeyRecord) error
+	// SetWebhookBearer replaces a webhook's encrypted bearer token.
+	SetWebhookBearer(ctx context.Context, id uuid.UUID, enc []byte) error
 	// Apply writes a batch of rows.
 	Apply(ctx context.Context, c *Changes) error
 

@@ -64,8 +64,10 @@
 // mode 0600, created on first run); one ledger has one issuer key, so
 // instances sharing a database share that file. Session private keys are
 // held in memory and stored encrypted (AES-256-GCM) under a KEK derived
-// with HKDF-SHA256 from ECTO_KEY_PASSPHRASE when set, else from the issuer
-// key. [SigningKey] never prints its secret.
+// with Argon2id from ECTO_KEY_PASSPHRASE when set, else with HKDF-SHA256
+// from the issuer key; a ledger of the HKDF passphrase KEK is migrated
+// when it is opened (docs/ledger.md). [SigningKey] never prints or
+// exports its secret, and signs event hashes and JWS signing inputs only.
 //
 // # Limitations
 //

@@ -17,7 +17,9 @@ import (
 const (
 	kekIssuer = "issuer"
 	// kekPassphrase is the passphrase KEK of ledgers written before the
-	// work factor: HKDF only, still read so their keys stay usable.
+	// work factor: HKDF only. It is derived once, to migrate such a
+	// ledger's rows to kekPassphraseArgon2id when it is opened, and never
+	// opens anything afterwards (docs/ledger.md).
 	kekPassphrase = "passphrase"
 	// kekPassphraseArgon2id is the passphrase KEK every new key is
 	// written under: Argon2id, so guessing a passphrase against a key row
@@ -34,8 +36,9 @@ const (
 	argonThreads = 4
 )
 
-// kek is a key-encryption key for session private keys (ledger.md §4):
-// AES-256-GCM under a key derived with HKDF-SHA256.
+// kek is a key-encryption key for session private keys and webhook bearer
+// tokens: AES-256-GCM under a key derived with HKDF-SHA256 from a random
+// key (the issuer key) or with Argon2id from a passphrase.
 type kek struct {
 	_    incomparable
 	kind string

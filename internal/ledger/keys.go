@@ -1,15 +1,18 @@
 package ledger
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/big"
-	"strings"
 )
 
 // incomparable makes a struct non-comparable with ==, so secret-bearing
@@ -52,9 +55,66 @@ func (k *SigningKey) Public() ed25519.PublicKey {
 func (k *SigningKey) KeyID() string { return KeyID(k.Public()) }
 
 // Sign signs an event hash: signature = Ed25519(key, hash) (ledger.md §4).
+// It signs exactly 32 bytes, and nothing else the key signs is 32 bytes
+// long (see SignJWS).
 func (k *SigningKey) Sign(h Hash) []byte { return ed25519.Sign(k.priv, h[:]) }
 
-// seed returns the 32-byte seed; only key storage uses it.
+// SignJWS returns the EdDSA signature of a JWS signing input,
+// BASE64URL(header) "." BASE64URL(payload) (RFC 7515, RFC 8037), as the
+// issuer signs a verifiable credential. It signs the input itself, which is
+// what EdDSA JWS verifiers check, so a credential verifies anywhere.
+//
+// It is separated from event-hash signing by the messages each accepts, not
+// by a context string: Ed25519ctx or a prefix would make the signature
+// unverifiable by ordinary JWS libraries. Sign signs exactly 32 bytes;
+// SignJWS refuses an input of 32 bytes and anything that is not a JWS
+// signing input whose header is a JSON object naming alg EdDSA. So a
+// signature over an event hash is never a signature over a JWS input the
+// key produced, and the reverse; and no caller can make the key sign
+// arbitrary bytes — the private key never leaves this type.
+func (k *SigningKey) SignJWS(signingInput []byte) ([]byte, error) {
+	if err := checkJWSInput(signingInput); err != nil {
+		return nil, fmt.Errorf("ledger: sign jws: %w", err)
+	}
+	return ed25519.Sign(k.priv, signingInput), nil
+}
+
+// checkJWSInput accepts a JWS signing input: two non-empty base64url
+// (unpadded) parts joined by one dot, longer than an event hash, the first
+// decoding to a JSON object with "alg":"EdDSA".
+func checkJWSInput(in []byte) error {
+	if len(in) <= len(Hash{}) {
+		return fmt.Errorf("signing input of %d bytes: a JWS input is longer than an event hash", len(in))
+	}
+	header, payload, ok := bytes.Cut(in, []byte("."))
+	if !ok || len(header) == 0 || len(payload) == 0 || bytes.IndexByte(payload, '.') >= 0 {
+		return errors.New("not header.payload")
+	}
+	for _, part := range [][]byte{header, payload} {
+		if bytes.IndexFunc(part, func(r rune) bool { return !isBase64URL(r) }) >= 0 {
+			return errors.New("a part is not unpadded base64url")
+		}
+	}
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(string(header))
+	if err != nil {
+		return fmt.Errorf("header: %w", err)
+	}
+	var h struct {
+		Alg string `json:"alg"`
+	}
+	if err := json.Unmarshal(raw, &h); err != nil || h.Alg != "EdDSA" {
+		return errors.New(`header is not a JSON object with "alg":"EdDSA"`)
+	}
+	return nil
+}
+
+func isBase64URL(r rune) bool {
+	return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_'
+}
+
+// seed returns the 32-byte seed; only key storage (encrypted under a KEK
+// or the issuer passphrase) uses it. The type has no exported way to the
+// private key: no text or binary marshalling.
 func (k *SigningKey) seed() []byte { return k.priv.Seed() }
 
 // Equal reports whether k and o are the same key, in constant time.
@@ -78,34 +138,6 @@ func (k *SigningKey) GoString() string { return k.String() }
 
 // LogValue implements slog.LogValuer without revealing the key.
 func (k *SigningKey) LogValue() slog.Value { return slog.StringValue(k.String()) }
-
-// signingKeyTextPrefix types the text encoding so a seed is never mistaken
-// for a public key or a hash.
-const signingKeyTextPrefix = "ed25519-seed:"
-
-// MarshalText implements encoding.TextMarshaler with a typed encoding,
-// "ed25519-seed:<hex>". It reveals the key: only key storage calls it.
-func (k *SigningKey) MarshalText() ([]byte, error) {
-	return []byte(signingKeyTextPrefix + hex.EncodeToString(k.seed())), nil
-}
-
-// UnmarshalText implements encoding.TextUnmarshaler for MarshalText's form.
-func (k *SigningKey) UnmarshalText(b []byte) error {
-	s, ok := strings.CutPrefix(string(b), signingKeyTextPrefix)
-	if !ok {
-		return fmt.Errorf("ledger: signing key text: missing %q prefix", signingKeyTextPrefix)
-	}
-	seed, err := hex.DecodeString(s)
-	if err != nil {
-		return fmt.Errorf("ledger: signing key text: %w", err)
-	}
-	nk, err := SigningKeyFromSeed(seed)
-	if err != nil {
-		return err
-	}
-	k.priv = nk.priv
-	return nil
-}
 
 // KeyID names a public key in event rows: the first 16 hex digits of the
 // SHA-256 of the 32 key bytes.

@@ -2,6 +2,10 @@ package ledger
 
 import (
 	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -27,20 +31,76 @@ func TestSigningKeyIsRedacted(t *testing.T) {
 			t.Fatalf("private key printed: %s", s)
 		}
 	}
-	text, err := k.MarshalText()
-	if err != nil || !strings.HasPrefix(string(text), "ed25519-seed:") {
-		t.Fatalf("MarshalText = %s, %v", text, err)
+	// No marshalling reveals the private half: there is no way out of the
+	// type but encrypted key storage.
+	var v any = k
+	if _, ok := v.(encoding.TextMarshaler); ok {
+		t.Fatal("SigningKey is a TextMarshaler: its private half can be exported")
 	}
-	var back SigningKey
-	if err := back.UnmarshalText(text); err != nil || !back.Equal(k) {
-		t.Fatalf("text round trip: %v", err)
+	if _, ok := v.(encoding.BinaryMarshaler); ok {
+		t.Fatal("SigningKey is a BinaryMarshaler: its private half can be exported")
+	}
+	back, err := SigningKeyFromSeed(k.seed())
+	if err != nil || !back.Equal(k) {
+		t.Fatalf("seed round trip: %v", err)
 	}
 	other, _ := GenerateSigningKey(nil)
 	if k.Equal(other) {
 		t.Fatal("different keys compare equal")
 	}
-	if err := back.UnmarshalText([]byte(strings.TrimPrefix(string(text), "ed25519-seed:"))); err == nil {
-		t.Fatal("untyped key text accepted")
+}
+
+// TestSignJWS: a JWS signed by SignJWS verifies as ordinary EdDSA JWS
+// verifiers check it (Ed25519 over the signing input, RFC 8037), and its
+// signatures and event-hash signatures cannot stand in for each other.
+//
+// Domain separation without Ed25519ctx or a prefix (which ordinary JWS
+// verifiers would not apply): Sign signs exactly 32 bytes, SignJWS only
+// inputs longer than 32 bytes shaped header.payload with an EdDSA header.
+// The two message sets are disjoint, so no signature the key makes over one
+// is a signature over a member of the other.
+func TestSignJWS(t *testing.T) {
+	k, _ := GenerateSigningKey(nil)
+	enc := base64.RawURLEncoding.EncodeToString
+	input := enc([]byte(`{"alg":"EdDSA","typ":"JWT"}`)) + "." + enc([]byte(`{"iss":"did:key:z6Mk","sub":"session"}`))
+	sig, err := k.SignJWS([]byte(input))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ed25519.Verify(k.Public(), []byte(input), sig) {
+		t.Fatal("the JWS signature does not verify over its signing input")
+	}
+
+	h := Hash(sha256.Sum256([]byte("an event")))
+	hashSig := k.Sign(h)
+	if ed25519.Verify(k.Public(), h[:], sig) || ed25519.Verify(k.Public(), []byte(input), hashSig) {
+		t.Fatal("a JWS signature and an event-hash signature stand in for each other")
+	}
+	// 32 bytes shaped exactly like a JWS input: still not signed, as the
+	// 32 bytes of an event hash are not.
+	short := enc([]byte(`{"alg":"EdDSA"}`)) + "." + strings.Repeat("A", 11)
+	if len(short) != len(h) {
+		t.Fatalf("test input is %d bytes", len(short))
+	}
+	header := enc([]byte(`{"alg":"EdDSA"}`))
+	payload := enc([]byte(`{"claims":"long enough to pass the length rule"}`))
+	for name, in := range map[string]string{
+		"event hash":             string(h[:]),
+		"32-byte jws shape":      short,
+		"no dot":                 header + payload,
+		"a whole jws":            header + "." + payload + "." + enc(sig),
+		"empty payload":          enc([]byte(`{"alg":"EdDSA","typ":"JWT","kid":"long enough"}`)) + ".",
+		"padding":                header + "." + payload + "==",
+		"standard base64":        header + "." + payload + "+/",
+		"alg none":               enc([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + payload,
+		"alg hs256":              enc([]byte(`{"alg":"HS256","typ":"JWT"}`)) + "." + payload,
+		"header not json":        enc([]byte(`alg=EdDSA, typ=JWT, padding`)) + "." + payload,
+		"header a json string":   enc([]byte(`"{\"alg\":\"EdDSA\"}"`)) + "." + payload,
+		"arbitrary long message": strings.Repeat("x", 200),
+	} {
+		if sig, err := k.SignJWS([]byte(in)); err == nil {
+			t.Errorf("%s: SignJWS(%q) signed: %x", name, in, sig)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -115,7 +116,10 @@ type Ledger struct {
 	// encrypts new session keys.
 	keks     map[string]*kek
 	writeKEK *kek
-	owner    string
+	// legacyKEK is the HKDF passphrase KEK of ledgers written before
+	// Argon2id, held only until checkPassphrase has migrated them.
+	legacyKEK *kek
+	owner     string
 
 	cpEvents   int64
 	cpInterval time.Duration
@@ -238,17 +242,16 @@ func New(ctx context.Context, b Backend, opts Options) (*Ledger, error) {
 	l.keks[kekIssuer] = ik
 	l.writeKEK = ik
 	if opts.Passphrase != "" {
-		// The HKDF KEK only reads keys written before the work factor;
-		// every new key is written under the Argon2id KEK.
-		legacy, err := newKEK(kekPassphrase, []byte(opts.Passphrase), l.instanceID)
-		if err != nil {
+		// The HKDF KEK only migrates what was written before the work
+		// factor (checkPassphrase); nothing reads or writes under it
+		// after New.
+		if l.legacyKEK, err = newKEK(kekPassphrase, []byte(opts.Passphrase), l.instanceID); err != nil {
 			return nil, err
 		}
 		pk, err := newPassphraseKEK([]byte(opts.Passphrase), l.instanceID)
 		if err != nil {
 			return nil, err
 		}
-		l.keks[kekPassphrase] = legacy
 		l.keks[kekPassphraseArgon2id] = pk
 		l.writeKEK = pk
 	}
@@ -475,7 +478,15 @@ func (l *Ledger) checkpointLoop() {
 // passphrase ledger opened without the passphrase: such a process would
 // write new session keys protected only by the issuer key that sits
 // beside the database.
+//
+// A ledger written before the Argon2id KEK is migrated here, in the
+// opening transaction: its session keys and webhook bearer tokens wrapped
+// under the HKDF passphrase KEK are re-wrapped under Argon2id and its HKDF
+// check value is deleted, so no HKDF-speed guessing oracle is left in the
+// database. The HKDF KEK is then dropped: it never opens anything again.
 func (l *Ledger) checkPassphrase(ctx context.Context, tx WriteTx) error {
+	legacy := l.legacyKEK
+	l.legacyKEK = nil
 	v1, has1, err := tx.Meta(ctx, metaKEKPassphrase)
 	if err != nil {
 		return err
@@ -497,15 +508,77 @@ func (l *Ledger) checkPassphrase(ctx context.Context, tx WriteTx) error {
 		if _, err := pk.open(v2, []byte(kekCheckAAD)); err != nil {
 			return wrong
 		}
-		return nil
 	case has1:
-		if _, err := l.keks[kekPassphrase].open(v1, []byte(kekCheckAAD)); err != nil {
+		if _, err := legacy.open(v1, []byte(kekCheckAAD)); err != nil {
 			return wrong
 		}
 	}
-	sealed, err := pk.seal(kekCheckPlaintext, []byte(kekCheckAAD))
+	if !has2 {
+		sealed, err := pk.seal(kekCheckPlaintext, []byte(kekCheckAAD))
+		if err != nil {
+			return err
+		}
+		if err := tx.InsertMeta(ctx, metaKEKPassphraseArgon2id, sealed); err != nil {
+			return err
+		}
+	}
+	// Only a ledger that still has its HKDF check value is migrated: once
+	// it is gone, a row under the HKDF KEK is not opened (one planted
+	// after the migration stays unreadable).
+	if !has1 {
+		return nil
+	}
+	if err := rewrapLegacy(ctx, tx, legacy, pk); err != nil {
+		return err
+	}
+	return tx.DeleteMeta(ctx, metaKEKPassphrase)
+}
+
+// rewrapLegacy re-wraps every session key and webhook bearer token under
+// the HKDF passphrase KEK (from) with the Argon2id one (to), with the same
+// associated data. A row that from cannot open fails the migration: the
+// passphrase opened the check value, so the row is damaged.
+func rewrapLegacy(ctx context.Context, tx WriteTx, from, to *kek) error {
+	keys, err := tx.KeysUnderKEK(ctx, kekPassphrase)
 	if err != nil {
 		return err
 	}
-	return tx.InsertMeta(ctx, metaKEKPassphraseArgon2id, sealed)
+	for _, k := range keys {
+		aad := keyAAD(k.SessionID, k.ValidFromSeq, k.PublicKey)
+		seed, err := from.open(k.EncryptedPrivate, aad)
+		if err != nil {
+			return fmt.Errorf("ledger: migrate session %s key %s to the Argon2id KEK: %w", k.SessionID, k.KeyID, ErrKeyUnavailable)
+		}
+		k.EncryptedPrivate, err = to.seal(seed, aad)
+		clear(seed)
+		if err != nil {
+			return err
+		}
+		k.KEK = to.kind
+		if err := tx.RewrapKey(ctx, k); err != nil {
+			return err
+		}
+	}
+	hooks, encs, err := tx.Webhooks(ctx)
+	if err != nil {
+		return err
+	}
+	for i, w := range hooks {
+		ct, ok := bytes.CutPrefix(encs[i], []byte(kekPassphrase+":"))
+		if !ok {
+			continue
+		}
+		pt, err := from.open(ct, bearerAAD(w.ID))
+		if err != nil {
+			return fmt.Errorf("ledger: migrate webhook %s bearer token to the Argon2id KEK: %w", w.ID, ErrKeyUnavailable)
+		}
+		enc, err := to.seal(pt, bearerAAD(w.ID))
+		if err != nil {
+			return err
+		}
+		if err := tx.SetWebhookBearer(ctx, w.ID, append([]byte(to.kind+":"), enc...)); err != nil {
+			return err
+		}
+	}
+	return nil
 }

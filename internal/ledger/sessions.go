@@ -168,6 +168,22 @@ func (l *Ledger) AppendBatch(ctx context.Context, session uuid.UUID, recs []Reco
 	if len(recs) == 0 {
 		return nil, nil
 	}
+	bodies, err := canonicalRecords(recs)
+	if err != nil {
+		return nil, err
+	}
+	res, err := l.submit(ctx, []uuid.UUID{session}, func(b *batch) (any, error) {
+		return b.appendRecords(session, recs, bodies)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ledger: append to %s: %w", session, err)
+	}
+	return res.([]Event), nil
+}
+
+// canonicalRecords checks each record's type and origin and returns the
+// canonical payloads, before anything is queued.
+func canonicalRecords(recs []Record) ([][]byte, error) {
 	bodies := make([][]byte, len(recs))
 	for i, r := range recs {
 		if !validType(r.Type) {
@@ -190,48 +206,58 @@ func (l *Ledger) AppendBatch(ctx context.Context, session uuid.UUID, recs []Reco
 		}
 		bodies[i] = body
 	}
-	res, err := l.submit(ctx, []uuid.UUID{session}, func(b *batch) (any, error) {
-		h, err := b.head(session)
-		if err != nil {
-			return nil, err
-		}
-		if h.Sealed {
-			return nil, fmt.Errorf("session %s: %w", session, ErrSealed)
-		}
-		if err := b.checkGoal(h); err != nil {
-			return nil, err
-		}
-		signer := SignerSession
-		if _, err := b.chainKey(h); err != nil {
-			if !errors.Is(err, ErrKeyUnavailable) {
-				return nil, err
-			}
-			// Only the three types verification accepts from the issuer
-			// may fall back to it; anything else would be unverifiable.
-			for _, r := range recs {
-				if !IssuerSignable(r.Type) {
-					return nil, err
-				}
-			}
-			signer = SignerIssuer
-		}
-		out := make([]Event, 0, len(recs))
-		for i, r := range recs {
-			ev, err := b.appendEvent(h, r.Type, bodies[i], signer)
-			if err != nil {
-				if i > 0 {
-					return nil, b.abort(err)
-				}
-				return nil, err
-			}
-			out = append(out, ev)
-		}
-		return out, nil
-	})
+	return bodies, nil
+}
+
+// appendRecords stages the events of recs (with their canonical bodies) on
+// a session's chain: all of them, or none and an error.
+func (b *batch) appendRecords(session uuid.UUID, recs []Record, bodies [][]byte) ([]Event, error) {
+	h, err := b.writableHead(session)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: append to %s: %w", session, err)
+		return nil, err
 	}
-	return res.([]Event), nil
+	signer := SignerSession
+	if _, err := b.chainKey(h); err != nil {
+		if !errors.Is(err, ErrKeyUnavailable) {
+			return nil, err
+		}
+		// Only the three types verification accepts from the issuer
+		// may fall back to it; anything else would be unverifiable.
+		for _, r := range recs {
+			if !IssuerSignable(r.Type) {
+				return nil, err
+			}
+		}
+		signer = SignerIssuer
+	}
+	out := make([]Event, 0, len(recs))
+	for i, r := range recs {
+		ev, err := b.appendEvent(h, r.Type, bodies[i], signer)
+		if err != nil {
+			if i > 0 {
+				return nil, b.abort(err)
+			}
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	return out, nil
+}
+
+// writableHead returns the head of a session that may be appended to: it
+// exists, is not sealed, and its goal anchoring holds (see checkGoal).
+func (b *batch) writableHead(session uuid.UUID) (*SessionHead, error) {
+	h, err := b.head(session)
+	if err != nil {
+		return nil, err
+	}
+	if h.Sealed {
+		return nil, fmt.Errorf("session %s: %w", session, ErrSealed)
+	}
+	if err := b.checkGoal(h); err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 // checkGoal re-checks goal anchoring (ledger.md §3) for a session chain.
@@ -472,14 +498,8 @@ func (l *Ledger) RotateKey(ctx context.Context, session uuid.UUID) (Event, error
 	}
 	pub := key.Public()
 	res, err := l.submit(ctx, []uuid.UUID{session}, func(b *batch) (any, error) {
-		h, err := b.head(session)
+		h, err := b.writableHead(session)
 		if err != nil {
-			return nil, err
-		}
-		if h.Sealed {
-			return nil, fmt.Errorf("session %s: %w", session, ErrSealed)
-		}
-		if err := b.checkGoal(h); err != nil {
 			return nil, err
 		}
 		old, err := b.chainKey(h)

@@ -7,11 +7,12 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/ironvise/ironvise/internal/strictjson"
 )
 
 // TagHexDigits is how many hex digits of the HMAC a placeholder carries
@@ -191,57 +192,49 @@ func (r *Redactor) String(t string) string {
 // and replaces whole the string value of a member whose name says it is a
 // secret (password, api_key, …) when the value could be one. It returns the
 // document unchanged, byte for byte, when nothing was redacted; numbers keep
-// their text.
+// their text. The document is read strictly (internal/strictjson): with a
+// duplicate member, the value checked and a value passed on unchanged
+// could differ, so such a document is an error.
 func (r *Redactor) JSON(doc []byte) ([]byte, bool, error) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	root, err := strictjson.Decode(doc, maxPayloadDepth)
+	if err != nil {
 		return nil, false, fmt.Errorf("redact: decode JSON: %w", err)
 	}
-	changed := false
-	v = r.value(v, &changed)
-	if !changed {
+	if !r.node(root) {
 		return doc, false, nil
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, false, fmt.Errorf("redact: encode JSON: %w", err)
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), true, nil
+	return appendNode(make([]byte, 0, len(doc)), root), true, nil
 }
 
-func (r *Redactor) value(v any, changed *bool) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, val := range x {
-			if s, ok := val.(string); ok && secretKey(strings.ToLower(k)) && plausibleSecret(s, 4) && !strings.HasPrefix(s, PlaceholderPrefix) {
+// node redacts n in place and reports whether anything changed.
+func (r *Redactor) node(n *strictjson.Node) bool {
+	changed := false
+	switch n.Kind {
+	case strictjson.Object:
+		for i, k := range n.Keys {
+			v := n.Values[i]
+			if v.Kind == strictjson.String && secretKey(strings.ToLower(k)) && plausibleSecret(v.Str, 4) && !strings.HasPrefix(v.Str, PlaceholderPrefix) {
 				tag := ""
 				if r.salt != nil {
-					tag = Tag(r.salt, s)
+					tag = Tag(r.salt, v.Str)
 				}
-				x[k] = Placeholder(ruleKeyValue, tag)
-				*changed = true
+				n.Values[i] = &strictjson.Node{Kind: strictjson.String, Str: Placeholder(ruleKeyValue, tag)}
+				changed = true
 				continue
 			}
-			x[k] = r.value(val, changed)
+			changed = r.node(v) || changed
 		}
-		return x
-	case []any:
-		for i := range x {
-			x[i] = r.value(x[i], changed)
+	case strictjson.Array:
+		for _, e := range n.Elems {
+			changed = r.node(e) || changed
 		}
-		return x
-	case string:
-		out := r.String(x)
-		if out != x {
-			*changed = true
+	case strictjson.String:
+		if out := r.String(n.Str); out != n.Str {
+			n.Str = out
+			changed = true
 		}
-		return out
 	}
-	return v
+	return changed
 }
 
 // scratch holds the per-call buffers of find.
@@ -337,26 +330,24 @@ func (rs *Rules) find(t string, lower []byte) []Finding {
 			out = append(out, f)
 		}
 	}
-	for i := range rs.rules {
-		ru := &rs.rules[i]
+	// occurrences gathers the occurrences of keywords into sc.occ.
+	occurrences := func(keywords []int) []int {
 		occ := sc.occ[:0]
-		for _, k := range ru.keywords {
+		for _, k := range keywords {
 			occ = append(occ, sc.all[start[k]:start[k+1]]...)
 		}
 		sc.occ = occ
-		if len(occ) > 0 && ru.clausesAnywhere(anywhere) {
+		return occ
+	}
+	for i := range rs.rules {
+		ru := &rs.rules[i]
+		if occ := occurrences(ru.keywords); len(occ) > 0 && ru.clausesAnywhere(anywhere) {
 			sc.wins = ru.run(t, lower, occ, rs, sc.wins[:0], emit)
 		}
 	}
 	for i := range rs.passes {
-		p := &rs.passes[i]
-		occ := sc.occ[:0]
-		for _, k := range p.keywords {
-			occ = append(occ, sc.all[start[k]:start[k+1]]...)
-		}
-		sc.occ = occ
-		if len(occ) > 0 {
-			p.find(t, lower, occ, emit)
+		if occ := occurrences(rs.passes[i].keywords); len(occ) > 0 {
+			rs.passes[i].find(t, lower, occ, emit)
 		}
 	}
 	if len(out) == 0 {

@@ -3,13 +3,15 @@ package redact
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/ironvise/ironvise/internal/strictjson"
 )
 
 // Stream redaction (api.md §7): what the event stream and webhooks apply to
@@ -33,63 +35,134 @@ var streamKeys = []string{"password", "secret", "token", "api_key", "apikey", "a
 // after the separator is replaced (api.md §7 rule 2).
 var secretAssign = regexp.MustCompile(`(?i)(api_key|password|secret|token)( *[:=] *)(\S+)`)
 
-// StreamJSON redacts a JSON payload for the stream and webhooks: api.md §7,
-// then the credentials of Untagged. It returns the payload byte for
-// byte when nothing changed; numbers keep their text.
-func StreamJSON(payload []byte) ([]byte, bool, error) {
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, false, fmt.Errorf("redact: stream payload: %w", err)
+// UndecodablePayload replaces, whole, a payload the stream redaction cannot
+// read: one JSON document without duplicate member names, invalid UTF-8,
+// trailing data or nesting beyond maxPayloadDepth. A ledger payload always
+// is one; bytes that are not cannot be shown to be clean, so none of them
+// leaves (fail closed).
+const UndecodablePayload = `{"redacted":"payload is not JSON"}`
+
+// maxPayloadDepth bounds the nesting of a payload the stream redaction
+// reads, as the ledger's canonical form does.
+const maxPayloadDepth = 512
+
+// Payload is the redaction of an event payload wherever it leaves the
+// process — the event stream and webhook bodies alike: api.md §7, then the
+// credentials of Untagged, in every string value and every member name.
+// It returns the payload byte for byte when nothing changed (a ledger
+// payload is canonical JSON, so its hash still matches), and reports
+// whether the output differs. It never fails: a payload it cannot read is
+// replaced by UndecodablePayload and reported changed.
+//
+// Decoding is strict because a lenient decoder and the reader of the
+// forwarded bytes may disagree: with a duplicate member the decoder keeps
+// one value and the bytes passed through unchanged still hold the other,
+// and data after the first value would pass unread.
+func Payload(payload []byte) (out []byte, changed bool) {
+	root, err := strictjson.Decode(payload, maxPayloadDepth)
+	if err != nil {
+		return []byte(UndecodablePayload), true
 	}
+	if !streamNode(root) {
+		return payload, false
+	}
+	return appendNode(make([]byte, 0, len(payload)), root), true
+}
+
+// streamNode redacts n in place and reports whether anything changed.
+func streamNode(n *strictjson.Node) bool {
 	changed := false
-	v = streamValue(v, &changed)
-	if !changed {
-		return payload, false, nil
-	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, false, fmt.Errorf("redact: stream payload: %w", err)
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), true, nil
-}
-
-func streamValue(v any, changed *bool) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, val := range x {
-			if streamKey(k) {
-				if s, ok := val.(string); !ok || s != StreamRedacted {
-					*changed = true
-				}
-				x[k] = StreamRedacted
-				continue
+	switch n.Kind {
+	case strictjson.Object:
+		seen := make(map[string]bool, len(n.Keys))
+		for i, k := range n.Keys {
+			// A member name is text too (a host or a path as a key).
+			// Two names that redact alike stay two members.
+			rk := StreamString(k)
+			for j := 2; seen[rk]; j++ {
+				rk = StreamString(k) + "#" + strconv.Itoa(j)
 			}
-			x[k] = streamValue(val, changed)
+			seen[rk] = true
+			if rk != k {
+				changed = true
+				n.Keys[i] = rk
+			}
+			// The value goes whole under a name that is secret-named
+			// before or after its own redaction.
+			if streamKey(k) || streamKey(rk) {
+				v := n.Values[i]
+				if v.Kind != strictjson.String || v.Str != StreamRedacted {
+					changed = true
+					n.Values[i] = &strictjson.Node{Kind: strictjson.String, Str: StreamRedacted}
+				}
+			} else {
+				changed = streamNode(n.Values[i]) || changed
+			}
 		}
-		return x
-	case []any:
-		for i := range x {
-			x[i] = streamValue(x[i], changed)
+	case strictjson.Array:
+		for _, e := range n.Elems {
+			changed = streamNode(e) || changed
 		}
-		return x
-	case string:
-		out := StreamString(x)
-		if out != x {
-			*changed = true
+	case strictjson.String:
+		if out := StreamString(n.Str); out != n.Str {
+			n.Str = out
+			changed = true
 		}
-		return out
 	}
-	return v
+	return changed
 }
 
-// StreamKey reports whether a member's whole value is replaced on the
-// stream and in webhooks (api.md §7 rule 1).
-func StreamKey(k string) bool { return streamKey(k) }
+// appendNode appends n as compact JSON: members sorted by name, as
+// encoding/json writes a map (and the ledger's canonical form orders ASCII
+// names), numbers with their text, strings without HTML escaping.
+func appendNode(b []byte, n *strictjson.Node) []byte {
+	switch n.Kind {
+	case strictjson.Object:
+		order := make([]int, len(n.Keys))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(i, j int) int { return strings.Compare(n.Keys[i], n.Keys[j]) })
+		b = append(b, '{')
+		for i, m := range order {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, n.Keys[m])
+			b = append(b, ':')
+			b = appendNode(b, n.Values[m])
+		}
+		return append(b, '}')
+	case strictjson.Array:
+		b = append(b, '[')
+		for i, e := range n.Elems {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendNode(b, e)
+		}
+		return append(b, ']')
+	case strictjson.String:
+		return appendString(b, n.Str)
+	case strictjson.Number:
+		return append(b, n.Num...)
+	case strictjson.Bool:
+		return append(b, n.Str...)
+	}
+	return append(b, "null"...)
+}
 
+// appendString appends s as a JSON string.
+func appendString(b []byte, s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string from the strict decoder is valid UTF-8
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
+}
+
+// streamKey reports whether a member's whole value is replaced on the
+// stream and in webhooks.
 func streamKey(k string) bool {
 	l := strings.ToLower(k)
 	for _, s := range streamKeys {
@@ -187,28 +260,35 @@ func redactPaths(s string) string {
 	return b.String()
 }
 
-// redactIPv4 replaces dotted quads of four numbers 0–255.
+// redactIPv4 replaces every run of digits and dots that holds a dotted
+// quad: four consecutive groups of one to three digits, each 0–255
+// (leading zeros included, which some parsers read as octal). A longer run
+// (1.2.3.4.5) goes whole: which four of its groups are the address cannot
+// be told, and a version string lost costs less than an address leaked.
 func redactIPv4(s string) string {
 	return replaceRuns(s, func(c byte) bool { return c >= '0' && c <= '9' || c == '.' }, func(run string) (string, bool) {
 		// A sentence may end right after an address.
 		core := strings.TrimRight(run, ".")
-		parts := strings.Split(core, ".")
-		if len(parts) != 4 {
-			return run, false
-		}
-		for _, p := range parts {
-			n, err := strconv.Atoi(p)
-			if p == "" || len(p) > 3 || err != nil || n > 255 {
-				return run, false
+		quad := 0
+		for _, p := range strings.Split(core, ".") {
+			if n, err := strconv.Atoi(p); err == nil && len(p) <= 3 && n <= 255 {
+				quad++
+			} else {
+				quad = 0
+			}
+			if quad == 4 {
+				return StreamRedactedIP + run[len(core):], true
 			}
 		}
-		return StreamRedactedIP + run[len(core):], true
+		return run, false
 	})
 }
 
 // redactIPv6 replaces maximal runs of hex digits, ':' and '.' with at
 // least two colons that parse as an IPv6 address (clock times such as
-// 10:00:00 do not).
+// 10:00:00 do not), also after the run is cut to an address: trailing
+// dots and colons dropped (end of a sentence), an outer group longer than
+// four digits cut to four (an address glued to a hex word).
 func redactIPv6(s string) string {
 	if strings.Count(s, ":") < 2 {
 		return s
@@ -217,11 +297,18 @@ func redactIPv6(s string) string {
 		return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == ':' || c == '.'
 	}
 	return replaceRuns(s, isV6, func(run string) (string, bool) {
-		if strings.Count(run, ":") < 2 {
+		core := strings.TrimRight(run, ".:")
+		if strings.Count(core, ":") < 2 {
 			return run, false
 		}
-		if a, err := netip.ParseAddr(run); err == nil && a.Is6() {
-			return StreamRedactedIP, true
+		if i := strings.IndexByte(core, ':'); i > 4 {
+			core = core[i-4:]
+		}
+		if i := strings.LastIndexByte(core, ':'); len(core)-i-1 > 4 && !strings.Contains(core[i:], ".") {
+			core = core[:i+5]
+		}
+		if a, err := netip.ParseAddr(core); err == nil && a.Is6() {
+			return StreamRedactedIP + strings.TrimPrefix(run, strings.TrimRight(run, ".")), true
 		}
 		return run, false
 	})

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/ledger/ledgerdb"
 )
@@ -21,12 +23,40 @@ type adminChangeEvent struct {
 	Actor  string  `json:"actor"`
 }
 
-// adminChange records an administrative write on the instance chain.
+// audited returns the ledger writer whose token and webhook writes carry
+// this request's admin_change event in their own transaction: a change
+// that cannot be recorded is not made (docs/ledger.md).
+func (s *Server) audited(rc *reqCtx, target, action string, name *string) ledger.AdminWriter {
+	return s.ledger().Audited(adminChangeEvent{Target: target, Action: action, Name: name, Actor: rc.who.actor()})
+}
+
+// adminChange records an administrative change that lives outside the
+// ledger database (a file: policies, settings, the tripwire config), so it
+// cannot share the event's transaction: callers record it before the
+// change takes effect, so a failure between leaves a recorded change that
+// did not happen rather than a change nobody recorded.
 func (s *Server) adminChange(rc *reqCtx, target, action string, name *string) error {
 	_, err := s.ledger().Append(context.WithoutCancel(rc.r.Context()), ledger.InstanceSessionID, ledger.TypeAdminChange,
 		adminChangeEvent{Target: target, Action: action, Name: name, Actor: rc.who.actor()})
 	if err != nil {
 		return fmt.Errorf("record admin_change: %w", err)
+	}
+	return nil
+}
+
+// writeRecorded writes a file of the data directory (name for messages)
+// as an administrative change: staged, recorded, then put in place.
+func (s *Server) writeRecorded(rc *reqCtx, path, name string, data []byte, target, action string, what *string) error {
+	f, err := stageFile(path, data, 0o600)
+	if err != nil {
+		return fileWriteError(name, err)
+	}
+	defer f.discard()
+	if err := s.adminChange(rc, target, action, what); err != nil {
+		return err
+	}
+	if err := f.commit(); err != nil {
+		return fileWriteError(name, err)
 	}
 	return nil
 }
@@ -106,6 +136,7 @@ func (s *Server) resetDemo(rc *reqCtx) error {
 		}
 	}
 	for _, w := range hooks {
+		w.ID = uuid.Nil // the new ledger names it anew, as before
 		if _, err := l.CreateWebhook(ctx, w); err != nil {
 			return fmt.Errorf("reset-demo: carry over webhooks: %w", err)
 		}

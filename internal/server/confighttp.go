@@ -104,11 +104,7 @@ func (s *Server) handlePutConfig(rc *reqCtx) {
 		rc.fail(err)
 		return
 	}
-	if err := s.settings.merge(p); err != nil {
-		rc.fail(err)
-		return
-	}
-	if err := s.adminChange(rc, "config", "update", nil); err != nil {
+	if err := s.settings.merge(p, func() error { return s.adminChange(rc, "config", "update", nil) }); err != nil {
 		rc.fail(err)
 		return
 	}
@@ -253,11 +249,7 @@ func (s *Server) handlePutTripwire(rc *reqCtx) {
 		rc.fail(errf(http.StatusBadRequest, "%v", err))
 		return
 	}
-	if err := writeFileAtomic(s.tripwirePath(), append(data, '\n'), 0o600); err != nil {
-		rc.fail(fileWriteError(tripwireFile, err))
-		return
-	}
-	if err := s.adminChange(rc, "tripwire", "update", nil); err != nil {
+	if err := s.writeRecorded(rc, s.tripwirePath(), tripwireFile, append(data, '\n'), "tripwire", "update", nil); err != nil {
 		rc.fail(err)
 		return
 	}

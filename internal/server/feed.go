@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/redact"
 )
 
 // ringSize is how many rendered frames the feed keeps for live streams. A
@@ -32,9 +33,11 @@ type frame struct {
 	sse []byte
 }
 
-// renderFrame renders an event's SSE frame with the redacted payload.
+// renderFrame renders an event's SSE frame with the payload as
+// redact.Payload leaves it (api.md: payloads on the stream are redacted;
+// "redacted" says the payload no longer matches its hash).
 func renderFrame(e *ledger.Event) *frame {
-	payload, redacted := RedactPayload(e.Payload)
+	payload, redacted := redact.Payload(e.Payload)
 	b := make([]byte, 0, 400+len(payload))
 	b = append(b, "event: event\nid: "...)
 	b = strconv.AppendInt(b, e.ID(), 10)
@@ -43,6 +46,11 @@ func renderFrame(e *ledger.Event) *frame {
 	b = append(b, "\n\n"...)
 	return &frame{index: e.LogIndex, session: e.SessionID, typ: e.Type, sse: b}
 }
+
+// SSEFrame returns the SSE frame of one event exactly as every stream
+// receives it, so the redaction of the stream can be checked against that
+// of webhook bodies from outside this package.
+func SSEFrame(e *ledger.Event) []byte { return renderFrame(e).sse }
 
 // broadcast wakes every waiter at once: wait returns a channel that the next
 // signal closes.

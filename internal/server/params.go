@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/strictjson"
 )
 
 // queryFirst returns the first value of a query parameter (api.md §3.2:
@@ -76,10 +77,14 @@ type object map[string]json.RawMessage
 
 // bodyObject decodes the body (already checked to be valid JSON) as an
 // object; any other top-level value is a 422.
+// maxBodyDepth bounds the nesting of a JSON request body's object.
+const maxBodyDepth = 64
+
 func (rc *reqCtx) bodyObject() (object, error) {
+	// Strict: a duplicate key would otherwise let its last value win
+	// where another reader of the same body takes the first.
 	var o object
-	dec := json.NewDecoder(bytes.NewReader(rc.body))
-	if err := dec.Decode(&o); err != nil || o == nil {
+	if err := strictjson.Unmarshal(rc.body, maxBodyDepth, &o); err != nil || o == nil {
 		return nil, errf(http.StatusUnprocessableEntity, "the body must be a JSON object")
 	}
 	return o, nil

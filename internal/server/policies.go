@@ -116,16 +116,12 @@ func (s *Server) handlePutPolicy(rc *reqCtx) {
 		rc.fail(errf(http.StatusUnprocessableEntity, "invalid policy: %v%s", err, sdkPolicyHint(rc.body)))
 		return
 	}
-	existed := fileExists(filepath.Join(s.policiesDir(), n+".toml"))
-	if err := writeFileAtomic(filepath.Join(s.policiesDir(), n+".toml"), rc.body, 0o600); err != nil {
-		rc.fail(fileWriteError("policies/"+n+".toml", err))
-		return
-	}
+	path := filepath.Join(s.policiesDir(), n+".toml")
 	action := "create"
-	if existed {
+	if fileExists(path) {
 		action = "update"
 	}
-	if err := s.adminChange(rc, "policy", action, &n); err != nil {
+	if err := s.writeRecorded(rc, path, "policies/"+n+".toml", rc.body, "policy", action, &n); err != nil {
 		rc.fail(err)
 		return
 	}
@@ -143,16 +139,17 @@ func (s *Server) handleDeletePolicy(rc *reqCtx) {
 		rc.fail(errf(http.StatusForbidden, "%q is a built-in policy and cannot be deleted", n))
 		return
 	}
-	err = os.Remove(filepath.Join(s.policiesDir(), n+".toml"))
-	if errors.Is(err, os.ErrNotExist) {
+	// Recorded before it takes effect, as writeRecorded does.
+	path := filepath.Join(s.policiesDir(), n+".toml")
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		rc.fail(errf(http.StatusNotFound, "policy %q not found", n))
 		return
 	}
-	if err != nil {
+	if err := s.adminChange(rc, "policy", "delete", &n); err != nil {
 		rc.fail(err)
 		return
 	}
-	if err := s.adminChange(rc, "policy", "delete", &n); err != nil {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		rc.fail(err)
 		return
 	}

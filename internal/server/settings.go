@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/strictjson"
 	"github.com/ironvise/ironvise/internal/tripwire"
 )
 
@@ -52,13 +52,8 @@ func openSettings(dataDir string) (*settingsStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: read %s: %w", st.path, err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&st.cur); err != nil {
+	if err := strictjson.Unmarshal(b, 4, &st.cur); err != nil {
 		return nil, fmt.Errorf("server: %s is not valid settings JSON: %w (fix or remove the file)", st.path, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("server: %s: trailing data after the JSON object (fix or remove the file)", st.path)
 	}
 	if err := st.cur.validate(); err != nil {
 		return nil, fmt.Errorf("server: %s: %w (fix or remove the file)", st.path, err)
@@ -107,8 +102,10 @@ func (st *settingsStore) apply(base *config.Config) *config.Config {
 	return &c
 }
 
-// merge validates a patch, merges it and saves the file atomically.
-func (st *settingsStore) merge(p settingsFile) error {
+// merge validates a patch, merges it and saves the file atomically, calling
+// record (the admin_change event) once the new file is staged, before it
+// takes effect; a record that fails leaves the settings as they were.
+func (st *settingsStore) merge(p settingsFile, record func() error) error {
 	if err := p.validate(); err != nil {
 		return errf(http.StatusBadRequest, "%v", err)
 	}
@@ -139,7 +136,15 @@ func (st *settingsStore) merge(p settingsFile) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFileAtomic(st.path, append(b, '\n'), 0o600); err != nil {
+	f, err := stageFile(st.path, append(b, '\n'), 0o600)
+	if err != nil {
+		return fileWriteError(settingsFileName, err)
+	}
+	defer f.discard()
+	if err := record(); err != nil {
+		return err
+	}
+	if err := f.commit(); err != nil {
 		return fileWriteError(settingsFileName, err)
 	}
 	st.cur = next
@@ -218,44 +223,57 @@ func oneOf(v string, set []string) bool {
 	return false
 }
 
-// writeFileAtomic writes a file through a temporary file in the same
-// directory and a rename, so a reader never sees half a file.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+// stagedFile is a file's new content written and synced beside it, not in
+// place yet; commit renames it over the file, so a reader never sees half
+// a file. A change that must be recorded first (an admin_change event) is
+// recorded between stageFile and commit, so a failed record leaves the
+// file as it was.
+type stagedFile struct {
+	tmp, path string
+	done      bool
+}
+
+// stageFile writes data to a temporary file beside path.
+func stageFile(path string, data []byte, mode os.FileMode) (*stagedFile, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("server: create %s: %w", dir, err)
+		return nil, fmt.Errorf("server: create %s: %w", dir, err)
 	}
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("server: write %s: %w", path, err)
+		return nil, fmt.Errorf("server: write %s: %w", path, err)
 	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("server: write %s: %w", path, err)
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(mode)
 	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return fmt.Errorf("server: write %s: %w", path, err)
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("server: write %s: %w", path, err)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("server: write %s: %w", path, err)
+	if err != nil {
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("server: write %s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("server: write %s: %w", path, err)
+	return &stagedFile{tmp: f.Name(), path: path}, nil
+}
+
+// commit puts the staged content in place.
+func (f *stagedFile) commit() error {
+	if err := os.Rename(f.tmp, f.path); err != nil {
+		return fmt.Errorf("server: write %s: %w", f.path, err)
 	}
-	ok = true
+	f.done = true
 	return nil
+}
+
+// discard removes the staged content unless it was committed.
+func (f *stagedFile) discard() {
+	if !f.done {
+		os.Remove(f.tmp)
+	}
 }
 
 // sessionConfig is the configuration new sessions use: the startup

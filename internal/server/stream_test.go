@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -293,75 +292,4 @@ func TestStreamRedaction(t *testing.T) {
 	if !strings.Contains(string(stored.body), "hunter2") {
 		t.Error("the stored payload must be returned as stored")
 	}
-}
-
-// TestRedactString pins the string rules of api.md §7.
-func TestRedactString(t *testing.T) {
-	cases := map[string]string{
-		"password=hunter2":       "password=[REDACTED]",
-		"API_KEY : abc def":      "API_KEY : [REDACTED] def",
-		"Secret=x y":             "Secret=[REDACTED] y",
-		"at 10:00:00 sharp":      "at 10:00:00 sharp",
-		"host 192.168.1.1 up":    "host [REDACTED_IP] up",
-		"no 256.1.1.1 ip":        "no 256.1.1.1 ip",
-		"v6 ::1 and 2001:db8::1": "v6 [REDACTED_IP] and [REDACTED_IP]",
-		"  /usr/local/share/ironvise/very/long/file.txt\n": "  [REDACTED_PATH]\n",
-		"/short/path":   "/short/path",
-		"version 1.2.3": "version 1.2.3",
-	}
-	keys := make([]string, 0, len(cases))
-	for k := range cases {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, in := range keys {
-		if got := RedactString(in); got != cases[in] {
-			t.Errorf("RedactString(%q) = %q; want %q", in, got, cases[in])
-		}
-	}
-	if out, changed := RedactPayload([]byte(`{"type":"thought","content":"fine"}`)); changed || string(out) != `{"type":"thought","content":"fine"}` {
-		t.Errorf("unchanged payload rewritten: %s", out)
-	}
-}
-
-// FuzzRedactPayload: redaction never fails on a payload, and its output is
-// valid JSON holding no value of a sensitive key.
-func FuzzRedactPayload(f *testing.F) {
-	f.Add([]byte(`{"type":"thought","content":"password=x"}`))                // key=value rule
-	f.Add([]byte(`{"token":{"nested":[1,2]},"a":"10.0.0.1"}`))                // object value under a sensitive key
-	f.Add([]byte(`{"x":"` + strings.Repeat("/", 40) + `"}`))                  // long path word
-	f.Add([]byte(`{"n":1e400}`))                                              // number outside float range
-	f.Add([]byte(`[{"authorization":"Bearer z"}]`))                           // non-object top level
-	f.Add([]byte(`{"s":"fe80::1%eth0 ::ffff:1.2.3.4 12:34:56:78:9a:bc:de"}`)) // v6 forms
-	f.Fuzz(func(t *testing.T, in []byte) {
-		out, changed := RedactPayload(in)
-		if !changed {
-			if string(out) != string(in) {
-				t.Fatal("unchanged payload rewritten")
-			}
-			return
-		}
-		if !json.Valid(out) {
-			t.Fatalf("invalid JSON out: %q", out)
-		}
-		var v any
-		json.Unmarshal(out, &v)
-		var walk func(any)
-		walk = func(v any) {
-			switch x := v.(type) {
-			case map[string]any:
-				for k, val := range x {
-					if sensitiveKey(k) && val != "[REDACTED]" {
-						t.Fatalf("key %q kept %v", k, val)
-					}
-					walk(val)
-				}
-			case []any:
-				for _, e := range x {
-					walk(e)
-				}
-			}
-		}
-		walk(v)
-	})
 }

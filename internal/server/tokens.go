@@ -83,11 +83,7 @@ func (s *Server) handleCreateToken(rc *reqCtx) {
 	if hasDays {
 		row.ExpiresAt = time.Now().UTC().Add(time.Duration(days) * 24 * time.Hour).Truncate(time.Microsecond)
 	}
-	if err := s.ledger().PutToken(rc.r.Context(), row); err != nil {
-		rc.fail(err)
-		return
-	}
-	if err := s.adminChange(rc, "token", "create", &row.Hash); err != nil {
+	if err := s.audited(rc, "token", "create", &row.Hash).PutToken(rc.r.Context(), row); err != nil {
 		rc.fail(err)
 		return
 	}
@@ -115,7 +111,7 @@ func (s *Server) handleDeleteToken(rc *reqCtx) {
 		return
 	}
 	h = strings.ToLower(h)
-	err := s.ledger().DeleteToken(rc.r.Context(), h)
+	err := s.audited(rc, "token", "delete", &h).DeleteToken(rc.r.Context(), h)
 	if errors.Is(err, ledger.ErrNotFound) {
 		rc.fail(errf(http.StatusNotFound, "no token with hash %s", h))
 		return
@@ -125,9 +121,5 @@ func (s *Server) handleDeleteToken(rc *reqCtx) {
 		return
 	}
 	s.tokens.forget(h)
-	if err := s.adminChange(rc, "token", "delete", &h); err != nil {
-		rc.fail(err)
-		return
-	}
 	rc.noContent()
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/webhook"
 )
@@ -95,20 +97,18 @@ func (s *Server) handleCreateWebhook(rc *reqCtx) {
 	if !hasEnabled {
 		enabled = true
 	}
-	w, err := s.ledger().CreateWebhook(rc.r.Context(), ledger.Webhook{
-		Label: label, URL: rawURL, SIEMFormat: format, FilterKinds: kinds, Enabled: enabled, BearerToken: bearer,
-	})
+	wid, err := s.ledger().NewWebhookID()
 	if err != nil {
 		rc.fail(err)
 		return
 	}
-	id := w.ID.String()
-	if err := s.adminChange(rc, "webhook", "create", &id); err != nil {
-		rc.fail(err)
-		return
+	id := wid.String()
+	w, err := s.audited(rc, "webhook", "create", &id).CreateWebhook(rc.r.Context(), ledger.Webhook{
+		ID: wid, Label: label, URL: rawURL, SIEMFormat: format, FilterKinds: kinds, Enabled: enabled, BearerToken: bearer,
+	})
+	if s.webhookWritten(rc, wid, err) {
+		rc.writeJSON(http.StatusCreated, toWebhook(&w))
 	}
-	s.reloadWebhooks(rc)
-	rc.writeJSON(http.StatusCreated, toWebhook(&w))
 }
 
 // checkWebhookTarget applies the URL rules of api.md §5.10; it returns ""
@@ -147,52 +147,53 @@ func (s *Server) handleToggleWebhook(rc *reqCtx) {
 		rc.fail(err)
 		return
 	}
-	ref, err := rc.webhookID()
-	if err != nil {
-		rc.fail(err)
+	id, aw, ok := s.webhookChange(rc, "update")
+	if !ok {
 		return
 	}
-	w, err := s.ledger().SetWebhookEnabled(rc.r.Context(), ref.ID, enabled)
-	if errors.Is(err, ledger.ErrNotFound) {
-		rc.fail(errf(http.StatusNotFound, "webhook %s not found", ref.ID))
-		return
+	w, err := aw.SetWebhookEnabled(rc.r.Context(), id, enabled)
+	if s.webhookWritten(rc, id, err) {
+		rc.writeJSON(http.StatusOK, toWebhook(&w))
 	}
-	if err != nil {
-		rc.fail(err)
-		return
-	}
-	id := w.ID.String()
-	if err := s.adminChange(rc, "webhook", "update", &id); err != nil {
-		rc.fail(err)
-		return
-	}
-	s.reloadWebhooks(rc)
-	rc.writeJSON(http.StatusOK, toWebhook(&w))
 }
 
 // handleDeleteWebhook is route 43.
 func (s *Server) handleDeleteWebhook(rc *reqCtx) {
+	id, aw, ok := s.webhookChange(rc, "delete")
+	if !ok {
+		return
+	}
+	if s.webhookWritten(rc, id, aw.DeleteWebhook(rc.r.Context(), id)) {
+		rc.noContent()
+	}
+}
+
+// webhookChange returns the webhook id of the route and the writer whose
+// write to it carries the admin_change of action; false once it answered
+// a bad id.
+func (s *Server) webhookChange(rc *reqCtx, action string) (uuid.UUID, ledger.AdminWriter, bool) {
 	ref, err := rc.webhookID()
 	if err != nil {
 		rc.fail(err)
-		return
+		return uuid.Nil, ledger.AdminWriter{}, false
 	}
-	err = s.ledger().DeleteWebhook(rc.r.Context(), ref.ID)
+	name := ref.ID.String()
+	return ref.ID, s.audited(rc, "webhook", action, &name), true
+}
+
+// webhookWritten answers a failed write to webhook id and reports whether
+// it succeeded; the dispatcher then reloads the registered webhooks.
+func (s *Server) webhookWritten(rc *reqCtx, id uuid.UUID, err error) bool {
 	if errors.Is(err, ledger.ErrNotFound) {
-		rc.fail(errf(http.StatusNotFound, "webhook %s not found", ref.ID))
-		return
+		rc.fail(errf(http.StatusNotFound, "webhook %s not found", id))
+		return false
 	}
 	if err != nil {
 		rc.fail(err)
-		return
-	}
-	id := ref.ID.String()
-	if err := s.adminChange(rc, "webhook", "delete", &id); err != nil {
-		rc.fail(err)
-		return
+		return false
 	}
 	s.reloadWebhooks(rc)
-	rc.noContent()
+	return true
 }
 
 func (s *Server) reloadWebhooks(rc *reqCtx) {

@@ -112,20 +112,28 @@ func (p *parser) object(path string, depth int) (*Node, *Error) {
 		}
 		n.Keys = append(n.Keys, key)
 		n.Values = append(n.Values, v)
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return nil, p.errorf("$", "unexpected end of input")
-		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-		case '}':
-			p.pos++
-			return n, nil
-		default:
-			return nil, p.errorf("$", "invalid character %s after object key:value pair", quoteChar(p.data[p.pos]))
+		if done, err := p.separator('}', "object key:value pair"); err != nil || done {
+			return n, err
 		}
 	}
+}
+
+// separator reads what follows a member or element: ',' (more follow) or
+// the closing byte (done).
+func (p *parser) separator(closing byte, after string) (done bool, err *Error) {
+	p.skipSpace()
+	if p.pos >= len(p.data) {
+		return false, p.errorf("$", "unexpected end of input")
+	}
+	switch p.data[p.pos] {
+	case ',':
+		p.pos++
+		return false, nil
+	case closing:
+		p.pos++
+		return true, nil
+	}
+	return false, p.errorf("$", "invalid character %s after %s", quoteChar(p.data[p.pos]), after)
 }
 
 func (p *parser) array(path string, depth int) (*Node, *Error) {
@@ -142,24 +150,23 @@ func (p *parser) array(path string, depth int) (*Node, *Error) {
 			return nil, err
 		}
 		n.Elems = append(n.Elems, v)
-		p.skipSpace()
-		if p.pos >= len(p.data) {
-			return nil, p.errorf("$", "unexpected end of input")
-		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-		case ']':
-			p.pos++
-			return n, nil
-		default:
-			return nil, p.errorf("$", "invalid character %s after array element", quoteChar(p.data[p.pos]))
+		if done, err := p.separator(']', "array element"); err != nil || done {
+			return n, err
 		}
 	}
 }
 
 // number accepts the RFC 8259 grammar: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
 func (p *parser) number() (*Node, *Error) {
+	start := p.pos
+	if err := p.skipNumber(); err != nil {
+		return nil, err
+	}
+	return &Node{Kind: Number, Num: jsonNumber(p.data[start:p.pos])}, nil
+}
+
+// skipNumber reads a number without keeping it.
+func (p *parser) skipNumber() *Error {
 	start := p.pos
 	d := p.data
 	digits := func() int {
@@ -176,12 +183,12 @@ func (p *parser) number() (*Node, *Error) {
 	case p.pos < len(d) && d[p.pos] == '0':
 		p.pos++
 	case digits() == 0:
-		return nil, p.errorf("$", "invalid number at offset %d", start)
+		return p.errorf("$", "invalid number at offset %d", start)
 	}
 	if p.pos < len(d) && d[p.pos] == '.' {
 		p.pos++
 		if digits() == 0 {
-			return nil, p.errorf("$", "invalid number at offset %d", start)
+			return p.errorf("$", "invalid number at offset %d", start)
 		}
 	}
 	if p.pos < len(d) && (d[p.pos] == 'e' || d[p.pos] == 'E') {
@@ -190,10 +197,10 @@ func (p *parser) number() (*Node, *Error) {
 			p.pos++
 		}
 		if digits() == 0 {
-			return nil, p.errorf("$", "invalid number at offset %d", start)
+			return p.errorf("$", "invalid number at offset %d", start)
 		}
 	}
-	return &Node{Kind: Number, Num: jsonNumber(d[start:p.pos])}, nil
+	return nil
 }
 
 // str decodes a string starting at the opening quote.

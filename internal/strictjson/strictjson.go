@@ -1,6 +1,8 @@
-// Package strictjson decodes JSON into an ordered tree while rejecting what
-// a lenient decoder silently accepts: duplicate keys at any depth, nesting
-// beyond a limit, and any data after the first value.
+// Package strictjson is IronVise's one strict decoder of untrusted JSON:
+// into an ordered tree (Decode) or into a Go value (Unmarshal), rejecting
+// what a lenient decoder silently accepts: duplicate keys at any depth,
+// nesting beyond a limit, any data after the first value, and — into a
+// struct — members that name no field, compared exactly.
 //
 // # Why
 //
@@ -16,6 +18,11 @@
 //	root, err := strictjson.Decode(data, 32)
 //	if err != nil { var de *strictjson.Error; errors.As(err, &de) } // de.Kind, de.Path
 //	for i, k := range root.Keys { _ = root.Values[i] }
+//
+// or, into a struct whose field names must match exactly:
+//
+//	var doc Document
+//	err := strictjson.Unmarshal(data, 32, &doc)
 //
 // # Limitations
 //
@@ -87,6 +94,8 @@ const (
 	ErrSyntax    ErrorKind = iota // not JSON, trailing data, too deep
 	ErrDuplicate                  // a duplicate object key
 	ErrString                     // invalid UTF-8 or an unpaired surrogate in a string
+	ErrUnknown                    // a member no field of the destination has (Unmarshal)
+	ErrType                       // a value the destination cannot hold (Unmarshal)
 )
 
 // Error is a decode failure at a JSON path.

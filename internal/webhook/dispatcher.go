@@ -158,29 +158,22 @@ type delivery struct {
 	contentType string
 }
 
+// orDefault sets an option left zero or negative to its default.
+func orDefault[T int | float64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
 // New validates the targets and starts the dispatcher.
 func New(opts Options) (*Dispatcher, error) {
-	if opts.RateLimit <= 0 {
-		opts.RateLimit = DefaultRateLimit
-	}
-	if opts.QueueSize <= 0 {
-		opts.QueueSize = DefaultQueueSize
-	}
-	if opts.MaxAttempts <= 0 {
-		opts.MaxAttempts = DefaultMaxAttempts
-	}
-	if opts.BackoffBase <= 0 {
-		opts.BackoffBase = DefaultBackoffBase
-	}
-	if opts.BackoffMax <= 0 {
-		opts.BackoffMax = DefaultBackoffMax
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultTimeout
-	}
-	if opts.RefreshInterval <= 0 {
-		opts.RefreshInterval = DefaultRefreshInterval
-	}
+	orDefault(&opts.RateLimit, DefaultRateLimit)
+	orDefault(&opts.QueueSize, DefaultQueueSize)
+	orDefault(&opts.MaxAttempts, DefaultMaxAttempts)
+	orDefault(&opts.BackoffBase, DefaultBackoffBase)
+	orDefault(&opts.BackoffMax, DefaultBackoffMax)
+	orDefault(&opts.Timeout, DefaultTimeout)
+	orDefault(&opts.RefreshInterval, DefaultRefreshInterval)
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
@@ -344,12 +337,7 @@ func (d *Dispatcher) dispatch() {
 		if len(targets) == 0 {
 			continue
 		}
-		msg, err := NewMessage(kind, &ev, d.opts.Version)
-		if err != nil {
-			d.log.Warn("webhook: event not deliverable", "event_id", ev.ID(), "err", err)
-			d.failed.Add(uint64(len(targets)))
-			continue
-		}
+		msg := NewMessage(kind, &ev, d.opts.Version)
 		bodies := map[string]delivery{}
 		for _, t := range targets {
 			dl, ok := bodies[t.Format]

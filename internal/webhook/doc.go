@@ -17,7 +17,7 @@
 //
 // Notify never blocks: it puts the committed ledger event on a bounded
 // intake queue, or drops and counts it. One goroutine classifies events
-// ([Classify]), redacts their payloads ([Redact], the rules of api.md §7)
+// ([Classify]), redacts their payloads (redact.Payload, as the event stream)
 // and renders each format once; one worker per URL then POSTs in order,
 // at most RateLimit attempts per second, retrying timeouts, connection
 // failures, 5xx, 408 and 429 with jittered exponential backoff. Each

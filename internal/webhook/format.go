@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/redact"
 )
 
 // SIEM formats (SIEM_FORMAT, a webhook's siem_format).
@@ -49,12 +50,14 @@ type Message struct {
 	check, code, rule, message, status, tier, reason string
 }
 
-// NewMessage builds the notification of a committed event of kind.
-func NewMessage(kind string, ev *ledger.Event, version string) (*Message, error) {
-	payload, changed, err := Redact(ev.Payload)
-	if err != nil {
-		return nil, err
-	}
+// NewMessage builds the notification of a committed event of kind. The
+// payload is redacted by redact.Payload, the redaction of the event stream
+// too: webhooks carry redacted content only (ledger.md), and a payload that
+// cannot be read travels as a placeholder, never as it is. Ids, hashes and
+// times travel beside the payload untouched, so a SIEM entry can still be
+// traced to the ledger event, whose stored bytes are intact.
+func NewMessage(kind string, ev *ledger.Event, version string) *Message {
+	payload, changed := redact.Payload(ev.Payload)
 	m := &Message{
 		Kind: kind, Product: product, Version: version, Severity: severity(kind), ID: ev.ID(), Sequence: ev.Seq,
 		Type: ev.Type, ContentHash: ev.Hash.String(), CreatedAt: ev.CreatedAt().Format(ledger.TimeFormat),
@@ -90,7 +93,7 @@ func NewMessage(kind string, ev *ledger.Event, version string) (*Message, error)
 	default:
 		m.message = p.Message
 	}
-	return m, nil
+	return m
 }
 
 // title is the one-line name of the notification.

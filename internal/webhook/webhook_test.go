@@ -119,10 +119,7 @@ func TestFormatsGolden(t *testing.T) {
 		t.Run(f, func(t *testing.T) {
 			var out bytes.Buffer
 			for _, ev := range evs {
-				m, err := webhook.NewMessage(webhook.Classify(&ev), &ev, "1.2.3|beta")
-				if err != nil {
-					t.Fatal(err)
-				}
+				m := webhook.NewMessage(webhook.Classify(&ev), &ev, "1.2.3|beta")
 				body, _, err := m.Render(f)
 				if err != nil {
 					t.Fatal(err)
@@ -151,7 +148,7 @@ func TestFormatsGolden(t *testing.T) {
 
 func TestCEFAndLEEFEscaping(t *testing.T) {
 	ev := goldenEvents()[0]
-	m, _ := webhook.NewMessage(webhook.KindGuardDenial, &ev, `v\1|2`)
+	m := webhook.NewMessage(webhook.KindGuardDenial, &ev, `v\1|2`)
 	cef, _, _ := m.Render(webhook.FormatCEF)
 	leef, _, _ := m.Render(webhook.FormatLEEF)
 	for _, c := range []struct {
@@ -172,24 +169,6 @@ func TestCEFAndLEEFEscaping(t *testing.T) {
 	for _, a := range attrs {
 		if k, _, ok := strings.Cut(a, "="); !ok || strings.ContainsAny(k, " \\") {
 			t.Errorf("LEEF attribute %q does not parse as key=value", a)
-		}
-	}
-}
-
-func TestRedact(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{`{"content":"password: hunter2 and token=abc"}`, `{"content":"password: [REDACTED] and token=[REDACTED]"}`},
-		{`{"API_KEY":"sk-1","nested":{"Authorization":"Bearer x","ok":1.50}}`, `{"API_KEY":"[REDACTED]","nested":{"Authorization":"[REDACTED]","ok":1.50}}`},
-		{`{"c":"see /home/user/projects/service/config/secrets.yaml now"}`, `{"c":"see [REDACTED_PATH] now"}`},
-		{`{"c":"short /etc/passwd stays"}`, `{"c":"short /etc/passwd stays"}`},
-		{`{"c":"from 192.168.1.20. and 999.1.1.1"}`, `{"c":"from [REDACTED_IP]. and 999.1.1.1"}`},
-		{`{"c":"v6 fe80::1 and 2001:db8::5 at 10:00:00"}`, `{"c":"v6 [REDACTED_IP] and [REDACTED_IP] at 10:00:00"}`},
-		{`{"n":[1,2,{"secret_value":{"deep":true}}]}`, `{"n":[1,2,{"secret_value":"[REDACTED]"}]}`},
-	}
-	for _, c := range cases {
-		got, changed, err := webhook.Redact([]byte(c.in))
-		if err != nil || string(got) != c.want || changed != (c.in != c.want) {
-			t.Errorf("Redact(%s)\n got %s (changed %v, err %v)\nwant %s", c.in, got, changed, err, c.want)
 		}
 	}
 }
@@ -521,10 +500,7 @@ func TestCheckpointKind(t *testing.T) {
 	if !slices.Contains(webhook.DefaultKinds, webhook.KindCheckpoint) {
 		t.Fatal("checkpoints are not among the default kinds: WEBHOOK_URL would not receive them")
 	}
-	m, err := webhook.NewMessage(webhook.KindCheckpoint, &ev, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := webhook.NewMessage(webhook.KindCheckpoint, &ev, "test")
 	body, _, err := m.Render(webhook.FormatJSON)
 	if err != nil {
 		t.Fatal(err)

@@ -92,6 +92,7 @@ func Run(t *testing.T, h Harness) {
 		{"TamperRandomized", testTamperRandomized},
 		{"StartupAndFullVerification", testStartup},
 		{"OperationalTables", testOperationalTables},
+		{"AdminChangeAudited", testAdminChangeAudited},
 		{"Reopen", testReopen},
 	}
 	for _, tc := range tests {

@@ -45,6 +45,22 @@ func (d *testDB) Exec(t testing.TB, query string, args ...any) error {
 
 var triggerRE = regexp.MustCompile(`(?s)CREATE TRIGGER (\w+) .*?END;`)
 
+// lastTriggers returns each trigger's newest definition (a later
+// migration may drop and recreate one under its name).
+func lastTriggers(ddl string) [][]string {
+	var out [][]string
+	at := map[string]int{}
+	for _, m := range triggerRE.FindAllStringSubmatch(ddl, -1) {
+		if i, ok := at[m[1]]; ok {
+			out[i] = m
+			continue
+		}
+		at[m[1]] = len(out)
+		out = append(out, m)
+	}
+	return out
+}
+
 // allMigrations is the DDL of every migration, whose triggers Tamper and
 // Unguard take down and put back.
 func allMigrations(t testing.TB) string {
@@ -78,7 +94,7 @@ func (d *testDB) Tamper(t testing.TB, query string, args ...any) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	trs := triggerRE.FindAllStringSubmatch(string(ddl), -1)
+	trs := lastTriggers(ddl)
 	for _, m := range trs {
 		if _, err := tx.Exec("DROP TRIGGER " + m[1]); err != nil {
 			t.Fatal(err)
@@ -108,7 +124,7 @@ func (d *testDB) Unguard(t testing.TB) (func(...ledgertest.Stmt) error, func()) 
 	}
 	db.SetMaxOpenConns(1)
 	ddl := allMigrations(t)
-	trs := triggerRE.FindAllStringSubmatch(string(ddl), -1)
+	trs := lastTriggers(ddl)
 	run, closeStmts := ledgertest.PreparedTamper(db, nil, "")
 	var drop, create []ledgertest.Stmt
 	for _, m := range trs {

@@ -107,6 +107,48 @@ func (t *txn) InsertMeta(ctx context.Context, key string, value []byte) error {
 	return nil
 }
 
+// DeleteMeta implements ledger.WriteTx.
+func (t *txn) DeleteMeta(ctx context.Context, key string) error {
+	res, err := t.exec(ctx, `DELETE FROM meta WHERE key = ?`, key)
+	return affectedOne(res, err, "delete meta "+key)
+}
+
+// KeysUnderKEK implements ledger.WriteTx.
+func (t *txn) KeysUnderKEK(ctx context.Context, kek string) ([]ledger.KeyRecord, error) {
+	return t.keys(ctx, "keys under the "+kek+" KEK", `kek = ? ORDER BY session_id, valid_from_seq`, kek)
+}
+
+// keys returns the key rows matching where (what names them in errors).
+func (t *txn) keys(ctx context.Context, what, where string, args ...any) ([]ledger.KeyRecord, error) {
+	rows, err := t.query(ctx, `SELECT session_id, valid_from_seq, key_id, public_key, enc_private, kek, created_at FROM keys WHERE `+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: %s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []ledger.KeyRecord
+	for rows.Next() {
+		var k ledger.KeyRecord
+		var sid, pub []byte
+		var from int64
+		if err := rows.Scan(&sid, &from, &k.KeyID, &pub, &k.EncryptedPrivate, &k.KEK, &k.CreatedMicros); err != nil {
+			return nil, fmt.Errorf("sqlstore: %s: %w", what, err)
+		}
+		if k.SessionID, err = toUUID(sid); err != nil {
+			return nil, fmt.Errorf("sqlstore: %s: %w", what, err)
+		}
+		k.ValidFromSeq, k.PublicKey = uint64(from), pub
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+// RewrapKey implements ledger.WriteTx.
+func (t *txn) RewrapKey(ctx context.Context, k ledger.KeyRecord) error {
+	res, err := t.exec(ctx, `UPDATE keys SET enc_private = ?, kek = ? WHERE session_id = ? AND valid_from_seq = ?`,
+		k.EncryptedPrivate, k.KEK, k.SessionID[:], int64(k.ValidFromSeq))
+	return affectedOne(res, err, "re-wrap key")
+}
+
 // LogSize implements ledger.ReadTx.
 func (t *txn) LogSize(ctx context.Context) (int64, error) {
 	var n sql.NullInt64
@@ -504,23 +546,7 @@ func (t *txn) FirstMissingLogIndex(ctx context.Context, lo, hi int64) (int64, er
 
 // Keys implements ledger.ReadTx.
 func (t *txn) Keys(ctx context.Context, session uuid.UUID) ([]ledger.KeyRecord, error) {
-	rows, err := t.query(ctx, `SELECT valid_from_seq, key_id, public_key, enc_private, kek, created_at FROM keys WHERE session_id = ? ORDER BY valid_from_seq`, session[:])
-	if err != nil {
-		return nil, fmt.Errorf("sqlstore: keys of %s: %w", session, err)
-	}
-	defer rows.Close()
-	var out []ledger.KeyRecord
-	for rows.Next() {
-		k := ledger.KeyRecord{SessionID: session}
-		var from int64
-		var pub []byte
-		if err := rows.Scan(&from, &k.KeyID, &pub, &k.EncryptedPrivate, &k.KEK, &k.CreatedMicros); err != nil {
-			return nil, fmt.Errorf("sqlstore: keys of %s: %w", session, err)
-		}
-		k.ValidFromSeq, k.PublicKey = uint64(from), pub
-		out = append(out, k)
-	}
-	return out, rows.Err()
+	return t.keys(ctx, "keys of "+session.String(), `session_id = ? ORDER BY valid_from_seq`, session[:])
 }
 
 const checkpointCols = `tree_size, root_hash, created_at, key_id, public_key, signature, note, event_log_index`
@@ -854,6 +880,12 @@ func (t *txn) Webhooks(ctx context.Context) ([]ledger.Webhook, [][]byte, error) 
 func (t *txn) SetWebhookEnabled(ctx context.Context, id uuid.UUID, enabled bool, at int64) error {
 	res, err := t.exec(ctx, `UPDATE webhooks SET enabled = ?, updated_at = ? WHERE id = ?`, enabled, at, id[:])
 	return affectedOne(res, err, "update webhook")
+}
+
+// SetWebhookBearer implements ledger.WriteTx.
+func (t *txn) SetWebhookBearer(ctx context.Context, id uuid.UUID, enc []byte) error {
+	res, err := t.exec(ctx, `UPDATE webhooks SET bearer = ? WHERE id = ?`, enc, id[:])
+	return affectedOne(res, err, "re-wrap webhook bearer")
 }
 
 // DeleteWebhook implements ledger.WriteTx.

@@ -11,6 +11,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/ironvise/ironvise/internal/strictjson"
 )
 
 // Statuses of a Result.
@@ -179,9 +181,7 @@ func verify(end, nonce, b64 string) (*Result, error) {
 		return nil, fmt.Errorf("%w: payload hash mismatch", ErrCorrupt)
 	}
 	var r Result
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
+	if err := strictjson.Unmarshal(payload, 2, &r); err != nil {
 		return nil, fmt.Errorf("%w: payload: %w", ErrCorrupt, err)
 	}
 	if f[3][len("exit="):] != exitField(r.ExitCode) || f[4][len("status="):] != r.Status {
