@@ -109,9 +109,10 @@ func (a *app) runAudit(o auditOptions) error {
 	return nil
 }
 
-// limitsFor computes the effective limits (checks.md §2): the step limit is
-// min(policy max_steps, operator limit) when both are set, else whichever
-// is set, else 20.
+// limitsFor computes the effective limits
+// (docs/design/checks.md#check-order): the step limit is min(policy
+// max_steps, operator limit) when both are set, else whichever is set, else
+// 20.
 func limitsFor(ac config.Agent, pol *policy.Policy, flagSteps int, flagSet bool) agent.Limits {
 	op, opSet := 0, false
 	switch {

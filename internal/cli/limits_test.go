@@ -7,9 +7,10 @@ import (
 	"github.com/ironvise/ironvise/internal/policy"
 )
 
-// TestLimitsFor covers the step-limit rule of checks.md §2: the smaller of
-// the policy's max_steps and the operator's limit when both are set,
-// whichever is set otherwise, and 20 when neither is.
+// TestLimitsFor covers the step-limit rule of
+// docs/design/checks.md#check-order: the smaller of the policy's max_steps
+// and the operator's limit when both are set, whichever is set otherwise, and
+// 20 when neither is.
 func TestLimitsFor(t *testing.T) {
 	pol, err := policy.Parse("p.toml", []byte("name = \"p\"\nmax_steps = 7\n"), policy.Options{})
 	if err != nil {

@@ -27,9 +27,9 @@ func (a *app) scanner(cfg *config.Config) (*scan.Scanner, error) {
 }
 
 // openLedgerForWrite opens the ledger for a command that records: it marks
-// sessions of dead processes failed (ledger.md §6) and runs the startup
-// verification (ledger.md §7), refusing to write on top of a tampered
-// ledger.
+// sessions of dead processes failed (docs/design/ledger.md#session-lifecycle)
+// and runs the startup verification (docs/design/ledger.md#verification),
+// refusing to write on top of a tampered ledger.
 func (a *app) openLedgerForWrite() (*ledger.Ledger, error) {
 	l, err := a.openLedger()
 	if err != nil {

@@ -55,9 +55,9 @@ func sandboxOptions(c config.Sandbox, tier string, log *slog.Logger) sandbox.Opt
 	}
 }
 
-// sandboxTier selects the configured tier (sandbox.md §2). Commands that run
-// intents (exec, audit, serve) use it; serve calls SelfTest on the result
-// before it listens.
+// sandboxTier selects the configured tier
+// (docs/design/sandbox.md#tier-selection). Commands that run intents (exec,
+// audit, serve) use it; serve calls SelfTest on the result before it listens.
 func (a *app) sandboxTier(tierFlag string) (sandbox.Tier, error) {
 	cfg, err := a.config()
 	if err != nil {

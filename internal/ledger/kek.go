@@ -34,8 +34,9 @@ const (
 	argonThreads = 4
 )
 
-// kek is a key-encryption key for session private keys (ledger.md §4):
-// AES-256-GCM under a key derived with HKDF-SHA256.
+// kek is a key-encryption key for session private keys
+// (docs/design/ledger.md#signing-keys): AES-256-GCM under a key derived with
+// HKDF-SHA256.
 type kek struct {
 	_    incomparable
 	kind string

@@ -51,7 +51,8 @@ func (k *SigningKey) Public() ed25519.PublicKey {
 // KeyID returns the key id of the public half (see [KeyID]).
 func (k *SigningKey) KeyID() string { return KeyID(k.Public()) }
 
-// Sign signs an event hash: signature = Ed25519(key, hash) (ledger.md §4).
+// Sign signs an event hash: signature = Ed25519(key, hash)
+// (docs/design/ledger.md#signing-keys).
 func (k *SigningKey) Sign(h Hash) []byte { return ed25519.Sign(k.priv, h[:]) }
 
 // seed returns the 32-byte seed; only key storage uses it.
@@ -115,7 +116,8 @@ func KeyID(pub ed25519.PublicKey) string {
 }
 
 // DIDKey returns the did:key of an Ed25519 public key:
-// "did:key:z" + base58btc(0xed 0x01 ‖ key) (api.md §5.2).
+// "did:key:z" + base58btc(0xed 0x01 ‖ key)
+// (docs/design/api.md#session-create).
 func DIDKey(pub ed25519.PublicKey) string {
 	b := append([]byte{0xed, 0x01}, pub...)
 	return "did:key:z" + base58(b)

@@ -12,11 +12,11 @@ import (
 	"unicode/utf8"
 )
 
-// Stream redaction (api.md §7): what the event stream and webhooks apply to
-// a payload on top of credentials, because their readers (a browser, a
-// SIEM) are further from the operator than the ledger is. Ids, hashes and
-// times travel beside the payload and are never touched; a redacted payload
-// no longer matches its content hash, which the caller says.
+// Stream redaction (docs/design/api.md#sse): what the event stream and
+// webhooks apply to a payload on top of credentials, because their readers (a
+// browser, a SIEM) are further from the operator than the ledger is. Ids,
+// hashes and times travel beside the payload and are never touched; a
+// redacted payload no longer matches its content hash, which the caller says.
 
 // Stream redaction markers.
 const (
@@ -26,16 +26,16 @@ const (
 )
 
 // streamKeys are the fragments of a member name whose whole value is
-// replaced (api.md §7 rule 1).
+// replaced (docs/design/api.md#sse rule 1).
 var streamKeys = []string{"password", "secret", "token", "api_key", "apikey", "authorization", "bearer", "credential", "private_key", "access_key", "session_token"}
 
 // secretAssign matches "password: x", "token=x", "API_KEY = x": the run
-// after the separator is replaced (api.md §7 rule 2).
+// after the separator is replaced (docs/design/api.md#sse rule 2).
 var secretAssign = regexp.MustCompile(`(?i)(api_key|password|secret|token)( *[:=] *)(\S+)`)
 
-// StreamJSON redacts a JSON payload for the stream and webhooks: api.md §7,
-// then the credentials of Untagged. It returns the payload byte for
-// byte when nothing changed; numbers keep their text.
+// StreamJSON redacts a JSON payload for the stream and webhooks:
+// docs/design/api.md#sse, then the credentials of Untagged. It returns the
+// payload byte for byte when nothing changed; numbers keep their text.
 func StreamJSON(payload []byte) ([]byte, bool, error) {
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	dec.UseNumber()
@@ -87,7 +87,7 @@ func streamValue(v any, changed *bool) any {
 }
 
 // StreamKey reports whether a member's whole value is replaced on the
-// stream and in webhooks (api.md §7 rule 1).
+// stream and in webhooks (docs/design/api.md#sse rule 1).
 func StreamKey(k string) bool { return streamKey(k) }
 
 func streamKey(k string) bool {
@@ -102,9 +102,9 @@ func streamKey(k string) bool {
 
 // StreamString redacts one string for the stream and webhooks: in order
 // long absolute paths, secret assignments, IPv4 and IPv6 addresses
-// (api.md §7), then any credential left (untagged placeholders; a ledger
-// record already carries its session's tags). Placeholders already in the
-// text are left whole, so a session's tag still reaches a SIEM.
+// (docs/design/api.md#sse), then any credential left (untagged placeholders;
+// a ledger record already carries its session's tags). Placeholders already
+// in the text are left whole, so a session's tag still reaches a SIEM.
 func StreamString(s string) string {
 	if strings.Contains(s, PlaceholderPrefix) {
 		var b strings.Builder
@@ -129,7 +129,7 @@ func StreamString(s string) string {
 	return Untagged().String(s)
 }
 
-// streamRules applies api.md §7 rule 2 to s.
+// streamRules applies docs/design/api.md#sse rule 2 to s.
 func streamRules(s string) string {
 	s = redactPaths(s)
 	// Cheap necessary conditions first: the regular expressions are linear

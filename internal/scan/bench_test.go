@@ -59,7 +59,7 @@ func denseHits(size int) string {
 }
 
 // benchP50 runs f b.N times and reports the median time per call, the
-// statistic checks.md §10.1 sets the target on.
+// statistic docs/design/checks.md#scanner-pipeline sets the target on.
 // It also reports the median CPU time of the calling thread, which other
 // load on a shared machine does not inflate.
 func benchP50(b *testing.B, bytes int, f func()) {
@@ -86,8 +86,8 @@ func benchP50(b *testing.B, bytes int, f func()) {
 	}
 }
 
-// BenchmarkScanObservation32KiB is checks.md §13 case 59: target p50 <
-// 200 µs at medium with GOMAXPROCS=1.
+// BenchmarkScanObservation32KiB is docs/design/checks.md#acceptance-cases
+// case 59: target p50 < 200 µs at medium with GOMAXPROCS=1.
 func BenchmarkScanObservation32KiB(b *testing.B) {
 	s := newScanner(b, Medium)
 	text := benignLog(32 << 10)
@@ -97,7 +97,8 @@ func BenchmarkScanObservation32KiB(b *testing.B) {
 	benchP50(b, len(text), func() { s.Scan(text) })
 }
 
-// BenchmarkScanObservationDense32KiB: target < 5 ms (checks.md §10.1).
+// BenchmarkScanObservationDense32KiB: target < 5 ms
+// (docs/design/checks.md#scanner-pipeline).
 func BenchmarkScanObservationDense32KiB(b *testing.B) {
 	for _, sens := range []Sensitivity{Medium, High} {
 		b.Run(sens.String(), func(b *testing.B) {
@@ -112,7 +113,7 @@ func BenchmarkScanObservationDense32KiB(b *testing.B) {
 }
 
 // BenchmarkScanObservationLinear shows scan time growing linearly with
-// the input (checks.md §10.1).
+// the input (docs/design/checks.md#scanner-pipeline).
 func BenchmarkScanObservationLinear(b *testing.B) {
 	s := newScanner(b, Medium)
 	for _, kib := range []int{8, 32, 128, 512} {

@@ -20,7 +20,7 @@ const feedPage = 512
 
 // checkpointQuiet is how long after the last non-checkpoint event the feed
 // writes a checkpoint, so one is written within 1 s after appends stop
-// (api.md §6.4) and an idle ledger stays silent.
+// (docs/design/api.md#checkpoints) and an idle ledger stays silent.
 const checkpointQuiet = 400 * time.Millisecond
 
 // frame is one event, rendered once for every stream.

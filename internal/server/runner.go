@@ -304,7 +304,7 @@ func (s *Server) appendCredential(ctx context.Context, id uuid.UUID) error {
 }
 
 // seal seals a session this instance drives or a session no one drives
-// here (api.md §5.4).
+// here (docs/design/api.md#sealing).
 func (s *Server) seal(ctx context.Context, id uuid.UUID, who *principal) (ledger.SealResult, error) {
 	r := s.runners.get(id)
 	if r == nil {
@@ -364,7 +364,8 @@ func (s *Server) seal(ctx context.Context, id uuid.UUID, who *principal) (ledger
 }
 
 // denyPending decides every pending gate of a session as denied by the
-// sealing caller, reason "session sealed" (checks.md §11).
+// sealing caller, reason "session sealed"
+// (docs/design/checks.md#check-events).
 func (s *Server) denyPending(ctx context.Context, id uuid.UUID, who *principal) error {
 	l := s.ledger()
 	for i := 0; i < 100; i++ {

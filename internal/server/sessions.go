@@ -105,7 +105,8 @@ func (s *Server) handleEvents(rc *reqCtx) {
 	rc.writeRawJSON(http.StatusOK, eventsJSON(evs))
 }
 
-// createRequest is the body of route 6 (api.md §5.2) and its caller.
+// createRequest is the body of route 6 (docs/design/api.md#session-create)
+// and its caller.
 type createRequest struct {
 	goal       string
 	policy     string
@@ -189,7 +190,8 @@ func (s *Server) createSession(ctx context.Context, req createRequest) (*ledger.
 	}
 	tc, tw, err := s.sessionTripwire(cfg)
 	if err != nil {
-		// checks.md §6.4: the text goes to the log, the client gets a 500.
+		// docs/design/checks.md#tripwire-json: the text goes to the log, the client
+		// gets a 500.
 		return nil, err
 	}
 	var client llm.Client
@@ -231,8 +233,9 @@ func (s *Server) createSession(ctx context.Context, req createRequest) (*ledger.
 		return s.ledger().Session(ctx, created.ID)
 	}
 	r.ext = agent.NewExternal(sess, eo)
-	// The prompt scan runs on every new session (api.md §5.2); a denial
-	// ends it aborted before any intent.
+	// The prompt scan runs on every new session
+	// (docs/design/api.md#session-create); a denial ends it aborted before any
+	// intent.
 	if _, stop, err := r.ext.PromptScan(ctx); err != nil {
 		return nil, err
 	} else if stop != nil {
@@ -282,9 +285,10 @@ func (s *Server) openAgentSession(id uuid.UUID, goal string, tw *tripwire.Tripwi
 	return agent.Open(env, id, goal, acfg), eo
 }
 
-// limitsFor computes the effective limits (checks.md §2): the step limit is
-// min(policy max_steps, operator limit) when both are set, else whichever
-// is set, else 20.
+// limitsFor computes the effective limits
+// (docs/design/checks.md#check-order): the step limit is min(policy
+// max_steps, operator limit) when both are set, else whichever is set, else
+// 20.
 func limitsFor(ac config.Agent, pol *policy.Policy) agent.Limits {
 	steps := config.DefaultMaxSteps
 	pmax, pset := 0, false
@@ -307,7 +311,7 @@ func limitsFor(ac config.Agent, pol *policy.Policy) agent.Limits {
 }
 
 // resolvePolicy finds the policy a session enforces: by name, else by hash,
-// else none (api.md §5.2).
+// else none (docs/design/api.md#session-create).
 func (s *Server) resolvePolicy(name, hash string) (*policy.Policy, error) {
 	hash = strings.ToLower(strings.TrimSpace(hash))
 	if name == "" && hash == "" {
@@ -384,8 +388,8 @@ func (s *Server) handleSeal(rc *reqCtx) {
 	rc.writeJSON(http.StatusOK, out)
 }
 
-// clientTypes are the payload types a client may append as-is (api.md
-// §5.3), with their exact fields.
+// clientTypes are the payload types a client may append as-is
+// (docs/design/api.md#appending-events), with their exact fields.
 var clientTypes = map[string]map[string]string{
 	ledger.TypeObservation: {"content": "string"},
 	ledger.TypeThought:     {"content": "string"},

@@ -8,8 +8,9 @@ import (
 )
 
 // TestRedactCredentials: a credential that reaches a notification, in a key
-// §7 does not name or in free text, leaves as a placeholder; a session's
-// tagged placeholder in the record reaches the SIEM whole.
+// docs/design/api.md#sse does not name or in free text, leaves as a
+// placeholder; a session's tagged placeholder in the record reaches the SIEM
+// whole.
 func TestRedactCredentials(t *testing.T) {
 	for _, c := range []struct {
 		in     string

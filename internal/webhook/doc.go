@@ -1,5 +1,6 @@
-// Package webhook is IronVise's SIEM egress (ledger.md §9, api.md §8): it
-// forwards guard denials, tripwire rejections, sandbox aborts and session
+// Package webhook is IronVise's SIEM egress
+// (docs/design/ledger.md#siem-egress, docs/design/api.md#webhook-delivery):
+// it forwards guard denials, tripwire rejections, sandbox aborts and session
 // aborts (and, for API-registered webhooks that ask, policy denials and
 // observations) to HTTP receivers as JSON, ArcSight CEF or IBM LEEF 2.0.
 //
@@ -17,12 +18,12 @@
 //
 // Notify never blocks: it puts the committed ledger event on a bounded
 // intake queue, or drops and counts it. One goroutine classifies events
-// ([Classify]), redacts their payloads ([Redact], the rules of api.md §7)
-// and renders each format once; one worker per URL then POSTs in order,
-// at most RateLimit attempts per second, retrying timeouts, connection
-// failures, 5xx, 408 and 429 with jittered exponential backoff. Each
-// request carries Authorization: Bearer (a webhook's own token overrides
-// WEBHOOK_BEARER_TOKEN) and, with WEBHOOK_HMAC_SECRET, an
+// ([Classify]), redacts their payloads ([Redact], the rules of
+// docs/design/api.md#sse) and renders each format once; one worker per URL
+// then POSTs in order, at most RateLimit attempts per second, retrying
+// timeouts, connection failures, 5xx, 408 and 429 with jittered exponential
+// backoff. Each request carries Authorization: Bearer (a webhook's own token
+// overrides WEBHOOK_BEARER_TOKEN) and, with WEBHOOK_HMAC_SECRET, an
 // X-EctoLedger-Timestamp header and X-EctoLedger-Signature: sha256=<hex>
 // over "timestamp.body" ([Sign]). Bodies carry the event's id, session id,
 // sequence and content hash so a SIEM entry can be traced to the ledger.

@@ -8,16 +8,17 @@ import (
 	"github.com/ironvise/ironvise/internal/redact"
 )
 
-// Redaction of api.md §7, applied to every payload before it leaves the
-// process: webhooks carry redacted content only (ledger.md §9). Ids,
-// hashes and times travel beside the payload untouched, so a SIEM entry
-// can still be traced to the ledger event, whose stored bytes are intact.
-// The rules live in internal/redact, the one redactor of everything that
-// leaves; credentials a ledger record still holds are removed too.
+// Redaction of docs/design/api.md#sse, applied to every payload before it
+// leaves the process: webhooks carry redacted content only
+// (docs/design/ledger.md#siem-egress). Ids, hashes and times travel beside
+// the payload untouched, so a SIEM entry can still be traced to the ledger
+// event, whose stored bytes are intact. The rules live in internal/redact,
+// the one redactor of everything that leaves; credentials a ledger record
+// still holds are removed too.
 
 // Redact returns payload (a JSON document) with the redaction rules of
-// api.md §7 and credentials applied, re-encoded with sorted keys, and
-// whether anything changed. Numbers keep their text.
+// docs/design/api.md#sse and credentials applied, re-encoded with sorted
+// keys, and whether anything changed. Numbers keep their text.
 func Redact(payload []byte) ([]byte, bool, error) {
 	out, changed, err := redact.StreamJSON(payload)
 	if err != nil {
@@ -42,6 +43,6 @@ func Redact(payload []byte) ([]byte, bool, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), false, nil
 }
 
-// RedactText applies the string rules of api.md §7, then credentials, to
-// one string.
+// RedactText applies the string rules of docs/design/api.md#sse, then
+// credentials, to one string.
 func RedactText(s string) string { return redact.StreamString(s) }

@@ -216,7 +216,8 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		}
 		return sandbox.ScratchRemoved
 	}
-	// The scratch directory never outlives the command (sandbox.md §3).
+	// The scratch directory never outlives the command
+	// (docs/design/sandbox.md#linux-native-tier).
 	defer func() {
 		if !cleaned {
 			cleanup()
