@@ -6,9 +6,9 @@
 // [Run] takes the arguments and the three standard streams and returns the
 // exit code, so every command is testable in-process; only cmd/ironvise calls
 // os.Exit. Each command lives in its own file and returns an error; an
-// [exitError] carries a specific exit code (docs/design/cli.md: 0 success, 1
-// denial or failed verification, 2 usage or configuration error, pass-through
-// for exec).
+// [exitError] carries a specific exit code (docs/design/cli.md#exit-codes: 0
+// success, 1 denial or failed verification, 2 usage or configuration error,
+// pass-through for exec).
 //
 // # Limitations
 //
@@ -41,7 +41,7 @@ var (
 	commit  = "unknown"
 )
 
-// Exit codes shared by several commands (docs/design/cli.md).
+// Exit codes shared by several commands (docs/design/cli.md#exit-codes).
 const (
 	ExitOK     = 0
 	ExitDenied = 1 // a denial, a failed verification, a high finding

@@ -15,7 +15,7 @@ import (
 	"github.com/ironvise/ironvise/internal/sandbox"
 )
 
-// Exit codes of `ironvise exec` (docs/design/cli.md).
+// Exit codes of `ironvise exec` (docs/design/cli.md#exit-codes).
 const (
 	ExitExecDenied  = 126
 	ExitExecAborted = sandbox.ExitSandboxAborted

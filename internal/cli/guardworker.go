@@ -115,6 +115,6 @@ func confineWorker(log *slog.Logger) error {
 }
 
 // builtinMockScript is the built-in demo script the mock backend replays
-// when MOCK_LLM_SCRIPT is not set (docs/design/cli.md); its guard lines are
-// the mock guard's replies.
+// when MOCK_LLM_SCRIPT is not set (docs/design/agent.md#llm-backends); its
+// guard lines are the mock guard's replies.
 func builtinMockScript() []byte { return demo.Script() }

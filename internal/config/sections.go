@@ -16,7 +16,7 @@ func loadScanner(r *reader) Scanner {
 	return Scanner{Sensitivity: r.enum("SCANNER_SENSITIVITY", "medium", "low", "medium", "high")}
 }
 
-// Agent holds the agent-loop limits (docs/design/cli.md,
+// Agent holds the agent-loop limits (docs/design/cli.md#environment,
 // docs/design/checks.md#check-order, docs/design/agent.md#agent-loop).
 type Agent struct {
 	// MaxSteps is AGENT_MAX_STEPS; MaxStepsSet says whether the variable

@@ -100,7 +100,8 @@ type Session struct {
 	EventCount int64
 	// CreatedBy is the hash of the API token that created the session
 	// ("" for sessions of the CLI, or created before it was recorded); a
-	// token of scope own_sessions reaches only its own (docs/design/api.md).
+	// token of scope own_sessions reaches only its own
+	// (docs/api.md#tokens-and-roles).
 	CreatedBy string
 	// Denials counts the session's deny verdicts; it is filled only by a
 	// listing with SessionFilter.WithDenials.

@@ -220,16 +220,16 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.NewReplacer("\r", " ", "\n", " ").Replace(s)), " ")
 }
 
-// Exit codes of `ironvise exec` (docs/design/cli.md).
+// Exit codes of `ironvise exec` (docs/design/cli.md#exit-codes).
 const (
 	ExitSandboxAborted = 125
 	exitSignalBase     = 128
 )
 
 // ProcessExitCode is the exit code `ironvise exec` passes through
-// (docs/design/cli.md): the command's own code, 125 when the sandbox aborted,
-// 128 + the signal number when a signal killed the command (the wall-clock
-// timeout included).
+// (docs/design/cli.md#exit-codes): the command's own code, 125 when the
+// sandbox aborted, 128 + the signal number when a signal killed the command
+// (the wall-clock timeout included).
 func (r Result) ProcessExitCode() int {
 	switch {
 	case r.Status == StatusAborted:

@@ -1,7 +1,7 @@
 // Package server is `ironvise serve`: the HTTP API (wire-compatible with the
 // EctoLedger SDK clients 0.6.3, plus IronVise's intents, proofs, checkpoints
 // and sandbox report), the live event stream (SSE), Prometheus metrics and
-// the dashboard, on one net/http listener (docs/design/api.md).
+// the dashboard, on one net/http listener (docs/api.md).
 //
 // # Startup
 //

@@ -125,7 +125,7 @@ func (o object) boolean(key string, required bool) (bool, bool, error) {
 // or exponent. Every integer of every request body is read here, so this
 // is where a quoted number is refused: encoding/json decodes "5" into a
 // json.Number without complaint, and {"max_steps":"5"} was once accepted
-// where docs/design/api.md promises 422 (issue 13, item 8).
+// where docs/design/api.md#bodies-and-status promises 422 (issue 13, item 8).
 func (o object) integer(key string) (int64, bool, error) {
 	if !o.present(key) {
 		return 0, false, nil

@@ -11,13 +11,13 @@
 //	{"action":"run_command","params":{"command":"ls -la"},
 //	 "ironvise":{"nonce":"…","timeout_secs":28,"limits":{…},"env":[…]}}
 //
-// action and params are the intent of docs/design/checks.md (which may also
-// carry justification and reasoning); "ironvise" is what the host adds for
-// this run. The guest strips the padding, parses the JSON strictly (package
-// strictjson: a duplicate key anywhere, invalid UTF-8, a member it does
-// not know or spelled in another case, a value of the wrong type are all
-// refused) and runs params.command for run_command; any other action is
-// unsupported.
+// action and params are the intent of docs/design/checks.md#intent-model
+// (which may also carry justification and reasoning); "ironvise" is what the
+// host adds for this run. The guest strips the padding, parses the JSON
+// strictly (package strictjson: a duplicate key anywhere, invalid UTF-8, a
+// member it does not know or spelled in another case, a value of the wrong
+// type are all refused) and runs params.command for run_command; any other
+// action is unsupported.
 //
 // # The result frame
 //
