@@ -83,6 +83,7 @@
 //     package only applies them ([ApplyRules]).
 //   - Hex payloads are decoded when they are one run of hex digits; spaced
 //     or escaped hex (\x69) is not.
-//   - Redaction shares the scan's time budget (docs/design/checks.md#scanner-pipeline); its limits
-//     are those of internal/redact.
+//   - Redaction shares the scan's time budget
+//     (docs/design/checks.md#scanner-pipeline); its limits are those of
+//     internal/redact.
 package scan
