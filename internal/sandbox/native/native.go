@@ -1,7 +1,8 @@
 // Package native implements the native sandbox tier of each host OS
 // (docs/design/sandbox.md#linux-native-tier and
-// docs/design/sandbox.md#windows-tier): Landlock + seccomp-BPF + rlimits on
-// Linux, a Seatbelt profile on macOS, Job Objects on Windows.
+// docs/design/sandbox.md#macos-tier and docs/design/sandbox.md#windows-tier):
+// Landlock + seccomp-BPF + rlimits on Linux, a Seatbelt profile on macOS, Job
+// Objects on Windows.
 //
 // # Linux
 //
