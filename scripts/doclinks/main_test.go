@@ -29,6 +29,15 @@ func tree(t *testing.T, files map[string]string) string {
 	return root
 }
 
+// expect checks the tree of files and compares the problems found, as
+// "file:line: ref", with want.
+func expect(t *testing.T, files map[string]string, want []string) {
+	t.Helper()
+	if got := found(t, tree(t, files)); !reflect.DeepEqual(got, reals(want)) {
+		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(reals(want), "\n"))
+	}
+}
+
 // found lists the problems as "file:line: ref".
 func found(t *testing.T, root string) []string {
 	t.Helper()
@@ -74,7 +83,7 @@ const designPage = `# Design
 `
 
 func TestGoCommentsAndStrings(t *testing.T) {
-	root := tree(t, map[string]string{
+	expect(t, map[string]string{
 		"DOCS/design/x.md": designPage,
 		"a.go": "package a\n" + // 01
 			"\n" + // 02
@@ -89,8 +98,7 @@ func TestGoCommentsAndStrings(t *testing.T) {
 			"var s = \"checks.md " + sect + "1 in a string is not a comment\"\n" + // 11
 			"var p = \"see DOCS/nope.md\" // bare " + sect + "9 step 5\n" + // 12
 			"/* block: `api.md` " + sect + "7 */\n", // 13
-	})
-	want := []string{
+	}, []string{
 		"a.go:04: DOCS/design/x.md#bad",
 		"a.go:05: DOCS/missing.md",
 		"a.go:06: checks.md " + sect + "10.1",
@@ -98,14 +106,11 @@ func TestGoCommentsAndStrings(t *testing.T) {
 		"a.go:12: " + sect + "9",
 		"a.go:12: DOCS/nope.md",
 		"a.go:13: api.md " + sect + "7",
-	}
-	if got := found(t, root); !reflect.DeepEqual(got, reals(want)) {
-		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(reals(want), "\n"))
-	}
+	})
 }
 
 func TestScripts(t *testing.T) {
-	root := tree(t, map[string]string{
+	expect(t, map[string]string{
 		"DOCS/design/x.md":   designPage,
 		"scripts/setup.sh":   "#!/bin/sh\n# the tier (sandbox.md " + sect + "3)\n# DOCS/design/x.md#good\n",
 		".ci/run":            "#!/bin/sh\n# DOCS/design/x.md#gone\n",
@@ -113,19 +118,15 @@ func TestScripts(t *testing.T) {
 		"web/app.js":         "// (api.md " + sect + "9)\n",
 		"web/style.css":      "/* (api.md " + sect + "9) is not a script */\n",
 		"internal/x/doc.txt": "checks.md " + sect + "1 outside the checked files\n",
-	})
-	want := []string{
+	}, []string{
 		".ci/run:02: DOCS/design/x.md#gone",
 		"scripts/setup.sh:02: sandbox.md " + sect + "3",
 		"web/app.js:01: api.md " + sect + "9",
-	}
-	if got := found(t, root); !reflect.DeepEqual(got, reals(want)) {
-		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(reals(want), "\n"))
-	}
+	})
 }
 
 func TestMarkdownLinks(t *testing.T) {
-	root := tree(t, map[string]string{
+	expect(t, map[string]string{
 		"DOCS/design/x.md": designPage,
 		"DOCS/img.png":     "",
 		"README.md": "# Top\n" + // 01
@@ -139,17 +140,13 @@ func TestMarkdownLinks(t *testing.T) {
 			"`[inline code](nowhere.md)`\n" + // 11
 			"[ref]: DOCS/design/x.md#missing-ref\n", // 12
 		"DOCS/design/y.md": "[up](../../README.md#top) [sibling](x.md#dup) [wrong](../design.md)\n",
-	})
-	want := []string{
+	}, []string{
 		"README.md:04: DOCS/design/x.md#nope",
 		"README.md:05: DOCS/gone.md",
 		"README.md:06: #bottom",
 		"README.md:12: DOCS/design/x.md#missing-ref",
 		"DOCS/design/y.md:01: ../design.md",
-	}
-	if got := found(t, root); !reflect.DeepEqual(got, reals(want)) {
-		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(reals(want), "\n"))
-	}
+	})
 }
 
 func TestSlug(t *testing.T) {
