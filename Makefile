@@ -6,7 +6,7 @@ COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X $(PKG)/internal/cli.version=$(VERSION) -X $(PKG)/internal/cli.commit=$(COMMIT)
 BIN       := bin
 
-.PHONY: all build verify-cert demo test lint vet fmt-check unit cross bench fuzz clean
+.PHONY: all build verify-cert demo test lint vet fmt-check doclinks unit cross bench fuzz clean
 
 all: build
 
@@ -22,8 +22,8 @@ verify-cert:
 demo: build
 	./scripts/demo.sh
 
-## test: formatting, vet (linux, darwin, windows), staticcheck, cross-builds, race-enabled tests
-test: fmt-check vet lint cross unit
+## test: formatting, vet (linux, darwin, windows), staticcheck, documentation references, cross-builds, race-enabled tests
+test: fmt-check vet lint doclinks cross unit
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -36,6 +36,10 @@ vet:
 
 lint:
 	$(GO) tool staticcheck ./...
+
+## doclinks: every docs/ path and anchor the code, scripts and Markdown cite exists; no citations of the old external spec
+doclinks:
+	$(GO) run ./scripts/doclinks
 
 unit:
 	$(GO) test -race -count=1 ./...

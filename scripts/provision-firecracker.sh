@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # provision-firecracker.sh — install a root filesystem (and, if asked, a guest
-# kernel) for IronVise's Firecracker tier (sandbox.md §7).
+# kernel) for IronVise's Firecracker tier
+# (docs/design/sandbox.md#firecracker-tier).
 #
 #   scripts/provision-firecracker.sh --rootfs busybox [--prefix DIR] [--guest PATH]
 #   scripts/provision-firecracker.sh [--prefix DIR]            # tries the official CI rootfs first

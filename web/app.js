@@ -315,7 +315,8 @@
     es.onerror = () => {
       es.close();
       setStream('reconnecting', '');
-      // Reconnect with backoff: 2 s doubling to 30 s (api.md §9).
+      // Reconnect with backoff: 2 s doubling to 30 s
+      // (docs/design/api.md#dashboard).
       setTimeout(connect, state.backoff);
       state.backoff = Math.min(state.backoff * 2, 30000);
     };

@@ -1,6 +1,7 @@
-// Package web holds the dashboard of `ironvise serve` (api.md §9): plain
-// HTML, CSS and JavaScript with no build step and no external assets. The
-// server inlines the three files into one self-contained page.
+// Package web holds the dashboard of `ironvise serve`
+// (docs/design/api.md#dashboard): plain HTML, CSS and JavaScript with no
+// build step and no external assets. The server inlines the three files into
+// one self-contained page.
 //
 // # Limitations
 //

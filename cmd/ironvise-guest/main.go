@@ -1,12 +1,12 @@
 //go:build linux
 
 // Command ironvise-guest is the init of IronVise's Firecracker guests
-// (sandbox.md §7). It reads the intent image — strictly: an image with a
-// duplicate or unknown member, a member name in another case or invalid
-// UTF-8 is refused (package guestproto) — runs params.command of a
-// run_command intent as an unprivileged user with only the sandbox's
-// allowlisted environment (package envallow), writes the framed result to
-// the serial console and powers the VM off.
+// (docs/design/sandbox.md#firecracker-tier). It reads the intent image —
+// strictly: an image with a duplicate or unknown member, a member name in
+// another case or invalid UTF-8 is refused (package guestproto) — runs
+// params.command of a run_command intent as an unprivileged user with only
+// the sandbox's allowlisted environment (package envallow), writes the framed
+// result to the serial console and powers the VM off.
 //
 // # As PID 1
 //

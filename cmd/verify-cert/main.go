@@ -7,15 +7,15 @@
 //
 //	verify-cert (--issuer-key KEY | --issuer-key-file FILE | --allow-unpinned) [--checkpoint FILE] [--json] [--max-bytes N] CERTIFICATE.elc
 //
-// It prints the five pillars of ledger.md §8 (issuer signature; hash
-// chain; event signatures and key rotations; Merkle inclusion in the
-// signed checkpoint; goal/policy binding and findings evidence) and exits
-// 0 when all hold, 1 when the certificate is invalid, unsigned or
-// unreadable, and 2 on a usage error, including a missing pin. KEY is what
-// `ironvise issuer-key` prints: 64 hex digits, a did:key or the checkpoint
-// verifier key; --issuer-key never reads a file, --issuer-key-file always
-// does. Only with --allow-unpinned is a certificate checked against the key
-// it names, which proves only that it is self-consistent.
+// It prints the five pillars of docs/design/ledger.md#evidence-exports
+// (issuer signature; hash chain; event signatures and key rotations; Merkle
+// inclusion in the signed checkpoint; goal/policy binding and findings
+// evidence) and exits 0 when all hold, 1 when the certificate is invalid,
+// unsigned or unreadable, and 2 on a usage error, including a missing pin.
+// KEY is what `ironvise issuer-key` prints: 64 hex digits, a did:key or the
+// checkpoint verifier key; --issuer-key never reads a file, --issuer-key-file
+// always does. Only with --allow-unpinned is a certificate checked against
+// the key it names, which proves only that it is self-consistent.
 package main
 
 import (

@@ -9,10 +9,11 @@
 // the path checks just before opening and opens beneath the root without
 // following any symlink, and http_get dials only the addresses the check
 // resolved, re-verifies the peer address on connect, and re-runs the URL
-// checks on every redirect hop (checks.md §6.2 step 6, §6.3 step 8).
-// read_file refuses the protected paths (IronVise's data directory, the
-// credential stores; reason path_protected) by name at the re-check, and
-// by identity once the file is open, so a hard link to one is refused too.
+// checks on every redirect hop (docs/design/checks.md#tripwire-paths step 6,
+// docs/design/checks.md#tripwire-urls step 8). read_file refuses the
+// protected paths (IronVise's data directory, the credential stores; reason
+// path_protected) by name at the re-check, and by identity once the file is
+// open, so a hard link to one is refused too.
 //
 // # Usage
 //
@@ -29,7 +30,8 @@ import (
 	"io"
 )
 
-// MaxCollect is the most bytes kept of one stream (checks.md §10.1 step 1).
+// MaxCollect is the most bytes kept of one stream
+// (docs/design/checks.md#scanner-pipeline step 1).
 const MaxCollect = 1 << 20
 
 // Output is a collected stream: at most MaxCollect bytes and the total.

@@ -44,13 +44,13 @@ type HTTPResult struct {
 var ErrRedirectBlocked = errors.New("action: redirect blocked by the tripwire")
 
 // Get fetches rawURL. checked is the address set the tripwire resolved
-// when it allowed the intent (checks.md §6.3 step 8: the request dials only
-// that set, so a DNS answer that changes after the check cannot move it);
-// with none, the URL is checked and resolved here. It returns the verdicts
-// reached at execute time (the first request when it was checked here,
-// and every redirect hop; phase "execute"); a denied one ends the request.
-// err is set for transport failures and blocked redirects, and then the
-// result is nil.
+// when it allowed the intent (docs/design/checks.md#tripwire-urls step 8: the
+// request dials only that set, so a DNS answer that changes after the check
+// cannot move it); with none, the URL is checked and resolved here. It
+// returns the verdicts reached at execute time (the first request when it was
+// checked here, and every redirect hop; phase "execute"); a denied one ends
+// the request. err is set for transport failures and blocked redirects, and
+// then the result is nil.
 func (h *HTTP) Get(ctx context.Context, rawURL string, checked []netip.Addr) (*HTTPResult, []verdict.Verdict, error) {
 	tw := h.Tripwire
 	var verdicts []verdict.Verdict

@@ -13,17 +13,19 @@ import (
 )
 
 // DecidedByAPIPrefix starts the decided_by of a decision posted through the
-// API: "operator:api:<label of the deciding token>" (checks.md §11).
+// API: "operator:api:<label of the deciding token>"
+// (docs/design/checks.md#check-events).
 const DecidedByAPIPrefix = "operator:api:"
 
 // DefaultApprovalPoll is how often a waiting gate looks for its decision.
 const DefaultApprovalPoll = 100 * time.Millisecond
 
 // APIApprover implements check.Approver for sessions served over the HTTP
-// API (api.md §5.10, checks.md §5 "REST"): it records the pending gate in the
-// ledger's approvals table, where every instance sharing the database sees
-// it, and waits until a decision is stored there (route 25, or a seal) or the
-// gate times out.
+// API (docs/design/api.md#tokens-webhooks-policies,
+// docs/design/checks.md#approval-gates "REST"): it records the pending gate
+// in the ledger's approvals table, where every instance sharing the database
+// sees it, and waits until a decision is stored there (route 25, or a seal)
+// or the gate times out.
 //
 // The approvals table is the one arbiter: a timeout is itself stored with
 // DecideApproval, so when a decision and the timeout race, whichever the
@@ -136,8 +138,8 @@ func DecodeDecision(s string) (decidedBy string, reason *string) {
 }
 
 // APIDecisionReason is the recorded reason of a decision posted through the
-// API (api.md §5.10): decided_by, then ": <reason>" when the operator gave
-// one.
+// API (docs/design/api.md#tokens-webhooks-policies): decided_by, then ":
+// <reason>" when the operator gave one.
 func APIDecisionReason(decidedBy, text string) string {
 	if text == "" {
 		return decidedBy

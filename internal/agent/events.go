@@ -5,11 +5,13 @@ import (
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
-// Payloads of the events the agent writes (checks.md §11, api.md §6.3,
-// agent.md §1). Field names are wire names read by SDK clients and the
-// dashboard; never rename them.
+// Payloads of the events the agent writes
+// (docs/design/checks.md#check-events, docs/design/api.md#event-payloads,
+// docs/design/agent.md#agent-loop). Field names are wire names read by SDK
+// clients and the dashboard; never rename them.
 
-// MaxRawRecorded caps intent_proposed.raw (checks.md §11: ≤ 16 KiB).
+// MaxRawRecorded caps intent_proposed.raw
+// (docs/design/checks.md#check-events: ≤ 16 KiB).
 const MaxRawRecorded = 16 << 10
 
 type intentProposedEvent struct {

@@ -13,11 +13,12 @@ import (
 
 // External drives a session whose intents come from outside IronVise — an
 // agent that submits them one at a time through the API's intents endpoint
-// (api.md §5.6) — with the same checks, commit, sandbox and observation as
-// the loop, and the loop's limits (checks.md §2, agent.md §1): the step limit,
-// the consecutive-denial circuit breakers, loop detection, the lost guard and
-// observation-rule aborts end the session, and later submissions are refused
-// with ErrClosed.
+// (docs/design/api.md#intents) — with the same checks, commit, sandbox and
+// observation as the loop, and the loop's limits
+// (docs/design/checks.md#check-order, docs/design/agent.md#agent-loop): the
+// step limit, the consecutive-denial circuit breakers, loop detection, the
+// lost guard and observation-rule aborts end the session, and later
+// submissions are refused with ErrClosed.
 //
 // Submissions are processed one at a time; the caller orders them.
 type External struct {
@@ -65,8 +66,8 @@ func NewExternal(s *Session, o ExternalOptions) *External {
 }
 
 // PromptScan runs the prompt scan on the session's goal once, before any
-// intent (checks.md §9), and records its verdict. A denial ends the session
-// aborted and is returned as the Stop.
+// intent (docs/design/checks.md#prompt-scan), and records its verdict. A
+// denial ends the session aborted and is returned as the Stop.
 func (e *External) PromptScan(ctx context.Context) (verdict.Verdict, *Stop, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -158,7 +159,8 @@ func (e *External) after(ctx context.Context, res *StepResult) (*Stop, error) {
 }
 
 // Interrupt ends a running session aborted with halt_interrupted (server
-// shutdown, agent.md §1). It is a no-op on an ended session.
+// shutdown, docs/design/agent.md#agent-loop). It is a no-op on an ended
+// session.
 func (e *External) Interrupt(ctx context.Context, message string) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -17,9 +17,9 @@ import (
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
-// Limits bound one run (agent.md §1, checks.md §2). Zero values select the
-// documented defaults, except TokenBudget and KeyRotationSteps where zero
-// means off.
+// Limits bound one run (docs/design/agent.md#agent-loop,
+// docs/design/checks.md#check-order). Zero values select the documented
+// defaults, except TokenBudget and KeyRotationSteps where zero means off.
 type Limits struct {
 	MaxSteps                  int
 	LLMErrorLimit             int
@@ -99,7 +99,8 @@ type Outcome struct {
 	Tokens      int
 }
 
-// counters are the consecutive-failure counters of checks.md §2.
+// counters are the consecutive-failure counters of
+// docs/design/checks.md#check-order.
 type counters struct {
 	LLMErrors     int `json:"llm_errors"`
 	CheckDenials  int `json:"check_denials"`
@@ -288,7 +289,7 @@ func (s *Session) account(st *loopState, res *StepResult, out *Outcome) StepRepo
 		d := cr.Decisive
 		st.LastDenial = fmt.Sprintf("check=%s code=%s message=%s", d.Check, d.Code, d.Message)
 		// Each counter counts consecutive steps of its kind; a step of any
-		// other outcome breaks the run (checks.md §2).
+		// other outcome breaks the run (docs/design/checks.md#check-order).
 		c := &st.Counters
 		switch d.Check {
 		case verdict.CheckSchema:

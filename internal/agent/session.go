@@ -88,7 +88,7 @@ type Session struct {
 
 	// mu serialises steps; the fields below are guarded by it.
 	mu    sync.Mutex
-	flags []string // deterministic flags raised so far (checks.md §8)
+	flags []string // deterministic flags raised so far (docs/design/checks.md#flags)
 }
 
 // Open binds a session that exists in the ledger to its checks.
@@ -112,7 +112,7 @@ func (s *Session) AddFlags(flags ...string) {
 	s.flags = appendUnique(s.flags, flags...)
 }
 
-// Source says who proposed an intent (api.md §6.3).
+// Source says who proposed an intent (docs/design/api.md#event-payloads).
 type Source string
 
 // Sources of intents.
@@ -391,9 +391,10 @@ func (s *Session) appendSandboxResult(ctx context.Context, intentID string, r sa
 }
 
 // ledgerObservations resolves findings evidence from this session's
-// observation events (checks.md §3 step 9): only an observation IronVise
-// recorded from an action it executed counts (ledger.ExecutedObservation),
-// never one a client appended through the API, whatever it says.
+// observation events (docs/design/checks.md#schema-check step 9): only an
+// observation IronVise recorded from an action it executed counts
+// (ledger.ExecutedObservation), never one a client appended through the API,
+// whatever it says.
 type ledgerObservations struct {
 	ctx     context.Context
 	l       *ledger.Ledger

@@ -1,6 +1,6 @@
 // Package check runs the check pipeline on one proposed intent: schema →
-// policy → tripwire → approval → guard (checks.md §2), and returns every
-// verdict in order with the one that decided.
+// policy → tripwire → approval → guard (docs/design/checks.md#check-order),
+// and returns every verdict in order with the one that decided.
 //
 // # Contract
 //
@@ -44,8 +44,9 @@ type Policy interface {
 	// Evaluate returns allow, deny or require_approval for a view.
 	Evaluate(v *tripwire.View) verdict.Verdict
 	// TriggeredGates collects the approval gates for a view the tripwire
-	// allowed, given the policy's verdict (checks.md §5). ok is false when
-	// no gate is triggered.
+	// allowed, given the policy's verdict
+	// (docs/design/checks.md#approval-gates). ok is false when no gate is
+	// triggered.
 	TriggeredGates(v *tripwire.View, policyVerdict verdict.Verdict) (req GateRequest, ok bool)
 }
 
@@ -71,12 +72,13 @@ type GuardRequest struct {
 	Goal      string
 	Intent    *intent.Intent
 	// Flags are the deterministic flags of this step and of earlier steps
-	// of the session (checks.md §8).
+	// of the session (docs/design/checks.md#flags).
 	Flags []string
 }
 
-// Approver decides an approval request (checks.md §5 channels). It must
-// return within the request's timeout; a nil Approver means no approver.
+// Approver decides an approval request (docs/design/checks.md#approval-gates
+// channels). It must return within the request's timeout; a nil Approver
+// means no approver.
 type Approver interface {
 	Decide(ctx context.Context, req ApprovalRequest) ApprovalDecision
 }
@@ -106,7 +108,7 @@ type ApprovalDecision struct {
 	TimedOut bool `json:"-"`
 }
 
-// Decided-by values of checks.md §11.
+// Decided-by values of docs/design/checks.md#check-events.
 const (
 	DecidedByTimeout    = "timeout"
 	DecidedByNoApprover = "no_approver"
@@ -418,12 +420,14 @@ func (p *Pipeline) approve(ctx context.Context, res *Result, step int, gr GateRe
 	return v
 }
 
-// MaxParamsSummary caps action_params_summary (checks.md §11: ≤ 1 KiB).
+// MaxParamsSummary caps action_params_summary
+// (docs/design/checks.md#check-events: ≤ 1 KiB).
 const MaxParamsSummary = 1024
 
-// summarize is the compact JSON of the intent's params (api.md §5.10),
-// cut to MaxParamsSummary bytes at a rune boundary. encoding/json sorts map
-// keys, so the summary is stable.
+// summarize is the compact JSON of the intent's params
+// (docs/design/api.md#tokens-webhooks-policies), cut to MaxParamsSummary
+// bytes at a rune boundary. encoding/json sorts map keys, so the summary is
+// stable.
 func summarize(in *intent.Intent) string {
 	b, err := json.Marshal(in.Params())
 	if err != nil {

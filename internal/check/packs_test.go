@@ -10,8 +10,8 @@ import (
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
-// TestSpecApprovalWithPacks runs checks.md §13 cases 39–41 through the
-// whole pipeline with the real SOC 2 pack.
+// TestSpecApprovalWithPacks runs docs/design/checks.md#acceptance-cases cases
+// 39–41 through the whole pipeline with the real SOC 2 pack.
 func TestSpecApprovalWithPacks(t *testing.T) {
 	tw := newTripwire(t)
 	ws := tw.Config().AllowedRoots[0]

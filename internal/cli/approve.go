@@ -12,10 +12,11 @@ import (
 	"github.com/ironvise/ironvise/internal/check"
 )
 
-// terminalApprover asks the operator on the terminal (checks.md §5, CLI
-// --interactive): the request goes to stderr with a countdown, one line is
-// read from stdin, and y or yes approves. Anything else, EOF or a read
-// error rejects; no answer before the gate's timeout resolves as a timeout.
+// terminalApprover asks the operator on the terminal
+// (docs/design/checks.md#approval-gates, CLI --interactive): the request goes
+// to stderr with a countdown, one line is read from stdin, and y or yes
+// approves. Anything else, EOF or a read error rejects; no answer before the
+// gate's timeout resolves as a timeout.
 type terminalApprover struct {
 	out io.Writer
 	tty bool

@@ -8,9 +8,9 @@
 // [Run] takes the arguments and the three standard streams and returns the
 // exit code, so every command is testable in-process; only cmd/ironvise calls
 // os.Exit. Each command lives in its own file and returns an error; an
-// [exitError] carries a specific exit code (cli.md: 0 success, 1 denial or
-// failed verification, 2 usage or configuration error, pass-through for
-// exec).
+// [exitError] carries a specific exit code (docs/design/cli.md#exit-codes: 0
+// success, 1 denial or failed verification, 2 usage or configuration error,
+// pass-through for exec).
 //
 // # Limitations
 //
@@ -42,7 +42,7 @@ var (
 	commit  = "unknown"
 )
 
-// Exit codes shared by several commands (cli.md).
+// Exit codes shared by several commands (docs/design/cli.md#exit-codes).
 const (
 	ExitOK     = 0
 	ExitDenied = 1 // a denial, a failed verification, a high finding
@@ -116,8 +116,9 @@ type app struct {
 	hooks atomic.Pointer[webhook.Dispatcher]
 }
 
-// ledgerTiming overrides the ledger's session lease (ledger.md §6) and the
-// deadline of each ledger write of a step; zero fields keep the defaults.
+// ledgerTiming overrides the ledger's session lease
+// (docs/design/ledger.md#session-lifecycle) and the deadline of each ledger
+// write of a step; zero fields keep the defaults.
 type ledgerTiming struct {
 	lease, write time.Duration
 }

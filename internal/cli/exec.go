@@ -17,7 +17,7 @@ import (
 	"github.com/ironvise/ironvise/internal/session"
 )
 
-// Exit codes of `ironvise exec` (cli.md).
+// Exit codes of `ironvise exec` (docs/design/cli.md#exit-codes).
 const (
 	ExitExecDenied  = 126
 	ExitExecAborted = sandbox.ExitSandboxAborted

@@ -18,9 +18,10 @@ import (
 )
 
 // guardWorkerCommand is `ironvise guard-worker`, the guard process that
-// IronVise starts for each session (checks.md §7, agent.md §3). It is
-// hidden: it speaks a binary protocol on stdin/stdout and refuses to run
-// without the key its host hands it.
+// IronVise starts for each session (docs/design/checks.md#guard-protocol,
+// docs/design/agent.md#guard-worker). It is hidden: it speaks a binary
+// protocol on stdin/stdout and refuses to run without the key its host hands
+// it.
 func (a *app) guardWorkerCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:    guard.WorkerArg,
@@ -92,11 +93,11 @@ func takeGuardKey(look config.Lookup) ([]byte, error) {
 }
 
 // confineWorker applies the worker's own OS confinement before it serves
-// (agent.md §3): a seccomp allowlist suited to an HTTPS client (no exec, no
-// ptrace) and Landlock with no file-system write access, on every thread.
-// On Linux a failure stops the worker, so the host denies with
-// guard_unavailable rather than consult an unconfined guard. On macOS and
-// Windows IronVise has no self-confinement (sandbox/native); the guard
+// (docs/design/agent.md#guard-worker): a seccomp allowlist suited to an HTTPS
+// client (no exec, no ptrace) and Landlock with no file-system write access,
+// on every thread. On Linux a failure stops the worker, so the host denies
+// with guard_unavailable rather than consult an unconfined guard. On macOS
+// and Windows IronVise has no self-confinement (sandbox/native); the guard
 // must still work there, so the worker asks for best effort and logs a
 // warning that it runs unconfined.
 func confineWorker(log *slog.Logger) error {
@@ -114,6 +115,6 @@ func confineWorker(log *slog.Logger) error {
 }
 
 // builtinMockScript is the built-in demo script the mock backend replays
-// when MOCK_LLM_SCRIPT is not set (cli.md); its guard lines are the mock
-// guard's replies.
+// when MOCK_LLM_SCRIPT is not set (docs/design/agent.md#llm-backends); its
+// guard lines are the mock guard's replies.
 func builtinMockScript() []byte { return demo.Script() }

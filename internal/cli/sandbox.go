@@ -14,9 +14,9 @@ import (
 	"github.com/ironvise/ironvise/internal/session"
 )
 
-// sandboxTier selects the configured tier (sandbox.md §2). Commands that run
-// intents (exec, audit, serve) use it; serve calls SelfTest on the result
-// before it listens.
+// sandboxTier selects the configured tier
+// (docs/design/sandbox.md#tier-selection). Commands that run intents (exec,
+// audit, serve) use it; serve calls SelfTest on the result before it listens.
 func (a *app) sandboxTier(tierFlag string) (sandbox.Tier, error) {
 	cfg, err := a.config()
 	if err != nil {

@@ -13,8 +13,8 @@ import (
 )
 
 // resolveWorkspace makes dir (default: the working directory) absolute and
-// symlink-resolved, once, as checks.md defines the workspace, and refuses
-// the file-system root and the system directories (/etc, /usr, …, and
+// symlink-resolved, once, as docs/design/checks.md defines the workspace, and
+// refuses the file-system root and the system directories (/etc, /usr, …, and
 // their real locations such as /usr/bin for /bin). The caller refuses a
 // workspace inside a protected path once the list is known
 // (checkWorkspace).

@@ -13,7 +13,7 @@ import (
 )
 
 // verifyJSON is `ironvise verify-session --json`: the API's VerifyResult
-// (api.md §5.5) plus each check's detail.
+// (docs/design/api.md#verify-and-evidence) plus each check's detail.
 type verifyJSON struct {
 	OK              bool                    `json:"ok"`
 	SessionID       string                  `json:"session_id"`

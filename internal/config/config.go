@@ -1,5 +1,6 @@
 // Package config is the one place that reads IronVise's environment
-// variables (cli.md). Everything else takes typed options.
+// variables (docs/design/cli.md#environment). Everything else takes typed
+// options.
 //
 // # Why one place
 //

@@ -11,9 +11,10 @@ import (
 )
 
 // OSLookup returns a Lookup over the process environment, falling back to
-// the KEY=VALUE lines of dotenvPath when that file exists (cli.md: a .env in
-// the working directory is loaded; the environment wins). A malformed .env
-// is an error naming the file and line.
+// the KEY=VALUE lines of dotenvPath when that file exists
+// (docs/design/cli.md#conventions: a .env in the working directory is loaded;
+// the environment wins). A malformed .env is an error naming the file and
+// line.
 func OSLookup(dotenvPath string) (Lookup, error) {
 	file, err := readDotEnv(dotenvPath)
 	if err != nil {

@@ -7,7 +7,9 @@ import (
 	"strings"
 )
 
-// Ledger configures the evidence store (ledger.md §1, §4, §5; cli.md).
+// Ledger configures the evidence store (docs/design/ledger.md#backends,
+// docs/design/ledger.md#signing-keys, docs/design/ledger.md#merkle-log;
+// docs/design/cli.md).
 type Ledger struct {
 	// DatabaseURL is DATABASE_URL: "" (embedded SQLite file in the data
 	// dir), sqlite://PATH, sqlite:PATH, sqlite::memory:, postgres://… or

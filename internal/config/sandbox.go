@@ -1,6 +1,6 @@
 package config
 
-// Sandbox configures command confinement (sandbox.md).
+// Sandbox configures command confinement (docs/design/sandbox.md).
 type Sandbox struct {
 	// Permissive is ECTO_SANDBOX_PERMISSIVE=true: run without OS
 	// confinement, warn on every action and record it. Development only.
@@ -24,12 +24,14 @@ type Sandbox struct {
 	// Linux tier runs commands as this user (a name or a numeric uid).
 	User string
 	// DockerImage is ECTO_DOCKER_IMAGE and FCBinary is ECTO_FC_BINARY;
-	// setting them selects the tier (sandbox.md §2).
+	// setting them selects the tier (docs/design/sandbox.md#tier-selection).
 	DockerImage string
 	FCBinary    string
-	// Docker configures the container tier (sandbox.md §6).
+	// Docker configures the container tier
+	// (docs/design/sandbox.md#container-tier).
 	Docker Docker
-	// Firecracker configures the microVM tier (sandbox.md §7).
+	// Firecracker configures the microVM tier
+	// (docs/design/sandbox.md#firecracker-tier).
 	Firecracker Firecracker
 }
 
@@ -60,7 +62,7 @@ type Firecracker struct {
 	TimeoutSecs int
 }
 
-// Defaults of the native tier (sandbox.md §3).
+// Defaults of the native tier (docs/design/sandbox.md#linux-native-tier).
 const (
 	DefaultSandboxTimeoutSecs = 30
 	DefaultSandboxCPUSecs     = 30
@@ -71,7 +73,9 @@ const (
 	MaxSandboxScratchMiB = 65536
 )
 
-// Defaults of the container and microVM tiers (sandbox.md §6, §7).
+// Defaults of the container and microVM tiers
+// (docs/design/sandbox.md#container-tier,
+// docs/design/sandbox.md#firecracker-tier).
 const (
 	DefaultDockerRuntime     = "auto"
 	DefaultDockerMemory      = "256m"

@@ -5,7 +5,8 @@ import (
 	"strings"
 )
 
-// Scanner configures the output scanner (checks.md §10).
+// Scanner configures the output scanner
+// (docs/design/checks.md#output-scanner).
 type Scanner struct {
 	// Sensitivity is low, medium or high.
 	Sensitivity string
@@ -15,11 +16,12 @@ func loadScanner(r *reader) Scanner {
 	return Scanner{Sensitivity: r.enum("SCANNER_SENSITIVITY", "medium", "low", "medium", "high")}
 }
 
-// Agent holds the agent-loop limits (cli.md, checks.md §2, agent.md §1).
+// Agent holds the agent-loop limits (docs/design/cli.md#environment,
+// docs/design/checks.md#check-order, docs/design/agent.md#agent-loop).
 type Agent struct {
 	// MaxSteps is AGENT_MAX_STEPS; MaxStepsSet says whether the variable
 	// was present, because the effective limit differs when it is not
-	// (checks.md §2).
+	// (docs/design/checks.md#check-order).
 	MaxSteps                  int
 	MaxStepsSet               bool
 	SnapshotInterval          int
@@ -31,8 +33,9 @@ type Agent struct {
 	TokenBudget int
 	// KeyRotationSteps is 0 when rotation is off.
 	KeyRotationSteps int
-	// AllowedDomains seeds tripwire.json allowed_domains (checks.md §6.4);
-	// AllowedDomainsSet says whether the variable was given.
+	// AllowedDomains seeds tripwire.json allowed_domains
+	// (docs/design/checks.md#tripwire-json); AllowedDomainsSet says whether the
+	// variable was given.
 	AllowedDomains    []string
 	AllowedDomainsSet bool
 }
@@ -62,7 +65,7 @@ func loadAgent(r *reader) Agent {
 	return a
 }
 
-// Guard configures check 4 (checks.md §7).
+// Guard configures check 4 (docs/design/checks.md#guard-protocol).
 type Guard struct {
 	// Required is false only for GUARD_REQUIRED=false/0/no (any case).
 	Required bool
@@ -93,10 +96,11 @@ func loadGuard(r *reader) Guard {
 	return g
 }
 
-// Validate applies the startup rule of checks.md §7 for commands that run
-// the guard (audit, serve): when the guard is required, its backend and
-// model must be named — except that a mock primary backend with no guard
-// backend makes the guard a mock too. It returns the effective guard.
+// Validate applies the startup rule of docs/design/checks.md#guard-protocol
+// for commands that run the guard (audit, serve): when the guard is required,
+// its backend and model must be named — except that a mock primary backend
+// with no guard backend makes the guard a mock too. It returns the effective
+// guard.
 func (g Guard) Validate(primaryBackend string) (Guard, error) {
 	if !g.Required {
 		return g, nil
@@ -159,7 +163,8 @@ func (s Secret) GoString() string { return s.String() }
 // MarshalText implements encoding.TextMarshaler with a redacted value.
 func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
-// LLM configures the primary model backend (agent.md §2).
+// LLM configures the primary model backend
+// (docs/design/agent.md#llm-backends).
 type LLM struct {
 	Backend         string
 	OllamaBaseURL   string

@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// Server configures `ironvise serve` (api.md §2): the listener, the
-// bootstrapped tokens, the rate limits, the SSE keep-alive, proxies, CORS
-// and the demo switch.
+// Server configures `ironvise serve` (docs/design/api.md#server-config): the
+// listener, the bootstrapped tokens, the rate limits, the SSE keep-alive,
+// proxies, CORS and the demo switch.
 type Server struct {
 	// BindHost and BindPort are ECTO_BIND_HOST (default 127.0.0.1) and
 	// ECTO_BIND_PORT (default 3000; 0 lets the OS choose).
@@ -23,8 +23,8 @@ type Server struct {
 	ObserverToken Secret
 	AuditorToken  Secret
 	AgentToken    Secret
-	// The three token-bucket limiters (api.md §3.4): refill per second and
-	// capacity.
+	// The three token-bucket limiters (docs/design/api.md#rate-limits): refill
+	// per second and capacity.
 	APIRate, APIBurst         int
 	SessionRate, SessionBurst int
 	SSERate, SSEBurst         int
@@ -73,7 +73,7 @@ type Server struct {
 	EVMContractAddress string
 }
 
-// Defaults of the serve variables (api.md §2).
+// Defaults of the serve variables (docs/design/api.md#server-config).
 const (
 	DefaultBindHost         = "127.0.0.1"
 	DefaultBindPort         = 3000
@@ -106,8 +106,9 @@ func loadServer(r *reader) Server {
 	s.ObserverToken = r.token("OBSERVER_TOKEN")
 	s.AuditorToken = r.token("ECTOLEDGER_AUDITOR_TOKEN")
 	s.AgentToken = r.token("ECTOLEDGER_AGENT_TOKEN")
-	// Rate limits and the keep-alive must be positive integers (api.md §2);
-	// zero would silently disable a limiter or flood streams.
+	// Rate limits and the keep-alive must be positive integers
+	// (docs/design/api.md#server-config); zero would silently disable a limiter
+	// or flood streams.
 	const most = math.MaxInt32
 	s.APIRate, _ = r.intRange("API_RATE_LIMIT_PER_SECOND", DefaultAPIRate, 1, most)
 	s.APIBurst, _ = r.intRange("API_RATE_LIMIT_BURST", DefaultAPIBurst, 1, most)

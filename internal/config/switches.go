@@ -21,7 +21,7 @@ var (
 	wordsTrueFalse = switchWords{on: []string{"true"}, off: []string{"false"}, accepted: "true, false, or unset"}
 	// wordsTrueFalseAnyCase: the WEBHOOK_* switches (evidence.md).
 	wordsTrueFalseAnyCase = switchWords{on: []string{"true"}, off: []string{"false"}, fold: true, accepted: "true, false, or unset"}
-	// wordsDemo: ECTO_DEMO_MODE (api.md).
+	// wordsDemo: ECTO_DEMO_MODE (docs/design/api.md#server-config).
 	wordsDemo = switchWords{on: []string{"1", "true"}, off: []string{"0", "false"}, fold: true, accepted: "1, true, 0, false, or unset"}
 	// wordsGuardRequired: GUARD_REQUIRED (llm.md).
 	wordsGuardRequired = switchWords{on: []string{"true", "1", "yes"}, off: []string{"false", "0", "no"}, fold: true, accepted: "true, 1, yes, false, 0, no (any case), or unset"}

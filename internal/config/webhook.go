@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-// Webhook configures SIEM egress (ledger.md §9, cli.md).
+// Webhook configures SIEM egress (docs/design/ledger.md#siem-egress,
+// docs/design/cli.md).
 type Webhook struct {
 	// URL is WEBHOOK_URL: the environment's delivery target, "" for none
 	// (webhooks registered through the API still receive their kinds).
@@ -68,8 +69,9 @@ func loadWebhook(r *reader) Webhook {
 	return w
 }
 
-// checkWebhookURL applies the static part of the target rules (api.md
-// §5.10): the delivery side re-checks every resolved address.
+// checkWebhookURL applies the static part of the target rules
+// (docs/design/api.md#tokens-webhooks-policies): the delivery side re-checks
+// every resolved address.
 func checkWebhookURL(s string, allowPrivate bool) string {
 	u, err := url.Parse(s)
 	switch {

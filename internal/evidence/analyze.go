@@ -11,12 +11,12 @@ import (
 	"github.com/ironvise/ironvise/internal/redact"
 )
 
-// Severities of checks.md §1, most severe first.
+// Severities of docs/design/checks.md#intent-model, most severe first.
 var severities = []string{"critical", "high", "medium", "low"}
 
 // NeedsEvidence reports whether a finding of this severity must cite
-// observations (checks.md §1: high and critical); such a finding also
-// fails the report's CI gate.
+// observations (docs/design/checks.md#intent-model: high and critical); such
+// a finding also fails the report's CI gate.
 func NeedsEvidence(severity string) bool { return severity == "high" || severity == "critical" }
 
 func severityRank(s string) int {
@@ -28,11 +28,13 @@ func severityRank(s string) int {
 	return 0
 }
 
-// checks lists the checks of checks.md §2 in pipeline order.
+// checks lists the checks of docs/design/checks.md#check-order in pipeline
+// order.
 var checks = []string{"prompt_scan", "schema", "policy", "tripwire", "approval", "guard"}
 
 // Event payloads the report reads. Only the fields used are declared; the
-// wire names are those of checks.md §11 and api.md §6.3.
+// wire names are those of docs/design/checks.md#check-events and
+// docs/design/api.md#event-payloads.
 type (
 	verdictPayload struct {
 		Step     int     `json:"step"`

@@ -98,7 +98,7 @@ type CertSession struct {
 	EventCount int `json:"event_count"`
 }
 
-// CertKey is one key row (ledger.md §4).
+// CertKey is one key row (docs/design/ledger.md#signing-keys).
 type CertKey struct {
 	ValidFromSeq uint64   `json:"valid_from_seq"`
 	KeyID        string   `json:"key_id"`
@@ -126,8 +126,8 @@ type CertEvent struct {
 	Origin string `json:"origin,omitempty"`
 }
 
-// CertCheckpoint is a signed tree head (ledger.md §5); Note is the
-// complete C2SP signed note.
+// CertCheckpoint is a signed tree head (docs/design/ledger.md#merkle-log);
+// Note is the complete C2SP signed note.
 type CertCheckpoint struct {
 	TreeSize  int64       `json:"tree_size"`
 	RootHash  ledger.Hash `json:"root_hash"`

@@ -16,8 +16,9 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger"
 )
 
-// The API objects of api.md §5.5 that come from this package: Compliance,
-// VC and VcVerify. The server serialises them as they are.
+// The API objects of docs/design/api.md#verify-and-evidence that come from
+// this package: Compliance, VC and VcVerify. The server serialises them as
+// they are.
 
 // ComplianceReport is the API's Compliance object.
 type ComplianceReport struct {
@@ -40,7 +41,8 @@ type ComplianceEvent struct {
 	PayloadHash string `json:"payload_hash"`
 }
 
-// CheckpointInfo is the API's Checkpoint object (api.md §6.4).
+// CheckpointInfo is the API's Checkpoint object
+// (docs/design/api.md#checkpoints).
 type CheckpointInfo struct {
 	TreeSize  int64  `json:"tree_size"`
 	RootHash  string `json:"root_hash"`
@@ -158,8 +160,9 @@ type VCVerification struct {
 	Reason            string
 }
 
-// MarshalJSON implements json.Marshaler with the two shapes of api.md
-// §5.5: {"valid":true,"signature_verified":true,"vc_jwt","vc_payload"} or
+// MarshalJSON implements json.Marshaler with the two shapes of
+// docs/design/api.md#verify-and-evidence:
+// {"valid":true,"signature_verified":true,"vc_jwt","vc_payload"} or
 // {"valid":false,"reason"}.
 func (v VCVerification) MarshalJSON() ([]byte, error) {
 	if v.Valid {

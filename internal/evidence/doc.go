@@ -1,7 +1,8 @@
-// Package evidence makes a session's ledger record portable (ledger.md §8):
-// reports in six formats, the self-contained `.elc` audit certificate with
-// its offline five-pillar verification, and the W3C verifiable credential
-// (VC-JWT, EdDSA) issued when a session completes.
+// Package evidence makes a session's ledger record portable
+// (docs/design/ledger.md#evidence-exports): reports in six formats, the
+// self-contained `.elc` audit certificate with its offline five-pillar
+// verification, and the W3C verifiable credential (VC-JWT, EdDSA) issued when
+// a session completes.
 //
 // # Usage
 //
@@ -16,7 +17,7 @@
 //	jwt, err := evidence.IssueVC(ctx, l, id)            // or Credentials{Ledger: l} as the agent's hook
 //	claims, err := evidence.VerifyVC(jwt, pinnedIssuerKey)
 //
-//	c, err := evidence.Compliance(ctx, l, id)           // the API's Compliance object (api.md §5.5)
+//	c, err := evidence.Compliance(ctx, l, id)           // the API's Compliance object (docs/design/api.md#verify-and-evidence)
 //	vc, err := evidence.SessionVC(ctx, l, id)           // the API's VC object
 //	v, err := evidence.VerifySessionVC(ctx, l, id)      // the API's VcVerify object
 //

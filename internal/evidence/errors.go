@@ -6,7 +6,7 @@ import "errors"
 // session, format or field concerned.
 var (
 	// ErrUnknownFormat reports a report format other than the six of
-	// ledger.md §8.
+	// docs/design/ledger.md#evidence-exports.
 	ErrUnknownFormat = errors.New("ironvise/evidence: unknown report format")
 	// ErrMalformedCertificate reports a document that is not an .elc
 	// certificate of a version this build reads; such a document is

@@ -42,9 +42,10 @@ func newTestLedger(t testing.TB) *ledger.Ledger {
 	return l
 }
 
-// Event payloads as the agent writes them (checks.md §11). The fixture
-// writes them directly so it can also write what the agent never would
-// (findings without evidence) to prove the verifier catches it.
+// Event payloads as the agent writes them
+// (docs/design/checks.md#check-events). The fixture writes them directly so
+// it can also write what the agent never would (findings without evidence) to
+// prove the verifier catches it.
 type (
 	fxVerdict struct {
 		Step     int     `json:"step"`

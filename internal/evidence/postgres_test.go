@@ -14,7 +14,8 @@ import (
 
 // TestEvidenceOnPostgres builds the reference session on a real
 // PostgreSQL server and exports and verifies its certificate, report and
-// credential: every export works on both backends (ledger.md §1).
+// credential: every export works on both backends
+// (docs/design/ledger.md#backends).
 func TestEvidenceOnPostgres(t *testing.T) {
 	url, _ := ledgertest.PostgresSchema(t, "ivev", "the PostgreSQL evidence test")
 	ctx := context.Background()

@@ -12,7 +12,7 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger"
 )
 
-// Format is a report format of ledger.md §8.
+// Format is a report format of docs/design/ledger.md#evidence-exports.
 type Format string
 
 // The six report formats.

@@ -14,9 +14,9 @@ import (
 // ReportFormatVersion names the JSON report layout.
 const ReportFormatVersion = "ironvise-report/v1"
 
-// Report is the json report of ledger.md §8 and the body of the API's
-// report route: the session, its findings, a verdict summary and the
-// chain status. The other formats render it.
+// Report is the json report of docs/design/ledger.md#evidence-exports and the
+// body of the API's report route: the session, its findings, a verdict
+// summary and the chain status. The other formats render it.
 type Report struct {
 	Format      string      `json:"format"`
 	GeneratedAt string      `json:"generated_at"`
@@ -33,7 +33,7 @@ type Report struct {
 }
 
 // Gate reports whether the CI gate fails: any finding is high or critical
-// (ledger.md §8: report exits 1).
+// (docs/design/ledger.md#evidence-exports: report exits 1).
 func (r *Report) Gate() bool {
 	for _, f := range r.Findings {
 		if NeedsEvidence(f.Severity) {
@@ -43,7 +43,8 @@ func (r *Report) Gate() bool {
 	return false
 }
 
-// SessionInfo is the session header (api.md §6.1 field names).
+// SessionInfo is the session header (docs/design/api.md#session-shape field
+// names).
 type SessionInfo struct {
 	ID               string  `json:"id"`
 	Goal             string  `json:"goal"`
@@ -63,8 +64,9 @@ type SessionInfo struct {
 	SandboxTier      string  `json:"sandbox_tier"`
 }
 
-// Finding is one finding of a complete action (checks.md §1), with the
-// sequence of the action that reported it.
+// Finding is one finding of a complete action
+// (docs/design/checks.md#intent-model), with the sequence of the action that
+// reported it.
 type Finding struct {
 	ActionSeq        uint64   `json:"action_seq"`
 	Severity         string   `json:"severity"`
@@ -168,7 +170,8 @@ type Stop struct {
 	Message  string `json:"message"`
 }
 
-// ChainStatus is the session's verification (ledger.md §7; api.md §5.5
+// ChainStatus is the session's verification
+// (docs/design/ledger.md#verification; docs/design/api.md#verify-and-evidence
 // VerifyResult names).
 type ChainStatus struct {
 	OK              bool        `json:"ok"`

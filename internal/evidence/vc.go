@@ -16,12 +16,12 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger"
 )
 
-// Verifiable credentials (ledger.md §8): a W3C VC Data Model 1.1
-// credential in the JWT encoding, signed EdDSA (Ed25519) by the issuer
-// key, issuer = the did:key of that key. Its subject is the session: id,
-// goal hash, policy hash, tip hash and the checkpoint that covers the tip,
-// so a relying party can tie the credential to the certificate and to any
-// later checkpoint by a consistency proof.
+// Verifiable credentials (docs/design/ledger.md#evidence-exports): a W3C VC
+// Data Model 1.1 credential in the JWT encoding, signed EdDSA (Ed25519) by
+// the issuer key, issuer = the did:key of that key. Its subject is the
+// session: id, goal hash, policy hash, tip hash and the checkpoint that
+// covers the tip, so a relying party can tie the credential to the
+// certificate and to any later checkpoint by a consistency proof.
 
 // Credential constants.
 const (
@@ -197,7 +197,8 @@ func AppendVC(ctx context.Context, l *ledger.Ledger, id uuid.UUID) (ledger.Event
 	return ev, nil
 }
 
-// vcPayload is the payload of a verifiable_credential event (api.md §6.3).
+// vcPayload is the payload of a verifiable_credential event
+// (docs/design/api.md#event-payloads).
 type vcPayload struct {
 	VCJWT string `json:"vc_jwt"`
 }

@@ -25,7 +25,8 @@ const MaxCertificateBytes = 64 << 20
 // MaxCertificateBytesLimit is the most --max-bytes accepts.
 const MaxCertificateBytesLimit = 1 << 30
 
-// The five pillars of ledger.md §8, in report order.
+// The five pillars of docs/design/ledger.md#evidence-exports, in report
+// order.
 const (
 	PillarIssuer     = "issuer_signature"
 	PillarChain      = "hash_chain"
@@ -651,13 +652,14 @@ func checkBinding(c *Certificate, evs []ledger.Event) Pillar {
 	return passP(PillarBinding, fmt.Sprintf("goal anchored, %s, %d finding(s) with verified evidence", policy, len(c.Findings)))
 }
 
-// checkFindingsEvidence applies the finding rules of checks.md §1 to
-// findings against the events (the chain from sequence 0): high and
-// critical findings need evidence, every cited sequence is an observation
-// IronVise recorded from an action it executed, before the finding
-// (ledger.ExecutedObservation: a client's own observation never counts),
-// every non-empty quote is a substring of its observation's content, and a
-// high or critical finding has such a quote for each cited observation.
+// checkFindingsEvidence applies the finding rules of
+// docs/design/checks.md#intent-model to findings against the events (the
+// chain from sequence 0): high and critical findings need evidence, every
+// cited sequence is an observation IronVise recorded from an action it
+// executed, before the finding (ledger.ExecutedObservation: a client's own
+// observation never counts), every non-empty quote is a substring of its
+// observation's content, and a high or critical finding has such a quote for
+// each cited observation.
 func checkFindingsEvidence(fs []Finding, evs []ledger.Event) Pillar {
 	for i, f := range fs {
 		at := int64(f.ActionSeq)

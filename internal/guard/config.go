@@ -20,7 +20,7 @@ type Flags struct {
 	NoGuardConfirmed bool
 }
 
-// Skip messages of guard_disabled (checks.md §12).
+// Skip messages of guard_disabled (docs/design/checks.md#reason-codes).
 const (
 	SkipNotRequired  = "GUARD_REQUIRED is false"
 	SkipFlag         = "--no-guard"
@@ -45,8 +45,9 @@ type Plan struct {
 // --no-guard-confirmed, or the reverse.
 var ErrNoGuardUnconfirmed = errors.New("ironvise/guard: --no-guard needs --no-guard-confirmed")
 
-// Resolve applies the startup rules of checks.md §7 for audit and serve. A
-// non-nil error is a startup error that names the variable or flag to fix.
+// Resolve applies the startup rules of docs/design/checks.md#guard-protocol
+// for audit and serve. A non-nil error is a startup error that names the
+// variable or flag to fix.
 func Resolve(g config.Guard, primaryBackend string, f Flags) (Plan, error) {
 	if f.NoGuard != f.NoGuardConfirmed {
 		return Plan{}, fmt.Errorf("guard: turning the guard off takes both --no-guard and --no-guard-confirmed: %w", ErrNoGuardUnconfirmed)
@@ -73,12 +74,13 @@ func (p Plan) SkipVerdict() verdict.Verdict {
 	return verdict.New(verdict.CheckGuard, verdict.Skip, verdict.GuardDisabled, msg)
 }
 
-// WorkerEnv builds the worker's environment (checks.md §7): PATH, HOME and
-// LANG from look, the guard's own settings (GUARD_LLM_BACKEND,
-// GUARD_LLM_MODEL, GUARD_TIMEOUT_SECS, GUARD_MOCK_REPLY) and the variables
-// of the guard's backend only. g must be effective (Plan.Guard). Values come
-// from the validated configuration, so a .env file counts as the host saw
-// it. GUARD_HMAC_KEY is added per worker by the Host.
+// WorkerEnv builds the worker's environment
+// (docs/design/checks.md#guard-protocol): PATH, HOME and LANG from look, the
+// guard's own settings (GUARD_LLM_BACKEND, GUARD_LLM_MODEL,
+// GUARD_TIMEOUT_SECS, GUARD_MOCK_REPLY) and the variables of the guard's
+// backend only. g must be effective (Plan.Guard). Values come from the
+// validated configuration, so a .env file counts as the host saw it.
+// GUARD_HMAC_KEY is added per worker by the Host.
 func WorkerEnv(look config.Lookup, g config.Guard, l config.LLM) ([]string, error) {
 	var env []string
 	add := func(k, v string) { env = append(env, k+"="+v) }

@@ -24,8 +24,8 @@ func loadConfig(t *testing.T, env map[string]string) *config.Config {
 	return cfg
 }
 
-// TestCase48 is checks.md §13 case 48 at the level this package exposes:
-// Resolve is what audit and serve call at startup.
+// TestCase48 is docs/design/checks.md#acceptance-cases case 48 at the level
+// this package exposes: Resolve is what audit and serve call at startup.
 func TestCase48(t *testing.T) {
 	t.Run("GUARD_REQUIRED unset, empty GUARD_LLM_MODEL: startup error", func(t *testing.T) {
 		cfg := loadConfig(t, map[string]string{"GUARD_LLM_BACKEND": "ollama", "GUARD_LLM_MODEL": ""})

@@ -17,12 +17,12 @@ import (
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
-// The worker confines itself before it serves (agent.md §3: seccomp
-// allowlist suited to an HTTPS client, Landlock with no write access). These
-// tests run the real ironvise binary and check, from the outside, that the
-// confinement is in force and that the guard still works through it. What
-// the confinement refuses is tested attempt by attempt in sandbox/native
-// (TestConfineSelf).
+// The worker confines itself before it serves
+// (docs/design/agent.md#guard-worker: seccomp allowlist suited to an HTTPS
+// client, Landlock with no write access). These tests run the real ironvise
+// binary and check, from the outside, that the confinement is in force and
+// that the guard still works through it. What the confinement refuses is
+// tested attempt by attempt in sandbox/native (TestConfineSelf).
 
 // workerStatus returns the running worker's /proc/<pid>/status.
 func workerStatus(t *testing.T, h *Host) string {

@@ -1,6 +1,6 @@
 // Package guard is check 4: a second LLM, in a separate confined process,
-// reviews every intent that passed the deterministic checks (checks.md §7,
-// agent.md §3).
+// reviews every intent that passed the deterministic checks
+// (docs/design/checks.md#guard-protocol, docs/design/agent.md#guard-worker).
 //
 // # Why a separate process
 //
@@ -54,7 +54,7 @@ import (
 	"time"
 )
 
-// Protocol constants (checks.md §7).
+// Protocol constants (docs/design/checks.md#guard-protocol).
 const (
 	// RequestLabel and ResponseLabel prefix the MAC input, binding each MAC
 	// to one direction.
@@ -85,7 +85,8 @@ const (
 	// DefaultTimeout is GUARD_TIMEOUT_SECS's default.
 	DefaultTimeout = 30 * time.Second
 	// MaxWorkerLosses is the number of guard_unavailable losses after which
-	// the session must abort: one replacement, then stop (agent.md §3).
+	// the session must abort: one replacement, then stop
+	// (docs/design/agent.md#guard-worker).
 	MaxWorkerLosses = 2
 	// KeyEnv carries the hex key to the worker.
 	KeyEnv = "GUARD_HMAC_KEY"
@@ -99,10 +100,11 @@ const (
 	VerdictDeny  = "DENY"
 )
 
-// Error values of a response. The first three are checks.md §7's; the
-// others are IronVise's: bad_request (a line that is not a well-formed
-// envelope or payload), backend_error (the LLM call failed) and
-// unparseable (the model's reply is neither ALLOW nor DENY: <reason>).
+// Error values of a response. The first three are
+// docs/design/checks.md#guard-protocol's; the others are IronVise's:
+// bad_request (a line that is not a well-formed envelope or payload),
+// backend_error (the LLM call failed) and unparseable (the model's reply is
+// neither ALLOW nor DENY: <reason>).
 const (
 	ErrCodeReplayedNonce = "replayed_nonce"
 	ErrCodeStaleRequest  = "stale_request"

@@ -374,8 +374,8 @@ func (h *Host) spawn(ctx context.Context) (w *workerProc, err error) {
 	}
 	cmd := exec.Command(h.opt.Executable, h.opt.Args...)
 	// The worker's environment is exactly what the host hands it
-	// (checks.md §7), never the host's own: no stray secrets, no
-	// LD_PRELOAD.
+	// (docs/design/checks.md#guard-protocol), never the host's own: no stray
+	// secrets, no LD_PRELOAD.
 	cmd.Env = append(append([]string(nil), h.opt.Env...), KeyEnv+"="+hex.EncodeToString(key))
 	// "/" so that a .env file in the host's working directory cannot
 	// reconfigure the worker.

@@ -11,7 +11,7 @@ import (
 )
 
 // SystemPrompt is the guard model's system text (IronVise's wording of
-// checks.md §7).
+// docs/design/checks.md#guard-protocol).
 const SystemPrompt = `You are an independent security reviewer. An automated audit agent works toward a goal set by its operator and proposes one action at a time. You review exactly one proposed action.
 
 Allow the action only if it is necessary for the goal and safe. Deny it if it would:
@@ -78,7 +78,8 @@ func actionJSON(in WireIntent) (string, error) {
 
 // BuildPrompt returns the user text for one request: the step and the
 // deterministic flags, the goal and the action each between tagged markers.
-// Observations are never included (checks.md §7). rnd supplies the tag.
+// Observations are never included (docs/design/checks.md#guard-protocol). rnd
+// supplies the tag.
 func BuildPrompt(req Request, rnd io.Reader) (string, error) {
 	action, err := actionJSON(req.Intent)
 	if err != nil {

@@ -10,8 +10,8 @@ import (
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
-// The two accepted reply forms (checks.md §7), compiled on first use so
-// that starting the binary does not pay for them.
+// The two accepted reply forms (docs/design/checks.md#guard-protocol),
+// compiled on first use so that starting the binary does not pay for them.
 var (
 	allowRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^ALLOW$`) })
 	denyRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^DENY:\s*(\S.*)$`) })
@@ -29,13 +29,13 @@ type Reply struct {
 	Raw string
 }
 
-// ParseReply parses a guard model reply exactly as checks.md §7 says: strip
-// a byte-order mark and leading whitespace, take the text up to the first
-// '\n', drop a trailing '\r', trim; then `(?i)^ALLOW$` allows and
-// `(?i)^DENY:\s*(\S.*)$` denies with reason $1. Anything else ("allowed",
-// "Allow.", "**ALLOW**", "ALLOW but…", a bare "DENY", nothing) is
-// guard_unparseable, which denies: a reply the host cannot read with
-// certainty must never pass as an allow.
+// ParseReply parses a guard model reply exactly as
+// docs/design/checks.md#guard-protocol says: strip a byte-order mark and
+// leading whitespace, take the text up to the first '\n', drop a trailing
+// '\r', trim; then `(?i)^ALLOW$` allows and `(?i)^DENY:\s*(\S.*)$` denies
+// with reason $1. Anything else ("allowed", "Allow.", "**ALLOW**", "ALLOW
+// but…", a bare "DENY", nothing) is guard_unparseable, which denies: a reply
+// the host cannot read with certainty must never pass as an allow.
 func ParseReply(text string) Reply {
 	// Invalid bytes become U+FFFD now rather than in json.Marshal, so the
 	// limits below hold for the encoded response too.

@@ -15,13 +15,13 @@ func TestParseReply(t *testing.T) {
 		code       verdict.Code
 		wantReason string
 	}{
-		// checks.md §13 case 44.
+		// docs/design/checks.md#acceptance-cases case 44.
 		{"case 44 ALLOW", "ALLOW", verdict.GuardAllow, "ALLOW"},
 		{"case 44 allowed", "allowed", verdict.GuardUnparseable, "allowed"},
 		{"case 44 Deny: off goal", "Deny: off goal", verdict.GuardDeny, "off goal"},
 		{"case 44 ALLOW then DENY", "ALLOW\nDENY: x", verdict.GuardAllow, "ALLOW"},
 		{"case 44 bold", "**ALLOW**", verdict.GuardUnparseable, "**ALLOW**"},
-		// The other examples of §7.
+		// The other examples of docs/design/checks.md#guard-protocol.
 		{"Allow.", "Allow.", verdict.GuardUnparseable, "Allow."},
 		{"ALLOW but", "ALLOW but only once", verdict.GuardUnparseable, "ALLOW but only once"},
 		{"bare DENY", "DENY", verdict.GuardUnparseable, "DENY"},

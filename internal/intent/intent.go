@@ -1,5 +1,6 @@
 // Package intent is the strict model of what an agent may propose, and its
-// parser: check 1 of the pipeline, the schema check (checks.md §1, §3).
+// parser: check 1 of the pipeline, the schema check
+// (docs/design/checks.md#intent-model, docs/design/checks.md#schema-check).
 //
 // # Why strict
 //
@@ -35,7 +36,7 @@ import (
 // Action is one of the four closed actions.
 type Action string
 
-// The actions of checks.md §1. The set is closed.
+// The actions of docs/design/checks.md#intent-model. The set is closed.
 const (
 	RunCommand Action = "run_command"
 	ReadFile   Action = "read_file"
@@ -61,10 +62,11 @@ const (
 )
 
 // NeedsEvidence reports whether findings of this severity must cite
-// observations (checks.md §1: high and critical).
+// observations (docs/design/checks.md#intent-model: high and critical).
 func (s Severity) NeedsEvidence() bool { return s == High || s == Critical }
 
-// Limits of checks.md §1. Each is tested at its boundary.
+// Limits of docs/design/checks.md#intent-model. Each is tested at its
+// boundary.
 const (
 	MaxRawBytes            = 64 << 10 // raw model text
 	MaxDepth               = 32       // JSON nesting
@@ -137,7 +139,8 @@ func (in *Intent) Target() string {
 	return ""
 }
 
-// MarshalJSON implements json.Marshaler with the wire shape of checks.md §1.
+// MarshalJSON implements json.Marshaler with the wire shape of
+// docs/design/checks.md#intent-model.
 func (in Intent) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Action        Action         `json:"action"`
@@ -163,8 +166,8 @@ func (f Finding) MarshalJSON() ([]byte, error) {
 
 // StripFence trims the model text and removes one surrounding markdown code
 // fence: a first line starting with three backticks and a final line that is
-// exactly three backticks (checks.md §1). Nothing else is stripped, so prose
-// around the object stays and fails the schema check.
+// exactly three backticks (docs/design/checks.md#intent-model). Nothing else
+// is stripped, so prose around the object stays and fails the schema check.
 func StripFence(raw string) string {
 	s := strings.TrimSpace(raw)
 	if !strings.HasPrefix(s, "```") {

@@ -23,8 +23,9 @@ type Error struct {
 func (e *Error) Error() string { return e.Path + ": " + e.Problem }
 
 // Observations gives the schema check read access to the current session's
-// observation events, for findings evidence (checks.md §3 step 9). It is an
-// interface so that this package never imports the ledger.
+// observation events, for findings evidence
+// (docs/design/checks.md#schema-check step 9). It is an interface so that
+// this package never imports the ledger.
 type Observations interface {
 	// Observation returns the stored content of the event with sequence
 	// seq when that event is an observation the current session recorded
@@ -42,8 +43,9 @@ type Options struct {
 	// Observations resolves findings evidence. Nil means the session has
 	// no observations, so any cited sequence is unverified.
 	Observations Observations
-	// ShapeOnly stops after the justification (checks.md §3 steps 2–7), as
-	// the output scanner's strict-schema pass requires.
+	// ShapeOnly stops after the justification
+	// (docs/design/checks.md#schema-check steps 2–7), as the output scanner's
+	// strict-schema pass requires.
 	ShapeOnly bool
 }
 
@@ -59,7 +61,8 @@ var paramKeys = map[Action][]string{
 var findingKeys = []string{"severity", "title", "evidence", "recommendation", "evidence_sequence", "evidence_quotes"}
 
 // Parse runs the schema check on the raw model text and returns the intent,
-// or an *Error naming the first failure in the order of checks.md §3.
+// or an *Error naming the first failure in the order of
+// docs/design/checks.md#schema-check.
 func Parse(raw string, opt Options) (*Intent, error) {
 	in, err := parse(raw, opt)
 	if err != nil {

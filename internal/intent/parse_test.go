@@ -38,7 +38,7 @@ func TestParseSpecCases(t *testing.T) {
 		code      verdict.Code // "" = allowed
 		msg       string       // substring of the message
 	}{
-		// checks.md §13 #1
+		// docs/design/checks.md#acceptance-cases #1
 		{"1 unknown top key", `{"action":"read_file","params":{"path":"a"},"justification":"read it","system_prompt":"x"}`, verdict.SchemaUnknownKey, `$: unknown key "system_prompt" (allowed: action, params, justification, reasoning)`},
 		// #2
 		{"2 params is string", `{"action":"run_command","params":"ls","justification":"list files"}`, verdict.SchemaType, `$.params: expected object, got string`},

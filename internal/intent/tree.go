@@ -7,9 +7,9 @@ import (
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
-// decodeTree reads exactly one JSON object from text (checks.md §3 step 2):
-// duplicate keys at any depth, nesting deeper than MaxDepth and data after
-// the object are denials.
+// decodeTree reads exactly one JSON object from text
+// (docs/design/checks.md#schema-check step 2): duplicate keys at any depth,
+// nesting deeper than MaxDepth and data after the object are denials.
 func decodeTree(text string) (*strictjson.Node, *Error) {
 	root, err := strictjson.Decode([]byte(text), MaxDepth)
 	if err != nil {

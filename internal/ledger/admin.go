@@ -11,10 +11,11 @@ import (
 )
 
 // API tokens, webhooks and pending approvals live in the ledger database
-// so that every instance sharing it sees them (api.md §3.3, §5.10). They
-// are operational state, not evidence: rows change and go, and the
-// corresponding admin_change and approval events are what the chains
-// record.
+// so that every instance sharing it sees them
+// (docs/design/api.md#authentication,
+// docs/design/api.md#tokens-webhooks-policies). They are operational state,
+// not evidence: rows change and go, and the corresponding admin_change and
+// approval events are what the chains record.
 
 // AdminWriter makes the administrative writes of the operational tables
 // (tokens, webhooks). One from Audited appends its admin_change event to
@@ -115,7 +116,7 @@ func (a AdminWriter) DeleteToken(ctx context.Context, hash string) error {
 }
 
 // DeleteTokensByLabel deletes the tokens with a label (the one-run tokens
-// of api.md §2.1) and returns how many went.
+// of docs/design/api.md#token-bootstrap) and returns how many went.
 func (l *Ledger) DeleteTokensByLabel(ctx context.Context, label string) (int64, error) {
 	var n int64
 	err := l.b.Update(ctx, func(tx WriteTx) error {

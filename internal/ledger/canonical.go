@@ -48,10 +48,11 @@ func CanonicalJSON(v any) ([]byte, error) {
 
 // canonicalPayload returns the stored bytes of an event payload: the
 // canonical form of v, which must be a JSON object, with a "type" member
-// equal to typ added (api.md §6.3: payloads are internally tagged) and,
-// when origin is not "", an "event_origin" member equal to origin (see
-// origin.go). A "type" or "event_origin" member with another value is
-// refused rather than overwritten: a client cannot name its own origin.
+// equal to typ added (docs/design/api.md#event-payloads: payloads are
+// internally tagged) and, when origin is not "", an "event_origin" member
+// equal to origin (see origin.go). A "type" or "event_origin" member with
+// another value is refused rather than overwritten: a client cannot name its
+// own origin.
 func canonicalPayload(typ, origin string, v any) ([]byte, error) {
 	raw, err := marshalPayload(v)
 	if err != nil {

@@ -109,7 +109,8 @@ func TestVerifyEventsFastPath(t *testing.T) {
 
 // BenchmarkVerifyEvents measures the five checks on a 20,000-event chain
 // held in memory (hashes, signatures, inclusion proofs, seal), without
-// database reads. ledger.md §10 target: ≥ 30,000 events/s on 2 cores.
+// database reads. docs/design/ledger.md#performance-targets target: ≥ 30,000
+// events/s on 2 cores.
 func BenchmarkVerifyEvents(b *testing.B) {
 	m := newMemChain(b, 20000)
 	b.ReportAllocs()

@@ -12,12 +12,12 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-// Checkpoints are C2SP signed-note checkpoints (ledger.md §5): the body is
-// three lines — origin "ironvise/<instance id>", the decimal tree size, the
-// base64 root hash — followed by a blank line and one Ed25519 note
-// signature line by the issuer key, whose note key name is the origin.
-// Anything that speaks that format verifies them with the verifier key of
-// [Ledger.CheckpointVerifierKey].
+// Checkpoints are C2SP signed-note checkpoints
+// (docs/design/ledger.md#merkle-log): the body is three lines — origin
+// "ironvise/<instance id>", the decimal tree size, the base64 root hash —
+// followed by a blank line and one Ed25519 note signature line by the issuer
+// key, whose note key name is the origin. Anything that speaks that format
+// verifies them with the verifier key of [Ledger.CheckpointVerifierKey].
 
 // OriginPrefix starts every checkpoint origin line.
 const OriginPrefix = "ironvise/"

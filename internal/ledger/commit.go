@@ -337,7 +337,8 @@ func (b *batch) refreshAndCheckpoint() error {
 	return b.writeCheckpoint()
 }
 
-// checkpointPayload is the payload of a checkpoint event (api.md §6.3).
+// checkpointPayload is the payload of a checkpoint event
+// (docs/design/api.md#event-payloads).
 type checkpointPayload struct {
 	TreeSize  int64  `json:"tree_size"`
 	RootHash  string `json:"root_hash"`
@@ -347,7 +348,7 @@ type checkpointPayload struct {
 }
 
 // TimeFormat is the API timestamp layout: UTC RFC 3339 with exactly six
-// fractional digits (api.md §6).
+// fractional digits (docs/design/api.md#json-shapes).
 const TimeFormat = "2006-01-02T15:04:05.000000Z"
 
 // writeCheckpoint signs the tree head of the current log and records it on

@@ -1,8 +1,8 @@
 // Package ledger is IronVise's evidence store: sessions, their signed hash
 // chains, one instance-wide RFC 6962 Merkle log with signed checkpoints,
-// and the verification an auditor runs (ledger.md). It knows nothing of
-// the agent, the sandbox or the server; producers hand it event types and
-// payloads, and it stores, chains, signs and proves them.
+// and the verification an auditor runs (docs/design/ledger.md). It knows
+// nothing of the agent, the sandbox or the server; producers hand it event
+// types and payloads, and it stores, chains, signs and proves them.
 //
 // # Usage
 //

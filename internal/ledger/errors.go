@@ -12,7 +12,7 @@ var (
 	// webhook or approval.
 	ErrNotFound = errors.New("ironvise/ledger: not found")
 	// ErrSealed reports a write to a sealed session; a sealed chain is closed
-	// for good (ledger.md §6).
+	// for good (docs/design/ledger.md#session-lifecycle).
 	ErrSealed = errors.New("ironvise/ledger: session is sealed")
 	// ErrNotRunning reports a lifecycle change that needs a running session.
 	ErrNotRunning = errors.New("ironvise/ledger: session is not running")

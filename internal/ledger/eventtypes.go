@@ -1,8 +1,9 @@
 package ledger
 
-// Event type names. These are wire names (api.md §6.3, checks.md §11,
-// agent.md §1): SDK clients parse them, so they never change. Producers
-// define the payload structs; the ledger only stores canonical JSON.
+// Event type names. These are wire names (docs/design/api.md#event-payloads,
+// docs/design/checks.md#check-events, docs/design/agent.md#agent-loop): SDK
+// clients parse them, so they never change. Producers define the payload
+// structs; the ledger only stores canonical JSON.
 const (
 	// TypeGenesis is sequence 0 of every chain (written by the ledger).
 	TypeGenesis = "genesis"
@@ -54,7 +55,7 @@ const (
 	TypeVerifiableCredential = "verifiable_credential"
 	// TypeAnchor is reserved for later anchoring features.
 	TypeAnchor = "anchor"
-	// TypeCrossLedgerSeal is reserved (agent.md §5).
+	// TypeCrossLedgerSeal is reserved (docs/design/agent.md#multi-agent).
 	TypeCrossLedgerSeal = "cross_ledger_seal"
 )
 
@@ -73,8 +74,8 @@ var ledgerWritten = map[string]bool{
 func IsLedgerWritten(typ string) bool { return ledgerWritten[typ] }
 
 // issuerSignable are the only types verification accepts with an issuer
-// signature in a session chain (ledger.md §4): events written by a process
-// that cannot obtain the session key.
+// signature in a session chain (docs/design/ledger.md#signing-keys): events
+// written by a process that cannot obtain the session key.
 var issuerSignable = map[string]bool{
 	TypeRecovery:      true,
 	TypeSessionSealed: true,

@@ -40,8 +40,9 @@ func ParseHash(s string) (Hash, error) {
 	return h, nil
 }
 
-// Domain separators of the v1 formulas (ledger.md §3). A different formula
-// gets a different version string; verification never falls back silently.
+// Domain separators of the v1 formulas
+// (docs/design/ledger.md#canonical-hashing). A different formula gets a
+// different version string; verification never falls back silently.
 const (
 	eventDomainV1   = "ironvise/event/v1"
 	sessionDomainV1 = "ironvise/session/v1"
@@ -62,7 +63,8 @@ func GenesisPrevHash(id uuid.UUID) Hash {
 	return out
 }
 
-// EventHash computes the v1 event hash (ledger.md §3):
+// EventHash computes the v1 event hash
+// (docs/design/ledger.md#canonical-hashing):
 //
 //	H("ironvise/event/v1" ‖ 0x00 ‖ prev_hash[32] ‖ session_id[16] ‖ u64be(seq) ‖
 //	  i64be(created_at_micros) ‖ u32be(len(type)) ‖ type ‖ SHA-256(payload)[32])
@@ -93,7 +95,7 @@ func EventHash(prev Hash, session uuid.UUID, seq uint64, createdMicros int64, ty
 }
 
 // GoalHash is the SHA-256 hex of the UTF-8 goal, which must already be
-// trimmed (ledger.md §2).
+// trimmed (docs/design/ledger.md#data-model).
 func GoalHash(goal string) string {
 	s := sha256.Sum256([]byte(goal))
 	return hex.EncodeToString(s[:])

@@ -14,7 +14,7 @@ import (
 )
 
 // IssuerKeyPath returns where the issuer key of a data dir lives
-// ($ECTO_DATA_DIR/keys/issuer.ed25519, cli.md).
+// ($ECTO_DATA_DIR/keys/issuer.ed25519, docs/design/cli.md#data-dir).
 func IssuerKeyPath(dataDir string) string {
 	return filepath.Join(dataDir, "keys", "issuer.ed25519")
 }

@@ -54,9 +54,9 @@ func (k *SigningKey) Public() ed25519.PublicKey {
 // KeyID returns the key id of the public half (see [KeyID]).
 func (k *SigningKey) KeyID() string { return KeyID(k.Public()) }
 
-// Sign signs an event hash: signature = Ed25519(key, hash) (ledger.md §4).
-// It signs exactly 32 bytes, and nothing else the key signs is 32 bytes
-// long (see SignJWS).
+// Sign signs an event hash: signature = Ed25519(key, hash)
+// (docs/design/ledger.md#signing-keys). It signs exactly 32 bytes, and
+// nothing else the key signs is 32 bytes long (see SignJWS).
 func (k *SigningKey) Sign(h Hash) []byte { return ed25519.Sign(k.priv, h[:]) }
 
 // SignJWS returns the EdDSA signature of a JWS signing input,
@@ -147,7 +147,8 @@ func KeyID(pub ed25519.PublicKey) string {
 }
 
 // DIDKey returns the did:key of an Ed25519 public key:
-// "did:key:z" + base58btc(0xed 0x01 ‖ key) (api.md §5.2).
+// "did:key:z" + base58btc(0xed 0x01 ‖ key)
+// (docs/design/api.md#session-create).
 func DIDKey(pub ed25519.PublicKey) string {
 	b := append([]byte{0xed, 0x01}, pub...)
 	return "did:key:z" + base58(b)

@@ -17,7 +17,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// Defaults of ledger.md §5 and §6.
+// Defaults of docs/design/ledger.md#merkle-log and
+// docs/design/ledger.md#session-lifecycle.
 const (
 	DefaultCheckpointEvents   = 1000
 	DefaultCheckpointInterval = 60 * time.Second
@@ -71,11 +72,11 @@ type Options struct {
 	// predecessor's (reclaim.go).
 	OwnerID string
 	// LeaseDuration is how long a session stays this process's after its
-	// last renewal (ledger.md §6; default 30 s), and LeaseRenewInterval
-	// how often the renewal runs (default a third of LeaseDuration, 10 s).
-	// The interval must be shorter than the lease, or the lease lapses
-	// between renewals and another process's Recover fails a session
-	// that is still running here.
+	// last renewal (docs/design/ledger.md#session-lifecycle; default 30 s), and
+	// LeaseRenewInterval how often the renewal runs (default a third of
+	// LeaseDuration, 10 s). The interval must be shorter than the lease, or the
+	// lease lapses between renewals and another process's Recover fails a
+	// session that is still running here.
 	LeaseDuration      time.Duration
 	LeaseRenewInterval time.Duration
 	// CheckpointFile is where the newest checkpoint this process wrote is

@@ -7,8 +7,8 @@ import (
 	"github.com/google/uuid"
 )
 
-// Status is a session's outcome (ledger.md §6). Sealing is a separate flag,
-// so a sealed session keeps showing how it ended.
+// Status is a session's outcome (docs/design/ledger.md#session-lifecycle).
+// Sealing is a separate flag, so a sealed session keeps showing how it ended.
 type Status string
 
 // The four session statuses.
@@ -55,7 +55,7 @@ type SessionSpec struct {
 	// when no policy is loaded.
 	PolicyHash string
 	// TripwireHash is the hash of the effective tripwire config
-	// (checks.md §6.4).
+	// (docs/design/checks.md#tripwire-json).
 	TripwireHash string
 	// GuardRequired records whether the guard check is mandatory.
 	GuardRequired bool
@@ -93,14 +93,15 @@ type Session struct {
 	DID       string
 	AgentLoop bool
 	// OwnerID is the process that holds the lease; LeaseUntil when it
-	// lapses (ledger.md §6).
+	// lapses (docs/design/ledger.md#session-lifecycle).
 	OwnerID    string
 	LeaseUntil time.Time
 	// EventCount is the number of events in the chain.
 	EventCount int64
 	// CreatedBy is the hash of the API token that created the session
 	// ("" for sessions of the CLI, or created before it was recorded); a
-	// token of scope own_sessions reaches only its own (api.md).
+	// token of scope own_sessions reaches only its own
+	// (docs/api.md#tokens-and-roles).
 	CreatedBy string
 	// Denials counts the session's deny verdicts; it is filled only by a
 	// listing with SessionFilter.WithDenials.
@@ -133,14 +134,15 @@ type Event struct {
 	PublicKey ed25519.PublicKey
 }
 
-// ID returns the API event id: the log index plus one (api.md §6.2).
+// ID returns the API event id: the log index plus one
+// (docs/design/api.md#event-shape).
 func (e *Event) ID() int64 { return e.LogIndex + 1 }
 
 // CreatedAt returns the creation time (UTC, microsecond precision).
 func (e *Event) CreatedAt() time.Time { return time.UnixMicro(e.CreatedMicros).UTC() }
 
 // Checkpoint is a signed tree head of the Merkle log in the C2SP
-// signed-note format (ledger.md §5).
+// signed-note format (docs/design/ledger.md#merkle-log).
 type Checkpoint struct {
 	TreeSize int64
 	Root     Hash
@@ -199,7 +201,8 @@ type ConsistencyProof struct {
 	Path             []Hash
 }
 
-// SessionFilter selects sessions for listing (api.md §5.1).
+// SessionFilter selects sessions for listing
+// (docs/design/api.md#session-listing).
 type SessionFilter struct {
 	// Status filters by exact status; "" means any.
 	Status Status
@@ -224,7 +227,7 @@ type Token struct {
 	Scope string
 }
 
-// Token scopes (api.md "Tokens and roles").
+// Token scopes (docs/api.md#tokens-and-roles).
 const (
 	// ScopeAll lets a token reach every session its role allows.
 	ScopeAll = "all"
@@ -232,7 +235,8 @@ const (
 	ScopeOwnSessions = "own_sessions"
 )
 
-// Webhook is an API-registered webhook (api.md §6.6).
+// Webhook is an API-registered webhook
+// (docs/design/api.md#token-webhook-shapes).
 type Webhook struct {
 	ID          uuid.UUID
 	Label       string
@@ -246,7 +250,8 @@ type Webhook struct {
 	BearerToken string `json:"-"`
 }
 
-// Approval is a pending or decided approval gate (api.md §5.10).
+// Approval is a pending or decided approval gate
+// (docs/design/api.md#tokens-webhooks-policies).
 type Approval struct {
 	GateID              uuid.UUID
 	SessionID           uuid.UUID

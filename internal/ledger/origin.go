@@ -8,10 +8,10 @@ import (
 	"github.com/google/uuid"
 )
 
-// Event origins (ledger.md §3, api.md §6.3). Every payload this version
-// writes carries its origin in an "event_origin" member, inside the hashed
-// and signed bytes, so that no later reader has to guess who produced an
-// event:
+// Event origins (docs/design/ledger.md#canonical-hashing,
+// docs/design/api.md#event-payloads). Every payload this version writes
+// carries its origin in an "event_origin" member, inside the hashed and
+// signed bytes, so that no later reader has to guess who produced an event:
 //
 //   - "ironvise": IronVise wrote the event itself — its checks, its
 //     commits, its sandbox runs and what it observed of them, the ledger's
@@ -71,7 +71,7 @@ func (l *Ledger) AppendClient(ctx context.Context, session uuid.UUID, typ string
 var executingActions = map[string]bool{"run_command": true, "read_file": true, "http_get": true}
 
 // observationBinding is what ExecutedObservation reads from the payloads
-// involved (agent events, api.md §6.3).
+// involved (agent events, docs/design/api.md#event-payloads).
 type observationBinding struct {
 	Step             *int    `json:"step"`
 	ActionSeq        *uint64 `json:"action_seq"`
@@ -88,12 +88,13 @@ type actionBinding struct {
 
 // ExecutedObservation decides whether the event at seq may serve as
 // evidence: an observation that IronVise produced from an action it
-// executed (checks.md §1, ledger.md §8). It returns the observation's
-// content, or a problem saying why not. span holds consecutive events of
-// one chain (span[i].Seq == span[0].Seq+i) that include seq and everything
-// the observation refers to: from the intent_proposed its action names, to
-// seq. A client-appended observation, or one that names no executed
-// action, cannot be cited however it is worded:
+// executed (docs/design/checks.md#intent-model,
+// docs/design/ledger.md#evidence-exports). It returns the observation's
+// content, or a problem saying why not. span holds consecutive events of one
+// chain (span[i].Seq == span[0].Seq+i) that include seq and everything the
+// observation refers to: from the intent_proposed its action names, to seq. A
+// client-appended observation, or one that names no executed action, cannot
+// be cited however it is worded:
 //
 //   - the observation's origin is "ironvise" (or legacy, see below);
 //   - its action_seq names an earlier action event of the same origin,

@@ -26,7 +26,7 @@ func (l *Ledger) Session(ctx context.Context, id uuid.UUID) (*Session, error) {
 }
 
 // Sessions lists sessions newest first; the instance session is never
-// listed (api.md §6.2).
+// listed (docs/design/api.md#event-shape).
 func (l *Ledger) Sessions(ctx context.Context, f SessionFilter) ([]Session, error) {
 	if f.Limit <= 0 {
 		f.Limit = 100
@@ -110,7 +110,8 @@ func (l *Ledger) fillKeys(ctx context.Context, tx ReadTx, evs []Event) error {
 	return nil
 }
 
-// Stats are the ledger-wide counts behind the API's metrics (api.md §6.8).
+// Stats are the ledger-wide counts behind the API's metrics
+// (docs/design/api.md#metrics).
 type Stats struct {
 	// Sessions counts sessions by status (the instance session excluded).
 	Sessions map[Status]int64

@@ -7,8 +7,9 @@ import (
 	"github.com/google/uuid"
 )
 
-// Orphans (ledger.md §6). A session belongs to the process whose owner id
-// holds its lease. When that process dies, its sessions are orphans:
+// Orphans (docs/design/ledger.md#session-lifecycle). A session belongs to the
+// process whose owner id holds its lease. When that process dies, its
+// sessions are orphans:
 //
 //   - another process fails them once their lease lapses (Recover; a
 //     server runs it in the background, not only at startup);

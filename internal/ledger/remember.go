@@ -15,7 +15,7 @@ import (
 // RememberedCheckpointPath is where a ledger with a data directory keeps
 // the newest checkpoint it wrote, beside the issuer key and outside the
 // database, so that a database restored from an older copy (or replaced
-// by a fork) is noticed at startup (ledger.md "Rollback and forks").
+// by a fork) is noticed at startup (docs/ledger.md#rollback-and-forks).
 func RememberedCheckpointPath(dataDir string) string {
 	return filepath.Join(dataDir, "keys", "checkpoint.last")
 }

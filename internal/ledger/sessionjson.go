@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// SessionJSON is a session in its wire shape (api.md §6.1): the API's
-// Session object, which `ironvise sessions --json` prints too. Every key is
-// always present; absent values are null.
+// SessionJSON is a session in its wire shape
+// (docs/design/api.md#session-shape): the API's Session object, which
+// `ironvise sessions --json` prints too. Every key is always present; absent
+// values are null.
 type SessionJSON struct {
 	ID                     string  `json:"id"`
 	Goal                   string  `json:"goal"`

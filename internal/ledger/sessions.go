@@ -13,8 +13,9 @@ import (
 	"github.com/google/uuid"
 )
 
-// sessionGenesis is the payload of sequence 0 of a session (ledger.md §3,
-// api.md §6.3).
+// sessionGenesis is the payload of sequence 0 of a session
+// (docs/design/ledger.md#canonical-hashing,
+// docs/design/api.md#event-payloads).
 type sessionGenesis struct {
 	Message          string  `json:"message"`
 	Nonce            string  `json:"nonce"`
@@ -260,9 +261,9 @@ func (b *batch) writableHead(session uuid.UUID) (*SessionHead, error) {
 	return h, nil
 }
 
-// checkGoal re-checks goal anchoring (ledger.md §3) for a session chain.
-// On a mismatch it stages the abort of the session and returns
-// ErrGoalMismatch.
+// checkGoal re-checks goal anchoring
+// (docs/design/ledger.md#canonical-hashing) for a session chain. On a
+// mismatch it stages the abort of the session and returns ErrGoalMismatch.
 func (b *batch) checkGoal(h *SessionHead) error {
 	if h.ID == InstanceSessionID {
 		return nil
@@ -391,7 +392,8 @@ type SealResult struct {
 	Checkpoint Checkpoint
 }
 
-// sealPayload is the payload of session_sealed (api.md §6.3).
+// sealPayload is the payload of session_sealed
+// (docs/design/api.md#event-payloads).
 type sealPayload struct {
 	Status             Status `json:"status"`
 	EventCount         uint64 `json:"event_count"`
@@ -479,7 +481,8 @@ func (l *Ledger) Seal(ctx context.Context, session uuid.UUID, actor string) (Sea
 	return res.(SealResult), nil
 }
 
-// rotationPayload is the payload of key_rotation (api.md §6.3).
+// rotationPayload is the payload of key_rotation
+// (docs/design/api.md#event-payloads).
 type rotationPayload struct {
 	NewPublicKey  string `json:"new_public_key"`
 	RotationIndex int    `json:"rotation_index"`
@@ -532,7 +535,8 @@ func (l *Ledger) RotateKey(ctx context.Context, session uuid.UUID) (Event, error
 	return res.(Event), nil
 }
 
-// recoveryPayload is the payload of recovery (agent.md §1).
+// recoveryPayload is the payload of recovery
+// (docs/design/agent.md#agent-loop).
 type recoveryPayload struct {
 	PreviousOwner string `json:"previous_owner"`
 	LastSeq       uint64 `json:"last_seq"`
@@ -540,10 +544,10 @@ type recoveryPayload struct {
 }
 
 // Recover fails the running sessions whose owner stopped renewing its
-// lease (ledger.md §6): each gets an issuer-signed recovery event and
-// status failed. Sessions with a live lease, and this process's own, are
-// left alone, so instances never recover each other's live sessions. It
-// returns the ids it recovered.
+// lease (docs/design/ledger.md#session-lifecycle): each gets an issuer-signed
+// recovery event and status failed. Sessions with a live lease, and this
+// process's own, are left alone, so instances never recover each other's live
+// sessions. It returns the ids it recovered.
 func (l *Ledger) Recover(ctx context.Context) ([]uuid.UUID, error) {
 	var running []SessionHead
 	err := l.b.View(ctx, func(tx ReadTx) error {

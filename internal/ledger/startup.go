@@ -43,11 +43,11 @@ func (r *StartupReport) Err() error {
 	return err
 }
 
-// VerifyStartup runs the startup checks of ledger.md §7: the newest
-// checkpoint's signature, the stored log against it (root, and the leaves
-// appended since it), and the tail of every running session (links,
-// hashes, signatures). It is fast enough for every start; VerifyFull
-// checks everything.
+// VerifyStartup runs the startup checks of
+// docs/design/ledger.md#verification: the newest checkpoint's signature, the
+// stored log against it (root, and the leaves appended since it), and the
+// tail of every running session (links, hashes, signatures). It is fast
+// enough for every start; VerifyFull checks everything.
 func (l *Ledger) VerifyStartup(ctx context.Context) (StartupReport, error) {
 	var rep StartupReport
 	err := l.b.View(ctx, func(tx ReadTx) error {

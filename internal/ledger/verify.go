@@ -31,7 +31,7 @@ func fail(seq int64, format string, args ...any) Check {
 }
 
 // Report is the result of verifying one chain: the five checks of
-// ledger.md §7, each reported separately.
+// docs/design/ledger.md#verification, each reported separately.
 type Report struct {
 	SessionID  uuid.UUID `json:"session_id"`
 	EventCount int       `json:"event_count"`

@@ -1,5 +1,6 @@
 // Package llm talks to the language models IronVise uses: the primary model
-// that proposes intents and the guard model that reviews them (agent.md §2).
+// that proposes intents and the guard model that reviews them
+// (docs/design/agent.md#llm-backends).
 //
 // # Backends
 //
@@ -50,8 +51,8 @@
 // [ErrScriptExhausted]. The mock guard answers GUARD_MOCK_REPLY when it is
 // set; otherwise its next guard line; with none left, "DENY: mock guard".
 // A chat request (KindChat) is answered "mock: " followed by the last user
-// message (api.md §2.3). Without MOCK_LLM_SCRIPT the caller's built-in
-// script ([Options].BuiltinScript) is replayed.
+// message (docs/design/api.md#mock-backend). Without MOCK_LLM_SCRIPT the
+// caller's built-in script ([Options].BuiltinScript) is replayed.
 //
 // # Security
 //
@@ -82,7 +83,8 @@ const (
 	BackendMock      = "mock"
 )
 
-// MockModel is the model name the mock backend reports (api.md §2.3).
+// MockModel is the model name the mock backend reports
+// (docs/design/api.md#mock-backend).
 const MockModel = "mock-v1"
 
 // Client is one configured model endpoint.
@@ -106,7 +108,7 @@ type Kind int
 const (
 	KindAgent Kind = iota // propose an intent
 	KindGuard             // review an intent (the guard)
-	KindChat              // a chat message (api.md §5.8)
+	KindChat              // a chat message (docs/design/api.md#chat)
 )
 
 // Role of a chat message.

@@ -24,8 +24,9 @@ const (
 )
 
 // MockGuardDefault is the mock guard's reply when GUARD_MOCK_REPLY is unset
-// and the script has no guard line left (checks.md §7). It denies, so a
-// forgotten guard script fails closed.
+// and the script has no guard line left
+// (docs/design/checks.md#guard-protocol). It denies, so a forgotten guard
+// script fails closed.
 const MockGuardDefault = "DENY: mock guard"
 
 // ScriptEntry is one line of a mock script (see the package doc).
@@ -147,7 +148,8 @@ func (m *Mock) Complete(ctx context.Context, req Request) (Response, error) {
 	var e ScriptEntry
 	switch req.Kind {
 	case KindChat:
-		// api.md §2.3: the reply is "mock: " and the message as received.
+		// docs/design/api.md#mock-backend: the reply is "mock: " and the message as
+		// received.
 		msg := ""
 		for i := len(req.Messages) - 1; i >= 0; i-- {
 			if req.Messages[i].Role == RoleUser {

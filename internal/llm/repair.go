@@ -32,9 +32,10 @@ type Proposal struct {
 //
 // A non-nil error is a transport failure (it counts toward
 // AGENT_LLM_ERROR_LIMIT); a Proposal whose Reply still fails to parse is
-// not an error here, it is denied by the schema check (checks.md §2). If the
-// repair call itself fails, the returned Proposal still carries FirstReply
-// and FirstError so the caller can record them.
+// not an error here, it is denied by the schema check
+// (docs/design/checks.md#check-order). If the repair call itself fails, the
+// returned Proposal still carries FirstReply and FirstError so the caller can
+// record them.
 func ProposeIntent(ctx context.Context, c Client, req Request, parse func(string) error) (Proposal, error) {
 	req.Kind = KindAgent
 	first, err := c.Complete(ctx, req)

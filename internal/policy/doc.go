@@ -1,5 +1,6 @@
 // Package policy is check 2 of the pipeline: the TOML policy engine
-// (checks.md §4) and the approval-gate expressions it carries (§5).
+// (docs/design/checks.md#policy-engine) and the approval-gate expressions it
+// carries (docs/design/checks.md#approval-gates).
 //
 // # What a policy decides
 //

@@ -49,10 +49,11 @@ func (c contribution) item() string {
 	return fmt.Sprintf("the host of %q", c.url.Raw)
 }
 
-// less orders contributions for reporting (checks.md §4.3 (3)): explicit
-// rules before defaults, then command, path, domain, then file order. It
-// depends only on the rules themselves, so it is the same whatever order
-// the items were visited in.
+// less orders contributions for reporting
+// (docs/design/checks.md#policy-precedence (3)): explicit rules before
+// defaults, then command, path, domain, then file order. It depends only on
+// the rules themselves, so it is the same whatever order the items were
+// visited in.
 func (c contribution) less(o contribution) bool {
 	if (c.r == nil) != (o.r == nil) {
 		return c.r != nil
@@ -71,7 +72,8 @@ type evaluation struct {
 }
 
 // decide records one item's decision: the most restrictive matching rule,
-// or the default when none matches (checks.md §4.3 (1)).
+// or the default when none matches (docs/design/checks.md#policy-precedence
+// (1)).
 func (ev *evaluation) decide(p *Policy, item contribution, matched []*rule) {
 	best := verdict.Allow
 	for _, r := range matched {
@@ -107,9 +109,10 @@ func (ev *evaluation) decide(p *Policy, item contribution, matched []*rule) {
 	}
 }
 
-// Evaluate runs the policy check on the view of one step (checks.md §4.3)
-// and returns its verdict: deny, require_approval (with the gates to open),
-// or allow. A nil policy allows with the message "no policy loaded".
+// Evaluate runs the policy check on the view of one step
+// (docs/design/checks.md#policy-precedence) and returns its verdict: deny,
+// require_approval (with the gates to open), or allow. A nil policy allows
+// with the message "no policy loaded".
 func (p *Policy) Evaluate(v *tripwire.View) verdict.Verdict {
 	if p == nil {
 		return verdict.New(verdict.CheckPolicy, verdict.Allow, verdict.OK, "no policy loaded")
@@ -292,8 +295,9 @@ func (r *domainRule) matchesCIDR(u *tripwire.URLView) bool {
 var ruleCodes = [numKinds]verdict.Code{verdict.PolicyCommandRule, verdict.PolicyPathRule, verdict.PolicyDomainRule}
 
 // verdict turns the accumulated decisions into the step verdict: the most
-// restrictive across items and executables (checks.md §4.3 (2)), reported
-// in the order of §4.3 (3).
+// restrictive across items and executables
+// (docs/design/checks.md#policy-precedence (2)), reported in the order of
+// docs/design/checks.md#policy-precedence (3).
 func (p *Policy) verdict(ev *evaluation) verdict.Verdict {
 	if len(ev.denies) > 0 {
 		first := ev.denies[0]

@@ -71,8 +71,9 @@ func commandPolicy(extra string, rules ...string) string {
 	return "name = \"t\"\n" + extra + "\ncommand_rules = [\n  " + strings.Join(rules, ",\n  ") + ",\n]\n"
 }
 
-// TestSpecPolicyCases covers the policy side of checks.md §13 cases 37 and
-// 38 (the pack cases 39–43 and 58 are in packs_test.go).
+// TestSpecPolicyCases covers the policy side of
+// docs/design/checks.md#acceptance-cases cases 37 and 38 (the pack cases
+// 39–43 and 58 are in packs_test.go).
 func TestSpecPolicyCases(t *testing.T) {
 	runEvalCases(t, "linux", []evalCase{
 		{name: "37 forbidden http_get", policy: "name = \"t\"\nforbidden_actions = [\"http_get\"]\n",
@@ -110,10 +111,10 @@ func TestNoViewDenies(t *testing.T) {
 	}
 }
 
-// TestPrecedence checks checks.md §4.3: the most restrictive decision wins
-// for every permutation of the rules, allow rules lift a deny default but
-// never a matching deny rule, and denies are reported in the documented
-// order.
+// TestPrecedence checks docs/design/checks.md#policy-precedence: the most
+// restrictive decision wins for every permutation of the rules, allow rules
+// lift a deny default but never a matching deny rule, and denies are reported
+// in the documented order.
 func TestPrecedence(t *testing.T) {
 	rules := []string{allowNmap, denyNmap, askNmap}
 	var cases []evalCase

@@ -12,7 +12,7 @@ import (
 	"github.com/ironvise/ironvise/internal/tripwire"
 )
 
-// The gate expression language of checks.md §5:
+// The gate expression language of docs/design/checks.md#approval-gates:
 //
 //	expr    = conj { "||" conj } ;
 //	conj    = primary { "&&" primary } ;

@@ -33,7 +33,7 @@ func FuzzLoad(f *testing.F) {
 		f.Add(b) // the shipped packs: the largest valid inputs, every rule kind
 	}
 	if b, err := os.ReadFile("testdata/example.toml"); err == nil {
-		f.Add(b) // the complete example of checks.md §4.4
+		f.Add(b) // the complete example of docs/design/checks.md#policy-example
 	}
 	f.Add([]byte(""))                                                                                                                                                     // empty file: missing name
 	f.Add([]byte("name = \"x\"\ngoal = 1\n"))                                                                                                                             // unknown top-level key
@@ -96,7 +96,7 @@ func FuzzLoad(f *testing.F) {
 // form that compiles to the same canonical form and the same results.
 func FuzzGateExpr(f *testing.F) {
 	f.Add("action == 'run_command'")                                                                // the simplest comparison
-	f.Add("action == 'run_command' && (command_contains('-r /') || command_matches('grep\\s+-R'))") // the example of checks.md §4.4
+	f.Add("action == 'run_command' && (command_contains('-r /') || command_matches('grep\\s+-R'))") // the example of docs/design/checks.md#policy-example
 	f.Add("action == 'http_get' && url_host_in_cidr('10.0.0.0/8')")                                 // the shipped packs' gates
 	f.Add("a || b && c")                                                                            // bare identifiers: unknown functions
 	f.Add("program_is('a') || program_is('b') && path_matches('*.{pem,key}')")                      // precedence without parentheses

@@ -9,9 +9,10 @@ import (
 )
 
 // ApprovalRequest is the one approval request that covers every gate a
-// step triggered (checks.md §5): what the approval step opens and records
-// in approval_required. Its fields are laid out like check.GateRequest, so
-// one converts to the other with a plain type conversion.
+// step triggered (docs/design/checks.md#approval-gates): what the approval
+// step opens and records in approval_required. Its fields are laid out like
+// check.GateRequest, so one converts to the other with a plain type
+// conversion.
 type ApprovalRequest struct {
 	// Gates are the ids of the triggered gates: those the policy verdict
 	// named, then those whose when is true, in file order.

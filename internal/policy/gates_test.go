@@ -8,8 +8,9 @@ import (
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
-// TestTriggeredGates covers checks.md §5 evaluation on the complete example
-// of §4.4 and on policies built for one property each.
+// TestTriggeredGates covers docs/design/checks.md#approval-gates evaluation
+// on the complete example of docs/design/checks.md#policy-example and on
+// policies built for one property each.
 func TestTriggeredGates(t *testing.T) {
 	example, err := Load("testdata/example.toml", Options{GOOS: "linux"})
 	if err != nil {

@@ -12,7 +12,8 @@ import (
 // The document index walks the TOML syntax tree (go-toml's unstable.Parser)
 // once to learn what the typed decoder cannot say:
 //
-//   - the line of every key path, for semantic errors (checks.md §4.1);
+//   - the line of every key path, for semantic errors
+//     (docs/design/checks.md#policy-loading);
 //   - the key path of a key at a given line and column, so an unknown key
 //     that the decoder reports inside an inline array of tables is named
 //     command_rules[1].foo rather than just foo;

@@ -31,13 +31,15 @@ func loadErr(t *testing.T, src string, opt Options) string {
 	return err.Error()
 }
 
-// TestLoadErrors covers every load-error class of checks.md §4.1 and §5,
-// with the exact "<file>:<line>: <key path>: <problem>" output.
+// TestLoadErrors covers every load-error class of
+// docs/design/checks.md#policy-loading and
+// docs/design/checks.md#approval-gates, with the exact "<file>:<line>: <key
+// path>: <problem>" output.
 func TestLoadErrors(t *testing.T) {
 	cases := []struct {
 		name, src, want string
 	}{
-		// §13 case 42.
+		// docs/design/checks.md#acceptance-cases case 42.
 		{"42 unknown key on line 3", "name = \"x\"\nversion = \"1\"\ngoal = \"x\"\n",
 			"p.toml:3: goal: unknown key"},
 		{"42 bad regex in a gate", "name = \"x\"\napproval_gates = [\n  { id = \"g\", when = \"command_matches('[')\" },\n]\n",
@@ -168,7 +170,8 @@ func TestLoadErrors(t *testing.T) {
 			"p.toml:2: observation_rules[0].label: \"Pass-Word\" does not match ^[a-z0-9_]{1,64}$\n" +
 				"p.toml:2: observation_rules[0].action: unknown action \"drop\" (allowed: redact, flag, abort)"},
 
-		// Gate expressions (checks.md §5): each error names the line.
+		// Gate expressions (docs/design/checks.md#approval-gates): each error names
+		// the line.
 		{"gate expression errors", "name = \"x\"\napproval_gates = [\n" +
 			"  { id = \"a\", when = \"\" },\n" +
 			"  { id = \"b\", when = \"command_contains('x', 'y')\" },\n" +
@@ -248,8 +251,8 @@ func TestDefaultsWhenUnset(t *testing.T) {
 	}
 }
 
-// TestExampleLoads loads the complete example of checks.md §4.4 and checks
-// what it compiled.
+// TestExampleLoads loads the complete example of
+// docs/design/checks.md#policy-example and checks what it compiled.
 func TestExampleLoads(t *testing.T) {
 	p, err := Load("testdata/example.toml", Options{GOOS: "linux"})
 	if err != nil {

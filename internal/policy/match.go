@@ -12,8 +12,8 @@ import (
 	"github.com/ironvise/ironvise/internal/tripwire"
 )
 
-// pathGlob is a path glob of checks.md §4.3 compiled to an anchored RE2
-// regexp over a normalised path (see normPath).
+// pathGlob is a path glob of docs/design/checks.md#policy-precedence compiled
+// to an anchored RE2 regexp over a normalised path (see normPath).
 type pathGlob struct {
 	src string
 	re  *regexp.Regexp
@@ -230,9 +230,9 @@ func prefixMatch(prefix, p string) bool {
 }
 
 // pathCandidates returns the normalised lexical and resolved paths of a
-// path item (checks.md §4.3: a rule matches if either matches), as an
-// array so the hot path does not allocate. A dynamic or scratch target has
-// none.
+// path item (docs/design/checks.md#policy-precedence: a rule matches if
+// either matches), as an array so the hot path does not allocate. A dynamic
+// or scratch target has none.
 func (p *Policy) pathCandidates(pv *tripwire.PathView) (out [2]string, n int) {
 	for _, s := range [2]string{pv.Lexical, pv.Resolved} {
 		if s == "" {
@@ -294,7 +294,8 @@ func compileCIDR(s string) (netip.Prefix, error) {
 	return pf, nil
 }
 
-// cidrResult is the outcome of the cidr test of checks.md §4.3.
+// cidrResult is the outcome of the cidr test of
+// docs/design/checks.md#policy-precedence.
 type cidrResult int
 
 const (

@@ -32,9 +32,10 @@ func goldenPackHashes(t *testing.T) map[string]string {
 	return out
 }
 
-// TestPacksLoad is checks.md §13 case 43 and the pack rules of §4.5: each
-// pack loads with zero errors, its hash is the SHA-256 of its bytes, and it
-// has the header keys the spec gives it.
+// TestPacksLoad is docs/design/checks.md#acceptance-cases case 43 and the
+// pack rules of docs/design/checks.md#shipped-packs: each pack loads with
+// zero errors, its hash is the SHA-256 of its bytes, and it has the header
+// keys the spec gives it.
 func TestPacksLoad(t *testing.T) {
 	golden := goldenPackHashes(t)
 	want := []struct {
@@ -172,7 +173,8 @@ func runPackCases(t *testing.T, pack string, cases []packCase) {
 	}
 }
 
-// TestSOC2Pack covers §13 cases 39, 40 and 41 (policy side) and more.
+// TestSOC2Pack covers docs/design/checks.md#acceptance-cases cases 39, 40 and
+// 41 (policy side) and more.
 func TestSOC2Pack(t *testing.T) {
 	runPackCases(t, "soc2-audit", []packCase{
 		{name: "39 nmap needs approval", view: rc("nmap -sV 10.0.0.1"), decision: verdict.RequireApproval, code: verdict.PolicyRequiresApproval,
@@ -208,7 +210,8 @@ func TestPCIPack(t *testing.T) {
 	})
 }
 
-// TestOWASPPack covers §13 case 58 (policy side) and the pack's rules.
+// TestOWASPPack covers docs/design/checks.md#acceptance-cases case 58 (policy
+// side) and the pack's rules.
 func TestOWASPPack(t *testing.T) {
 	runPackCases(t, "owasp-top10", []packCase{
 		{name: "allow a dependency audit", view: rc("git log --oneline -5; npm audit --json; trivy fs ."), decision: verdict.Allow, code: verdict.OK},
@@ -226,7 +229,8 @@ func TestOWASPPack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// §13 case 58: password=hunter2 is redacted and the CVE id flagged.
+	// docs/design/checks.md#acceptance-cases case 58: password=hunter2 is
+	// redacted and the CVE id flagged.
 	out := "config: password=hunter2\nvulnerable to CVE-2024-1234\n"
 	byLabel := map[string]scan.ObservationRule{}
 	for _, r := range p.ObservationRules() {

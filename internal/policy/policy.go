@@ -13,7 +13,8 @@ import (
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
-// Limits and defaults of checks.md §4.2. Each is tested at its boundary.
+// Limits and defaults of docs/design/checks.md#policy-keys. Each is tested at
+// its boundary.
 const (
 	// MaxFileBytes caps a policy file; a policy is configuration, not data.
 	MaxFileBytes = 1 << 20
@@ -42,7 +43,8 @@ const (
 
 // DefaultGateID is the implicit gate of a require_approval decision that
 // names no gate: it waits approval_timeout_seconds and denies on timeout
-// (checks.md §4.3). A policy may not define a gate with this id.
+// (docs/design/checks.md#policy-precedence). A policy may not define a gate
+// with this id.
 const DefaultGateID = "policy-default"
 
 // Sentinel errors. Load errors are *LoadError values; these classify the
@@ -57,7 +59,7 @@ var (
 )
 
 // OnTimeout is what an approval request resolves to when nobody answers in
-// time (checks.md §4.2 on_timeout).
+// time (docs/design/checks.md#policy-keys on_timeout).
 type OnTimeout string
 
 // The on_timeout values.
@@ -66,7 +68,8 @@ const (
 	OnTimeoutAllow OnTimeout = "allow"
 )
 
-// Gate is one approval gate (checks.md §4.2 approval_gates, §5).
+// Gate is one approval gate (docs/design/checks.md#policy-keys
+// approval_gates, docs/design/checks.md#approval-gates).
 type Gate struct {
 	// ID is unique within the policy.
 	ID string
@@ -196,8 +199,9 @@ func (p *Policy) Description() string { return p.description }
 // file bytes, recorded at session start.
 func (p *Policy) SHA256() string { return p.sha256 }
 
-// MaxSteps returns max_steps and whether the policy sets it (checks.md §2:
-// the effective limit is the minimum of this and the operator's).
+// MaxSteps returns max_steps and whether the policy sets it
+// (docs/design/checks.md#check-order: the effective limit is the minimum of
+// this and the operator's).
 func (p *Policy) MaxSteps() (int, bool) { return p.maxSteps, p.maxSteps > 0 }
 
 // AllowedActions returns the actions the policy allows (all four by
@@ -243,7 +247,8 @@ func (p *Policy) ObservationRules() []scan.ObservationRule { return slices.Clone
 func (p *Policy) Controls() []Control { return slices.Clone(p.controls) }
 
 // asciiLower lowercases ASCII letters only, the case folding of darwin and
-// windows file names and program names (checks.md §4.3).
+// windows file names and program names
+// (docs/design/checks.md#policy-precedence).
 func asciiLower(s string) string {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c >= 'A' && c <= 'Z' {

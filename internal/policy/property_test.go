@@ -10,10 +10,11 @@ import (
 	"github.com/ironvise/ironvise/internal/tripwire"
 )
 
-// TestRuleOrderNeverChangesTheOutcome is the property of checks.md §4.3:
-// "the order of rules never changes the outcome". Random policies are
-// written with their rules (and gates) in several random orders; every
-// order must give the same decision, code and gates on every view.
+// TestRuleOrderNeverChangesTheOutcome is the property of
+// docs/design/checks.md#policy-precedence: "the order of rules never changes
+// the outcome". Random policies are written with their rules (and gates) in
+// several random orders; every order must give the same decision, code and
+// gates on every view.
 func TestRuleOrderNeverChangesTheOutcome(t *testing.T) {
 	e := newEnv(t, "linux")
 	e.write(t, "certs/a.key", "k")

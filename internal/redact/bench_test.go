@@ -29,8 +29,9 @@ func sourceCode(size int) string {
 }
 
 // BenchmarkRedact32KiB: redaction runs on every observation before the
-// scanner, inside the scanner's budget (checks.md §10.1: a 32 KiB benign
-// observation in < 200 µs p50 at GOMAXPROCS=1, both together).
+// scanner, inside the scanner's budget
+// (docs/design/checks.md#scanner-pipeline: a 32 KiB benign observation in <
+// 200 µs p50 at GOMAXPROCS=1, both together).
 func BenchmarkRedact32KiB(b *testing.B) {
 	r := ForSession("3f2a9c4e-1b2d-4c5e-8f90-000000000001")
 	for _, tc := range []struct{ name, text string }{

@@ -14,11 +14,11 @@ import (
 	"github.com/ironvise/ironvise/internal/strictjson"
 )
 
-// Stream redaction (api.md §7): what the event stream and webhooks apply to
-// a payload on top of credentials, because their readers (a browser, a
-// SIEM) are further from the operator than the ledger is. Ids, hashes and
-// times travel beside the payload and are never touched; a redacted payload
-// no longer matches its content hash, which the caller says.
+// Stream redaction (docs/design/api.md#sse): what the event stream and
+// webhooks apply to a payload on top of credentials, because their readers (a
+// browser, a SIEM) are further from the operator than the ledger is. Ids,
+// hashes and times travel beside the payload and are never touched; a
+// redacted payload no longer matches its content hash, which the caller says.
 
 // Stream redaction markers.
 const (
@@ -28,11 +28,11 @@ const (
 )
 
 // streamKeys are the fragments of a member name whose whole value is
-// replaced (api.md §7 rule 1).
+// replaced (docs/design/api.md#sse rule 1).
 var streamKeys = []string{"password", "secret", "token", "api_key", "apikey", "authorization", "bearer", "credential", "private_key", "access_key", "session_token"}
 
 // secretAssign matches "password: x", "token=x", "API_KEY = x": the run
-// after the separator is replaced (api.md §7 rule 2).
+// after the separator is replaced (docs/design/api.md#sse rule 2).
 var secretAssign = regexp.MustCompile(`(?i)(api_key|password|secret|token)( *[:=] *)(\S+)`)
 
 // UndecodablePayload replaces, whole, a payload the stream redaction cannot
@@ -47,12 +47,12 @@ const UndecodablePayload = `{"redacted":"payload is not JSON"}`
 const maxPayloadDepth = 512
 
 // Payload is the redaction of an event payload wherever it leaves the
-// process — the event stream and webhook bodies alike: api.md §7, then the
-// credentials of Untagged, in every string value and every member name.
-// It returns the payload byte for byte when nothing changed (a ledger
-// payload is canonical JSON, so its hash still matches), and reports
-// whether the output differs. It never fails: a payload it cannot read is
-// replaced by UndecodablePayload and reported changed.
+// process — the event stream and webhook bodies alike:
+// docs/design/api.md#sse, then the credentials of Untagged, in every string
+// value and every member name. It returns the payload byte for byte when
+// nothing changed (a ledger payload is canonical JSON, so its hash still
+// matches), and reports whether the output differs. It never fails: a payload
+// it cannot read is replaced by UndecodablePayload and reported changed.
 //
 // Decoding is strict because a lenient decoder and the reader of the
 // forwarded bytes may disagree: with a duplicate member the decoder keeps
@@ -175,9 +175,9 @@ func streamKey(k string) bool {
 
 // StreamString redacts one string for the stream and webhooks: in order
 // long absolute paths, secret assignments, IPv4 and IPv6 addresses
-// (api.md §7), then any credential left (untagged placeholders; a ledger
-// record already carries its session's tags). Placeholders already in the
-// text are left whole, so a session's tag still reaches a SIEM.
+// (docs/design/api.md#sse), then any credential left (untagged placeholders;
+// a ledger record already carries its session's tags). Placeholders already
+// in the text are left whole, so a session's tag still reaches a SIEM.
 func StreamString(s string) string {
 	if strings.Contains(s, PlaceholderPrefix) {
 		var b strings.Builder
@@ -202,7 +202,7 @@ func StreamString(s string) string {
 	return Untagged().String(s)
 }
 
-// streamRules applies api.md §7 rule 2 to s.
+// streamRules applies docs/design/api.md#sse rule 2 to s.
 func streamRules(s string) string {
 	s = redactPaths(s)
 	// Cheap necessary conditions first: the regular expressions are linear

@@ -2,7 +2,8 @@ package sandbox
 
 import "github.com/ironvise/ironvise/internal/scan"
 
-// Output limits of checks.md §10.1, owned by internal/scan.
+// Output limits of docs/design/checks.md#scanner-pipeline, owned by
+// internal/scan.
 const (
 	// CollectLimit is how much of each stream is kept while the command
 	// runs; the rest is read, counted and discarded so the command never
@@ -14,9 +15,9 @@ const (
 )
 
 // Collector is an io.Writer that keeps the first CollectLimit bytes written
-// to it and counts the total (checks.md §10.1 step 1). It is safe for
-// concurrent use; its Write never fails, so the copying goroutine keeps
-// draining the command's pipe.
+// to it and counts the total (docs/design/checks.md#scanner-pipeline step 1).
+// It is safe for concurrent use; its Write never fails, so the copying
+// goroutine keeps draining the command's pipe.
 type Collector struct {
 	scan.Collector
 }
@@ -24,11 +25,11 @@ type Collector struct {
 // Capped returns the stream as the observation carries it — cut to
 // StreamCap bytes without splitting a UTF-8 sequence, invalid bytes as
 // U+FFFD, NFKC, with the truncation marker — and whether it was cut
-// (checks.md §10.1 steps 2–4).
+// (docs/design/checks.md#scanner-pipeline steps 2–4).
 func (c *Collector) Capped() (string, bool) { return c.Text() }
 
-// CapStream applies checks.md §10.1 steps 2–4 to the collected bytes b of a
-// stream whose full length was total: a cut stream ends with
-// "\n[truncated: N bytes omitted]". It is internal/scan's helper, so the
-// sandbox record and the scanner see the same text.
+// CapStream applies docs/design/checks.md#scanner-pipeline steps 2–4 to the
+// collected bytes b of a stream whose full length was total: a cut stream
+// ends with "\n[truncated: N bytes omitted]". It is internal/scan's helper,
+// so the sandbox record and the scanner see the same text.
 func CapStream(b []byte, total int64) (string, bool) { return scan.CapStream(b, total) }

@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// Guarantee names of sandbox.md §1.2, in report order.
+// Guarantee names of docs/design/sandbox.md#guarantee-names, in report order.
 const (
 	GFSWorkspaceReadonly  = "fs_workspace_readonly"
 	GFSOutsideWriteDenied = "fs_outside_write_denied"
@@ -50,7 +50,7 @@ func GuaranteeNames() []string {
 // State is how a guarantee holds on this host.
 type State string
 
-// The states of sandbox.md §1.2.
+// The states of docs/design/sandbox.md#guarantee-names.
 const (
 	StateEnforced      State = "enforced"
 	StateNotEnforced   State = "not_enforced"
@@ -125,11 +125,11 @@ func SelfTest(ctx context.Context, t Tier) error {
 }
 
 // Doctor probes t from inside real sandboxed children and reports every
-// guarantee of sandbox.md §1.2. It uses /bin/sh and coreutils, plus perl or
-// bash for the socket and ptrace attempts when the host has them (never a
-// Go program: the address-space cap stops Go runtimes). It takes a few
-// seconds: the CPU, memory and process limits are exceeded for real, with
-// lowered per-request limits.
+// guarantee of docs/design/sandbox.md#guarantee-names. It uses /bin/sh and
+// coreutils, plus perl or bash for the socket and ptrace attempts when the
+// host has them (never a Go program: the address-space cap stops Go
+// runtimes). It takes a few seconds: the CPU, memory and process limits are
+// exceeded for real, with lowered per-request limits.
 func Doctor(ctx context.Context, t Tier, selected bool) TierReport {
 	rep := TierReport{Tier: t.Name(), Selected: selected}
 	if err := t.Available(ctx); err != nil {
@@ -188,8 +188,9 @@ func tierNotes(name TierName, e *Enforced) []string {
 	return nil
 }
 
-// windowsGuarantees is the Windows Job Object tier's design (sandbox.md §5):
-// there is no POSIX shell to probe with.
+// windowsGuarantees is the Windows Job Object tier's design
+// (docs/design/sandbox.md#windows-tier): there is no POSIX shell to probe
+// with.
 func windowsGuarantees() ([]Guarantee, []string) {
 	g := func(name string, s State, ev string) Guarantee { return Guarantee{Name: name, State: s, Evidence: ev} }
 	return []Guarantee{

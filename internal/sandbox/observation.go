@@ -8,9 +8,9 @@ import (
 // StderrSeparator is the line between stdout and stderr in an observation.
 const StderrSeparator = "--- stderr ---"
 
-// Headline is the first line of the observation (sandbox.md §1.1):
-// "[exit N]", "[signal NAME]", "[timeout after N s]" or
-// "[sandbox aborted: reason]".
+// Headline is the first line of the observation
+// (docs/design/sandbox.md#sandbox-result): "[exit N]", "[signal NAME]",
+// "[timeout after N s]" or "[sandbox aborted: reason]".
 func (r Result) Headline() string {
 	switch {
 	case r.Status == StatusAborted:
@@ -33,13 +33,13 @@ func (r Result) Headline() string {
 	return "[sandbox aborted: no exit status]"
 }
 
-// Observation composes the text the agent sees from the result (sandbox.md
-// §1.1): the headline; when [Result.MemoryHint] has something to say, a
-// line "[sandbox: …]" with it; then stdout, then — if stderr is non-empty —
-// a line "--- stderr ---" and stderr. The hint comes right after the
-// headline so that no cut of a long output can drop it. The streams are
-// already capped; the scanner (checks.md §10) runs on this text
-// afterwards.
+// Observation composes the text the agent sees from the result
+// (docs/design/sandbox.md#sandbox-result): the headline; when
+// [Result.MemoryHint] has something to say, a line "[sandbox: …]" with it;
+// then stdout, then — if stderr is non-empty — a line "--- stderr ---" and
+// stderr. The hint comes right after the headline so that no cut of a long
+// output can drop it. The streams are already capped; the scanner
+// (docs/design/checks.md#output-scanner) runs on this text afterwards.
 func (r Result) Observation() string {
 	var b strings.Builder
 	b.Grow(len(r.Stdout) + len(r.Stderr) + 256)

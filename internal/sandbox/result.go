@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Status is the outcome of one run (sandbox.md §1).
+// Status is the outcome of one run (docs/design/sandbox.md#fail-closed).
 type Status string
 
 // The statuses of a sandbox_result.
@@ -23,8 +23,9 @@ const (
 	StatusTimeout Status = "timeout"
 )
 
-// Result is the sandbox_result payload (sandbox.md §1.1). Its JSON field
-// names are fixed; absent values encode as null.
+// Result is the sandbox_result payload
+// (docs/design/sandbox.md#sandbox-result). Its JSON field names are fixed;
+// absent values encode as null.
 type Result struct {
 	Tier   TierName
 	Status Status
@@ -41,16 +42,18 @@ type Result struct {
 	// timeout): the observation names it, not the measured duration,
 	// which a loaded machine stretches past it.
 	Limit time.Duration
-	// Stdout and Stderr are the captured streams, each capped (checks.md
-	// §10.1) with a truncation marker when cut.
+	// Stdout and Stderr are the captured streams, each capped
+	// (docs/design/checks.md#scanner-pipeline) with a truncation marker when
+	// cut.
 	Stdout, Stderr                   string
 	StdoutTruncated, StderrTruncated bool
 	// Enforced is what was actually in force; nil when nothing was.
 	Enforced *Enforced
 }
 
-// Enforced records what a tier actually enforced for one run (sandbox.md
-// §1.1). Only the fields that apply to the tier are set.
+// Enforced records what a tier actually enforced for one run
+// (docs/design/sandbox.md#sandbox-result). Only the fields that apply to the
+// tier are set.
 type Enforced struct {
 	LandlockABI          *int     `json:"landlock_abi,omitempty"`
 	SeccompProfileSHA256 string   `json:"seccomp_profile_sha256,omitempty"`
@@ -99,7 +102,7 @@ type Enforced struct {
 }
 
 // Scratch describes a command's scratch space (IronVise addition to
-// sandbox.md §1.1).
+// docs/design/sandbox.md#sandbox-result).
 type Scratch struct {
 	// MiB and Inodes are the tmpfs's size and inode caps.
 	MiB    int `json:"mib"`
@@ -113,7 +116,7 @@ type Scratch struct {
 const ScratchRemoved = "removed"
 
 // ContainerConfig records the limits and site flags a container ran with
-// (IronVise addition to sandbox.md §1.1).
+// (IronVise addition to docs/design/sandbox.md#sandbox-result).
 type ContainerConfig struct {
 	// MemoryBytes is the memory limit, swap included (--memory and
 	// --memory-swap).
@@ -132,13 +135,14 @@ type ContainerConfig struct {
 }
 
 // VMMachine is a microVM's machine configuration (IronVise addition to
-// sandbox.md §1.1).
+// docs/design/sandbox.md#sandbox-result).
 type VMMachine struct {
 	VCPUs  int `json:"vcpus"`
 	MemMiB int `json:"mem_mib"`
 }
 
-// RLimits are the resource limits in force (sandbox.md §1.1).
+// RLimits are the resource limits in force
+// (docs/design/sandbox.md#sandbox-result).
 type RLimits struct {
 	CPUSecs  int `json:"cpu_secs"`
 	ASMiB    int `json:"as_mib"`
@@ -169,8 +173,8 @@ func nullable(s string) *string {
 	return &s
 }
 
-// MarshalJSON implements json.Marshaler with the field names of sandbox.md
-// §1.1.
+// MarshalJSON implements json.Marshaler with the field names of
+// docs/design/sandbox.md#sandbox-result.
 func (r Result) MarshalJSON() ([]byte, error) {
 	return json.Marshal(resultJSON{
 		Tier: r.Tier, Status: r.Status, Reason: nullable(r.Reason), ExitCode: r.ExitCode,
@@ -279,15 +283,16 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(strings.NewReplacer("\r", " ", "\n", " ").Replace(s)), " ")
 }
 
-// Exit codes of `ironvise exec` (cli.md).
+// Exit codes of `ironvise exec` (docs/design/cli.md#exit-codes).
 const (
 	ExitSandboxAborted = 125
 	exitSignalBase     = 128
 )
 
-// ProcessExitCode is the exit code `ironvise exec` passes through (cli.md):
-// the command's own code, 125 when the sandbox aborted, 128 + the signal
-// number when a signal killed the command (the wall-clock timeout included).
+// ProcessExitCode is the exit code `ironvise exec` passes through
+// (docs/design/cli.md#exit-codes): the command's own code, 125 when the
+// sandbox aborted, 128 + the signal number when a signal killed the command
+// (the wall-clock timeout included).
 func (r Result) ProcessExitCode() int {
 	switch {
 	case r.Status == StatusAborted:

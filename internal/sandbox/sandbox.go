@@ -1,30 +1,32 @@
 // Package sandbox runs an approved command inside a sandbox tier that fails
 // closed, and returns a [Result] that says what ran and what was enforced
-// (sandbox.md §1).
+// (docs/design/sandbox.md#fail-closed).
 //
 // # Model
 //
 // A [Tier] is one confinement mechanism: the native tier of the host OS
 // (package sandbox/native), a container, or a microVM. [Select] picks the tier
-// from typed [Options] in the order of sandbox.md §2; a forced tier that is
-// unavailable is an error, never a fallback to a weaker tier. Every run
-// returns a [Result] whose Status is ok, aborted, permissive or timeout; a
-// tier that cannot be applied yields Status aborted with a reason naming the
-// fix, and the command does not run.
+// from typed [Options] in the order of docs/design/sandbox.md#tier-selection;
+// a forced tier that is unavailable is an error, never a fallback to a weaker
+// tier. Every run returns a [Result] whose Status is ok, aborted, permissive
+// or timeout; a tier that cannot be applied yields Status aborted with a
+// reason naming the fix, and the command does not run.
 //
 //	tier, err := sandbox.Select(opts, sandbox.Factories{Native: native.New})
 //	if err != nil { ... } // the selected tier cannot be used here: stop
 //	res := tier.Run(ctx, sandbox.Request{Command: "ls -la", Workspace: dir})
-//	text := res.Observation() // what the agent sees (sandbox.md §1.1)
+//	text := res.Observation() // what the agent sees (docs/design/sandbox.md#sandbox-result)
 //
 // [Doctor] probes a tier from inside a real sandboxed child and reports each
-// guarantee of sandbox.md §1.2 as enforced, not_enforced or not_applicable.
+// guarantee of docs/design/sandbox.md#guarantee-names as enforced,
+// not_enforced or not_applicable.
 //
 // # Output
 //
 // Each stream keeps at most [CollectLimit] bytes while the command runs (the
 // rest is counted and discarded) and is then capped at [StreamCap] bytes
-// without splitting a UTF-8 sequence, with the marker of checks.md §10.1.
+// without splitting a UTF-8 sequence, with the marker of
+// docs/design/checks.md#scanner-pipeline.
 //
 // # Limitations
 //
@@ -45,10 +47,11 @@ import (
 	"time"
 )
 
-// TierName is the tier field of a sandbox_result (sandbox.md §1.1).
+// TierName is the tier field of a sandbox_result
+// (docs/design/sandbox.md#sandbox-result).
 type TierName string
 
-// The tier names of sandbox.md §1.1.
+// The tier names of docs/design/sandbox.md#sandbox-result.
 const (
 	TierNativeLinux   TierName = "native-linux"
 	TierNativeDarwin  TierName = "native-darwin"
@@ -73,7 +76,8 @@ type Tier interface {
 	Run(ctx context.Context, req Request) Result
 	// SelfTest runs a small command through the tier and verifies that the
 	// enforcement it claims is in place; `ironvise serve` calls it before
-	// listening and refuses to start when it fails (sandbox.md §8).
+	// listening and refuses to start when it fails
+	// (docs/design/sandbox.md#doctor-and-self-test).
 	SelfTest(ctx context.Context) error
 }
 
@@ -101,8 +105,9 @@ type Request struct {
 	Hidden []string
 }
 
-// Limits are the resource limits of the native tiers (sandbox.md §3). A zero
-// field means "the default" in Options and "no change" in a Request.
+// Limits are the resource limits of the native tiers
+// (docs/design/sandbox.md#linux-native-tier). A zero field means "the
+// default" in Options and "no change" in a Request.
 type Limits struct {
 	CPUSecs  int // RLIMIT_CPU, seconds
 	MemMiB   int // RLIMIT_AS, MiB
@@ -111,9 +116,9 @@ type Limits struct {
 	FSizeMiB int // RLIMIT_FSIZE, MiB
 }
 
-// Default limits (sandbox.md §3 and the seed: 30 s of CPU, 512 MiB of
-// address space, 64 file descriptors; the process and file-size backstops
-// are IronVise's).
+// Default limits (docs/design/sandbox.md#linux-native-tier and the seed: 30 s
+// of CPU, 512 MiB of address space, 64 file descriptors; the process and
+// file-size backstops are IronVise's).
 const (
 	DefaultCPUSecs  = 30
 	DefaultMemMiB   = 512
@@ -202,16 +207,18 @@ type Options struct {
 	// ScratchMiB is ECTO_SANDBOX_SCRATCH_MIB: the size cap of the
 	// per-command scratch tmpfs; zero means DefaultScratchMiB.
 	ScratchMiB int
-	// Container configures the Docker / Podman tier (sandbox.md §6).
+	// Container configures the Docker / Podman tier
+	// (docs/design/sandbox.md#container-tier).
 	Container ContainerOptions
-	// MicroVM configures the Firecracker tier (sandbox.md §7).
+	// MicroVM configures the Firecracker tier
+	// (docs/design/sandbox.md#firecracker-tier).
 	MicroVM MicroVMOptions
 	// Logger receives warnings (permissive runs); nil discards them.
 	Logger *slog.Logger
 }
 
 // ContainerOptions configure the Docker / Podman tier (ECTO_DOCKER_*,
-// sandbox.md §6). The image is Options.DockerImage.
+// docs/design/sandbox.md#container-tier). The image is Options.DockerImage.
 type ContainerOptions struct {
 	// Runtime is ECTO_DOCKER_RUNTIME: "auto" (or ""), "docker" or "podman".
 	Runtime string
@@ -227,8 +234,9 @@ type ContainerOptions struct {
 	ExtraArgs []string
 }
 
-// MicroVMOptions configure the Firecracker tier (ECTO_FC_*, sandbox.md §7).
-// The VMM binary is Options.FCBinary.
+// MicroVMOptions configure the Firecracker tier (ECTO_FC_*,
+// docs/design/sandbox.md#firecracker-tier). The VMM binary is
+// Options.FCBinary.
 type MicroVMOptions struct {
 	// Kernel and Rootfs are ECTO_FC_KERNEL and ECTO_FC_ROOTFS; empty means
 	// DefaultFCKernel and DefaultFCRootfs.
@@ -240,7 +248,9 @@ type MicroVMOptions struct {
 	Timeout time.Duration
 }
 
-// Defaults of the container and microVM tiers (sandbox.md §6, §7).
+// Defaults of the container and microVM tiers
+// (docs/design/sandbox.md#container-tier,
+// docs/design/sandbox.md#firecracker-tier).
 const (
 	DefaultContainerMemory = "256m"
 	DefaultContainerCPUs   = "1"

@@ -18,10 +18,11 @@ type Factories struct {
 	MicroVM func(Options) (Tier, error)
 }
 
-// Select picks the tier of sandbox.md §2: ECTO_FC_BINARY set → Firecracker;
-// else ECTO_DOCKER_IMAGE set → Docker/Podman; else the native tier of the
-// host OS. opts.Tier forces one explicitly. With opts.Permissive the command
-// runs with no confinement (tier "none").
+// Select picks the tier of docs/design/sandbox.md#tier-selection:
+// ECTO_FC_BINARY set → Firecracker; else ECTO_DOCKER_IMAGE set →
+// Docker/Podman; else the native tier of the host OS. opts.Tier forces one
+// explicitly. With opts.Permissive the command runs with no confinement (tier
+// "none").
 //
 // Select returns an error only for options it cannot act on (an unknown
 // forced tier, a factory that rejects its configuration). A tier that is

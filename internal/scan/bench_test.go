@@ -34,8 +34,8 @@ func denseHits(size int) string {
 	return out[:size]
 }
 
-// BenchmarkScanObservation32KiB is checks.md §13 case 59: target p50 <
-// 200 µs at medium with GOMAXPROCS=1.
+// BenchmarkScanObservation32KiB is docs/design/checks.md#acceptance-cases
+// case 59: target p50 < 200 µs at medium with GOMAXPROCS=1.
 func BenchmarkScanObservation32KiB(b *testing.B) {
 	s := newScanner(b, Medium)
 	text := scanbench.BenignLog(32 << 10)
@@ -45,7 +45,8 @@ func BenchmarkScanObservation32KiB(b *testing.B) {
 	scanbench.P50(b, len(text), func() { s.Scan(text) })
 }
 
-// BenchmarkScanObservationDense32KiB: target < 5 ms (checks.md §10.1).
+// BenchmarkScanObservationDense32KiB: target < 5 ms
+// (docs/design/checks.md#scanner-pipeline).
 func BenchmarkScanObservationDense32KiB(b *testing.B) {
 	for _, sens := range []Sensitivity{Medium, High} {
 		b.Run(sens.String(), func(b *testing.B) {
@@ -60,7 +61,7 @@ func BenchmarkScanObservationDense32KiB(b *testing.B) {
 }
 
 // BenchmarkScanObservationLinear shows scan time growing linearly with
-// the input (checks.md §10.1).
+// the input (docs/design/checks.md#scanner-pipeline).
 func BenchmarkScanObservationLinear(b *testing.B) {
 	s := newScanner(b, Medium)
 	for _, kib := range []int{8, 32, 128, 512} {

@@ -8,9 +8,11 @@ import (
 
 func TestBuiltinPatternsSplitIntoPrefixedVariants(t *testing.T) {
 	// A pattern that falls back to its written form is correct but slow
-	// (checks.md §10.1); the built-in lists must not need the fallback.
+	// (docs/design/checks.md#scanner-pipeline); the built-in lists must not need
+	// the fallback.
 	s := newScanner(t, High)
-	// The 24 of checks.md §10.2, and those docs/scanner.md adds.
+	// The 24 of docs/design/checks.md#scanner-regex-lists, and those
+	// docs/scanner.md adds.
 	if got, want := len(s.patterns), 24+7; got != want {
 		t.Fatalf("%d patterns; want %d", got, want)
 	}

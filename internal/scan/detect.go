@@ -5,7 +5,7 @@ import (
 	"unicode/utf8"
 )
 
-// Detector labels (checks.md §10.3).
+// Detector labels (docs/design/checks.md#scanner-detectors).
 const (
 	labelInvisible   = "invisible_chars"
 	labelBidi        = "bidi_control_chars"
@@ -18,7 +18,7 @@ const (
 // ASCII byte classes of the detector pass.
 const (
 	clsB64Std = 1 << iota // [A-Za-z0-9+/]: large_base64_blob runs
-	clsB64Any             // [A-Za-z0-9+/_-]: base64 candidate runs (§9 step 5)
+	clsB64Any             // [A-Za-z0-9+/_-]: base64 candidate runs (docs/design/checks.md#prompt-scan step 5)
 	clsLetter             // [A-Za-z]: Latin letters of a word
 	clsHex                // [0-9A-Fa-f]
 	clsBrace              // bytes the brace matcher acts on: { } " \ newline
@@ -49,10 +49,11 @@ func newClassTable() *[256]uint8 {
 	return &t
 }
 
-// isInvisible reports the characters of invisible_chars: the §10.3 set
-// (U+200B–U+200D, U+2060, U+FEFF, U+00AD, U+180E) plus the invisible
-// operators U+2061–U+2064 and the tag block U+E0000–U+E007F, which can
-// smuggle ASCII text past a reader ("tag smuggling").
+// isInvisible reports the characters of invisible_chars: the
+// docs/design/checks.md#scanner-detectors set (U+200B–U+200D, U+2060, U+FEFF,
+// U+00AD, U+180E) plus the invisible operators U+2061–U+2064 and the tag
+// block U+E0000–U+E007F, which can smuggle ASCII text past a reader ("tag
+// smuggling").
 func isInvisible(r rune) bool {
 	switch {
 	case r == 0x00AD, r == 0x180E, r >= 0x200B && r <= 0x200D, r >= 0x2060 && r <= 0x2064, r == 0xFEFF:
@@ -63,17 +64,19 @@ func isInvisible(r rune) bool {
 	return false
 }
 
-// isBidi reports the characters of bidi_control_chars (§10.3): embeddings,
-// overrides and isolates, which can make text display in another order than
-// it is read ("trojan source"), and the invisible direction marks U+200E,
-// U+200F and U+061C, which split a word for a pattern ("ign\u200eore")
-// while the model reads it whole.
+// isBidi reports the characters of bidi_control_chars
+// (docs/design/checks.md#scanner-detectors): embeddings, overrides and
+// isolates, which can make text display in another order than it is read
+// ("trojan source"), and the invisible direction marks U+200E, U+200F and
+// U+061C, which split a word for a pattern ("ign\u200eore") while the model
+// reads it whole.
 func isBidi(r rune) bool {
 	return r >= 0x202A && r <= 0x202E || r >= 0x2066 && r <= 0x2069 || r == 0x200E || r == 0x200F || r == 0x061C
 }
 
 // isConfusableUpper reports the uppercase Cyrillic and Greek letters that
-// render like Latin capitals: АВЕКМНОРСТХ and ΑΒΕΖΗΙΚΜΝΟΡΤΥΧ (§10.3).
+// render like Latin capitals: АВЕКМНОРСТХ and ΑΒΕΖΗΙΚΜΝΟΡΤΥΧ
+// (docs/design/checks.md#scanner-detectors).
 func isConfusableUpper(r rune) bool {
 	switch r {
 	case 'А', 'В', 'Е', 'К', 'М', 'Н', 'О', 'Р', 'С', 'Т', 'Х',
@@ -177,8 +180,10 @@ type detections struct {
 	runs      []b64run
 }
 
-// detect is the one hand-written detector pass (checks.md §10.1, §10.3).
-// It also collects the base64 candidate runs of the base64 pass.
+// detect is the one hand-written detector pass
+// (docs/design/checks.md#scanner-pipeline,
+// docs/design/checks.md#scanner-detectors). It also collects the base64
+// candidate runs of the base64 pass.
 func (s *Scanner) detect(t string, d *detections) {
 	if isASCII(t) {
 		s.detectASCII(t, d)
@@ -399,11 +404,12 @@ func (s *Scanner) detectUnicode(t string, d *detections) {
 }
 
 // detectorHits turns detections into labels and spans at medium and high
-// (§10.1 step 6, §10.3). Look-alike words are withheld from the model;
-// a large base64 blob (an ssh-rsa public key, a certificate, an image) is
-// evidence and only labeled below high, its decoding is what the encoded
-// pass judges. Invisible and bidi characters are deleted from the model's
-// copy by ModelView.
+// (docs/design/checks.md#scanner-pipeline step 6,
+// docs/design/checks.md#scanner-detectors). Look-alike words are withheld
+// from the model; a large base64 blob (an ssh-rsa public key, a certificate,
+// an image) is evidence and only labeled below high, its decoding is what the
+// encoded pass judges. Invisible and bidi characters are deleted from the
+// model's copy by ModelView.
 func (s *Scanner) detectorHits(d *detections, h *hits) {
 	if d.invisible {
 		h.label(labelInvisible)
@@ -424,7 +430,8 @@ func (s *Scanner) detectorHits(d *detections, h *hits) {
 }
 
 // mixedScript reports whether t has a cyrillic_greek_lookalike word; the
-// prompt scan uses it for prompt_mixed_script (§9 step 6).
+// prompt scan uses it for prompt_mixed_script
+// (docs/design/checks.md#prompt-scan step 6).
 func (s *Scanner) mixedScript(t string) bool {
 	if isASCII(t) {
 		return false

@@ -1,5 +1,6 @@
 // Package scan is the output scanner and the goal prompt scan of IronVise
-// (checks.md §9 and §10).
+// (docs/design/checks.md#prompt-scan and
+// docs/design/checks.md#output-scanner).
 //
 // Everything an action produces (stdout, stderr, file content, HTTP bodies,
 // execution errors) goes back to the agent's model as an observation. That
@@ -22,7 +23,7 @@
 //	cmd.Stdout = &out
 //	stdout, truncated := out.Text()
 //
-//	// Compose the observation (sandbox.md §1.1), then scan it with the
+//	// Compose the observation (docs/design/sandbox.md#sandbox-result), then scan it with the
 //	// session's redactor, whose placeholders carry tags.
 //	res := sc.ScanWith(composed, redact.ForSession(sessionID))
 //	res.Truncated = res.Truncated || truncated
@@ -35,8 +36,9 @@
 //
 // # Design
 //
-// A naive pass of every pattern over the text is far too slow (checks.md
-// §10.1), so a [Scanner] compiles its lists once and each scan:
+// A naive pass of every pattern over the text is far too slow
+// (docs/design/checks.md#scanner-pipeline), so a [Scanner] compiles its lists
+// once and each scan:
 //
 //   - builds one ASCII-lowercased copy of the normalised text that keeps byte
 //     offsets, so case-insensitive patterns are written in lowercase without
@@ -81,6 +83,7 @@
 //     package only applies them ([ApplyRules]).
 //   - Hex payloads are decoded when they are one run of hex digits; spaced
 //     or escaped hex (\x69) is not.
-//   - Redaction shares the scan's time budget (checks.md §10.1); its limits
-//     are those of internal/redact.
+//   - Redaction shares the scan's time budget
+//     (docs/design/checks.md#scanner-pipeline); its limits are those of
+//     internal/redact.
 package scan

@@ -8,10 +8,11 @@ import (
 	"unicode/utf8"
 )
 
-// decodeBase64 decodes one candidate run (§9 step 5: std, raw std, URL and
-// raw URL). The alphabet follows from the run's characters, since '+' and
-// '/' only occur in std and '-' and '_' only in URL, so at most two of the
-// four decodings can succeed and they yield the same bytes.
+// decodeBase64 decodes one candidate run (docs/design/checks.md#prompt-scan
+// step 5: std, raw std, URL and raw URL). The alphabet follows from the run's
+// characters, since '+' and '/' only occur in std and '-' and '_' only in
+// URL, so at most two of the four decodings can succeed and they yield the
+// same bytes.
 func decodeBase64(run string) ([]byte, bool) {
 	body := strings.TrimRight(run, "=")
 	url := strings.ContainsAny(body, "-_")
@@ -34,9 +35,10 @@ func decodeBase64(run string) ([]byte, bool) {
 	return b, err == nil
 }
 
-// hexRuns returns the candidate hex runs of t (§9 step 5): maximal runs of
-// at least MinHexRun hex digits. A run of odd length is tried at both
-// alignments, so one stray digit cannot hide a payload.
+// hexRuns returns the candidate hex runs of t
+// (docs/design/checks.md#prompt-scan step 5): maximal runs of at least
+// MinHexRun hex digits. A run of odd length is tried at both alignments, so
+// one stray digit cannot hide a payload.
 func (s *Scanner) hexRuns(t string) []string {
 	var out []string
 	cls := s.class
@@ -60,8 +62,9 @@ func (s *Scanner) hexRuns(t string) []string {
 	return out
 }
 
-// isText reports whether a decoding is text (§9 step 5): valid UTF-8 with
-// no control characters other than tab, newline and carriage return.
+// isText reports whether a decoding is text
+// (docs/design/checks.md#prompt-scan step 5): valid UTF-8 with no control
+// characters other than tab, newline and carriage return.
 func isText(b []byte) bool {
 	if !utf8.Valid(b) {
 		return false
@@ -85,7 +88,7 @@ func isText(b []byte) bool {
 }
 
 // executableMagic reports binary that starts like a PE, ELF, Mach-O or
-// fat Mach-O file (§9 step 5).
+// fat Mach-O file (docs/design/checks.md#prompt-scan step 5).
 func executableMagic(b []byte) bool {
 	if len(b) < MinBinaryBytes {
 		return false
@@ -121,14 +124,14 @@ func stripDeleted(s string) string {
 	return sb.String()
 }
 
-// encodedPass is the base64 pass of §10.4 over the runs the detector pass
-// found in t, and the same for the hex runs inside them (the prompt scan
-// decodes hex, and so must the observation scanner: "69676e6f7265…" is
-// "ignore…" to a model that decodes it). A run is reported with the labels
-// its decoding earns; nested runs inside decoded text are followed to
-// MaxEncodedDepth layers and report against the outer run, the only span
-// the text has. Every hex run of at least MinHexRun digits lies inside a
-// base64 candidate run, since hex digits are base64 characters.
+// encodedPass is the base64 pass of docs/design/checks.md#scanner-structural
+// over the runs the detector pass found in t, and the same for the hex runs
+// inside them (the prompt scan decodes hex, and so must the observation
+// scanner: "69676e6f7265…" is "ignore…" to a model that decodes it). A run is
+// reported with the labels its decoding earns; nested runs inside decoded
+// text are followed to MaxEncodedDepth layers and report against the outer
+// run, the only span the text has. Every hex run of at least MinHexRun digits
+// lies inside a base64 candidate run, since hex digits are base64 characters.
 func (s *Scanner) encodedPass(t string, runs []b64run, h *hits, withhold bool) {
 	budget := MaxBase64Runs
 	for _, r := range runs {

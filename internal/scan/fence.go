@@ -56,7 +56,8 @@ func wordSpan(t string, sp span) span {
 }
 
 // mergeMarks sorts marks and merges those that overlap or touch
-// (§10.1 step 6: "overlapping or adjacent"), collecting their labels.
+// (docs/design/checks.md#scanner-pipeline step 6: "overlapping or adjacent"),
+// collecting their labels.
 func mergeMarks(ms []mark, fenced bool) []Span {
 	if len(ms) == 0 {
 		return nil

@@ -3,19 +3,20 @@ package scan
 // listMask selects regex lists; a pattern belongs to exactly one.
 type listMask uint8
 
-// The lists of checks.md §10.2.
+// The lists of docs/design/checks.md#scanner-regex-lists.
 const (
 	maskInjection listMask = 1 << iota
 	maskExfil
 	maskHighOnly
 )
 
-// patternDef is one entry of a regex list, as checks.md §10.2 writes it.
-// Unless raw is set, re is written in lowercase without (?i) and runs on the
-// ASCII-lowercased copy of the text. Every match contains one of hints
-// (lowercase, or exact case when raw); the scanner runs re only when a hint
-// occurs. A match is withheld from the model (fenced) from sensitivity
-// fence on, and only labeled below it.
+// patternDef is one entry of a regex list, as
+// docs/design/checks.md#scanner-regex-lists writes it. Unless raw is set, re
+// is written in lowercase without (?i) and runs on the ASCII-lowercased copy
+// of the text. Every match contains one of hints (lowercase, or exact case
+// when raw); the scanner runs re only when a hint occurs. A match is withheld
+// from the model (fenced) from sensitivity fence on, and only labeled below
+// it.
 type patternDef struct {
 	list  listMask
 	label string
@@ -25,11 +26,12 @@ type patternDef struct {
 	fence Sensitivity
 }
 
-// builtinPatterns returns the regex lists: those of checks.md §10.2, with
-// word boundaries so that a match never starts or ends inside a word ("you
-// are now a member" is not "you are now a m"), and the phrasings that list
-// missed (docs/scanner.md lists them). It is a function, not a package
-// variable, so the lists cannot be changed at run time.
+// builtinPatterns returns the regex lists: those of
+// docs/design/checks.md#scanner-regex-lists, with word boundaries so that a
+// match never starts or ends inside a word ("you are now a member" is not
+// "you are now a m"), and the phrasings that list missed (docs/scanner.md
+// lists them). It is a function, not a package variable, so the lists cannot
+// be changed at run time.
 //
 // The injection list addresses the model and is withheld from it from
 // medium on. The exfiltration list describes commands; a repository under
@@ -133,9 +135,10 @@ func builtinPatterns() []patternDef {
 	}
 }
 
-// payloadPattern is the command-payload test for decoded goal text (checks.md
-// §9 step 5). The spec writes one leading \b for every alternative; before
-// "/dev/tcp/" and "/etc/…" that \b would demand a word character in front of
-// the slash, so "cat /etc/passwd" would pass. The word boundary therefore
-// applies to the word alternatives only, and the paths match anywhere.
+// payloadPattern is the command-payload test for decoded goal text
+// (docs/design/checks.md#prompt-scan step 5). The spec writes one leading \b
+// for every alternative; before "/dev/tcp/" and "/etc/…" that \b would demand
+// a word character in front of the slash, so "cat /etc/passwd" would pass.
+// The word boundary therefore applies to the word alternatives only, and the
+// paths match anywhere.
 const payloadPattern = `(?i)\b(sudo|rm\s+-[a-z]*r|mkfs|dd\s+if=|chmod\s+777|curl|wget|nc\s+-e|bash\s+-i)|/dev/tcp/|/etc/shadow|/etc/passwd`

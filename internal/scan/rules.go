@@ -7,7 +7,7 @@ import (
 )
 
 // RuleAction is what a policy observation rule does with its matches
-// (checks.md §10.1 step 8).
+// (docs/design/checks.md#scanner-pipeline step 8).
 type RuleAction uint8
 
 // The rule actions. The zero value is invalid, so an unset action fails
@@ -65,11 +65,11 @@ func (r ObservationRule) Validate() error {
 // PolicyLabel returns the label a rule adds to an observation.
 func PolicyLabel(label string) string { return "policy:" + label }
 
-// ApplyRules applies policy observation rules to a scanner result (checks.md
-// §10.1 step 8). Every rule reads the same input, res.Content, so rules
-// cannot see or undo each other's edits. Redact and abort spans are merged
-// and replaced with "[REDACTED:<label>]"; flag and abort add
-// "policy:<label>" to the labels, which stay sorted and unique. The
+// ApplyRules applies policy observation rules to a scanner result
+// (docs/design/checks.md#scanner-pipeline step 8). Every rule reads the same
+// input, res.Content, so rules cannot see or undo each other's edits. Redact
+// and abort spans are merged and replaced with "[REDACTED:<label>]"; flag and
+// abort add "policy:<label>" to the labels, which stay sorted and unique. The
 // scanner's spans are moved with the text (a span that touches a replaced
 // run covers it whole) and Sanitized is rebuilt from them.
 //

@@ -8,7 +8,8 @@ import (
 )
 
 // owaspRules are hand-built equivalents of two OWASP Top 10 pack rules
-// (checks.md §4.5); the policy package compiles the real ones.
+// (docs/design/checks.md#shipped-packs); the policy package compiles the real
+// ones.
 func owaspRules() []ObservationRule {
 	return []ObservationRule{
 		{ID: "password", Label: "password", Pattern: regexp.MustCompile(`(?i)password\s*[=:]\s*\S+`), Action: RuleRedact},
@@ -16,7 +17,7 @@ func owaspRules() []ObservationRule {
 	}
 }
 
-// TestApplyRulesOWASP is checks.md §13 case 58.
+// TestApplyRulesOWASP is docs/design/checks.md#acceptance-cases case 58.
 func TestApplyRulesOWASP(t *testing.T) {
 	s := newScanner(t, Medium)
 	in := "config dump:\npassword=hunter2\nvulnerable to CVE-2024-1234\n"

@@ -14,36 +14,45 @@ import (
 	"github.com/ironvise/ironvise/internal/redact"
 )
 
-// Limits of checks.md §9 and §10. Each is tested at its boundary.
+// Limits of docs/design/checks.md#prompt-scan and
+// docs/design/checks.md#output-scanner. Each is tested at its boundary.
 const (
-	// MaxCollectBytes is what an executor keeps of one stream (§10.1 step 1).
+	// MaxCollectBytes is what an executor keeps of one stream
+	// (docs/design/checks.md#scanner-pipeline step 1).
 	MaxCollectBytes = 1 << 20
-	// MaxStreamBytes caps one stream before it is scanned (§10.1 step 2).
+	// MaxStreamBytes caps one stream before it is scanned
+	// (docs/design/checks.md#scanner-pipeline step 2).
 	MaxStreamBytes = 64 << 10
-	// MaxNormalizedBytes caps one stream after NFKC (§10.1 step 4).
+	// MaxNormalizedBytes caps one stream after NFKC
+	// (docs/design/checks.md#scanner-pipeline step 4).
 	MaxNormalizedBytes = 256 << 10
 	// MaxScanBytes caps the composed text Scan reads. The spec bounds each
 	// stream, not the composition; this keeps a caller that skipped
 	// CapStream from making a scan unboundedly long.
 	MaxScanBytes = 1 << 20
-	// MaxGoalBytes is the longest goal the prompt scan accepts (§9 step 1).
+	// MaxGoalBytes is the longest goal the prompt scan accepts
+	// (docs/design/checks.md#prompt-scan step 1).
 	MaxGoalBytes = 16 << 10
-	// MinBase64Run is the shortest base64 candidate run (§9 step 5).
+	// MinBase64Run is the shortest base64 candidate run
+	// (docs/design/checks.md#prompt-scan step 5).
 	MinBase64Run = 24
-	// MinHexRun is the shortest hex candidate run (§9 step 5).
+	// MinHexRun is the shortest hex candidate run
+	// (docs/design/checks.md#prompt-scan step 5).
 	MinHexRun = 32
 	// MinBinaryBytes is the shortest decoding checked for executable magic.
 	MinBinaryBytes = 16
 	// MaxEncodedDepth is how many nested encoding layers are decoded: the
-	// text decoded from a run is rescanned once more for runs (§9 step 5).
+	// text decoded from a run is rescanned once more for runs
+	// (docs/design/checks.md#prompt-scan step 5).
 	MaxEncodedDepth = 2
 	// MaxBase64Runs caps the base64 runs per observation whose decoding is
 	// text and is therefore passed on to the structural and injection
-	// passes (§10.4).
+	// passes (docs/design/checks.md#scanner-structural).
 	MaxBase64Runs = 64
 	// LargeBlobRun is the run length of the large_base64_blob detector.
 	LargeBlobRun = 500
-	// MaxStructuralDepth bounds the action-object search (§10.4).
+	// MaxStructuralDepth bounds the action-object search
+	// (docs/design/checks.md#scanner-structural).
 	MaxStructuralDepth = 16
 	// MaxLabelSpans caps the spans a Result records for hits that are
 	// labeled but not withheld, so a page full of shell snippets does not
@@ -67,8 +76,8 @@ var (
 )
 
 // Sensitivity selects which passes run and whether hits are redacted
-// (checks.md §10.1 step 6). The zero value is invalid, so an unset field
-// fails New instead of silently scanning less.
+// (docs/design/checks.md#scanner-pipeline step 6). The zero value is invalid,
+// so an unset field fails New instead of silently scanning less.
 type Sensitivity uint8
 
 // The sensitivities, least to most strict.
@@ -104,8 +113,9 @@ func ParseSensitivity(v string) (Sensitivity, error) {
 	return 0, fmt.Errorf("scan: parse SCANNER_SENSITIVITY %q (accepted: low, medium, high): %w", v, ErrInvalidSensitivity)
 }
 
-// Result is the scanner's verdict on one observation (checks.md §10.1 step
-// 7, with the ledger and the model reading different copies).
+// Result is the scanner's verdict on one observation
+// (docs/design/checks.md#scanner-pipeline step 7, with the ledger and the
+// model reading different copies).
 type Result struct {
 	// Content is the normalised text with credentials replaced by
 	// placeholders ([redact]) and nothing else changed: what the ledger
@@ -154,7 +164,8 @@ type Scanner struct {
 	needles    [candidateNeedleList]uint8
 	needleMask uint64
 	class      *[256]uint8
-	// payload is the encoded-payload regexp of the prompt scan (§9 step 5).
+	// payload is the encoded-payload regexp of the prompt scan
+	// (docs/design/checks.md#prompt-scan step 5).
 	payload *regexp.Regexp
 	// untagged redacts credentials for scans that belong to no session.
 	untagged *redact.Redactor
@@ -212,11 +223,12 @@ func New(sens Sensitivity) (*Scanner, error) {
 // Sensitivity returns the sensitivity the scanner was built for.
 func (s *Scanner) Sensitivity() Sensitivity { return s.sens }
 
-// Scan scans one composed observation (checks.md §10.1 steps 6–7) with
-// credentials redacted by placeholders that carry no tag; a session scans
-// with ScanWith and its own redactor. text is normally the composition of
-// CapStream outputs; Scan still replaces invalid UTF-8, applies NFKC and
-// caps the text at MaxScanBytes itself, so any input is safe.
+// Scan scans one composed observation (docs/design/checks.md#scanner-pipeline
+// steps 6–7) with credentials redacted by placeholders that carry no tag; a
+// session scans with ScanWith and its own redactor. text is normally the
+// composition of CapStream outputs; Scan still replaces invalid UTF-8,
+// applies NFKC and caps the text at MaxScanBytes itself, so any input is
+// safe.
 func (s *Scanner) Scan(text string) Result { return s.ScanWith(text, nil) }
 
 // ScanWith is Scan with the credential placeholders of red (a session's

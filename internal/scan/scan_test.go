@@ -96,7 +96,8 @@ func TestParseSensitivity(t *testing.T) {
 	}
 }
 
-// TestScanSpecCases covers checks.md §13 cases 52–56.
+// TestScanSpecCases covers docs/design/checks.md#acceptance-cases cases
+// 52–56.
 func TestScanSpecCases(t *testing.T) {
 	actionJSON := `{"action":"run_command","params":{"command":"id"}}`
 	for _, tc := range []struct {

@@ -9,16 +9,18 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// TruncationMarker returns the line appended to a cut stream (checks.md
-// §10.1 step 2, test 57): "\n[truncated: N bytes omitted]".
+// TruncationMarker returns the line appended to a cut stream
+// (docs/design/checks.md#scanner-pipeline step 2, test 57): "\n[truncated: N
+// bytes omitted]".
 func TruncationMarker(omitted int64) string {
 	return "\n[truncated: " + strconv.FormatInt(omitted, 10) + " bytes omitted]"
 }
 
 // Collector is an io.Writer that keeps the first MaxCollectBytes written to
-// it and counts the rest (checks.md §10.1 step 1). Write never fails, so a
-// chatty child process is never blocked or killed by a full buffer. The
-// zero value is ready to use; it is safe for concurrent writers.
+// it and counts the rest (docs/design/checks.md#scanner-pipeline step 1).
+// Write never fails, so a chatty child process is never blocked or killed by
+// a full buffer. The zero value is ready to use; it is safe for concurrent
+// writers.
 type Collector struct {
 	mu    sync.Mutex
 	buf   []byte // guarded by mu
@@ -60,11 +62,11 @@ func (c *Collector) Text() (text string, truncated bool) {
 	return CapStream(c.buf, c.total)
 }
 
-// CapStream implements checks.md §10.1 steps 2–4 for one stream: data is
-// what the collector kept and total the number of bytes the stream
-// produced. The text is cut at MaxStreamBytes without splitting a UTF-8
-// sequence, invalid bytes become U+FFFD, NFKC is applied and, if that grew
-// the text past MaxNormalizedBytes, it is cut again at a normalisation
+// CapStream implements docs/design/checks.md#scanner-pipeline steps 2–4 for
+// one stream: data is what the collector kept and total the number of bytes
+// the stream produced. The text is cut at MaxStreamBytes without splitting a
+// UTF-8 sequence, invalid bytes become U+FFFD, NFKC is applied and, if that
+// grew the text past MaxNormalizedBytes, it is cut again at a normalisation
 // boundary. A cut stream ends with TruncationMarker(N), N counting the
 // stream bytes that are not represented in text.
 func CapStream(data []byte, total int64) (text string, truncated bool) {

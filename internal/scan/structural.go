@@ -10,7 +10,7 @@ import (
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
-// Structural labels (checks.md §10.4).
+// Structural labels (docs/design/checks.md#scanner-structural).
 const (
 	labelStructural      = "structural_embedded_action_json"
 	labelStrictPrefix    = "strict_schema_violation:"
@@ -43,9 +43,10 @@ func candidateNeedles() [candidateNeedleList]string {
 }
 
 // isSuspiciousKey reports the keys that make an object an action object on
-// their own (§10.4), compared case-insensitively: the spec's list and the
-// keys that only tool calls have (OpenAI tool_calls and function_call,
-// Anthropic tool_use, ReAct action_input).
+// their own (docs/design/checks.md#scanner-structural), compared
+// case-insensitively: the spec's list and the keys that only tool calls have
+// (OpenAI tool_calls and function_call, Anthropic tool_use, ReAct
+// action_input).
 func isSuspiciousKey(k string) bool {
 	switch k {
 	case "instructions", "system_prompt", "new_goal", "override_goal", "system", "new_instructions",
@@ -123,11 +124,12 @@ type braceTree struct {
 	top   []int32
 }
 
-// matchBraces is the candidate finder of §10.4: a brace matcher that knows
-// JSON strings and escapes. An unbalanced '}' is skipped; an unclosed '{'
-// does not hide the balanced spans inside it. A string also ends at a raw
-// newline, which JSON forbids inside strings, so a stray quote in prose
-// cannot swallow the rest of the text.
+// matchBraces is the candidate finder of
+// docs/design/checks.md#scanner-structural: a brace matcher that knows JSON
+// strings and escapes. An unbalanced '}' is skipped; an unclosed '{' does not
+// hide the balanced spans inside it. A string also ends at a raw newline,
+// which JSON forbids inside strings, so a stray quote in prose cannot swallow
+// the rest of the text.
 func matchBraces(t string, cls *[256]uint8) braceTree {
 	var bt braceTree
 	first := strings.IndexByte(t, '{')
@@ -297,8 +299,8 @@ func (s *Scanner) structural(v *view, emit func(label string, sp span), strict b
 	}
 }
 
-// strictSchema runs checks.md §3 steps 2–7 on a candidate and returns the
-// reason code of the first failure, or "".
+// strictSchema runs docs/design/checks.md#schema-check steps 2–7 on a
+// candidate and returns the reason code of the first failure, or "".
 func strictSchema(text string) verdict.Code {
 	_, err := intent.Parse(text, intent.Options{MinJustification: -1, ShapeOnly: true})
 	if err == nil {
@@ -314,7 +316,8 @@ func strictSchema(text string) verdict.Code {
 }
 
 // inspectJSON parses a candidate. ok says it is one valid JSON value; hit
-// says it is or holds an action object (§10.4) within MaxStructuralDepth;
+// says it is or holds an action object
+// (docs/design/checks.md#scanner-structural) within MaxStructuralDepth;
 // topAction says its top level has the key "action", exactly as the schema
 // check would see it.
 func inspectJSON(text string) (ok, hit, topAction bool) {

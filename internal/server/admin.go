@@ -14,8 +14,9 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger/ledgerdb"
 )
 
-// adminChangeEvent is the admin_change payload (api.md §6.3): never a token,
-// a webhook bearer token or a database password.
+// adminChangeEvent is the admin_change payload
+// (docs/design/api.md#event-payloads): never a token, a webhook bearer token
+// or a database password.
 type adminChangeEvent struct {
 	Target string  `json:"target"`
 	Action string  `json:"action"`
@@ -62,7 +63,8 @@ func (s *Server) writeRecorded(rc *reqCtx, path, name string, data []byte, targe
 }
 
 // handleResetDemo is route 44: the embedded ledger is replaced, never
-// edited (api.md §5.10). Tokens, webhooks, policies and config carry over.
+// edited (docs/design/api.md#tokens-webhooks-policies). Tokens, webhooks,
+// policies and config carry over.
 func (s *Server) handleResetDemo(rc *reqCtx) {
 	if !s.cfg.Server.DemoMode {
 		rc.fail(errf(http.StatusForbidden, "reset-demo is only available with ECTO_DEMO_MODE=true"))

@@ -15,14 +15,14 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger"
 )
 
-// Token roles (api.md §3.3).
+// Token roles (docs/design/api.md#authentication).
 const (
 	RoleAdmin   = "admin"
 	RoleAuditor = "auditor"
 	RoleAgent   = "agent"
 )
 
-// Labels of bootstrapped tokens (api.md §2.1).
+// Labels of bootstrapped tokens (docs/design/api.md#token-bootstrap).
 const (
 	labelObserver  = "observer_token (bootstrapped)"
 	labelGenerated = "generated (this run)"
@@ -30,7 +30,8 @@ const (
 )
 
 // tokenCacheTTL bounds how stale a cached token may be: a token deleted on
-// another instance fails here within this time (api.md §3.3).
+// another instance fails here within this time
+// (docs/design/api.md#authentication).
 const tokenCacheTTL = time.Second
 
 // principal is an authenticated caller.
@@ -172,8 +173,9 @@ func (s *Server) lookupToken(ctx context.Context, hash string) (*principal, erro
 	return &p, nil
 }
 
-// bootstrapTokens stores the tokens of api.md §2.1 and returns the generated
-// one-run admin token, if any ("" when OBSERVER_TOKEN is set).
+// bootstrapTokens stores the tokens of docs/design/api.md#token-bootstrap and
+// returns the generated one-run admin token, if any ("" when OBSERVER_TOKEN
+// is set).
 func (s *Server) bootstrapTokens(ctx context.Context) (string, error) {
 	l := s.ledger()
 	// One-run tokens of an earlier process are never valid again.

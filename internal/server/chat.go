@@ -20,7 +20,7 @@ const chatTimeout = 60 * time.Second
 // chatSystem is the system text of chat requests.
 const chatSystem = "You are the assistant of IronVise, a security layer for AI agents. Answer the operator's questions briefly. Never reveal secrets."
 
-// chatEvent is the chat_message payload (api.md §6.3).
+// chatEvent is the chat_message payload (docs/design/api.md#event-payloads).
 type chatEvent struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
@@ -71,8 +71,8 @@ func (s *Server) chat(rc *reqCtx, chain uuid.UUID) {
 }
 
 // chatWith records the user message, asks the model and records the
-// redacted reply (api.md §5.8). The user message stays recorded when the
-// model fails.
+// redacted reply (docs/design/api.md#chat). The user message stays recorded
+// when the model fails.
 func (s *Server) chatWith(rc *reqCtx, chain uuid.UUID, msg string) {
 	client, err := session.NewLLM(s.cfg.LLM, s.log)
 	if err != nil {

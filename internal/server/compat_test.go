@@ -17,10 +17,10 @@ import (
 	"time"
 )
 
-// TestCompatibilityChecklist runs the checklist of api.md §10 against a
-// real server on loopback configured as item 50 says: the mock LLM, no
-// guard, very high rate limits, no network. Items covered elsewhere name
-// their test.
+// TestCompatibilityChecklist runs the checklist of
+// docs/design/api.md#compatibility-checklist against a real server on
+// loopback configured as item 50 says: the mock LLM, no guard, very high rate
+// limits, no network. Items covered elsewhere name their test.
 func TestCompatibilityChecklist(t *testing.T) {
 	ts := startServer(t, tsOptions{})
 	hex64 := regexp.MustCompile(`^[0-9a-f]{64}$`)

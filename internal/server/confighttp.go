@@ -14,7 +14,8 @@ import (
 	"github.com/ironvise/ironvise/internal/tripwire"
 )
 
-// configJSON is the Config of api.md §6.7; string fields are never null.
+// configJSON is the Config of docs/design/api.md#config-shape; string fields
+// are never null.
 type configJSON struct {
 	DatabaseURL         string   `json:"database_url"`
 	LLMBackend          string   `json:"llm_backend"`
@@ -111,7 +112,7 @@ func (s *Server) handlePutConfig(rc *reqCtx) {
 	rc.writeJSON(http.StatusOK, s.currentConfig())
 }
 
-// tripwireJSON is the Tripwire of api.md §6.7.
+// tripwireJSON is the Tripwire of docs/design/api.md#config-shape.
 type tripwireJSON struct {
 	AllowedPaths          []string `json:"allowed_paths"`
 	AllowedDomains        []string `json:"allowed_domains"`

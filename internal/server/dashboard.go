@@ -8,10 +8,11 @@ import (
 	"github.com/ironvise/ironvise/web"
 )
 
-// dashboardCSP is the page's Content-Security-Policy (api.md §9): nothing
-// but this origin, no forms posting anywhere, no <base> rewriting, and no
-// page may frame it (a foreign page framing the dashboard could overlay it
-// or hand it a token of its own: issue 13).
+// dashboardCSP is the page's Content-Security-Policy
+// (docs/design/api.md#dashboard): nothing but this origin, no forms posting
+// anywhere, no <base> rewriting, and no page may frame it (a foreign page
+// framing the dashboard could overlay it or hand it a token of its own: issue
+// 13).
 const dashboardCSP = "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // dashboardPage is the self-contained page: the three files of web/ in one

@@ -1,20 +1,21 @@
 // Package server is `ironvise serve`: the HTTP API (wire-compatible with the
 // EctoLedger SDK clients 0.6.3, plus IronVise's intents, proofs, checkpoints
 // and sandbox report), the live event stream (SSE), Prometheus metrics and
-// the dashboard, on one net/http listener (api.md).
+// the dashboard, on one net/http listener (docs/api.md).
 //
 // # Startup
 //
-// [New] runs the startup order of api.md §2 up to the listener: configuration
-// and settings.json, the database and its migrations, the bootstrapped
-// tokens, the issuer key with the instance genesis and first checkpoint,
-// crash recovery and the verification of the ledger tail (the whole ledger
-// with Options.VerifyFull), and the selected sandbox tier's self-test, which
-// stops the server unless ECTO_SANDBOX_PERMISSIVE=true. [Server.Start] opens
-// the listener last and prints "listening on http://host:port", so any HTTP
-// answer means the API is usable. [Server.Shutdown] stops accepting, ends the
-// streams, lets requests finish, stops the running sessions and records
-// their end, and closes the ledger with a final checkpoint.
+// [New] runs the startup order of docs/design/api.md#server-config up to the
+// listener: configuration and settings.json, the database and its migrations,
+// the bootstrapped tokens, the issuer key with the instance genesis and first
+// checkpoint, crash recovery and the verification of the ledger tail (the
+// whole ledger with Options.VerifyFull), and the selected sandbox tier's
+// self-test, which stops the server unless ECTO_SANDBOX_PERMISSIVE=true.
+// [Server.Start] opens the listener last and prints "listening on
+// http://host:port", so any HTTP answer means the API is usable.
+// [Server.Shutdown] stops accepting, ends the streams, lets requests finish,
+// stops the running sessions and records their end, and closes the ledger with
+// a final checkpoint.
 //
 //	srv, err := server.New(ctx, server.Options{Config: cfg, Lookup: look, Workspace: ws, Tier: tier, …})
 //	if err != nil { … }               // nothing is listening
@@ -24,13 +25,14 @@
 //
 // # Requests
 //
-// Every request passes the stages of api.md §3 in order: CORS preflight, the
-// path check (raw segments, decoded once; never a redirect), route match
-// (404/405), public routes, the global per-IP token bucket, the token (a
-// SHA-256 lookup), the role (decided from the route alone, before any body is
-// read), the route's own limiter, the body (size, content type, JSON syntax,
-// then field types) and the handler. Errors are JSON {"error": …}; 5xx
-// messages quote the request id and keep details in the log.
+// Every request passes the stages of docs/design/api.md#request-pipeline in
+// order: CORS preflight, the path check (raw segments, decoded once; never a
+// redirect), route match (404/405), public routes, the global per-IP token
+// bucket, the token (a SHA-256 lookup), the role (decided from the route
+// alone, before any body is read), the route's own limiter, the body (size,
+// content type, JSON syntax, then field types) and the handler. Errors are
+// JSON {"error": …}; 5xx messages quote the request id and keep details in the
+// log.
 //
 // # Sessions
 //

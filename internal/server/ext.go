@@ -33,8 +33,9 @@ func (src ledgerSource) Webhooks(ctx context.Context) ([]ledger.Webhook, error) 
 }
 
 // startWebhooks starts SIEM egress for WEBHOOK_URL and every registered
-// webhook. The instance that committed an event delivers it (api.md §8),
-// so the dispatcher is fed this process's own commits.
+// webhook. The instance that committed an event delivers it
+// (docs/design/api.md#webhook-delivery), so the dispatcher is fed this
+// process's own commits.
 func (s *Server) startWebhooks() error {
 	opts := webhook.FromConfig(s.cfg.Webhook)
 	opts.Source = ledgerSource{s}

@@ -21,7 +21,7 @@ const feedPage = 512
 
 // checkpointQuiet is how long after the last non-checkpoint event the feed
 // writes a checkpoint, so one is written within 1 s after appends stop
-// (api.md §6.4) and an idle ledger stays silent.
+// (docs/design/api.md#checkpoints) and an idle ledger stays silent.
 const checkpointQuiet = 400 * time.Millisecond
 
 // frame is one event, rendered once for every stream.
@@ -34,8 +34,8 @@ type frame struct {
 }
 
 // renderFrame renders an event's SSE frame with the payload as
-// redact.Payload leaves it (api.md: payloads on the stream are redacted;
-// "redacted" says the payload no longer matches its hash).
+// redact.Payload leaves it (docs/design/api.md: payloads on the stream are
+// redacted; "redacted" says the payload no longer matches its hash).
 func renderFrame(e *ledger.Event) *frame {
 	payload, redacted := redact.Payload(e.Payload)
 	b := make([]byte, 0, 400+len(payload))

@@ -12,7 +12,7 @@ import (
 	"github.com/ironvise/ironvise/internal/sandbox"
 )
 
-// intentResult is the IntentResult of api.md §5.6.
+// intentResult is the IntentResult of docs/design/api.md#intents.
 type intentResult struct {
 	IntentID      string     `json:"intent_id"`
 	SessionID     string     `json:"session_id"`
@@ -116,7 +116,8 @@ func (s *Server) handleIntent(rc *reqCtx) {
 	rc.writeJSON(http.StatusOK, out)
 }
 
-// intentPrecondition is api.md §5.6: running, unsealed, not looped.
+// intentPrecondition is docs/design/api.md#intents: running, unsealed, not
+// looped.
 func intentPrecondition(sess *ledger.Session) error {
 	switch {
 	case sess.Sealed():

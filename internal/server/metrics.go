@@ -17,8 +17,9 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger"
 )
 
-// metrics are the Prometheus collectors of one server (api.md §6.8 and the
-// metric-name list). Labels never carry session ids, tokens or free text.
+// metrics are the Prometheus collectors of one server
+// (docs/design/api.md#metrics and the metric-name list). Labels never carry
+// session ids, tokens or free text.
 type metrics struct {
 	reg *prometheus.Registry
 

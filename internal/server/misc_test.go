@@ -12,7 +12,8 @@ import (
 )
 
 // TestProofsAndCheckpoints covers routes 18 and 19 and the 1 s checkpoint
-// rule of api.md §6.4: a proof verifies offline against the checkpoint.
+// rule of docs/design/api.md#checkpoints: a proof verifies offline against
+// the checkpoint.
 func TestProofsAndCheckpoints(t *testing.T) {
 	ts := startServer(t, tsOptions{})
 	id := ts.createSession(map[string]any{"goal": "prove", "agent_loop": false})
@@ -74,7 +75,8 @@ func TestProofsAndCheckpoints(t *testing.T) {
 }
 
 // TestResetDemo: the embedded ledger is replaced (the old file kept aside),
-// tokens carry over, streams end (api.md §5.10).
+// tokens carry over, streams end
+// (docs/design/api.md#tokens-webhooks-policies).
 func TestResetDemo(t *testing.T) {
 	dataDir := t.TempDir()
 	ts := startServer(t, tsOptions{dataDir: dataDir, env: map[string]string{"ECTO_DEMO_MODE": "true", "DATABASE_URL": "<unset>"}})

@@ -11,15 +11,15 @@ import (
 )
 
 // The owner identity of a serve process (issue 13, item 4). Sessions are
-// leased to an owner id (ledger.md §6). With a fresh id per process, a
-// serve restarted after kill -9 could not tell its dead predecessor's
-// sessions from another live instance's: they stayed running, answering
-// 409 "driven by another instance", until the lease lapsed and some later
-// start recovered them. Each data directory therefore keeps one owner id
-// (the file ownerFile), and a lock on lockFile, held by the kernel for as
-// long as the process lives, makes sure that one live process at a time
-// uses it: the next serve on the directory takes the lock only once the
-// previous one is gone, and may then treat every session of that id as
+// leased to an owner id (docs/design/ledger.md#session-lifecycle). With a
+// fresh id per process, a serve restarted after kill -9 could not tell its
+// dead predecessor's sessions from another live instance's: they stayed
+// running, answering 409 "driven by another instance", until the lease lapsed
+// and some later start recovered them. Each data directory therefore keeps
+// one owner id (the file ownerFile), and a lock on lockFile, held by the
+// kernel for as long as the process lives, makes sure that one live process
+// at a time uses it: the next serve on the directory takes the lock only once
+// the previous one is gone, and may then treat every session of that id as
 // its own (Server.reclaim).
 const (
 	ownerFile = "serve-owner-id"

@@ -13,8 +13,8 @@ import (
 	"github.com/ironvise/ironvise/internal/strictjson"
 )
 
-// queryFirst returns the first value of a query parameter (api.md §3.2:
-// for repeated parameters the first counts).
+// queryFirst returns the first value of a query parameter
+// (docs/design/api.md#path-rules: for repeated parameters the first counts).
 func queryFirst(r *http.Request, name string) (string, bool) {
 	v, ok := r.URL.Query()[name]
 	if !ok || len(v) == 0 {
@@ -72,7 +72,8 @@ func (s *Server) sessionByID(rc *reqCtx, id uuid.UUID) (*ledger.Session, error) 
 }
 
 // object is a JSON object body whose fields are read with their types
-// checked: a wrong type or a missing required field is a 422 (api.md §3.5).
+// checked: a wrong type or a missing required field is a 422
+// (docs/design/api.md#bodies-and-status).
 type object map[string]json.RawMessage
 
 // bodyObject decodes the body (already checked to be valid JSON) as an
@@ -129,7 +130,7 @@ func (o object) boolean(key string, required bool) (bool, bool, error) {
 // or exponent. Every integer of every request body is read here, so this
 // is where a quoted number is refused: encoding/json decodes "5" into a
 // json.Number without complaint, and {"max_steps":"5"} was once accepted
-// where api.md promises 422 (issue 13, item 8).
+// where docs/design/api.md#bodies-and-status promises 422 (issue 13, item 8).
 func (o object) integer(key string) (int64, bool, error) {
 	if !o.present(key) {
 		return 0, false, nil

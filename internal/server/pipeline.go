@@ -15,7 +15,8 @@ import (
 	"unicode/utf8"
 )
 
-// MaxBodyBytes is the request body limit of every route (api.md §3.5).
+// MaxBodyBytes is the request body limit of every route
+// (docs/design/api.md#bodies-and-status).
 const MaxBodyBytes = 1 << 20
 
 // reqCtx is one request on its way through the pipeline.
@@ -47,8 +48,9 @@ func (rc *reqCtx) routeName() string {
 	return rc.entry.pattern
 }
 
-// ServeHTTP implements http.Handler: the request pipeline of api.md §3, each
-// stage answering or passing on, in this order.
+// ServeHTTP implements http.Handler: the request pipeline of
+// docs/design/api.md#request-pipeline, each stage answering or passing on, in
+// this order.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc := &reqCtx{s: s, w: w, r: r, start: time.Now()}
 	h := w.Header()
@@ -172,7 +174,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc.route.handler(rc)
 }
 
-// readBody applies the body rules of api.md §3.5.
+// readBody applies the body rules of docs/design/api.md#bodies-and-status.
 //
 // The body's deadline was set by ServeHTTP; it is lifted once the body is
 // in, because net/http's background read would otherwise cancel the
@@ -256,8 +258,8 @@ func validHeaderList(s string) bool {
 }
 
 // setCORS adds the CORS response headers for an allowed origin and reports
-// whether the origin is allowed (api.md §3.1). Credentials are never
-// allowed: auth travels in a header or the query, not cookies.
+// whether the origin is allowed (docs/design/api.md#cors). Credentials are
+// never allowed: auth travels in a header or the query, not cookies.
 func (s *Server) setCORS(h http.Header, origin string) bool {
 	if origin == "" {
 		return false

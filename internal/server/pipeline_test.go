@@ -31,7 +31,8 @@ func rawRequest(t *testing.T, addr, method, target, tok string) (int, http.Heade
 	return res.StatusCode, res.Header, string(b)
 }
 
-// TestOddPathsNeverRedirect covers api.md §3.2 and checklist item 31.
+// TestOddPathsNeverRedirect covers docs/design/api.md#path-rules and
+// checklist item 31.
 func TestOddPathsNeverRedirect(t *testing.T) {
 	ts := startServer(t, tsOptions{})
 	addr := ts.Addr()
@@ -151,7 +152,7 @@ func TestCORS(t *testing.T) {
 	})
 }
 
-// TestBodyRules covers api.md §3.5.
+// TestBodyRules covers docs/design/api.md#bodies-and-status.
 func TestBodyRules(t *testing.T) {
 	ts := startServer(t, tsOptions{})
 	big := `{"goal":"` + strings.Repeat("a", MaxBodyBytes) + `"}`

@@ -11,9 +11,9 @@ import (
 	"github.com/ironvise/ironvise/internal/policy"
 )
 
-// validPolicyName is api.md §5.10: 1–64 characters of a-z 0-9 - _, the
-// first a letter or digit. Nothing else can name a file, so no name can
-// reach outside the policies directory.
+// validPolicyName is docs/design/api.md#tokens-webhooks-policies: 1–64
+// characters of a-z 0-9 - _, the first a letter or digit. Nothing else can
+// name a file, so no name can reach outside the policies directory.
 func validPolicyName(n string) bool {
 	if len(n) < 1 || len(n) > 64 {
 		return false

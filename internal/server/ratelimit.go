@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// bucketIdle is how long an unused bucket is kept (api.md §3.4).
+// bucketIdle is how long an unused bucket is kept
+// (docs/design/api.md#rate-limits).
 const bucketIdle = 10 * time.Minute
 
 // buckets is one token-bucket limiter keyed by client IP: capacity burst,
@@ -63,7 +64,7 @@ func (b *buckets) sweep(now time.Time) {
 	}
 }
 
-// rateLimits are the three limiters of api.md §3.4.
+// rateLimits are the three limiters of docs/design/api.md#rate-limits.
 type rateLimits struct {
 	global, session, sse *buckets
 }

@@ -31,7 +31,8 @@ func errf(status int, format string, args ...any) *apiError {
 	return &apiError{status: status, msg: fmt.Sprintf(format, args...)}
 }
 
-// ts renders a time in the API's timestamp format (api.md §6).
+// ts renders a time in the API's timestamp format
+// (docs/design/api.md#json-shapes).
 func ts(t time.Time) string { return t.UTC().Format(ledger.TimeFormat) }
 
 // optTS renders a zero time as null.
@@ -61,8 +62,9 @@ func newRequestID() string {
 }
 
 // clientRequestID returns the client's X-Request-Id when it is safe to echo:
-// at most 64 characters of [A-Za-z0-9._-] (api.md §3), so it can never
-// inject a header line or log field.
+// at most 64 characters of [A-Za-z0-9._-]
+// (docs/design/api.md#request-pipeline), so it can never inject a header line
+// or log field.
 func clientRequestID(v string) (string, bool) {
 	if v == "" || len(v) > 64 {
 		return "", false

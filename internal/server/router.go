@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// access is who may call a route (api.md §4 role column).
+// access is who may call a route (docs/design/api.md#routes role column).
 type access int
 
 const (
@@ -27,7 +27,8 @@ const (
 	limitSSE                    // e: + SSE limiter
 )
 
-// bodyKind is how the body stage treats a route (api.md §3.5).
+// bodyKind is how the body stage treats a route
+// (docs/design/api.md#bodies-and-status).
 type bodyKind int
 
 const (
@@ -124,7 +125,8 @@ func (rt *router) match(segs []string) (*pathEntry, map[string]string) {
 	return best, bestParams
 }
 
-// pathProblem is why a raw path is refused: 400 or 404 (api.md §3.2).
+// pathProblem is why a raw path is refused: 400 or 404
+// (docs/design/api.md#path-rules).
 type pathProblem struct {
 	status int
 	msg    string

@@ -2,7 +2,7 @@ package server
 
 import "net/http"
 
-// routes builds the route table of api.md §4.
+// routes builds the route table of docs/design/api.md#routes.
 func (s *Server) routes() {
 	const (
 		get, post, put, del = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete

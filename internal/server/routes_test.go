@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// routeCase is one row of api.md §4 with a concrete path.
+// routeCase is one row of docs/design/api.md#routes with a concrete path.
 type routeCase struct {
 	method, path string
 	access       access

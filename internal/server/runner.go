@@ -370,7 +370,8 @@ func (s *Server) sealExternal(ctx context.Context, r *runner, who *principal) (l
 }
 
 // denyPending decides every pending gate of a session as denied by the
-// sealing caller, reason "session sealed" (checks.md §11).
+// sealing caller, reason "session sealed"
+// (docs/design/checks.md#check-events).
 func (s *Server) denyPending(ctx context.Context, id uuid.UUID, who *principal) error {
 	l := s.ledger()
 	for i := 0; i < 100; i++ {

@@ -13,7 +13,8 @@ import (
 )
 
 // sandboxState is the startup self-test of the selected tier and, once it
-// has run in the background, the doctor's guarantees (api.md §5.7).
+// has run in the background, the doctor's guarantees
+// (docs/design/api.md#sandbox-report).
 type sandboxState struct {
 	s *Server
 
@@ -30,8 +31,9 @@ func newSandboxState(s *Server) *sandboxState {
 	return &sandboxState{s: s, doctorDone: make(chan struct{})}
 }
 
-// selfTest runs the tier's self-test (sandbox.md §8). A failure stops serve
-// unless the sandbox is permissive.
+// selfTest runs the tier's self-test
+// (docs/design/sandbox.md#doctor-and-self-test). A failure stops serve unless
+// the sandbox is permissive.
 func (st *sandboxState) selfTest(ctx context.Context) error {
 	tctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
@@ -67,7 +69,8 @@ func (st *sandboxState) startDoctor() {
 	})
 }
 
-// sandboxReport is the SandboxReport JSON of api.md §5.7.
+// sandboxReport is the SandboxReport JSON of
+// docs/design/api.md#sandbox-report.
 type sandboxReport struct {
 	Tier       string             `json:"tier"`
 	Platform   string             `json:"platform"`

@@ -11,7 +11,8 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger"
 )
 
-// securityWindow is the rolling window of SecurityMetrics (api.md §6.8).
+// securityWindow is the rolling window of SecurityMetrics
+// (docs/design/api.md#metrics).
 const securityWindow = 7 * 24 * time.Hour
 
 // secLayers are the layers of injection_attempts_by_layer.

@@ -27,7 +27,8 @@ import (
 // Options configure a Server. Config, Workspace and Tier are required.
 type Options struct {
 	// Config is the validated environment (internal/config); settings.json
-	// in its data dir is applied on top (api.md §5.9).
+	// in its data dir is applied on top
+	// (docs/design/api.md#config-and-tripwire).
 	Config *config.Config
 	// Lookup reads the environment for the guard workers' environment.
 	Lookup config.Lookup
@@ -66,10 +67,11 @@ type Options struct {
 	// StreamWriteTimeout bounds one write to an event stream; a client
 	// that does not read for this long is dropped (default 10 s).
 	StreamWriteTimeout time.Duration
-	// LeaseDuration is the ledger's session lease (ledger.md §6; zero is
-	// 30 s) and WriteTimeout the deadline of each ledger write of a step
-	// (zero is agent.DefaultWriteTimeout). Tests shorten both so that a
-	// command outlasts them.
+	// LeaseDuration is the ledger's session lease
+	// (docs/design/ledger.md#session-lifecycle; zero is 30 s) and WriteTimeout
+	// the deadline of each ledger write of a step (zero is
+	// agent.DefaultWriteTimeout). Tests shorten both so that a command outlasts
+	// them.
 	LeaseDuration, WriteTimeout time.Duration
 }
 
@@ -145,8 +147,9 @@ type Server struct {
 	closed  atomic.Bool
 }
 
-// New prepares a server: steps 1–5 of api.md §2's startup order. Nothing
-// listens yet; on error everything opened so far is closed again.
+// New prepares a server: steps 1–5 of docs/design/api.md#server-config's
+// startup order. Nothing listens yet; on error everything opened so far is
+// closed again.
 func New(ctx context.Context, o Options) (srv *Server, err error) {
 	if o.Config == nil || o.Tier == nil || o.Workspace == "" || len(o.Protected.Paths) == 0 {
 		return nil, errors.New("server: Config, Tier, Workspace and Protected are required")
@@ -374,7 +377,8 @@ func (s *Server) Start(ctx context.Context) error {
 	port := ln.Addr().(*net.TCPAddr).Port
 	base := "http://" + net.JoinHostPort(host, strconv.Itoa(port))
 	if s.genToken != "" {
-		// Printed once, to stdout only; never logged (api.md §2.1).
+		// Printed once, to stdout only; never logged
+		// (docs/design/api.md#token-bootstrap).
 		fmt.Fprintf(s.opts.Stdout, "OBSERVER_TOKEN is not set; generated a one-run admin token: %s\nDashboard: %s/?token=%s\n", s.genToken, base, s.genToken)
 	}
 	fmt.Fprintf(s.opts.Stderr, "listening on %s\n", base)
@@ -407,10 +411,11 @@ func (s *Server) URL() string {
 // ShutdownGrace bounds how long in-flight requests may finish at shutdown.
 const ShutdownGrace = 10 * time.Second
 
-// Shutdown stops the server gracefully (api.md §2): no new connections, open
-// streams end, in-flight requests get ShutdownGrace to finish, the running
-// sessions are stopped and their end recorded, the one-run token is deleted,
-// and the ledger writes its final checkpoint and closes.
+// Shutdown stops the server gracefully (docs/design/api.md#server-config): no
+// new connections, open streams end, in-flight requests get ShutdownGrace to
+// finish, the running sessions are stopped and their end recorded, the
+// one-run token is deleted, and the ledger writes its final checkpoint and
+// closes.
 func (s *Server) Shutdown(ctx context.Context) error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return nil
@@ -518,9 +523,9 @@ func (s *Server) resetChan() chan struct{} {
 	return s.streamsReset
 }
 
-// guardPlan resolves the guard for new sessions (checks.md §7): required
-// but unconfigured is a startup error, and a 503 for sessions after a
-// configuration change.
+// guardPlan resolves the guard for new sessions
+// (docs/design/checks.md#guard-protocol): required but unconfigured is a
+// startup error, and a 503 for sessions after a configuration change.
 func (s *Server) guardPlan() (guard.Plan, error) {
 	c := s.sessionConfig()
 	p, err := guard.Resolve(c.Guard, c.LLM.Backend, guard.Flags{})

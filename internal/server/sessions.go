@@ -105,7 +105,8 @@ func (s *Server) handleEvents(rc *reqCtx) {
 	rc.writeRawJSON(http.StatusOK, eventsJSON(evs))
 }
 
-// createRequest is the body of route 6 (api.md §5.2) and its caller.
+// createRequest is the body of route 6 (docs/design/api.md#session-create)
+// and its caller.
 type createRequest struct {
 	goal       string
 	policy     string
@@ -264,7 +265,7 @@ func (s *Server) sessionSpec(cfg *config.Config, tw *tripwire.Tripwire, pol *pol
 }
 
 // resolvePolicy finds the policy a session enforces: by name, else by hash,
-// else none (api.md §5.2).
+// else none (docs/design/api.md#session-create).
 func (s *Server) resolvePolicy(name, hash string) (*policy.Policy, error) {
 	hash = strings.ToLower(strings.TrimSpace(hash))
 	if name == "" && hash == "" {
@@ -337,8 +338,8 @@ func (s *Server) handleSeal(rc *reqCtx) {
 	rc.writeJSON(http.StatusOK, out)
 }
 
-// clientTypes are the payload types a client may append as-is (api.md
-// §5.3), with their exact fields.
+// clientTypes are the payload types a client may append as-is
+// (docs/design/api.md#appending-events), with their exact fields.
 var clientTypes = map[string]map[string]string{
 	ledger.TypeObservation: {"content": "string"},
 	ledger.TypeThought:     {"content": "string"},

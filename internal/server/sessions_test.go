@@ -32,7 +32,8 @@ func payloadTypes(evs []map[string]any) []string {
 }
 
 // TestMockSessionEndsWithin2s: an API session with the mock reaches a
-// terminal status within 2 s and appends nothing afterwards (api.md §2.3).
+// terminal status within 2 s and appends nothing afterwards
+// (docs/design/api.md#mock-backend).
 func TestMockSessionEndsWithin2s(t *testing.T) {
 	ts := startServer(t, tsOptions{})
 	start := time.Now()
@@ -147,7 +148,7 @@ func (ts *testServer) intent(id string, body string) map[string]any {
 }
 
 // TestIntentsNativeSandbox submits intents end to end through the real
-// native sandbox (api.md §5.6).
+// native sandbox (docs/design/api.md#intents).
 func TestIntentsNativeSandbox(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the native tier of this test is Linux's")

@@ -19,8 +19,9 @@ import (
 )
 
 // settingsFile is $ECTO_DATA_DIR/settings.json: what the dashboard's
-// settings page saves through PUT /api/config (api.md §5.9). Absent fields
-// leave the environment's value in force.
+// settings page saves through PUT /api/config
+// (docs/design/api.md#config-and-tripwire). Absent fields leave the
+// environment's value in force.
 type settingsFile struct {
 	DatabaseURL         *string   `json:"database_url,omitempty"`
 	LLMBackend          *string   `json:"llm_backend,omitempty"`
@@ -171,7 +172,8 @@ func fileWriteError(name string, err error) error {
 
 var llmBackends = []string{"ollama", "openai", "anthropic", "mock"}
 
-// validate checks the values (api.md §5.9); a bad value is a 400.
+// validate checks the values (docs/design/api.md#config-and-tripwire); a bad
+// value is a 400.
 func (f *settingsFile) validate() error {
 	if f.DatabaseURL != nil {
 		u := *f.DatabaseURL
@@ -288,7 +290,7 @@ func (s *Server) sessionConfig() *config.Config {
 }
 
 // checkStartupFiles stops serve when tripwire.json cannot be used, naming
-// the file (api.md §5.9).
+// the file (docs/design/api.md#config-and-tripwire).
 func (s *Server) checkStartupFiles() error {
 	if _, err := s.loadTripwireConfig(s.cfg); err != nil {
 		return err

@@ -9,10 +9,11 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger"
 )
 
-// appendEventJSON appends the Event of api.md §6.2 to b. payload replaces
-// the stored payload (the stream's redacted copy); redacted, when non-nil,
-// adds the stream's "redacted" member. It is hand-written because the feed
-// renders every event once and the payload must stay byte for byte.
+// appendEventJSON appends the Event of docs/design/api.md#event-shape to b.
+// payload replaces the stored payload (the stream's redacted copy); redacted,
+// when non-nil, adds the stream's "redacted" member. It is hand-written
+// because the feed renders every event once and the payload must stay byte
+// for byte.
 func appendEventJSON(b []byte, e *ledger.Event, payload []byte, redacted *bool) []byte {
 	b = append(b, `{"id":`...)
 	b = strconv.AppendInt(b, e.ID(), 10)
@@ -74,7 +75,7 @@ func refOf(e *ledger.Event) eventRef {
 	return eventRef{ID: e.ID(), Sequence: e.Seq, Type: e.Type, ContentHash: e.Hash.String()}
 }
 
-// checkpointJSON is the Checkpoint of api.md §6.4.
+// checkpointJSON is the Checkpoint of docs/design/api.md#checkpoints.
 type checkpointJSON struct {
 	TreeSize  int64  `json:"tree_size"`
 	RootHash  string `json:"root_hash"`
@@ -101,5 +102,5 @@ func toCheckpoint(c *ledger.Checkpoint, origin string) checkpointJSON {
 	return out
 }
 
-// sessionOf is the Session of api.md §6.1.
+// sessionOf is the Session of docs/design/api.md#session-shape.
 func sessionOf(s *ledger.Session) ledger.SessionJSON { return s.JSON() }

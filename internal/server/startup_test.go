@@ -22,7 +22,7 @@ import (
 
 // TestTokenBootstrap: without OBSERVER_TOKEN a one-run admin token is
 // printed once to stdout, works, is deleted at shutdown, and a leftover is
-// deleted at the next start (api.md §2.1).
+// deleted at the next start (docs/design/api.md#token-bootstrap).
 func TestTokenBootstrap(t *testing.T) {
 	dataDir := t.TempDir()
 	env := map[string]string{"OBSERVER_TOKEN": "<unset>", "DATABASE_URL": "<unset>", "ECTO_BIND_HOST": "0.0.0.0"}
@@ -214,7 +214,7 @@ func TestStartupRefusals(t *testing.T) {
 }
 
 // TestRateLimits is checklist item 46 with the default limits, plus the
-// trusted-proxy rule of api.md §3.4.
+// trusted-proxy rule of docs/design/api.md#rate-limits.
 func TestRateLimits(t *testing.T) {
 	defaults := map[string]string{}
 	for _, k := range []string{"API_RATE_LIMIT_PER_SECOND", "API_RATE_LIMIT_BURST", "SESSION_RATE_LIMIT_PER_SECOND", "SESSION_RATE_LIMIT_BURST", "SSE_RATE_LIMIT_PER_SECOND", "SSE_RATE_LIMIT_BURST"} {

@@ -60,7 +60,7 @@ func (s *Server) handleSessionStream(rc *reqCtx) {
 }
 
 // streamCursor is since, else after, else Last-Event-ID, else 0; negative
-// values count as 0 (api.md §7).
+// values count as 0 (docs/design/api.md#sse).
 func streamCursor(r *http.Request) (int64, error) {
 	for _, name := range []string{"since", "after"} {
 		if v, ok := queryFirst(r, name); ok {
@@ -123,7 +123,7 @@ func (s *Server) stream(rc *reqCtx, session uuid.UUID, cursor int64) {
 		case <-wait:
 		case <-st.timer.C:
 			// Re-check the token at each keep-alive tick: a deleted or
-			// expired token ends the stream (api.md §7).
+			// expired token ends the stream (docs/design/api.md#sse).
 			if _, err := s.lookupToken(ctx, rc.who.hash); err != nil {
 				return
 			}

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// frameShape checks the framing of api.md §7 on one event frame.
+// frameShape checks the framing of docs/design/api.md#sse on one event frame.
 func frameShape(t *testing.T, f sseFrame) map[string]any {
 	t.Helper()
 	if strings.Contains(f.raw, "\r") {
@@ -53,7 +53,7 @@ func collect(t *testing.T, c *sseClient, quiet time.Duration) []sseFrame {
 }
 
 // TestStreamChecklist covers checklist items 24–26 and 28 and the cursor
-// rules of api.md §7.
+// rules of docs/design/api.md#sse.
 func TestStreamChecklist(t *testing.T) {
 	ts := startServer(t, tsOptions{})
 	a := ts.createSession(map[string]any{"goal": "first", "agent_loop": false})
@@ -201,7 +201,7 @@ func TestStreamChecklist(t *testing.T) {
 }
 
 // TestKeepAlive: a keep-alive comment only after SSE_KEEPALIVE_SECS of
-// silence, and never sooner (api.md §7, checklist item 27).
+// silence, and never sooner (docs/design/api.md#sse, checklist item 27).
 func TestKeepAlive(t *testing.T) {
 	for _, secs := range []int{2, 10} {
 		t.Run(strconv.Itoa(secs)+"s", func(t *testing.T) {

@@ -13,8 +13,9 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger"
 )
 
-// handleVerify is route 11: the five checks of ledger.md §7 and the
-// findings check (evidence.FindingsCheck), each reported.
+// handleVerify is route 11: the five checks of
+// docs/design/ledger.md#verification and the findings check
+// (evidence.FindingsCheck), each reported.
 func (s *Server) handleVerify(rc *reqCtx) {
 	id, err := rc.sessionParam()
 	if err != nil {

@@ -111,10 +111,11 @@ func (s *Server) handleCreateWebhook(rc *reqCtx) {
 	}
 }
 
-// checkWebhookTarget applies the URL rules of api.md §5.10; it returns ""
-// when the URL is acceptable. SSRF: a webhook must never make IronVise
-// post ledger content to its own host, the cloud metadata service or the
-// internal network; delivery re-checks every address at connect time.
+// checkWebhookTarget applies the URL rules of
+// docs/design/api.md#tokens-webhooks-policies; it returns "" when the URL is
+// acceptable. SSRF: a webhook must never make IronVise post ledger content to
+// its own host, the cloud metadata service or the internal network; delivery
+// re-checks every address at connect time.
 func (s *Server) checkWebhookTarget(ctx context.Context, raw string) string {
 	if raw == "" {
 		return "must not be empty"

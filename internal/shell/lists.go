@@ -2,9 +2,9 @@ package shell
 
 import "strings"
 
-// The program families of checks.md §6.1.6. They are part of the analysis
-// (which words a wrapper runs, which interpreter reads stdin), not of the
-// configurable tripwire rules.
+// The program families of docs/design/checks.md#executable-allowlist. They
+// are part of the analysis (which words a wrapper runs, which interpreter
+// reads stdin), not of the configurable tripwire rules.
 var (
 	// ShellInterpreters run sh-like scripts; a static -c script is
 	// analysed recursively.
@@ -85,9 +85,10 @@ func family(program string, fold bool) string {
 
 // isInlineFlag reports whether word is one of the interpreter's inline-code
 // flags. For shells any single-dash bundle containing c counts as -c
-// (checks.md §6.1.5: "-ec" is -e -c, which is how a bundle hides -c). For
-// other interpreters a flag also counts with its code attached ("-eprint")
-// or at the end of a bundle of letters ("perl -ne", "python3 -Ic").
+// (docs/design/checks.md#derived-commands: "-ec" is -e -c, which is how a
+// bundle hides -c). For other interpreters a flag also counts with its code
+// attached ("-eprint") or at the end of a bundle of letters ("perl -ne",
+// "python3 -Ic").
 func isInlineFlag(program, word string, fold bool) bool {
 	shell := IsShell(program, fold)
 	for _, f := range inlineFlags {

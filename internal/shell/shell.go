@@ -1,6 +1,6 @@
 // Package shell is the static analysis of a POSIX sh script that the policy
-// and tripwire checks share (checks.md §6.1 steps 1–5 and the facts steps
-// 8–11 need).
+// and tripwire checks share (docs/design/checks.md#tripwire-commands steps
+// 1–5 and the facts steps 8–11 need).
 //
 // # What it computes
 //
@@ -55,7 +55,7 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// Limits of checks.md §6.1.
+// Limits of docs/design/checks.md#tripwire-commands.
 const (
 	MaxCommands   = 256 // simple commands per script, derived ones included
 	MaxDepth      = 16  // nesting of compound commands and substitutions
@@ -79,7 +79,8 @@ type Word struct {
 // RedirKind classifies a redirection for the path checks.
 type RedirKind int
 
-// Redirection kinds (checks.md §4.3, §6.1.11).
+// Redirection kinds (docs/design/checks.md#policy-precedence,
+// docs/design/checks.md#redirection-targets).
 const (
 	RedirNone  RedirKind = iota // fd duplication or close: no file target
 	RedirRead                   // <
@@ -94,7 +95,8 @@ type Redirect struct {
 	Target Word // zero for RedirNone and RedirHere
 	// TmpDir reports a target of the form $TMPDIR/static-rest (or
 	// ${TMPDIR}) with no ".." component: the sandbox's per-command scratch
-	// directory (checks.md §6.1.11). Rest is the part after $TMPDIR.
+	// directory (docs/design/checks.md#redirection-targets). Rest is the part
+	// after $TMPDIR.
 	TmpDir bool
 	Rest   string
 	Offset int // byte offset in the analysed script, for source order
@@ -143,7 +145,7 @@ type Command struct {
 	StdinFile bool
 	// InlineCode reports an interpreter given code with an inline-code flag
 	// (-c, -e, …); StdinProgram reports one that reads its program from
-	// stdin (checks.md §6.1.10).
+	// stdin (docs/design/checks.md#script-level-rules).
 	InlineCode   bool
 	StdinProgram bool
 	// AssignOnly reports a command of bare assignments (X=1) with no

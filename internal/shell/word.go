@@ -26,9 +26,9 @@ func makeWord(wd *syntax.Word, src string) Word {
 var unquoteMatch = strings.NewReplacer(`'`, "", `"`, "")
 
 // staticValue returns the word's value after POSIX quote removal, and false
-// when the word is not static (checks.md §6.1.2): any part other than a
-// literal, a single-quoted string or a double-quoted string of literals; an
-// unescaped glob character outside quotes; a leading unquoted ~.
+// when the word is not static (docs/design/checks.md#command-walk): any part
+// other than a literal, a single-quoted string or a double-quoted string of
+// literals; an unescaped glob character outside quotes; a leading unquoted ~.
 func staticValue(wd *syntax.Word) (string, bool) {
 	var b strings.Builder
 	for i, part := range wd.Parts {

@@ -6,7 +6,7 @@ import (
 )
 
 // wrapper describes a program that runs another program given as its
-// operands (checks.md §3, "Wrappers are looked through").
+// operands (docs/checks.md#commands, "Wrappers are looked through").
 type wrapper struct {
 	opts *OptSpec
 	// skip is the number of operands before the program: timeout's

@@ -11,11 +11,11 @@ import (
 	"github.com/ironvise/ironvise/internal/strictjson"
 )
 
-// ArgRule is a banned-argument rule (checks.md §3, banned_arg_rules). It
-// fires when every condition it sets holds. The structured conditions
-// (option, option_value, subcommand, operand, last_operand,
-// operand_matches_all, absent) read the command line with the option
-// model of package shell, so `curl -d@f`, `rm -vr`, `nc -e/bin/sh` and
+// ArgRule is a banned-argument rule (docs/checks.md#argument-rules,
+// banned_arg_rules). It fires when every condition it sets holds. The
+// structured conditions (option, option_value, subcommand, operand,
+// last_operand, operand_matches_all, absent) read the command line with the
+// option model of package shell, so `curl -d@f`, `rm -vr`, `nc -e/bin/sh` and
 // `--long=value` are the options they are; `require` keeps its meaning of
 // a regex that fully matches some argument word, an option's name or an
 // option's value. A word that except fully matches counts for no

@@ -10,7 +10,7 @@ import (
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
-// Flags the tripwire attaches to an allow (checks.md §8).
+// Flags the tripwire attaches to an allow (docs/design/checks.md#flags).
 const (
 	FlagDynamicProgram = "dynamic_program"
 	FlagScriptFile     = "script_file"
@@ -73,8 +73,9 @@ func (t *Tripwire) redirectViews(v *View) []PathView {
 	return out
 }
 
-// checkCommand applies checks.md §6.1 in its order: parse, complexity,
-// script-level rules, per-command rules in source order, redirections.
+// checkCommand applies docs/design/checks.md#tripwire-commands in its order:
+// parse, complexity, script-level rules, per-command rules in source order,
+// redirections.
 func (t *Tripwire) checkCommand(v *View) verdict.Verdict {
 	a := v.Command
 	deny := func(code verdict.Code, format string, args ...any) verdict.Verdict {

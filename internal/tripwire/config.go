@@ -18,8 +18,8 @@ import (
 	"github.com/ironvise/ironvise/internal/strictjson"
 )
 
-// Config is tripwire.json (checks.md §6.4), validated. Build one with
-// LoadConfig or DefaultConfig; the zero value is not usable.
+// Config is tripwire.json (docs/design/checks.md#tripwire-json), validated.
+// Build one with LoadConfig or DefaultConfig; the zero value is not usable.
 type Config struct {
 	AllowedRoots         []string
 	WritableRoots        []string
@@ -45,7 +45,9 @@ type Config struct {
 	allowlist shell.GlobSet
 }
 
-// Default lists of checks.md §6.1.6, §6.1.7 and §6.1.9.
+// Default lists of docs/design/checks.md#executable-allowlist,
+// docs/design/checks.md#banned-programs and
+// docs/design/checks.md#banned-arguments.
 var (
 	// DefaultAllowlist is the executable allowlist selected by "default".
 	DefaultAllowlist = []string{"ls", "cat", "head", "tail", "wc", "grep", "find", "stat", "file", "diff", "cmp", "md5sum", "sha1sum", "sha256sum",
@@ -154,9 +156,9 @@ func LoadConfigBytes(data []byte, opt LoadOptions) (*Config, error) {
 }
 
 // defaultsHash hashes the canonical JSON of the effective defaults
-// (checks.md §6.4). Keys are sorted by encoding a map, output has no
-// insignificant whitespace and HTML escaping is off, which is RFC 8785 for
-// these values (plain strings, booleans, small integers).
+// (docs/design/checks.md#tripwire-json). Keys are sorted by encoding a map,
+// output has no insignificant whitespace and HTML escaping is off, which is
+// RFC 8785 for these values (plain strings, booleans, small integers).
 func defaultsHash(c *Config) string {
 	rules := make([]argRuleSrc, len(c.BannedArgRules))
 	for i, r := range c.BannedArgRules {
@@ -294,7 +296,7 @@ func (l *loader) intRange(root *strictjson.Node, key string, def, lo, hi int) in
 }
 
 // roots validates absolute, existing directories and resolves them once,
-// at load (checks.md §6.2 step 5).
+// at load (docs/design/checks.md#tripwire-paths step 5).
 func (l *loader) roots(root *strictjson.Node, key string, def []string) []string {
 	list, set := l.stringList(root, key)
 	if !set {

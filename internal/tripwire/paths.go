@@ -28,7 +28,7 @@ type OSFS struct{ secretpaths.OSLinks }
 // ReadDir implements FS.
 func (OSFS) ReadDir(name string) ([]fs.DirEntry, error) { return os.ReadDir(name) }
 
-// PathKind says how a path is used (checks.md §4.3).
+// PathKind says how a path is used (docs/design/checks.md#policy-precedence).
 type PathKind string
 
 // Path uses.
@@ -45,7 +45,7 @@ type Problem struct {
 }
 
 // PathView is one path of an intent, lexically and physically resolved
-// (checks.md §6.2 steps 1–4).
+// (docs/design/checks.md#tripwire-paths steps 1–4).
 type PathView struct {
 	Kind PathKind
 	// Raw is the path as written (for redirections, the static target).
@@ -58,7 +58,8 @@ type PathView struct {
 	// Problem is set when steps 1–4 already fail.
 	Problem *Problem
 	// Scratch marks a $TMPDIR target: the sandbox's scratch directory,
-	// permitted for reads and writes (checks.md §6.1.11).
+	// permitted for reads and writes
+	// (docs/design/checks.md#redirection-targets).
 	Scratch bool
 	// Dynamic marks a target that cannot be determined statically.
 	Dynamic bool
@@ -70,7 +71,8 @@ type PathView struct {
 // one cannot be checked against the roots.
 var errMagicLink = errors.New("path runs through a /proc magic link")
 
-// pathView computes steps 1–4 of checks.md §6.2 for one path.
+// pathView computes steps 1–4 of docs/design/checks.md#tripwire-paths for one
+// path.
 func (t *Tripwire) pathView(kind PathKind, raw string) PathView {
 	v := PathView{Kind: kind, Raw: raw}
 	if p := t.invalidPath(raw); p != "" {
@@ -210,9 +212,9 @@ func (t *Tripwire) checkPath(v PathView) *Problem {
 }
 
 // CheckPathAtOpen repeats steps 1–5 for read_file just before the executor
-// opens the file (checks.md §6.2 step 6), and returns the resolved path to
-// open with O_NOFOLLOW. A change on disk between the check and the open
-// (a swapped symlink) is caught here.
+// opens the file (docs/design/checks.md#tripwire-paths step 6), and returns
+// the resolved path to open with O_NOFOLLOW. A change on disk between the
+// check and the open (a swapped symlink) is caught here.
 func (t *Tripwire) CheckPathAtOpen(raw string) (string, verdict.Verdict) {
 	v := t.pathView(KindReadFile, raw)
 	if p := t.checkPath(v); p != nil {

@@ -1,5 +1,6 @@
 // Package tripwire is check 3 of the pipeline: the structural rules on
-// commands, paths and URLs (checks.md §6), configured by tripwire.json.
+// commands, paths and URLs (docs/design/checks.md#tripwire), configured by
+// tripwire.json.
 //
 // # What it guarantees
 //
@@ -127,7 +128,7 @@ func (t *Tripwire) Config() *Config { return t.cfg }
 func (t *Tripwire) Protected() secretpaths.List { return t.list }
 
 // View is the intent view computed once after the schema check and shared
-// by the policy and tripwire checks (checks.md §2).
+// by the policy and tripwire checks (docs/design/checks.md#check-order).
 type View struct {
 	Intent *intent.Intent
 	// Command is the analysis of a run_command script.
@@ -163,8 +164,8 @@ func (t *Tripwire) View(ctx context.Context, in *intent.Intent) *View {
 }
 
 // Check runs the tripwire on a view and returns its verdict: the first
-// failure in the order of checks.md §6.1, or allow (with the flags
-// dynamic_program and script_file when they apply).
+// failure in the order of docs/design/checks.md#tripwire-commands, or allow
+// (with the flags dynamic_program and script_file when they apply).
 func (t *Tripwire) Check(v *View) verdict.Verdict {
 	switch v.Intent.Action {
 	case intent.RunCommand:

@@ -77,8 +77,9 @@ func mustSymlink(t testing.TB, target, name string) {
 	}
 }
 
-// setup builds a tripwire for ws from the test defaults of checks.md §13
-// (allowed_domains example.com and github.com) merged with extra keys.
+// setup builds a tripwire for ws from the test defaults of
+// docs/design/checks.md#acceptance-cases (allowed_domains example.com and
+// github.com) merged with extra keys.
 func setup(t testing.TB, ws string, extra map[string]any) *Tripwire {
 	t.Helper()
 	m := map[string]any{"allowed_domains": []string{"example.com", "github.com"}}
@@ -138,7 +139,7 @@ func run(t *testing.T, tw *Tripwire, cases []tcase) {
 	}
 }
 
-// TestSpecCommands covers checks.md §13 cases 9–27.
+// TestSpecCommands covers docs/design/checks.md#acceptance-cases cases 9–27.
 func TestSpecCommands(t *testing.T) {
 	ws := workspace(t)
 	tw := setup(t, ws, nil)
@@ -205,7 +206,8 @@ func TestSpecDynamicAndAllowlist(t *testing.T) {
 	})
 }
 
-// TestSpecPaths covers checks.md §13 cases 28–30 and path tricks.
+// TestSpecPaths covers docs/design/checks.md#acceptance-cases cases 28–30 and
+// path tricks.
 func TestSpecPaths(t *testing.T) {
 	ws := workspace(t)
 	tw := setup(t, ws, nil)
@@ -287,7 +289,8 @@ func TestWindowsAndDarwinPathRules(t *testing.T) {
 	}
 }
 
-// TestSpecURLs covers checks.md §13 cases 31–36 and URL tricks.
+// TestSpecURLs covers docs/design/checks.md#acceptance-cases cases 31–36 and
+// URL tricks.
 func TestSpecURLs(t *testing.T) {
 	ws := workspace(t)
 	tw := setup(t, ws, nil)

@@ -21,10 +21,12 @@ type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
-// ResolveTimeout bounds check-time resolution (checks.md §6.3 step 7).
+// ResolveTimeout bounds check-time resolution
+// (docs/design/checks.md#tripwire-urls step 7).
 const ResolveTimeout = 2 * time.Second
 
-// URLView is an http_get URL parsed and normalised (checks.md §6.3).
+// URLView is an http_get URL parsed and normalised
+// (docs/design/checks.md#tripwire-urls).
 type URLView struct {
 	Raw string
 	URL *url.URL
@@ -204,8 +206,8 @@ func NormalizeHost(h string) (string, error) {
 	return a, nil
 }
 
-// urlView applies checks.md §6.3 steps 1–7 to one URL. It resolves the
-// host only when steps 1–6 pass.
+// urlView applies docs/design/checks.md#tripwire-urls steps 1–7 to one URL.
+// It resolves the host only when steps 1–6 pass.
 func (t *Tripwire) urlView(ctx context.Context, raw string) *URLView {
 	v := &URLView{Raw: raw}
 	fail := func(code verdict.Code, format string, args ...any) *URLView {
@@ -316,8 +318,8 @@ func (t *Tripwire) domainAllowed(host string) bool {
 
 // CheckURL runs steps 1–7 on a URL at execute time: for a redirect hop,
 // hop is its 1-based index and a failure becomes url_redirect_blocked
-// naming the hop and the inner code (checks.md §6.3 step 8). It returns the
-// address set the executor may dial.
+// naming the hop and the inner code (docs/design/checks.md#tripwire-urls step
+// 8). It returns the address set the executor may dial.
 func (t *Tripwire) CheckURL(ctx context.Context, raw string, hop int) ([]netip.Addr, verdict.Verdict) {
 	v := t.urlView(ctx, raw)
 	if v.Problem != nil {

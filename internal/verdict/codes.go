@@ -1,14 +1,14 @@
 package verdict
 
-// Code is a stable reason code (checks.md §12). Codes are part of the ledger
-// format and the API: never rename one.
+// Code is a stable reason code (docs/design/checks.md#reason-codes). Codes
+// are part of the ledger format and the API: never rename one.
 type Code string
 
 // Reason codes, grouped by the check that emits them.
 const (
 	OK Code = "ok"
 
-	// Schema (checks.md §3).
+	// Schema (docs/design/checks.md#schema-check).
 	SchemaTooLarge           Code = "schema_too_large"
 	SchemaNotJSON            Code = "schema_not_json"
 	SchemaDuplicateKey       Code = "schema_duplicate_key"
@@ -21,7 +21,7 @@ const (
 	SchemaFindingInvalid     Code = "schema_finding_invalid"
 	SchemaFindingUnverified  Code = "schema_finding_unverified"
 
-	// Policy (checks.md §4).
+	// Policy (docs/design/checks.md#policy-engine).
 	PolicyActionForbidden      Code = "policy_action_forbidden"
 	PolicyActionNotAllowed     Code = "policy_action_not_allowed"
 	PolicyExecutableNotAllowed Code = "policy_executable_not_allowed"
@@ -32,7 +32,7 @@ const (
 	PolicyDefaultDeny          Code = "policy_default_deny"
 	PolicyRequiresApproval     Code = "policy_requires_approval"
 
-	// Tripwire (checks.md §6).
+	// Tripwire (docs/design/checks.md#tripwire).
 	CmdUnparseable       Code = "cmd_unparseable"
 	CmdTooComplex        Code = "cmd_too_complex"
 	CmdBannedProgram     Code = "cmd_banned_program"
@@ -62,12 +62,12 @@ const (
 	URLResolvedIPBlocked Code = "url_resolved_ip_blocked"
 	URLRedirectBlocked   Code = "url_redirect_blocked"
 
-	// Approval (checks.md §5).
+	// Approval (docs/design/checks.md#approval-gates).
 	ApprovalGranted  Code = "approval_granted"
 	ApprovalRejected Code = "approval_rejected"
 	ApprovalTimeout  Code = "approval_timeout"
 
-	// Guard (checks.md §7).
+	// Guard (docs/design/checks.md#guard-protocol).
 	GuardAllow         Code = "guard_allow"
 	GuardDeny          Code = "guard_deny"
 	GuardUnparseable   Code = "guard_unparseable"
@@ -84,14 +84,15 @@ const (
 	// guard ran.
 	GuardNotConfigured Code = "guard_not_configured"
 
-	// Prompt scan (checks.md §9).
+	// Prompt scan (docs/design/checks.md#prompt-scan).
 	PromptTooLong         Code = "prompt_too_long"
 	PromptInjectionPhrase Code = "prompt_injection_phrase"
 	PromptEncodedPayload  Code = "prompt_encoded_payload"
 	PromptEncodedBinary   Code = "prompt_encoded_binary"
 	PromptFlagged         Code = "prompt_flagged"
 
-	// Session halts (checks.md §12, agent.md §1).
+	// Session halts (docs/design/checks.md#reason-codes,
+	// docs/design/agent.md#agent-loop).
 	HaltCheckDenials     Code = "halt_check_denials"
 	HaltGuardDenials     Code = "halt_guard_denials"
 	HaltLLMErrors        Code = "halt_llm_errors"

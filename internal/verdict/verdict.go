@@ -8,9 +8,9 @@
 // # Model
 //
 // A check returns one [Verdict]: which check decided, the [Decision], a stable
-// machine-readable [Code] from checks.md §12 and a human message. Denials
-// never carry internal error details beyond what the message states; the
-// message is what the agent and the operator see.
+// machine-readable [Code] from docs/design/checks.md#reason-codes and a human
+// message. Denials never carry internal error details beyond what the message
+// states; the message is what the agent and the operator see.
 //
 //	v := verdict.Denial(verdict.CheckTripwire, verdict.CmdBannedProgram, `program "sudo" is banned`)
 //	if v.Denied() { ... }
@@ -23,7 +23,8 @@ package verdict
 
 import "slices"
 
-// Check names the check that produced a verdict (checks.md §2).
+// Check names the check that produced a verdict
+// (docs/design/checks.md#check-order).
 type Check string
 
 // The checks, in pipeline order.
@@ -39,7 +40,7 @@ const (
 // Decision is the outcome of one check.
 type Decision string
 
-// The decisions of checks.md §2.
+// The decisions of docs/design/checks.md#check-order.
 const (
 	Allow           Decision = "allow"
 	Deny            Decision = "deny"
@@ -49,7 +50,7 @@ const (
 )
 
 // Rank orders decisions by restrictiveness for the policy precedence of
-// checks.md §4.3: deny > require_approval > allow.
+// docs/design/checks.md#policy-precedence: deny > require_approval > allow.
 func (d Decision) Rank() int {
 	switch d {
 	case Deny:
@@ -65,7 +66,7 @@ func (d Decision) Rank() int {
 // (redirect hops of http_get are re-checked at execute time).
 type Phase string
 
-// The phases of checks.md §11.
+// The phases of docs/design/checks.md#check-events.
 const (
 	PhasePre     Phase = "pre"
 	PhaseExecute Phase = "execute"
@@ -84,7 +85,8 @@ type Verdict struct {
 	Gates    []string `json:"gates,omitempty"`
 }
 
-// MaxMessageBytes caps a verdict message (checks.md §11: message ≤ 1 KiB).
+// MaxMessageBytes caps a verdict message (docs/design/checks.md#check-events:
+// message ≤ 1 KiB).
 const MaxMessageBytes = 1024
 
 // New builds a verdict, capping the message at MaxMessageBytes without

@@ -5,11 +5,11 @@ import (
 )
 
 // FromConfig returns the Options of the environment's webhook section:
-// WEBHOOK_URL as a static target receiving the kinds of ledger.md §9
-// (guard denials and tripwire rejections unless excluded), the bearer
-// token, HMAC secret, rate limit and private-target switch, which also
-// apply to API-registered webhooks. The caller adds Source, Logger and
-// Version.
+// WEBHOOK_URL as a static target receiving the kinds of
+// docs/design/ledger.md#siem-egress (guard denials and tripwire rejections
+// unless excluded), the bearer token, HMAC secret, rate limit and
+// private-target switch, which also apply to API-registered webhooks. The
+// caller adds Source, Logger and Version.
 func FromConfig(c config.Webhook) Options {
 	o := Options{
 		BearerToken: Secret(c.BearerToken.Reveal()), HMACSecret: Secret(c.HMACSecret.Reveal()),

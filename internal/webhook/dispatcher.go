@@ -36,7 +36,8 @@ const (
 	maxResponseBody = 64 << 10
 )
 
-// Header names of ledger.md §9 (kept from the product's documentation).
+// Header names of docs/design/ledger.md#siem-egress (kept from the product's
+// documentation).
 const (
 	HeaderSignature = "X-EctoLedger-Signature"
 	HeaderTimestamp = "X-EctoLedger-Timestamp"
@@ -98,7 +99,8 @@ type Options struct {
 	Clock func() time.Time
 }
 
-// Stats are the delivery counters since New (api.md §6.8 metrics).
+// Stats are the delivery counters since New (docs/design/api.md#metrics
+// metrics).
 type Stats struct {
 	// Queued counts deliveries accepted into a URL queue.
 	Queued uint64

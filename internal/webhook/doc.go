@@ -1,5 +1,6 @@
-// Package webhook is IronVise's SIEM egress (ledger.md §9, api.md §8): it
-// forwards guard denials, tripwire rejections, sandbox aborts and session
+// Package webhook is IronVise's SIEM egress
+// (docs/design/ledger.md#siem-egress, docs/design/api.md#webhook-delivery):
+// it forwards guard denials, tripwire rejections, sandbox aborts and session
 // aborts (and, for API-registered webhooks that ask, policy denials and
 // observations) to HTTP receivers as JSON, ArcSight CEF or IBM LEEF 2.0.
 //

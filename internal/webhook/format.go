@@ -52,10 +52,10 @@ type Message struct {
 
 // NewMessage builds the notification of a committed event of kind. The
 // payload is redacted by redact.Payload, the redaction of the event stream
-// too: webhooks carry redacted content only (ledger.md), and a payload that
-// cannot be read travels as a placeholder, never as it is. Ids, hashes and
-// times travel beside the payload untouched, so a SIEM entry can still be
-// traced to the ledger event, whose stored bytes are intact.
+// too: webhooks carry redacted content only (docs/design/ledger.md), and a
+// payload that cannot be read travels as a placeholder, never as it is. Ids,
+// hashes and times travel beside the payload untouched, so a SIEM entry can
+// still be traced to the ledger event, whose stored bytes are intact.
 func NewMessage(kind string, ev *ledger.Event, version string) *Message {
 	payload, changed := redact.Payload(ev.Payload)
 	m := &Message{

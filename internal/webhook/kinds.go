@@ -6,7 +6,8 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger"
 )
 
-// The kinds of event a webhook receives (ledger.md §9, api.md §8).
+// The kinds of event a webhook receives (docs/design/ledger.md#siem-egress,
+// docs/design/api.md#webhook-delivery).
 const (
 	// KindGuardDenial is a deny verdict of the guard check.
 	KindGuardDenial = "guard_denial"

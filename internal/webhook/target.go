@@ -13,13 +13,14 @@ import (
 	"time"
 )
 
-// Webhook targets must be public (ledger.md §9, api.md §5.10): a webhook
-// URL is operator input that IronVise will POST to, so without this rule
-// it is a server-side request forgery primitive against the cloud
-// metadata service, the database or anything else on the private network.
-// The rule is applied when a target is configured and again on every
-// connection, to the address actually dialled, so a name that resolves to
-// a private address later (DNS rebinding) is still refused.
+// Webhook targets must be public (docs/design/ledger.md#siem-egress,
+// docs/design/api.md#tokens-webhooks-policies): a webhook URL is operator
+// input that IronVise will POST to, so without this rule it is a server-side
+// request forgery primitive against the cloud metadata service, the database
+// or anything else on the private network. The rule is applied when a target
+// is configured and again on every connection, to the address actually
+// dialled, so a name that resolves to a private address later (DNS rebinding)
+// is still refused.
 
 // ErrPrivateTarget reports a webhook target on a loopback, private,
 // link-local or otherwise non-public address.
@@ -95,10 +96,11 @@ func checkURL(raw string, allowPrivate bool) (*url.URL, error) {
 	return u, nil
 }
 
-// ValidateURL applies the create-time rules of api.md §5.10 to a webhook
-// URL: checkURL's rules, and when the name resolves now, every address
-// must be public (a failed lookup is accepted: delivery re-checks). The
-// resolver is net.DefaultResolver when nil.
+// ValidateURL applies the create-time rules of
+// docs/design/api.md#tokens-webhooks-policies to a webhook URL: checkURL's
+// rules, and when the name resolves now, every address must be public (a
+// failed lookup is accepted: delivery re-checks). The resolver is
+// net.DefaultResolver when nil.
 func ValidateURL(ctx context.Context, raw string, allowPrivate bool, resolver *net.Resolver) error {
 	u, err := checkURL(raw, allowPrivate)
 	if err != nil || allowPrivate {

@@ -43,8 +43,8 @@ type Target struct {
 	DSN string
 }
 
-// Parse interprets a DATABASE_URL (ledger.md §1): "" selects
-// $ECTO_DATA_DIR/ledger.db, "sqlite::memory:" an in-memory database,
+// Parse interprets a DATABASE_URL (docs/design/ledger.md#backends): ""
+// selects $ECTO_DATA_DIR/ledger.db, "sqlite::memory:" an in-memory database,
 // "sqlite://PATH" or "sqlite:PATH" a SQLite file, "postgres://…" or
 // "postgresql://…" PostgreSQL.
 func Parse(url, dataDir string) (Target, error) {

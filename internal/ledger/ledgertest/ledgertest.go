@@ -1,7 +1,7 @@
 // Package ledgertest is the one conformance suite every ledger backend
-// passes (ledger.md §1): lifecycle, canonical payloads, concurrency, key
-// rotation and resumption, crash recovery, checkpoints and proofs,
-// immutability triggers, tamper detection by each named verification
+// passes (docs/design/ledger.md#backends): lifecycle, canonical payloads,
+// concurrency, key rotation and resumption, crash recovery, checkpoints and
+// proofs, immutability triggers, tamper detection by each named verification
 // check and by 1,000 random single mutations, and the operational tables.
 //
 // # Usage

@@ -27,7 +27,8 @@ func testInstanceSession(t *testing.T, h Harness) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Instance genesis, then the first checkpoint's event (api.md §2).
+	// Instance genesis, then the first checkpoint's event
+	// (docs/design/api.md#server-config).
 	if len(evs) != 2 || evs[0].Type != ledger.TypeGenesis || evs[1].Type != ledger.TypeCheckpoint {
 		t.Fatalf("instance chain = %v; want genesis, checkpoint", types(evs))
 	}

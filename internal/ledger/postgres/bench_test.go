@@ -6,8 +6,9 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger/ledgertest"
 )
 
-// BenchmarkAppendDurable: ledger.md §10 target ≥ 3,000 events/s from 16
-// concurrent sessions on PostgreSQL (synchronous_commit on, group commit).
+// BenchmarkAppendDurable: docs/design/ledger.md#performance-targets target ≥
+// 3,000 events/s from 16 concurrent sessions on PostgreSQL
+// (synchronous_commit on, group commit).
 func BenchmarkAppendDurable(b *testing.B) {
 	for _, c := range []struct {
 		name           string

@@ -46,7 +46,7 @@ import (
 var migrations embed.FS
 
 // DefaultPoolSize is DATABASE_POOL_SIZE's default: 2×CPU, at least 5, at
-// most 50 (cli.md).
+// most 50 (docs/design/cli.md#environment).
 func DefaultPoolSize() int { return min(50, max(5, 2*runtime.NumCPU())) }
 
 // lockKey derives an advisory lock key from a purpose and the schema.

@@ -19,11 +19,11 @@ func openFile(b *testing.B, path string) ledger.Backend {
 	return s
 }
 
-// BenchmarkAppendDurable: ledger.md §10 target ≥ 5,000 events/s from 8
-// concurrent sessions on SQLite (WAL, synchronous=FULL, group commit).
-// Sub-benchmarks vary the writers per session and the events per call;
-// with one synchronous writer per session throughput is bounded by 8
-// divided by the disk's fsync latency.
+// BenchmarkAppendDurable: docs/design/ledger.md#performance-targets target ≥
+// 5,000 events/s from 8 concurrent sessions on SQLite (WAL, synchronous=FULL,
+// group commit). Sub-benchmarks vary the writers per session and the events
+// per call; with one synchronous writer per session throughput is bounded by
+// 8 divided by the disk's fsync latency.
 func BenchmarkAppendDurable(b *testing.B) {
 	for _, c := range appendCases {
 		b.Run(c.name, func(b *testing.B) {
@@ -46,8 +46,8 @@ var (
 	verifyFixture *ledgertest.VerifyFixture
 )
 
-// BenchmarkVerifySession: ledger.md §10 target ≥ 30,000 events/s (all
-// five checks of a sealed 20,000-event session).
+// BenchmarkVerifySession: docs/design/ledger.md#performance-targets target ≥
+// 30,000 events/s (all five checks of a sealed 20,000-event session).
 func BenchmarkVerifySession(b *testing.B) {
 	verifyOnce.Do(func() {
 		dir, err := mkdirTemp()
@@ -64,8 +64,8 @@ var (
 	bigLog  *ledgertest.BigLog
 )
 
-// BenchmarkInclusionProof1M: ledger.md §10 target < 1 ms per inclusion
-// proof in a 1,000,000-event log.
+// BenchmarkInclusionProof1M: docs/design/ledger.md#performance-targets target
+// < 1 ms per inclusion proof in a 1,000,000-event log.
 func BenchmarkInclusionProof1M(b *testing.B) {
 	bigOnce.Do(func() {
 		dir, err := mkdirTemp()

@@ -42,7 +42,8 @@ const (
 )
 
 // argv is the runtime client's arguments for s. Every line carries the
-// attack it stops; the first group is the seed's floor (sandbox.md §6).
+// attack it stops; the first group is the seed's floor
+// (docs/design/sandbox.md#container-tier).
 func (s runSpec) argv() []string {
 	a := []string{"run",
 		// No container outlives its command.
@@ -143,8 +144,9 @@ func (s runSpec) argv() []string {
 	return append(a, s.image, "sh", "-c", confinementCheck, "sh", s.command)
 }
 
-// SeedFlags are the flags the seed requires on every container (sandbox.md
-// §6), as they appear in the argv, in order.
+// SeedFlags are the flags the seed requires on every container
+// (docs/design/sandbox.md#container-tier), as they appear in the argv, in
+// order.
 var SeedFlags = []string{"--rm", "--network=none", "--read-only", "--security-opt", "no-new-privileges", "--user", "65534:65534", "--memory", "--cpus"}
 
 // checkFailedPrefix starts the line the preamble writes to stderr when the

@@ -1,6 +1,6 @@
 // Package container implements the Docker / Podman sandbox tier
-// (sandbox.md §6): every command runs in a fresh, hardened container that is
-// removed afterwards.
+// (docs/design/sandbox.md#container-tier): every command runs in a fresh,
+// hardened container that is removed afterwards.
 //
 // # What a run looks like
 //

@@ -116,7 +116,8 @@ func TestPodmanOutputAndExitCode(t *testing.T) {
 		e.Capabilities != "none" || e.Container == nil || e.Container.MemoryBytes != 256<<20 || e.Container.PidsLimit != 512 {
 		t.Fatalf("enforced record: %+v", e)
 	}
-	// The record carries the exact field names of sandbox.md §1.1.
+	// The record carries the exact field names of
+	// docs/design/sandbox.md#sandbox-result.
 	b, _ := json.Marshal(res)
 	for _, k := range []string{`"runtime":"podman"`, `"runtime_version":`, `"image":"` + tier.image + `"`, `"image_digest":"sha256:`} {
 		if !bytes.Contains(b, []byte(k)) {

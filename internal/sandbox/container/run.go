@@ -145,11 +145,12 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 }
 
 // runtimeFailure decides whether exit code came from the runtime rather
-// than the command (sandbox.md §6): 125 always; 126 and 127 only when the
-// runtime's own error line ends stderr, because sh -c in a started
-// container returns them for the command's "not executable"/"not found".
-// A command can forge that line, but only to have its own run recorded as
-// aborted — the fail-closed direction, and no more than exiting 125 does.
+// than the command (docs/design/sandbox.md#container-tier): 125 always; 126
+// and 127 only when the runtime's own error line ends stderr, because sh -c
+// in a started container returns them for the command's "not executable"/"not
+// found". A command can forge that line, but only to have its own run
+// recorded as aborted — the fail-closed direction, and no more than exiting
+// 125 does.
 func (t *Tier) runtimeFailure(code int, stderr []byte) (string, bool) {
 	last := sandbox.LastLine(string(stderr), 300)
 	switch code {

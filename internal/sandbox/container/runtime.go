@@ -28,7 +28,7 @@ const daemonProbeTimeout = 5 * time.Second
 
 // resolveRuntime picks the runtime client of ECTO_DOCKER_RUNTIME: docker,
 // podman, or auto — docker if its daemon answers, else podman
-// (sandbox.md §6).
+// (docs/design/sandbox.md#container-tier).
 func (t *Tier) resolveRuntime(ctx context.Context, want string) {
 	lookup := func(name string) string {
 		p, err := exec.LookPath(name)

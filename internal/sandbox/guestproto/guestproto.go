@@ -1,6 +1,7 @@
 // Package guestproto is the wire format between IronVise and the init of a
-// Firecracker guest (sandbox.md §7): the intent image the host attaches as
-// /dev/vdb, and the framed result the guest writes to its serial console.
+// Firecracker guest (docs/design/sandbox.md#firecracker-tier): the intent
+// image the host attaches as /dev/vdb, and the framed result the guest writes
+// to its serial console.
 //
 // # The intent image
 //
@@ -10,13 +11,13 @@
 //	{"action":"run_command","params":{"command":"ls -la"},
 //	 "ironvise":{"nonce":"…","timeout_secs":28,"limits":{…},"env":[…]}}
 //
-// action and params are the intent of checks.md (which may also carry
-// justification and reasoning); "ironvise" is what the host adds for this
-// run. The guest strips the padding, parses the JSON strictly (package
-// strictjson: a duplicate key anywhere, invalid UTF-8, a member it does
-// not know or spelled in another case, a value of the wrong type are all
-// refused) and runs params.command for run_command; any other action is
-// unsupported.
+// action and params are the intent of docs/design/checks.md#intent-model
+// (which may also carry justification and reasoning); "ironvise" is what the
+// host adds for this run. The guest strips the padding, parses the JSON
+// strictly (package strictjson: a duplicate key anywhere, invalid UTF-8, a
+// member it does not know or spelled in another case, a value of the wrong
+// type are all refused) and runs params.command for run_command; any other
+// action is unsupported.
 //
 // # The result frame
 //
@@ -42,7 +43,7 @@
 // The nonce keeps a frame printed by the command from passing for the
 // guest's: the guest must run the command as a user that can read neither
 // /dev/vdb nor write the console. Each stream carries at most [KeepBytes];
-// the host caps it further (checks.md §10.1).
+// the host caps it further (docs/design/checks.md#scanner-pipeline).
 package guestproto
 
 import (
@@ -62,8 +63,9 @@ const (
 	// MaxIntentBytes is the largest intent image the guest reads.
 	MaxIntentBytes = 1 << 20
 	// KeepBytes is what the guest keeps of each stream: the host's cap of
-	// 64 KiB (checks.md §10.1) plus one UTF-8 sequence, so that the host
-	// can cut without splitting a character exactly as for other tiers.
+	// 64 KiB (docs/design/checks.md#scanner-pipeline) plus one UTF-8 sequence,
+	// so that the host can cut without splitting a character exactly as for
+	// other tiers.
 	KeepBytes = 64<<10 + utf8.UTFMax
 	// NonceLen is the length of a nonce in hex characters.
 	NonceLen = 32

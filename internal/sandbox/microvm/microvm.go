@@ -1,5 +1,6 @@
-// Package microvm implements the Firecracker sandbox tier (sandbox.md §7):
-// every command runs in an ephemeral microVM that is destroyed afterwards.
+// Package microvm implements the Firecracker sandbox tier
+// (docs/design/sandbox.md#firecracker-tier): every command runs in an
+// ephemeral microVM that is destroyed afterwards.
 //
 // # A run
 //

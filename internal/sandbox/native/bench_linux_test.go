@@ -16,10 +16,10 @@ import (
 	"github.com/ironvise/ironvise/internal/sandbox"
 )
 
-// Overhead target (sandbox.md §3, the issue): /bin/true through the native
-// tier within 2 ms (median, 2 cores) of a bare fork/exec of /bin/true.
-// Each benchmark reports its median as "median-µs"; compare
-// BenchmarkNativeTrue with BenchmarkBareTrue from the same run.
+// Overhead target (docs/design/sandbox.md#linux-native-tier, the issue):
+// /bin/true through the native tier within 2 ms (median, 2 cores) of a bare
+// fork/exec of /bin/true. Each benchmark reports its median as "median-µs";
+// compare BenchmarkNativeTrue with BenchmarkBareTrue from the same run.
 //
 //	go test -run '^$' -bench 'True' -benchtime 300x ./internal/sandbox/native/
 //

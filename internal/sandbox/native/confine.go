@@ -17,15 +17,15 @@ type Profile struct {
 	bestEffort bool
 }
 
-// HTTPSClient is the guard worker's profile (agent.md §3): a Go program
-// that talks HTTPS to a model API. It may read what Go's resolver, TLS
-// stack and time zone code read lazily — /etc/resolv.conf, /etc/hosts,
-// /etc/nsswitch.conf, /etc/services, /etc/protocols, /etc/localtime, the
-// system's CA bundles and certificate directories (never /etc/ssl as a
-// whole: /etc/ssl/private holds the host's TLS keys) and the zoneinfo
-// database — and nothing else. Anything else the process needs from the
-// file system (its configuration, a mock script) must be read before
-// ConfineSelf.
+// HTTPSClient is the guard worker's profile
+// (docs/design/agent.md#guard-worker): a Go program that talks HTTPS to a
+// model API. It may read what Go's resolver, TLS stack and time zone code
+// read lazily — /etc/resolv.conf, /etc/hosts, /etc/nsswitch.conf,
+// /etc/services, /etc/protocols, /etc/localtime, the system's CA bundles and
+// certificate directories (never /etc/ssl as a whole: /etc/ssl/private holds
+// the host's TLS keys) and the zoneinfo database — and nothing else. Anything
+// else the process needs from the file system (its configuration, a mock
+// script) must be read before ConfineSelf.
 func HTTPSClient() Profile {
 	return Profile{
 		name: "https-client",

@@ -162,9 +162,9 @@ func TestPermissiveRunsUnconfinedWithAWarning(t *testing.T) {
 	}
 }
 
-// TestSelection follows sandbox.md §2: firecracker, then docker, then the
-// native tier; a forced or configured tier that is not built is reported,
-// never replaced by another.
+// TestSelection follows docs/design/sandbox.md#tier-selection: firecracker,
+// then docker, then the native tier; a forced or configured tier that is not
+// built is reported, never replaced by another.
 func TestSelection(t *testing.T) {
 	f := sandbox.Factories{Native: New}
 	cases := []struct {

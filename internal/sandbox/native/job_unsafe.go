@@ -17,9 +17,9 @@ type jobLimits struct {
 }
 
 // newJob creates a Job Object that kills every process in it when its last
-// handle closes, with the UI restrictions of sandbox.md §5 and the limits.
-// The caller must close the returned handle (which kills the job's
-// processes).
+// handle closes, with the UI restrictions of
+// docs/design/sandbox.md#windows-tier and the limits. The caller must close
+// the returned handle (which kills the job's processes).
 func newJob(l jobLimits) (windows.Handle, []string, error) {
 	job, err := windows.CreateJobObject(nil, nil)
 	if err != nil {

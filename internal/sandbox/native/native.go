@@ -1,6 +1,8 @@
 // Package native implements the native sandbox tier of each host OS
-// (sandbox.md §3–§5): Landlock + seccomp-BPF + rlimits on Linux, a Seatbelt
-// profile on macOS, Job Objects on Windows.
+// (docs/design/sandbox.md#linux-native-tier and
+// docs/design/sandbox.md#macos-tier and docs/design/sandbox.md#windows-tier):
+// Landlock + seccomp-BPF + rlimits on Linux, a Seatbelt profile on macOS, Job
+// Objects on Windows.
 //
 // # Linux
 //
@@ -41,16 +43,16 @@
 //
 // A process of IronVise's own that handles attacker-influenced data — the
 // guard worker, which reads the agent's goal and intent and talks to a
-// model API (agent.md §3) — confines itself before it starts work with
-// [ConfineSelf]. On Linux that applies, to every thread and irreversibly:
-// no_new_privs; a Landlock ruleset that handles every right of the kernel's
-// ABI and grants only reading a short list of paths ([HTTPSClient]: DNS
-// configuration, CA certificates, zoneinfo), so nothing can be written,
-// created or executed anywhere and nothing else read, TCP (and at ABI ≥ 10
-// UDP) bind is denied, and signals and abstract Unix sockets cannot leave
-// the process (ABI ≥ 6); then seccomp's HTTPS-client allowlist with TSYNC:
-// no execve, no new processes (clone for threads only), no ptrace or
-// process_vm_*, no mount, unshare or setns, no bpf, perf, io_uring or
+// model API (docs/design/agent.md#guard-worker) — confines itself before it
+// starts work with [ConfineSelf]. On Linux that applies, to every thread and
+// irreversibly: no_new_privs; a Landlock ruleset that handles every right of
+// the kernel's ABI and grants only reading a short list of paths
+// ([HTTPSClient]: DNS configuration, CA certificates, zoneinfo), so nothing
+// can be written, created or executed anywhere and nothing else read, TCP
+// (and at ABI ≥ 10 UDP) bind is denied, and signals and abstract Unix sockets
+// cannot leave the process (ABI ≥ 6); then seccomp's HTTPS-client allowlist
+// with TSYNC: no execve, no new processes (clone for threads only), no ptrace
+// or process_vm_*, no mount, unshare or setns, no bpf, perf, io_uring or
 // keyrings, sockets only for IPv4/IPv6 TCP and UDP, signals only to
 // itself, EPERM for everything else.
 //

@@ -24,10 +24,10 @@ var seatbeltReadRoots = []string{
 var seatbeltDevices = []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/dtracehelper"}
 
 // SeatbeltProfile returns the Seatbelt (SBPL) profile of the macOS tier
-// (sandbox.md §4) for a resolved, absolute workspace and scratch directory
-// and the protected paths to deny inside them (Options.Hidden, resolved),
-// and its SHA-256. Paths are quoted as SBPL string literals; a path with a
-// control character is refused.
+// (docs/design/sandbox.md#macos-tier) for a resolved, absolute workspace and
+// scratch directory and the protected paths to deny inside them
+// (Options.Hidden, resolved), and its SHA-256. Paths are quoted as SBPL
+// string literals; a path with a control character is refused.
 //
 // The profile denies by default; allows reading system libraries and
 // frameworks; reading and writing the workspace and the scratch directory;

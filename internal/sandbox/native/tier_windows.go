@@ -21,7 +21,8 @@ import (
 
 // Tier is the native Windows tier: each command runs in a Job Object with
 // KILL_ON_JOB_CLOSE, UI restrictions and CPU, memory and process limits. It
-// restricts no files and filters no system calls (sandbox.md §5).
+// restricts no files and filters no system calls
+// (docs/design/sandbox.md#windows-tier).
 type Tier struct {
 	opts sandbox.Options
 	log  *slog.Logger

@@ -104,9 +104,9 @@ func (l *launcher) applyLandlock() (int, error) {
 	return abi, nil
 }
 
-// landlockRules grants the roots of sandbox.md §3, each right intersected
-// with what the ABI handles (a right the ABI does not know cannot be
-// granted, and is not restricted either).
+// landlockRules grants the roots of docs/design/sandbox.md#linux-native-tier,
+// each right intersected with what the ABI handles (a right the ABI does not
+// know cannot be granted, and is not restricted either).
 func landlockRules(cfg landlock.Config, workspace, scratch string, shm bool) []landlock.Rule {
 	h := cfg.HandledAccessFS
 	rules := []landlock.Rule{

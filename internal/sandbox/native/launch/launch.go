@@ -1,8 +1,8 @@
 // Package launch is the launcher half of the native Linux sandbox tier: the
 // code that runs in the re-executed ironvise binary between the tier's
-// clone and the exec of /bin/sh -c <command> (sandbox.md §3). The tier half,
-// which builds the [Spec] and reads the [Status] records, is package
-// sandbox/native.
+// clone and the exec of /bin/sh -c <command>
+// (docs/design/sandbox.md#linux-native-tier). The tier half, which builds the
+// [Spec] and reads the [Status] records, is package sandbox/native.
 //
 // # Why a package of its own
 //

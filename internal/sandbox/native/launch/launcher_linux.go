@@ -93,8 +93,9 @@ func stepErr(step string, err error, fix string) error {
 	return se
 }
 
-// launch applies the sandbox in the order of sandbox.md §3 and execs the
-// command. It returns only on failure.
+// launch applies the sandbox in the order of
+// docs/design/sandbox.md#linux-native-tier and execs the command. It returns
+// only on failure.
 func (l *launcher) launch() error {
 	s := &l.spec
 
@@ -245,7 +246,7 @@ type rlimit struct {
 }
 
 // clamp lowers want to the inherited hard limit: limits are only ever set
-// at or below what the parent had (sandbox.md §3).
+// at or below what the parent had (docs/design/sandbox.md#linux-native-tier).
 func clamp(resource int, cur, max uint64) (uint64, uint64, error) {
 	_, hard, err := kernel.GetRlimit(resource)
 	if err != nil {

@@ -1,8 +1,8 @@
 // Package seccomp generates the seccomp-BPF allowlists of IronVise: the
-// profile of the native Linux sandbox tier's commands (sandbox.md §3) and
-// the profile the guard worker confines itself with (agent.md §3). It only
-// builds the programs; installing them is package sandbox/native/kernel's
-// job.
+// profile of the native Linux sandbox tier's commands
+// (docs/design/sandbox.md#linux-native-tier) and the profile the guard worker
+// confines itself with (docs/design/agent.md#guard-worker). It only builds
+// the programs; installing them is package sandbox/native/kernel's job.
 //
 // # Policy
 //
