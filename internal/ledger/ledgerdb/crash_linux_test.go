@@ -296,8 +296,12 @@ func runCrash(t *testing.T, url, dir string) {
 	checkAcks(t, ctx, l, st.acks, "at the end")
 	t.Logf("seed %#x: %d kill -9s in %v (%d while appends were being acknowledged), %d acknowledged events all present, %d chains verified",
 		crashSeed, crashRounds, time.Since(start).Round(time.Millisecond), killedMidAppend, len(st.acks), full.SessionsChecked)
-	// A test whose child never got to append proves nothing.
-	if killedMidAppend < 20 || len(st.acks) < 100 {
+	// A test whose child never got to append proves nothing. Every round
+	// but the early ones kills after the child's first acknowledged write,
+	// so those always count; how many writes land before a kill depends on
+	// the machine's load (a busy 2-core CI host acknowledges a few per
+	// round), so the floor is one acknowledged write per round, not a rate.
+	if killedMidAppend < crashRounds-crashRounds/crashEarlyEvery || len(st.acks) < crashRounds {
 		t.Fatalf("only %d of %d kills came while appending (%d acknowledged events); the child is too slow to start", killedMidAppend, crashRounds, len(st.acks))
 	}
 }
