@@ -16,63 +16,25 @@ import (
 // handleVerify is route 11: the five checks of ledger.md §7 and the
 // findings check (evidence.FindingsCheck), each reported.
 func (s *Server) handleVerify(rc *reqCtx) {
-	id, err := rc.sessionParam()
+	id, err := s.evidenceSession(rc)
 	if err != nil {
 		rc.fail(err)
 		return
 	}
-	if _, err := s.sessionByID(rc, id); err != nil {
-		rc.fail(err)
-		return
-	}
-	rep, err := s.ledger().VerifySession(rc.r.Context(), id)
+	v, err := evidence.VerifySession(rc.r.Context(), s.ledger(), id)
 	if err != nil {
 		rc.fail(err)
 		return
 	}
-	// The sixth check: findings cite only what IronVise observed of
-	// actions it executed (a signed chain can still hold findings that a
-	// client's own observation "proves", from before that was refused).
-	evs, err := s.ledger().Events(rc.r.Context(), id, 0, 0)
-	if err != nil {
-		rc.fail(err)
-		return
-	}
-	fc := evidence.FindingsCheck(evs)
-	ok := rep.OK() && fc.OK
-	if !ok {
+	if !v.OK {
 		s.verifyFailures.Add(1)
 	}
-	var errObj any
-	name, c, bad := rep.FirstFailure()
-	if !bad && !fc.OK {
-		name, c, bad = evidence.FindingCheckName, fc, true
+	if v.Error != nil {
+		// The API's problem names its check too, for a client that shows
+		// only the problem.
+		v.Error.Problem = v.Error.Check + ": " + v.Error.Problem
 	}
-	if bad {
-		var seq any
-		if c.Seq >= 0 {
-			seq = c.Seq
-		}
-		errObj = map[string]any{"sequence": seq, "problem": name + ": " + c.Problem, "check": name}
-	}
-	checks := map[string]ledger.Check{evidence.FindingCheckName: fc}
-	for i, c := range rep.Checks() {
-		checks[ledger.CheckNames[i]] = c
-	}
-	rc.writeJSON(http.StatusOK, map[string]any{
-		"ok": ok, "session_id": id.String(), "event_count": rep.EventCount, "tip_hash": rep.TipHash.String(), "sealed": rep.Sealed,
-		"chain_ok": rep.Chain.OK, "signatures_ok": rep.Signatures.OK, "goal_ok": rep.Goal.OK, "log_ok": rep.Log.OK, "seal_ok": rep.Seal.OK,
-		"findings_ok":       fc.OK,
-		"checked_tree_size": rep.CheckedTreeSize, "uncovered": rep.Uncovered, "issuer_signed": nonNilSeqs(rep.IssuerSigned),
-		"error": errObj, "checks": checks,
-	})
-}
-
-func nonNilSeqs(s []uint64) []uint64 {
-	if s == nil {
-		return []uint64{}
-	}
-	return s
+	rc.writeJSON(http.StatusOK, v)
 }
 
 // handleProof is route 18: the inclusion proof of one event in a checkpoint.
