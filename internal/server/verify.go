@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -16,14 +17,8 @@ import (
 // handleVerify is route 11: the five checks of ledger.md §7 and the
 // findings check (evidence.FindingsCheck), each reported.
 func (s *Server) handleVerify(rc *reqCtx) {
-	id, err := s.evidenceSession(rc)
-	if err != nil {
-		rc.fail(err)
-		return
-	}
-	v, err := evidence.VerifySession(rc.r.Context(), s.ledger(), id)
-	if err != nil {
-		rc.fail(err)
+	v, _, ok := sessionEvidence(s, rc, evidence.VerifySession)
+	if !ok {
 		return
 	}
 	if !v.OK {
@@ -106,59 +101,43 @@ func evidenceErr(err error, id uuid.UUID) error {
 	return err
 }
 
-// evidenceSession parses and checks the session of an evidence route.
-func (s *Server) evidenceSession(rc *reqCtx) (uuid.UUID, error) {
+// sessionEvidence builds what an evidence route returns for the
+// route's session; ok false means the failure is already answered.
+func sessionEvidence[T any](s *Server, rc *reqCtx, build func(context.Context, *ledger.Ledger, uuid.UUID) (T, error)) (v T, id uuid.UUID, ok bool) {
 	id, err := rc.sessionParam()
+	if err == nil {
+		_, err = s.sessionByID(rc, id)
+	}
 	if err != nil {
-		return uuid.Nil, err
+		rc.fail(err)
+		return v, id, false
 	}
-	if _, err := s.sessionByID(rc, id); err != nil {
-		return uuid.Nil, err
+	if v, err = build(rc.r.Context(), s.ledger(), id); err != nil {
+		rc.fail(evidenceErr(err, id))
+		return v, id, false
 	}
-	return id, nil
+	return v, id, true
 }
 
 // handleCompliance is route 12.
 func (s *Server) handleCompliance(rc *reqCtx) {
-	id, err := s.evidenceSession(rc)
-	if err != nil {
-		rc.fail(err)
-		return
+	if c, _, ok := sessionEvidence(s, rc, evidence.Compliance); ok {
+		rc.writeJSON(http.StatusOK, c)
 	}
-	c, err := evidence.Compliance(rc.r.Context(), s.ledger(), id)
-	if err != nil {
-		rc.fail(evidenceErr(err, id))
-		return
-	}
-	rc.writeJSON(http.StatusOK, c)
 }
 
 // handleVC is route 13.
 func (s *Server) handleVC(rc *reqCtx) {
-	id, err := s.evidenceSession(rc)
-	if err != nil {
-		rc.fail(err)
-		return
+	if vc, _, ok := sessionEvidence(s, rc, evidence.SessionVC); ok {
+		rc.writeJSON(http.StatusOK, vc)
 	}
-	vc, err := evidence.SessionVC(rc.r.Context(), s.ledger(), id)
-	if err != nil {
-		rc.fail(evidenceErr(err, id))
-		return
-	}
-	rc.writeJSON(http.StatusOK, vc)
 }
 
 // handleVCVerify is route 14: a credential that fails verification is a
 // 200 with valid false and the reason.
 func (s *Server) handleVCVerify(rc *reqCtx) {
-	id, err := s.evidenceSession(rc)
-	if err != nil {
-		rc.fail(err)
-		return
-	}
-	v, err := evidence.VerifySessionVC(rc.r.Context(), s.ledger(), id)
-	if err != nil {
-		rc.fail(evidenceErr(err, id))
+	v, _, ok := sessionEvidence(s, rc, evidence.VerifySessionVC)
+	if !ok {
 		return
 	}
 	if !v.Valid {
@@ -169,14 +148,8 @@ func (s *Server) handleVCVerify(rc *reqCtx) {
 
 // handleCertificate is route 20: the .elc of any session, sealed or not.
 func (s *Server) handleCertificate(rc *reqCtx) {
-	id, err := s.evidenceSession(rc)
-	if err != nil {
-		rc.fail(err)
-		return
-	}
-	b, err := evidence.BuildCertificate(rc.r.Context(), s.ledger(), id)
-	if err != nil {
-		rc.fail(evidenceErr(err, id))
+	b, id, ok := sessionEvidence(s, rc, evidence.BuildCertificate)
+	if !ok {
 		return
 	}
 	rc.w.Header().Set("Content-Disposition", `attachment; filename="`+id.String()+`.elc"`)
@@ -185,14 +158,8 @@ func (s *Server) handleCertificate(rc *reqCtx) {
 
 // handleReport is route 21: the JSON report.
 func (s *Server) handleReport(rc *reqCtx) {
-	id, err := s.evidenceSession(rc)
-	if err != nil {
-		rc.fail(err)
-		return
-	}
-	rep, err := evidence.BuildReport(rc.r.Context(), s.ledger(), id)
-	if err != nil {
-		rc.fail(evidenceErr(err, id))
+	rep, _, ok := sessionEvidence(s, rc, evidence.BuildReport)
+	if !ok {
 		return
 	}
 	var buf bytes.Buffer
