@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -58,9 +57,7 @@ instance chain.`,
 				return exitCode(ExitUsage, err)
 			}
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(v); err != nil {
+				if err := a.printJSON(v); err != nil {
 					return err
 				}
 			} else {
