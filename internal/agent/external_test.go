@@ -51,12 +51,20 @@ func decisionOf(t *testing.T, evs []ledger.Event) map[string]any {
 	return nil
 }
 
-func TestAPIApproverDecisionFromTable(t *testing.T) {
+// apiApproverSession is a session whose policy gates echo (denying after
+// timeout seconds), decided through the approvals table, and its external
+// runner.
+func apiApproverSession(t *testing.T, timeout int) (*harness, *Session, *External) {
+	t.Helper()
 	h := newHarness(t)
-	ctx := context.Background()
-	s := h.session(t, "say hello", nil, gatedPolicy(t, 30, "deny"))
+	s := h.session(t, "say hello", nil, gatedPolicy(t, timeout, "deny"))
 	s.cfg.Approver = &APIApprover{Ledger: h.env.Ledger, SessionID: s.ID, Poll: 10 * time.Millisecond}
-	ext := NewExternal(s, ExternalOptions{Limits: Limits{MaxSteps: 5}})
+	return h, s, NewExternal(s, ExternalOptions{Limits: Limits{MaxSteps: 5}})
+}
+
+func TestAPIApproverDecisionFromTable(t *testing.T) {
+	h, s, ext := apiApproverSession(t, 30)
+	ctx := context.Background()
 	go func() {
 		// The operator decides once the gate shows as pending, as route 25
 		// does: through the table, with the deciding token's label.
@@ -87,11 +95,8 @@ func TestAPIApproverDecisionFromTable(t *testing.T) {
 }
 
 func TestAPIApproverTimeoutIsStoredOnce(t *testing.T) {
-	h := newHarness(t)
+	h, s, ext := apiApproverSession(t, 1)
 	ctx := context.Background()
-	s := h.session(t, "say hello", nil, gatedPolicy(t, 1, "deny"))
-	s.cfg.Approver = &APIApprover{Ledger: h.env.Ledger, SessionID: s.ID, Poll: 10 * time.Millisecond}
-	ext := NewExternal(s, ExternalOptions{Limits: Limits{MaxSteps: 5}})
 	res, _, err := ext.Submit(ctx, echoIntent)
 	if err != nil {
 		t.Fatal(err)

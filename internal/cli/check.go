@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 
@@ -96,9 +95,7 @@ tool only on exit code 0.`,
 			if res.Intent != nil {
 				out.Intent = res.Intent
 			}
-			enc := json.NewEncoder(a.stdout)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(out); err != nil {
+			if err := a.printJSON(out); err != nil {
 				return exitCode(ExitUsage, fmt.Errorf("write verdict: %w", err))
 			}
 			if !res.Allowed() {

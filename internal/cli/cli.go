@@ -21,6 +21,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -134,6 +135,14 @@ func (a *app) config() (*config.Config, error) {
 	}
 	a.cfg = cfg
 	return cfg, nil
+}
+
+// printJSON writes v to standard output as indented JSON: the --json
+// form of every command.
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // Run executes the ironvise command line args (args[0] is the program name)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/demo"
+	"github.com/ironvise/ironvise/internal/evidence"
 	"github.com/ironvise/ironvise/internal/guard"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/llm"
@@ -95,17 +96,13 @@ func (a *app) runDemo() error {
 		return err
 	}
 	defer closeLedger(l)
-	rep, err := l.VerifySession(a.ctx, uuid.MustParse(out.SessionID))
-	if err != nil {
-		return exitCode(ExitUsage, fmt.Errorf("verify session: %w", err))
-	}
-	fc, err := a.findingsCheck(l, rep.SessionID)
+	v, err := evidence.VerifySession(a.ctx, l, uuid.MustParse(out.SessionID))
 	if err != nil {
 		return exitCode(ExitUsage, fmt.Errorf("verify session: %w", err))
 	}
 	fmt.Fprintln(a.stdout, "\nverification of the recorded session:")
-	a.printVerifyText(&rep, fc)
-	if out.Status != ledger.StatusCompleted || !rep.OK() || !fc.OK {
+	a.printVerifyText(v)
+	if out.Status != ledger.StatusCompleted || !v.OK {
 		return exitCode(ExitDenied, fmt.Errorf("the demo did not complete as scripted (status %s)", out.Status))
 	}
 	return nil

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/ledger/ledgerdb"
+	"github.com/ironvise/ironvise/internal/ledger/ledgertest"
 )
 
 // shortTiming is a ledger lease and a per-write deadline of one second:
@@ -45,39 +45,25 @@ func runTimedCtx(t *testing.T, ctx context.Context, env map[string]string, timin
 // (its own lease owner).
 func openTestLedger(t *testing.T, env map[string]string) *ledger.Ledger {
 	t.Helper()
-	cfg, err := config.Load(config.MapLookup(env))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := ledgerdb.Open(context.Background(), cfg.Ledger.DatabaseURL, cfg.Ledger.PoolSize, ledger.Options{DataDir: cfg.DataDir})
+	l, err := openLedgerOf(env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l
 }
 
-// recoverAfter is a second process starting on the same ledger while the
-// command runs: after d it runs the startup recovery, which marks failed
-// every session whose lease has lapsed, and sends what it recovered.
+func openLedgerOf(env map[string]string) (*ledger.Ledger, error) {
+	cfg, err := config.Load(config.MapLookup(env))
+	if err != nil {
+		return nil, err
+	}
+	return ledgerdb.Open(context.Background(), cfg.Ledger.DatabaseURL, cfg.Ledger.PoolSize, ledger.Options{DataDir: cfg.DataDir})
+}
+
+// recoverAfter is a second process starting on env's ledger after d, while
+// the command runs (ledgertest.RecoverAfter).
 func recoverAfter(t *testing.T, env map[string]string, d time.Duration) <-chan []uuid.UUID {
-	t.Helper()
-	ch := make(chan []uuid.UUID, 1)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	// The test does not end before the goroutine: it reports through t.
-	t.Cleanup(wg.Wait)
-	go func() {
-		defer wg.Done()
-		time.Sleep(d)
-		l := openTestLedger(t, env)
-		defer l.Close(context.Background())
-		got, err := l.Recover(context.Background())
-		if err != nil {
-			t.Errorf("Recover: %v", err)
-		}
-		ch <- got
-	}()
-	return ch
+	return ledgertest.RecoverAfter(t, d, func() (*ledger.Ledger, error) { return openLedgerOf(env) })
 }
 
 // sessionRow reads a session's row.

@@ -110,9 +110,7 @@ func (a *app) runReplay(ref, inject, policyRef string, asJSON bool) error {
 		out.Policy = pol.Name()
 	}
 	if asJSON {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return a.printJSON(out)
 	}
 	fmt.Fprintf(a.stdout, "replay of observation %d of session %s (nothing is written)\n", seq, id)
 	fmt.Fprintf(a.stdout, "  recorded labels: %s\n", orNone(out.RecordedLabels))
@@ -204,9 +202,7 @@ func (a *app) printEvents(s *ledger.Session, evs []ledger.Event, asJSON bool) er
 		for i, e := range evs {
 			out[i] = ev{e.Seq, e.Type, e.CreatedMicros, e.Hash.String(), json.RawMessage(e.Payload)}
 		}
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(out)
+		return a.printJSON(out)
 	}
 	fmt.Fprintf(a.stdout, "session %s (%s%s): %s\n", s.ID, s.Status, map[bool]string{true: ", sealed"}[s.Sealed()], s.Goal)
 	for _, e := range evs {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -195,9 +194,7 @@ Exit status: 0 valid, 1 invalid or unreadable, 2 usage error (including no pin).
 			}
 			res, verr := evidence.VerifyCertificateWith(data, pin, opts)
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(res); err != nil {
+				if err := a.printJSON(res); err != nil {
 					return exitCode(ExitUsage, err)
 				}
 			} else if err := res.WriteText(a.stdout); err != nil {
@@ -275,9 +272,7 @@ Exit status: 0 valid, 1 invalid, 2 usage error (including no pin).`,
 				} else {
 					out["claims"] = c
 				}
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				enc.Encode(out)
+				a.printJSON(out)
 			}
 			if err != nil {
 				if !asJSON {
@@ -337,9 +332,7 @@ key never leaves $ECTO_DATA_DIR/keys/issuer.ed25519.`,
 				return exitCode(ExitUsage, err)
 			}
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]string{
+				return a.printJSON(map[string]string{
 					"public_key": hex.EncodeToString(pub), "key_id": ledger.KeyID(pub), "did": ledger.DIDKey(pub),
 					"origin": l.Origin(), "checkpoint_verifier_key": vkey,
 				})

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -126,9 +125,7 @@ Exits 1 when the selected tier cannot be used here, naming the fix.`,
 				}
 			}
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
+				if err := a.printJSON(rep); err != nil {
 					return err
 				}
 			} else {

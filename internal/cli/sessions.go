@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -82,9 +81,7 @@ time and goal. The reserved instance session is not listed.`,
 				for i := range list {
 					out = append(out, list[i].JSON())
 				}
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(out)
+				return a.printJSON(out)
 			}
 			if len(list) == 0 {
 				fmt.Fprintln(a.stdout, "no sessions")

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -11,33 +10,6 @@ import (
 	"github.com/ironvise/ironvise/internal/evidence"
 	"github.com/ironvise/ironvise/internal/ledger"
 )
-
-// verifyJSON is `ironvise verify-session --json`: the API's VerifyResult
-// (docs/design/api.md#verify-and-evidence) plus each check's detail.
-type verifyJSON struct {
-	OK              bool                    `json:"ok"`
-	SessionID       string                  `json:"session_id"`
-	EventCount      int                     `json:"event_count"`
-	TipHash         string                  `json:"tip_hash"`
-	Sealed          bool                    `json:"sealed"`
-	ChainOK         bool                    `json:"chain_ok"`
-	SignaturesOK    bool                    `json:"signatures_ok"`
-	GoalOK          bool                    `json:"goal_ok"`
-	LogOK           bool                    `json:"log_ok"`
-	SealOK          bool                    `json:"seal_ok"`
-	FindingsOK      bool                    `json:"findings_ok"`
-	CheckedTreeSize int64                   `json:"checked_tree_size"`
-	Error           *verifyError            `json:"error"`
-	Checks          map[string]ledger.Check `json:"checks"`
-	IssuerSigned    []uint64                `json:"issuer_signed"`
-	Uncovered       int                     `json:"uncovered"`
-}
-
-type verifyError struct {
-	Check    string `json:"check"`
-	Sequence *int64 `json:"sequence"`
-	Problem  string `json:"problem"`
-}
 
 func (a *app) verifySessionCommand() *cobra.Command {
 	var asJSON bool
@@ -77,25 +49,21 @@ instance chain.`,
 				return err
 			}
 			defer l.Close(a.ctx)
-			r, err := l.VerifySession(a.ctx, id)
+			v, err := evidence.VerifySession(a.ctx, l, id)
 			if errors.Is(err, ledger.ErrNotFound) {
 				return exitCode(ExitUsage, fmt.Errorf("session %s is not in this ledger (check DATABASE_URL and ECTO_DATA_DIR; 'ironvise sessions' lists what is there)", id))
 			}
 			if err != nil {
 				return exitCode(ExitUsage, err)
 			}
-			fc, err := a.findingsCheck(l, id)
-			if err != nil {
-				return exitCode(ExitUsage, err)
-			}
 			if asJSON {
-				if err := a.printVerifyJSON(&r, fc); err != nil {
+				if err := a.printJSON(v); err != nil {
 					return err
 				}
 			} else {
-				a.printVerifyText(&r, fc)
+				a.printVerifyText(v)
 			}
-			if !r.OK() || !fc.OK {
+			if !v.OK {
 				return exitCode(ExitDenied, nil)
 			}
 			return nil
@@ -103,19 +71,6 @@ instance chain.`,
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print machine-readable JSON")
 	return cmd
-}
-
-// findingsCheck runs the findings check of verify-session on a session
-// chain (the instance chain has no findings).
-func (a *app) findingsCheck(l *ledger.Ledger, id uuid.UUID) (ledger.Check, error) {
-	if id == ledger.InstanceSessionID {
-		return ledger.Check{OK: true, Seq: -1}, nil
-	}
-	evs, err := l.Events(a.ctx, id, 0, 0)
-	if err != nil {
-		return ledger.Check{}, fmt.Errorf("read the events of %s: %w", id, err)
-	}
-	return evidence.FindingsCheck(evs), nil
 }
 
 // parseSessionID accepts the 36-character hyphenated UUID form only.
@@ -127,49 +82,15 @@ func parseSessionID(s string) (uuid.UUID, error) {
 	return id, nil
 }
 
-// printVerifyJSON prints the ledger's five checks and the findings check
-// fc.
-func (a *app) printVerifyJSON(r *ledger.Report, fc ledger.Check) error {
-	out := verifyJSON{
-		OK: r.OK() && fc.OK, SessionID: r.SessionID.String(), EventCount: r.EventCount, TipHash: r.TipHash.String(),
-		Sealed: r.Sealed, ChainOK: r.Chain.OK, SignaturesOK: r.Signatures.OK, GoalOK: r.Goal.OK, LogOK: r.Log.OK,
-		SealOK: r.Seal.OK, FindingsOK: fc.OK, CheckedTreeSize: r.CheckedTreeSize, Checks: map[string]ledger.Check{},
-		IssuerSigned: r.IssuerSigned, Uncovered: r.Uncovered,
-	}
-	for i, c := range r.Checks() {
-		out.Checks[ledger.CheckNames[i]] = c
-	}
-	out.Checks[evidence.FindingCheckName] = fc
-	name, c, failed := r.FirstFailure()
-	if !failed && !fc.OK {
-		name, c, failed = evidence.FindingCheckName, fc, true
-	}
-	if failed {
-		e := &verifyError{Check: name, Problem: c.Problem}
-		if c.Seq >= 0 {
-			e.Sequence = &c.Seq
-		}
-		out.Error = e
-	}
-	enc := json.NewEncoder(a.stdout)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
-}
-
-// printVerifyText prints the ledger's five checks and the findings check
-// fc.
-func (a *app) printVerifyText(r *ledger.Report, fc ledger.Check) {
+// printVerifyText prints the six checks of v, then the first failure.
+func (a *app) printVerifyText(v *evidence.Verification) {
 	state := "not sealed"
-	if r.Sealed {
+	if v.Sealed {
 		state = "sealed"
 	}
-	fmt.Fprintf(a.stdout, "session %s: %d events, %s, tip %s\n", r.SessionID, r.EventCount, state, r.TipHash)
-	five := r.Checks()
-	checks := append(five[:], fc)
-	names := append(ledger.CheckNames[:], evidence.FindingCheckName)
-	for i, c := range checks {
-		name := names[i]
-		switch {
+	fmt.Fprintf(a.stdout, "session %s: %d events, %s, tip %s\n", v.SessionID, v.EventCount, state, v.TipHash)
+	for _, name := range append(ledger.CheckNames[:], evidence.FindingCheckName) {
+		switch c := v.Checks[name]; {
 		case !c.OK && c.Seq >= 0:
 			fmt.Fprintf(a.stdout, "  %-11s FAIL at seq %d: %s\n", name, c.Seq, c.Problem)
 		case !c.OK:
@@ -180,17 +101,13 @@ func (a *app) printVerifyText(r *ledger.Report, fc ledger.Check) {
 			fmt.Fprintf(a.stdout, "  %-11s ok\n", name)
 		}
 	}
-	name, c, failed := r.FirstFailure()
-	if !failed && !fc.OK {
-		name, c, failed = evidence.FindingCheckName, fc, true
-	}
-	if failed {
+	if e := v.Error; e != nil {
 		where := "not tied to one event"
-		if c.Seq >= 0 {
-			where = fmt.Sprintf("first broken seq %d", c.Seq)
+		if e.Sequence != nil {
+			where = fmt.Sprintf("first broken seq %d", *e.Sequence)
 		}
-		fmt.Fprintf(a.stdout, "verification FAILED: %s check, %s: %s\n", name, where, c.Problem)
+		fmt.Fprintf(a.stdout, "verification FAILED: %s check, %s: %s\n", e.Check, where, e.Problem)
 		return
 	}
-	fmt.Fprintf(a.stdout, "verification passed (log checked against checkpoint %d)\n", r.CheckedTreeSize)
+	fmt.Fprintf(a.stdout, "verification passed (log checked against checkpoint %d)\n", v.CheckedTreeSize)
 }

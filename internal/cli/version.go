@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"runtime"
 
@@ -25,9 +24,7 @@ func (a *app) versionCommand() *cobra.Command {
 				Tiers     []string `json:"tiers"`
 			}{version, commit, runtime.Version(), runtime.GOOS + "/" + runtime.GOARCH, buildTiers()}
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(info)
+				return a.printJSON(info)
 			}
 			fmt.Fprintf(a.stdout, "ironvise %s (commit %s, %s, %s)\nsandbox tiers: %v\n",
 				info.Version, info.Commit, info.GoVersion, info.Platform, info.Tiers)

@@ -9,11 +9,35 @@ import (
 	"testing"
 )
 
-func TestLoadDefaults(t *testing.T) {
-	c, err := Load(MapLookup(map[string]string{"HOME": "/home/u"}))
+// mustLoad loads the configuration of the name/value pairs kv; an error
+// ends the test.
+func mustLoad(t *testing.T, kv ...string) *Config {
+	t.Helper()
+	env := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		env[kv[i]] = kv[i+1]
+	}
+	c, err := Load(MapLookup(env))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+// wantRejected checks that name=value (with HOME set) is refused with an
+// *Error whose text holds want, and returns that error.
+func wantRejected(t *testing.T, name, value, want string) error {
+	t.Helper()
+	_, err := Load(MapLookup(map[string]string{"HOME": "/h", name: value}))
+	var ce *Error
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("%s=%q: got %v; want an error containing %q", name, value, err, want)
+	}
+	return err
+}
+
+func TestLoadDefaults(t *testing.T) {
+	c := mustLoad(t, "HOME", "/home/u")
 	if c.DataDir != "/home/u/.local/share/ironvise" || c.Scanner.Sensitivity != "medium" || c.Agent.MaxSteps != 20 || c.Agent.MaxStepsSet ||
 		c.Agent.CheckDenialLimit != 5 || c.Agent.JustificationFailureLimit != 3 || c.Agent.GuardDenialLimit != 3 || c.Agent.LLMErrorLimit != 5 ||
 		!c.Guard.Required || c.Guard.TimeoutSecs != 30 || c.LLM.Backend != "ollama" || c.LLM.OllamaModel != "mistral" || c.Sandbox.Permissive {
@@ -43,11 +67,7 @@ func TestLoadErrorsNameVariableAndAcceptedValues(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
-			_, err := Load(MapLookup(map[string]string{"HOME": "/h", tc.name: tc.value}))
-			var ce *Error
-			if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("got %v; want %q", err, tc.want)
-			}
+			wantRejected(t, tc.name, tc.value, tc.want)
 		})
 	}
 	_, err := Load(MapLookup(map[string]string{"HOME": "/h", "AGENT_MAX_STEPS": "x", "SCANNER_SENSITIVITY": "y"}))

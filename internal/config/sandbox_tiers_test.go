@@ -7,10 +7,7 @@ import (
 )
 
 func TestContainerAndMicroVMDefaults(t *testing.T) {
-	c, err := Load(MapLookup(map[string]string{"HOME": "/h"}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustLoad(t, "HOME", "/h")
 	d, f := c.Sandbox.Docker, c.Sandbox.Firecracker
 	if d.Runtime != "auto" || d.Memory != "256m" || d.MemoryBytes != 256<<20 || d.CPUs != "1" || d.TimeoutSecs != 30 || d.ExtraArgs != nil {
 		t.Errorf("docker defaults: %+v", d)
@@ -72,10 +69,7 @@ func TestContainerAndMicroVMRejectMalformed(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
-			_, err := Load(MapLookup(map[string]string{"HOME": "/h", tc.name: tc.value}))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("got %v; want an error containing %q", err, tc.want)
-			}
+			wantRejected(t, tc.name, tc.value, tc.want)
 		})
 	}
 }
@@ -97,10 +91,7 @@ func TestMemorySizes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.in, func(t *testing.T) {
-			c, err := Load(MapLookup(map[string]string{"HOME": "/h", "ECTO_DOCKER_MEMORY": tc.in}))
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := mustLoad(t, "HOME", "/h", "ECTO_DOCKER_MEMORY", tc.in)
 			if d := c.Sandbox.Docker; d.Memory != tc.norm || d.MemoryBytes != tc.bytes {
 				t.Fatalf("got %q %d; want %q %d", d.Memory, d.MemoryBytes, tc.norm, tc.bytes)
 			}

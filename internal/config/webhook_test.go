@@ -1,17 +1,13 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
 )
 
 func TestWebhookDefaults(t *testing.T) {
-	c, err := Load(MapLookup(map[string]string{"HOME": "/h"}))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustLoad(t, "HOME", "/h")
 	w := c.Webhook
 	if w.URL != "" || !w.IncludeGuard || !w.IncludeTripwire || w.BearerToken.Set() || w.HMACSecret.Set() ||
 		w.RateLimitPerSecond != 10 || w.SIEMFormat != "json" || w.AllowPrivateTargets {
@@ -72,11 +68,7 @@ func TestWebhookRejectsMalformed(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
-			_, err := Load(MapLookup(map[string]string{"HOME": "/h", tc.name: tc.value}))
-			var ce *Error
-			if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("got %v; want %q", err, tc.want)
-			}
+			err := wantRejected(t, tc.name, tc.value, tc.want)
 			if tc.name == "WEBHOOK_URL" && strings.Contains(err.Error(), tc.value) {
 				t.Fatalf("the URL (which may hold a secret) was echoed: %v", err)
 			}

@@ -55,12 +55,18 @@ type CheckpointInfo struct {
 }
 
 // NewCheckpointInfo converts a ledger checkpoint to its API form.
-func NewCheckpointInfo(cp ledger.Checkpoint) CheckpointInfo {
-	id := cp.EventLogIndex + 1
-	return CheckpointInfo{
+func NewCheckpointInfo(cp *ledger.Checkpoint) CheckpointInfo {
+	c := CheckpointInfo{
 		TreeSize: cp.TreeSize, RootHash: cp.Root.String(), Timestamp: formatTime(cp.CreatedAt()), KeyID: cp.KeyID,
-		PublicKey: hex.EncodeToString(cp.PublicKey), Signature: hex.EncodeToString(cp.Signature), EventID: &id,
+		PublicKey: hex.EncodeToString(cp.PublicKey), Signature: hex.EncodeToString(cp.Signature),
 	}
+	// The checkpoint event is written in the same commit as the
+	// checkpoint; its log index is recorded with it.
+	if cp.EventLogIndex >= 0 && cp.TreeSize > 0 {
+		id := cp.EventLogIndex + 1
+		c.EventID = &id
+	}
+	return c
 }
 
 // Compliance returns session id's Compliance object: every event's hash
@@ -80,7 +86,7 @@ func Compliance(ctx context.Context, l *ledger.Ledger, id uuid.UUID) (*Complianc
 	}
 	c := &ComplianceReport{
 		SessionID: id.String(), EventCount: len(evs), PolicyHash: nonEmpty(s.PolicyHash), GeneratedAt: formatTime(time.Now()),
-		Sealed: s.Sealed(), Events: make([]ComplianceEvent, len(evs)), Checkpoint: NewCheckpointInfo(cp),
+		Sealed: s.Sealed(), Events: make([]ComplianceEvent, len(evs)), Checkpoint: NewCheckpointInfo(&cp),
 	}
 	for i := range evs {
 		h := evs[i].Hash.String()

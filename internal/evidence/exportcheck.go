@@ -45,19 +45,16 @@ func verifyForExport(ctx context.Context, l *ledger.Ledger, id uuid.UUID) error 
 	if id == ledger.InstanceSessionID {
 		return fmt.Errorf("evidence: export: %w", ErrInstanceChain)
 	}
-	r, err := l.VerifySession(ctx, id)
+	v, err := VerifySession(ctx, l, id)
 	if err != nil {
 		return fmt.Errorf("evidence: verify before export: %w", err)
 	}
-	if name, c, failed := r.FirstFailure(); failed {
-		return &UnverifiedError{Session: id, Check: name, Seq: c.Seq, Problem: c.Problem}
-	}
-	evs, err := l.Events(ctx, id, 0, 0)
-	if err != nil {
-		return fmt.Errorf("evidence: verify before export: %w", err)
-	}
-	if fc := FindingsCheck(evs); !fc.OK {
-		return &UnverifiedError{Session: id, Check: FindingCheckName, Seq: fc.Seq, Problem: fc.Problem}
+	if e := v.Error; e != nil {
+		seq := int64(-1)
+		if e.Sequence != nil {
+			seq = *e.Sequence
+		}
+		return &UnverifiedError{Session: id, Check: e.Check, Seq: seq, Problem: e.Problem}
 	}
 	return nil
 }

@@ -202,14 +202,19 @@ func chainStatus(r *ledger.Report) ChainStatus {
 		CheckedTreeSize: r.CheckedTreeSize,
 	}
 	if name, ck, failed := r.FirstFailure(); failed {
-		e := &ChainError{Check: name, Problem: ck.Problem}
-		if ck.Seq >= 0 {
-			seq := ck.Seq
-			e.Sequence = &seq
-		}
-		c.Error = e
+		c.Error = chainError(name, ck)
 	}
 	return c
+}
+
+// chainError reports check name's failure c.
+func chainError(name string, c ledger.Check) *ChainError {
+	e := &ChainError{Check: name, Problem: c.Problem}
+	if c.Seq >= 0 {
+		seq := c.Seq
+		e.Sequence = &seq
+	}
+	return e
 }
 
 // exportedSession reads session id for an export (what names it in

@@ -203,27 +203,23 @@ func TestMerkleRootMatchesTlog(t *testing.T) {
 	for n := 0; n <= 70; n++ {
 		hs := make([]ledger.Hash, n)
 		var stored []tlog.Hash
-		for i := range hs {
-			hs[i] = sha256.Sum256([]byte{byte(i), byte(i >> 8)})
-			add, err := tlog.StoredHashes(int64(i), hs[i][:], tlog.HashReaderFunc(func(ix []int64) ([]tlog.Hash, error) {
-				out := make([]tlog.Hash, len(ix))
-				for j, x := range ix {
-					out[j] = stored[x]
-				}
-				return out, nil
-			}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			stored = append(stored, add...)
-		}
-		want, err := tlog.TreeHash(int64(n), tlog.HashReaderFunc(func(ix []int64) ([]tlog.Hash, error) {
+		// read serves tlog the hashes stored so far.
+		read := tlog.HashReaderFunc(func(ix []int64) ([]tlog.Hash, error) {
 			out := make([]tlog.Hash, len(ix))
 			for j, x := range ix {
 				out[j] = stored[x]
 			}
 			return out, nil
-		}))
+		})
+		for i := range hs {
+			hs[i] = sha256.Sum256([]byte{byte(i), byte(i >> 8)})
+			add, err := tlog.StoredHashes(int64(i), hs[i][:], read)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored = append(stored, add...)
+		}
+		want, err := tlog.TreeHash(int64(n), read)
 		if err != nil {
 			t.Fatal(err)
 		}

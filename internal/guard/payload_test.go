@@ -22,13 +22,19 @@ func TestDecodeRequest(t *testing.T) {
 	}
 }
 
-func TestDecodeRequestStrict(t *testing.T) {
-	mut := func(old, new string) string {
-		if !strings.Contains(goodRequest, old) {
+// mutator returns a function that replaces old with new once in doc; a
+// mutation that does not apply is a broken test.
+func mutator(doc string) func(old, new string) string {
+	return func(old, new string) string {
+		if !strings.Contains(doc, old) {
 			panic("test mutation does not apply: " + old)
 		}
-		return strings.Replace(goodRequest, old, new, 1)
+		return strings.Replace(doc, old, new, 1)
 	}
+}
+
+func TestDecodeRequestStrict(t *testing.T) {
+	mut := mutator(goodRequest)
 	cases := []struct{ name, in string }{
 		{"unknown key", mut(`"step":2`, `"step":2,"observation":"x"`)},
 		{"case-folded key", mut(`"nonce":3`, `"Nonce":3`)},
@@ -79,12 +85,7 @@ func TestDecodeResponse(t *testing.T) {
 }
 
 func TestDecodeResponseStrict(t *testing.T) {
-	mut := func(old, new string) string {
-		if !strings.Contains(goodResponse, old) {
-			panic("test mutation does not apply: " + old)
-		}
-		return strings.Replace(goodResponse, old, new, 1)
-	}
+	mut := mutator(goodResponse)
 	cases := []struct{ name, in string }{
 		{"lowercase verdict", mut(`"DENY"`, `"deny"`)},
 		{"other verdict", mut(`"DENY"`, `"MAYBE"`)},

@@ -338,8 +338,12 @@ func foldCase(goos string) bool { return goos == "darwin" || goos == "windows" }
 // Within reports whether p is root or lies below it, comparing whole
 // components (/tmp/ws2 is not inside /tmp/ws), without case on macOS and
 // Windows.
-func Within(p, root string) bool {
-	if foldCase(runtime.GOOS) {
+func Within(p, root string) bool { return WithinFold(p, root, foldCase(runtime.GOOS)) }
+
+// WithinFold is Within with the case rule given: fold compares without
+// case (the tripwire applies the rules of the system it was built for).
+func WithinFold(p, root string, fold bool) bool {
+	if fold {
 		p, root = strings.ToLower(p), strings.ToLower(root)
 	}
 	if p == root {

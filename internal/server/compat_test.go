@@ -34,33 +34,19 @@ func TestCompatibilityChecklist(t *testing.T) {
 		if r := ts.call("GET", "/healthz", "", nil); r.status != 200 || string(r.body) != `{"status":"ok"}` {
 			t.Errorf("healthz: %d %s", r.status, r.body)
 		}
-		if r := ts.call("GET", "/no/such/path", "", nil); r.status != 404 {
-			t.Errorf("unknown: %d", r.status)
-		}
+		ts.wantStatus(t, "unknown", 404, "GET", "/no/such/path", "", nil)
 	})
 	t.Run("02 header or query token", func(t *testing.T) {
-		if r := ts.call("GET", "/api/sessions", adminTok, nil); r.status != 200 {
-			t.Errorf("bearer: %d", r.status)
-		}
-		if r := ts.call("GET", "/api/sessions?token="+adminTok, "", nil); r.status != 200 {
-			t.Errorf("query: %d", r.status)
-		}
+		ts.wantStatus(t, "bearer", 200, "GET", "/api/sessions", adminTok, nil)
+		ts.wantStatus(t, "query", 200, "GET", "/api/sessions?token="+adminTok, "", nil)
 	})
 	t.Run("03 missing and unknown tokens", func(t *testing.T) {
-		if r := ts.call("GET", "/api/sessions", "", nil); r.status != 401 {
-			t.Errorf("none: %d", r.status)
-		}
-		if r := ts.call("GET", "/api/sessions", "totally-invalid-token-deadbeef", nil); r.status != 401 {
-			t.Errorf("unknown: %d", r.status)
-		}
+		ts.wantStatus(t, "none", 401, "GET", "/api/sessions", "", nil)
+		ts.wantStatus(t, "unknown", 401, "GET", "/api/sessions", "totally-invalid-token-deadbeef", nil)
 	})
 	t.Run("04 401 before body checks", func(t *testing.T) {
-		if r := ts.call("POST", "/api/sessions", "", map[string]any{"goal": "x"}); r.status != 401 {
-			t.Errorf("create: %d", r.status)
-		}
-		if r := ts.call("PUT", "/api/tripwire", "", map[string]any{"require_https": true}); r.status != 401 {
-			t.Errorf("tripwire: %d", r.status)
-		}
+		ts.wantStatus(t, "create", 401, "POST", "/api/sessions", "", map[string]any{"goal": "x"})
+		ts.wantStatus(t, "tripwire", 401, "PUT", "/api/tripwire", "", map[string]any{"require_https": true})
 	})
 	t.Run("05 role refusals", func(t *testing.T) {
 		cases := []struct {
@@ -95,9 +81,7 @@ func TestCompatibilityChecklist(t *testing.T) {
 			t.Error("the auditor's stream closed")
 		default:
 		}
-		if r := ts.call("GET", "/api/events?session_id="+ext(), auditorTok, nil); r.status != 200 {
-			t.Errorf("events: %d", r.status)
-		}
+		ts.wantStatus(t, "events", 200, "GET", "/api/events?session_id="+ext(), auditorTok, nil)
 	})
 	t.Run("07 create answers 200 with a Session", func(t *testing.T) {
 		goal := "Check the TLS settings"
@@ -125,38 +109,22 @@ func TestCompatibilityChecklist(t *testing.T) {
 				t.Errorf("goal %q: %d", g, r.status)
 			}
 		}
-		if r := ts.call("POST", "/api/sessions", adminTok, map[string]any{}); r.status != 422 {
-			t.Errorf("{}: %d", r.status)
-		}
+		ts.wantStatus(t, "{}", 422, "POST", "/api/sessions", adminTok, map[string]any{})
 		r := ts.call("POST", "/api/sessions", adminTok, map[string]any{"goal": "x y z", "foo": "bar", "baz": 42, "session_did": "did:key:z6Mk"})
 		if r.status != 200 || r.json(t)["id"] == nil {
 			t.Errorf("extra fields: %d %s", r.status, r.body)
 		}
 	})
 	t.Run("09 goal sizes and scripts", func(t *testing.T) {
-		if r := ts.call("POST", "/api/sessions", adminTok, map[string]any{"goal": strings.Repeat("a", 500000), "agent_loop": false}); r.status != 200 {
-			t.Errorf("500 000 characters: %d %s", r.status, r.body)
-		}
-		if r := ts.call("POST", "/api/sessions", adminTok, map[string]any{"goal": "Prüfe die Konfiguration — 检查配置 — проверь 🔐🛡️"}); r.status != 200 {
-			t.Errorf("mixed scripts: %d %s", r.status, r.body)
-		}
-		if r := ts.call("POST", "/api/sessions", adminTok, map[string]any{"goal": "a\x00b"}); r.status != 400 {
-			t.Errorf("NUL: %d", r.status)
-		}
-		if r := ts.call("POST", "/api/sessions", adminTok, map[string]any{"goal": strings.Repeat("a", MaxBodyBytes)}); r.status != 413 {
-			t.Errorf("over 1 MiB: %d", r.status)
-		}
+		ts.wantStatus(t, "500 000 characters", 200, "POST", "/api/sessions", adminTok, map[string]any{"goal": strings.Repeat("a", 500000), "agent_loop": false})
+		ts.wantStatus(t, "mixed scripts", 200, "POST", "/api/sessions", adminTok, map[string]any{"goal": "Prüfe die Konfiguration — 检查配置 — проверь 🔐🛡️"})
+		ts.wantStatus(t, "NUL", 400, "POST", "/api/sessions", adminTok, map[string]any{"goal": "a\x00b"})
+		ts.wantStatus(t, "over 1 MiB", 413, "POST", "/api/sessions", adminTok, map[string]any{"goal": strings.Repeat("a", MaxBodyBytes)})
 	})
 	t.Run("10 content types", func(t *testing.T) {
-		if r := ts.call("POST", "/api/sessions", adminTok, nil); r.status != 415 {
-			t.Errorf("no body: %d", r.status)
-		}
-		if r := ts.call("POST", "/api/sessions", adminTok, `{"goal":"x"}`, "Content-Type", "text/xml"); r.status != 415 {
-			t.Errorf("xml: %d", r.status)
-		}
-		if r := ts.call("POST", "/api/sessions", adminTok, `{broken json`, "Content-Type", "application/json"); r.status != 400 {
-			t.Errorf("broken: %d", r.status)
-		}
+		ts.wantStatus(t, "no body", 415, "POST", "/api/sessions", adminTok, nil)
+		ts.wantStatus(t, "xml", 415, "POST", "/api/sessions", adminTok, `{"goal":"x"}`, "Content-Type", "text/xml")
+		ts.wantStatus(t, "broken", 400, "POST", "/api/sessions", adminTok, `{broken json`, "Content-Type", "application/json")
 	})
 	t.Run("11 status filter", func(t *testing.T) {
 		ext()
@@ -190,12 +158,8 @@ func TestCompatibilityChecklist(t *testing.T) {
 		if n("limit=1") > 1 || n("limit=0") > 1 || n("limit=9999") > 500 || n("offset=999999") != 0 {
 			t.Error("limit clamping")
 		}
-		if r := ts.call("GET", "/api/sessions?offset=-1", adminTok, nil); r.status != 200 {
-			t.Errorf("offset -1: %d", r.status)
-		}
-		if r := ts.call("GET", "/api/sessions?limit=ten", adminTok, nil); r.status != 400 {
-			t.Errorf("limit=ten: %d", r.status)
-		}
+		ts.wantStatus(t, "offset -1", 200, "GET", "/api/sessions?offset=-1", adminTok, nil)
+		ts.wantStatus(t, "limit=ten", 400, "GET", "/api/sessions?limit=ten", adminTok, nil)
 		a := ts.call("GET", "/api/sessions?limit=5&offset=0", adminTok, nil).list(t)
 		b := ts.call("GET", "/api/sessions?limit=5&offset=5", adminTok, nil).list(t)
 		for _, x := range a {
@@ -214,23 +178,13 @@ func TestCompatibilityChecklist(t *testing.T) {
 		if r := ts.call("GET", "/api/sessions/"+strings.ToUpper(id), adminTok, nil); r.status != 200 || r.json(t)["id"] != id {
 			t.Errorf("upper case id: %d", r.status)
 		}
-		if r := ts.call("GET", "/api/sessions/"+someID, adminTok, nil); r.status != 404 {
-			t.Errorf("random: %d", r.status)
-		}
-		if r := ts.call("GET", "/api/sessions/not-a-uuid", adminTok, nil); r.status != 400 {
-			t.Errorf("not-a-uuid: %d", r.status)
-		}
-		if r := ts.call("GET", "/api/sessions/"+strings.ReplaceAll(id, "-", ""), adminTok, nil); r.status != 400 {
-			t.Errorf("32-hex form: %d", r.status)
-		}
+		ts.wantStatus(t, "random", 404, "GET", "/api/sessions/"+someID, adminTok, nil)
+		ts.wantStatus(t, "not-a-uuid", 400, "GET", "/api/sessions/not-a-uuid", adminTok, nil)
+		ts.wantStatus(t, "32-hex form", 400, "GET", "/api/sessions/"+strings.ReplaceAll(id, "-", ""), adminTok, nil)
 	})
 	t.Run("14 events query", func(t *testing.T) {
-		if r := ts.call("GET", "/api/events", adminTok, nil); r.status != 400 {
-			t.Errorf("missing: %d", r.status)
-		}
-		if r := ts.call("GET", "/api/events?session_id=abc", adminTok, nil); r.status != 400 {
-			t.Errorf("abc: %d", r.status)
-		}
+		ts.wantStatus(t, "missing", 400, "GET", "/api/events", adminTok, nil)
+		ts.wantStatus(t, "abc", 400, "GET", "/api/events?session_id=abc", adminTok, nil)
 		if r := ts.call("GET", "/api/events?session_id="+someID, adminTok, nil); r.status != 200 || string(r.body) != "[]" {
 			t.Errorf("random: %d %s", r.status, r.body)
 		}
@@ -317,9 +271,7 @@ func TestCompatibilityChecklist(t *testing.T) {
 			if s["status"] != "completed" || s["sealed"] != true {
 				t.Errorf("after seal: %v", s)
 			}
-			if r := ts.call("POST", "/api/sessions/"+id+"/events", adminTok, map[string]any{"type": "thought", "content": "late"}); r.status != 409 {
-				t.Errorf("append after seal: %d", r.status)
-			}
+			ts.wantStatus(t, "append after seal", 409, "POST", "/api/sessions/"+id+"/events", adminTok, map[string]any{"type": "thought", "content": "late"})
 		}
 	})
 	t.Run("21 compliance", func(t *testing.T) {
@@ -372,9 +324,7 @@ func TestCompatibilityChecklist(t *testing.T) {
 				t.Errorf("GET %s: %d", p, g.status)
 			}
 		}
-		if r := ts.call("GET", "/api/policies/no-such-policy", adminTok, nil); r.status != 404 {
-			t.Errorf("unknown: %d", r.status)
-		}
+		ts.wantStatus(t, "unknown", 404, "GET", "/api/policies/no-such-policy", adminTok, nil)
 	})
 	t.Run("30 policy lifecycle", func(t *testing.T) {
 		toml := "name = \"team-audit\"\nversion = \"1\"\nallowed_actions = [\"read_file\", \"complete\"]\n"
@@ -397,24 +347,12 @@ func TestCompatibilityChecklist(t *testing.T) {
 		if g := ts.call("GET", "/api/policies/team-audit", adminTok, nil); g.status != 404 {
 			t.Errorf("GET after DELETE: %d", g.status)
 		}
-		if r := ts.call("PUT", "/api/policies/broken", adminTok, "name = = nope"); r.status != 422 {
-			t.Errorf("invalid TOML: %d", r.status)
-		}
-		if r := ts.call("PUT", "/api/policies/wrong-keys", adminTok, "name = \"x\"\nno_such_key = 1\n"); r.status != 422 {
-			t.Errorf("invalid policy: %d", r.status)
-		}
-		if r := ts.call("PUT", "/api/policies/soc2-audit", adminTok, toml); r.status != 403 {
-			t.Errorf("built-in PUT: %d", r.status)
-		}
-		if r := ts.call("DELETE", "/api/policies/soc2-audit", adminTok, nil); r.status != 403 {
-			t.Errorf("built-in DELETE: %d", r.status)
-		}
-		if r := ts.call("DELETE", "/api/policies/never-there", adminTok, nil); r.status != 404 {
-			t.Errorf("missing DELETE: %d", r.status)
-		}
-		if r := ts.call("PUT", "/api/policies/"+strings.Repeat("p", 200), adminTok, toml); r.status != 400 {
-			t.Errorf("200-character name: %d", r.status)
-		}
+		ts.wantStatus(t, "invalid TOML", 422, "PUT", "/api/policies/broken", adminTok, "name = = nope")
+		ts.wantStatus(t, "invalid policy", 422, "PUT", "/api/policies/wrong-keys", adminTok, "name = \"x\"\nno_such_key = 1\n")
+		ts.wantStatus(t, "built-in PUT", 403, "PUT", "/api/policies/soc2-audit", adminTok, toml)
+		ts.wantStatus(t, "built-in DELETE", 403, "DELETE", "/api/policies/soc2-audit", adminTok, nil)
+		ts.wantStatus(t, "missing DELETE", 404, "DELETE", "/api/policies/never-there", adminTok, nil)
+		ts.wantStatus(t, "200-character name", 400, "PUT", "/api/policies/"+strings.Repeat("p", 200), adminTok, toml)
 	})
 	t.Run("31 traversal names", func(t *testing.T) {
 		for _, n := range []string{"../../etc/passwd", "../sneaky", "foo/../bar", `foo\bar`, "..%2F..%2Fetc%2Fpasswd", "%2e%2e%2fsneaky", "foo%2F..%2Fbar", "foo%5Cbar"} {
@@ -429,9 +367,7 @@ func TestCompatibilityChecklist(t *testing.T) {
 		if r := ts.call("GET", "/api/approvals/"+id+"/pending", adminTok, nil); r.status != 200 || string(r.body) != `{"pending":null}` {
 			t.Errorf("pending: %d %s", r.status, r.body)
 		}
-		if r := ts.call("POST", "/api/approvals/"+id, adminTok, map[string]any{"approved": true}); r.status != 422 {
-			t.Errorf("without gate_id: %d", r.status)
-		}
+		ts.wantStatus(t, "without gate_id", 422, "POST", "/api/approvals/"+id, adminTok, map[string]any{"approved": true})
 	})
 	t.Run("33 34 tokens", func(t *testing.T) {
 		r := ts.call("POST", "/api/tokens", adminTok, map[string]any{"role": "admin", "label": "ci", "expires_in_days": 7})
@@ -440,15 +376,9 @@ func TestCompatibilityChecklist(t *testing.T) {
 		if r.status != 200 || len(tok) != 64 || m["token_hash"] != TokenHash(tok) || m["role"] != "admin" || m["label"] != "ci" || m["expires_at"] == nil {
 			t.Fatalf("create: %d %s", r.status, r.body)
 		}
-		if r := ts.call("POST", "/api/tokens", adminTok, map[string]any{"role": "superadmin"}); r.status != 400 {
-			t.Errorf("superadmin: %d", r.status)
-		}
-		if r := ts.call("POST", "/api/tokens", adminTok, map[string]any{}); r.status != 422 {
-			t.Errorf("{}: %d", r.status)
-		}
-		if r := ts.call("GET", "/api/sessions", tok, nil); r.status != 200 {
-			t.Errorf("new token: %d", r.status)
-		}
+		ts.wantStatus(t, "superadmin", 400, "POST", "/api/tokens", adminTok, map[string]any{"role": "superadmin"})
+		ts.wantStatus(t, "{}", 422, "POST", "/api/tokens", adminTok, map[string]any{})
+		ts.wantStatus(t, "new token", 200, "GET", "/api/sessions", tok, nil)
 		rows := ts.call("GET", "/api/tokens", adminTok, nil)
 		if strings.Contains(string(rows.body), `"token"`) || strings.Contains(string(rows.body), tok) || strings.Contains(string(rows.body), adminTok) {
 			t.Errorf("token list leaks a token: %s", rows.body)
@@ -462,15 +392,9 @@ func TestCompatibilityChecklist(t *testing.T) {
 		if d.status != 204 || len(d.body) != 0 {
 			t.Errorf("delete: %d %q", d.status, d.body)
 		}
-		if r := ts.call("GET", "/api/sessions", tok, nil); r.status != 401 {
-			t.Errorf("deleted token: %d", r.status)
-		}
-		if r := ts.call("DELETE", "/api/tokens/xyz", adminTok, nil); r.status != 400 {
-			t.Errorf("bad hash: %d", r.status)
-		}
-		if r := ts.call("DELETE", "/api/tokens/"+strings.Repeat("0", 64), adminTok, nil); r.status != 404 {
-			t.Errorf("unknown hash: %d", r.status)
-		}
+		ts.wantStatus(t, "deleted token", 401, "GET", "/api/sessions", tok, nil)
+		ts.wantStatus(t, "bad hash", 400, "DELETE", "/api/tokens/xyz", adminTok, nil)
+		ts.wantStatus(t, "unknown hash", 404, "DELETE", "/api/tokens/"+strings.Repeat("0", 64), adminTok, nil)
 	})
 	t.Run("35 36 37 webhooks", func(t *testing.T) {
 		r := ts.call("POST", "/api/webhooks", adminTok, map[string]any{"label": "Splunk Test", "url": "https://splunk.example.com/services/collector", "bearer_token": "hec-secret"})
@@ -487,12 +411,8 @@ func TestCompatibilityChecklist(t *testing.T) {
 				t.Errorf("url %q: %d %s", u, r.status, r.body)
 			}
 		}
-		if r := ts.call("POST", "/api/webhooks", adminTok, map[string]any{"label": "x", "url": "https://siem.example.com", "siem_format": "xml"}); r.status != 400 {
-			t.Errorf("xml: %d", r.status)
-		}
-		if r := ts.call("POST", "/api/webhooks", adminTok, map[string]any{"label": "x", "url": "https://siem.example.com", "filter_kinds": []string{"everything"}}); r.status != 400 {
-			t.Errorf("unknown kind: %d", r.status)
-		}
+		ts.wantStatus(t, "xml", 400, "POST", "/api/webhooks", adminTok, map[string]any{"label": "x", "url": "https://siem.example.com", "siem_format": "xml"})
+		ts.wantStatus(t, "unknown kind", 400, "POST", "/api/webhooks", adminTok, map[string]any{"label": "x", "url": "https://siem.example.com", "filter_kinds": []string{"everything"}})
 		id := w["id"].(string)
 		for _, p := range []string{"/api/webhooks/" + id, "/api/webhooks/" + id + "/toggle"} {
 			r := ts.call("PUT", p, adminTok, map[string]any{"enabled": false})
@@ -507,9 +427,7 @@ func TestCompatibilityChecklist(t *testing.T) {
 		if d.status != 204 || len(d.body) != 0 {
 			t.Errorf("delete: %d", d.status)
 		}
-		if r := ts.call("DELETE", "/api/webhooks/"+id, adminTok, nil); r.status != 404 {
-			t.Errorf("delete twice: %d", r.status)
-		}
+		ts.wantStatus(t, "delete twice", 404, "DELETE", "/api/webhooks/"+id, adminTok, nil)
 	})
 	t.Run("38 config", func(t *testing.T) {
 		c := ts.call("GET", "/api/config", adminTok, nil).json(t)
@@ -520,15 +438,9 @@ func TestCompatibilityChecklist(t *testing.T) {
 		if r.status != 200 || r.json(t)["max_steps"] != float64(50) {
 			t.Errorf("PUT: %d %s", r.status, r.body)
 		}
-		if r := ts.call("PUT", "/api/config", adminTok, map[string]any{"max_steps": 5000}); r.status != 400 {
-			t.Errorf("max_steps 5000: %d", r.status)
-		}
-		if r := ts.call("PUT", "/api/config", adminTok, map[string]any{"max_steps": "many"}); r.status != 422 {
-			t.Errorf("max_steps string: %d", r.status)
-		}
-		if r := ts.call("PUT", "/api/config", adminTok, map[string]any{"llm_backend": "skynet"}); r.status != 400 {
-			t.Errorf("unknown backend: %d", r.status)
-		}
+		ts.wantStatus(t, "max_steps 5000", 400, "PUT", "/api/config", adminTok, map[string]any{"max_steps": 5000})
+		ts.wantStatus(t, "max_steps string", 422, "PUT", "/api/config", adminTok, map[string]any{"max_steps": "many"})
+		ts.wantStatus(t, "unknown backend", 400, "PUT", "/api/config", adminTok, map[string]any{"llm_backend": "skynet"})
 		b, err := os.ReadFile(filepath.Join(ts.dataDir, "settings.json"))
 		if err != nil || !strings.Contains(string(b), `"max_steps": 50`) {
 			t.Errorf("settings.json: %s %v", b, err)
@@ -590,9 +502,7 @@ func TestCompatibilityChecklist(t *testing.T) {
 				t.Errorf("message %q: %d", msg, r.status)
 			}
 		}
-		if r := ts.call("POST", "/api/chat", adminTok, map[string]any{}); r.status != 422 {
-			t.Errorf("{}: %d", r.status)
-		}
+		ts.wantStatus(t, "{}", 422, "POST", "/api/chat", adminTok, map[string]any{})
 		for _, bad := range []string{"sk-", "akia", "private key", "begin rsa", "root:x:0:0"} {
 			r := ts.call("POST", "/api/chat", adminTok, map[string]any{"message": "what is the weather"})
 			if strings.Contains(strings.ToLower(string(r.body)), bad) {
@@ -600,24 +510,14 @@ func TestCompatibilityChecklist(t *testing.T) {
 			}
 		}
 		id := ext()
-		if r := ts.call("POST", "/api/sessions/"+id+"/chat", agentTok, map[string]any{"message": "status?"}); r.status != 200 {
-			t.Errorf("session chat: %d", r.status)
-		}
-		if r := ts.call("POST", "/api/sessions/"+someID+"/chat", agentTok, map[string]any{"message": "status?"}); r.status != 404 {
-			t.Errorf("unknown session chat: %d", r.status)
-		}
+		ts.wantStatus(t, "session chat", 200, "POST", "/api/sessions/"+id+"/chat", agentTok, map[string]any{"message": "status?"})
+		ts.wantStatus(t, "unknown session chat", 404, "POST", "/api/sessions/"+someID+"/chat", agentTok, map[string]any{"message": "status?"})
 		ts.call("POST", "/api/sessions/"+id+"/seal", adminTok, nil)
-		if r := ts.call("POST", "/api/sessions/"+id+"/chat", agentTok, map[string]any{"message": "status?"}); r.status != 409 {
-			t.Errorf("sealed session chat: %d", r.status)
-		}
+		ts.wantStatus(t, "sealed session chat", 409, "POST", "/api/sessions/"+id+"/chat", agentTok, map[string]any{"message": "status?"})
 	})
 	t.Run("43 unknown, 405, HEAD", func(t *testing.T) {
-		if r := ts.call("GET", "/api/nonexistent-endpoint-xyz", adminTok, nil); r.status != 404 {
-			t.Errorf("unknown: %d", r.status)
-		}
-		if r := ts.call("DELETE", "/api/sessions", adminTok, nil); r.status != 405 {
-			t.Errorf("DELETE: %d", r.status)
-		}
+		ts.wantStatus(t, "unknown", 404, "GET", "/api/nonexistent-endpoint-xyz", adminTok, nil)
+		ts.wantStatus(t, "DELETE", 405, "DELETE", "/api/sessions", adminTok, nil)
 		if r := ts.call("HEAD", "/api/sessions", adminTok, nil); r.status != 200 || len(r.body) != 0 {
 			t.Errorf("HEAD: %d %d bytes", r.status, len(r.body))
 		}
@@ -661,9 +561,7 @@ func TestCompatibilityChecklist(t *testing.T) {
 		if s["demo_mode"] != false || s["version"] != "test" || s["api_compat"] != "0.6.3" {
 			t.Errorf("status %v", s)
 		}
-		if r := ts.call("POST", "/api/admin/reset-demo", adminTok, nil); r.status != 403 {
-			t.Errorf("reset: %d", r.status)
-		}
+		ts.wantStatus(t, "reset", 403, "POST", "/api/admin/reset-demo", adminTok, nil)
 	})
 	t.Run("48 bodies", func(t *testing.T) {
 		for _, p := range []string{"/api/nope", "/api/sessions/zzz", "/api/events"} {

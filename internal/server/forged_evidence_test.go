@@ -168,9 +168,7 @@ func TestClientCompleteIsNotAFinding(t *testing.T) {
 	if n := strings.Count(string(c.body), `"origin":"client"`); n != 2 {
 		t.Errorf("certificate labels %d events as the client's; want 2", n)
 	}
-	if r := ts.call("GET", "/api/sessions/"+id+"/vc", auditorTok, nil); r.status != 404 {
-		t.Errorf("credential of a client-completed session: %d", r.status)
-	}
+	ts.wantStatus(t, "credential of a client-completed session", 404, "GET", "/api/sessions/"+id+"/vc", auditorTok, nil)
 }
 
 // TestAPICredentialSaysCompleted: the credential of a session driven

@@ -199,6 +199,15 @@ var noRedirect = &http.Client{
 	Timeout:       60 * time.Second,
 }
 
+// wantStatus sends a request (as call does) and checks that it gets the
+// status want; what names the case in a failure.
+func (ts *testServer) wantStatus(t *testing.T, what string, want int, method, path, tok string, body any, headers ...string) {
+	t.Helper()
+	if r := ts.call(method, path, tok, body, headers...); r.status != want {
+		t.Errorf("%s: %s %s: status %d; want %d: %s", what, method, path, r.status, want, r.body)
+	}
+}
+
 // call sends a request: body is sent as given (a string or []byte) or as
 // JSON (anything else, with Content-Type application/json unless headers
 // say otherwise). tok "" sends no token.

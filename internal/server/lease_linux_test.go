@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/ledger/ledgerdb"
+	"github.com/ironvise/ironvise/internal/ledger/ledgertest"
 )
 
 // startShortLeaseServer starts a server on the real native tier and a
@@ -45,31 +45,11 @@ func startShortLeaseServer(t *testing.T, env map[string]string) *testServer {
 }
 
 // recoverAfter is another IronVise instance starting on the same ledger
-// file while the command runs: after d it runs the startup recovery, which
-// fails every session whose lease has lapsed, and sends what it recovered.
+// file after d, while the command runs (ledgertest.RecoverAfter).
 func (ts *testServer) recoverAfter(d time.Duration) <-chan []uuid.UUID {
-	t := ts.t
-	ch := make(chan []uuid.UUID, 1)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	t.Cleanup(wg.Wait)
-	go func() {
-		defer wg.Done()
-		time.Sleep(d)
-		l, err := ledgerdb.Open(context.Background(), "", 5, ledger.Options{DataDir: ts.dataDir})
-		if err != nil {
-			t.Errorf("open the ledger as another instance: %v", err)
-			ch <- nil
-			return
-		}
-		defer l.Close(context.Background())
-		got, err := l.Recover(context.Background())
-		if err != nil {
-			t.Errorf("Recover: %v", err)
-		}
-		ch <- got
-	}()
-	return ch
+	return ledgertest.RecoverAfter(ts.t, d, func() (*ledger.Ledger, error) {
+		return ledgerdb.Open(context.Background(), "", 5, ledger.Options{DataDir: ts.dataDir})
+	})
 }
 
 // sessionRecord checks what a session's chain holds after a long command:

@@ -132,9 +132,7 @@ func TestCORS(t *testing.T) {
 		if r.header.Get("Access-Control-Allow-Headers") != "Authorization, X-Custom" {
 			t.Errorf("requested headers not echoed: %v", r.header)
 		}
-		if r := ts.call("OPTIONS", "/api/nope", "", nil, "Origin", "https://example.com"); r.status != 404 {
-			t.Errorf("OPTIONS on an unknown path: %d", r.status)
-		}
+		ts.wantStatus(t, "OPTIONS on an unknown path", 404, "OPTIONS", "/api/nope", "", nil, "Origin", "https://example.com")
 		if r := ts.call("GET", "/api/sessions", "", nil, "Origin", "https://example.com"); r.header.Get("Access-Control-Allow-Origin") != "*" {
 			t.Errorf("a 401 must carry CORS headers too: %v", r.header)
 		}

@@ -152,13 +152,7 @@ func TestAuthMatrix(t *testing.T) {
 // TestQueryToken: ?token= works, the header wins when both are present.
 func TestQueryToken(t *testing.T) {
 	ts := startServer(t, tsOptions{})
-	if r := ts.call("GET", "/api/sessions?token="+adminTok, "", nil); r.status != 200 {
-		t.Errorf("query token: %d", r.status)
-	}
-	if r := ts.call("GET", "/api/tokens?token="+adminTok, auditorTok, nil); r.status != 403 {
-		t.Errorf("header must win over the query: %d", r.status)
-	}
-	if r := ts.call("GET", "/api/sessions", "", nil, "Authorization", "bEaReR "+adminTok); r.status != 200 {
-		t.Errorf("scheme is case-insensitive: %d", r.status)
-	}
+	ts.wantStatus(t, "query token", 200, "GET", "/api/sessions?token="+adminTok, "", nil)
+	ts.wantStatus(t, "header must win over the query", 403, "GET", "/api/tokens?token="+adminTok, auditorTok, nil)
+	ts.wantStatus(t, "scheme is case-insensitive", 200, "GET", "/api/sessions", "", nil, "Authorization", "bEaReR "+adminTok)
 }

@@ -84,9 +84,7 @@ func TestScopedAgentTokens(t *testing.T) {
 		t.Fatalf("the scoped token sealed another's session: %v", s)
 	}
 	// An unscoped agent token keeps its global role.
-	if r := ts.call("GET", "/api/sessions/"+other, agentTok, nil); r.status != 200 {
-		t.Errorf("an unscoped agent token: %d", r.status)
-	}
+	ts.wantStatus(t, "an unscoped agent token", 200, "GET", "/api/sessions/"+other, agentTok, nil)
 
 	list := ts.call("GET", "/api/sessions", scoped, nil).list(t)
 	if len(list) != 1 || list[0]["id"] != own {

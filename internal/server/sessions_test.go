@@ -132,9 +132,7 @@ func TestEvidenceRoutes(t *testing.T) {
 			t.Errorf("%s bad id: %d", p, r.status)
 		}
 	}
-	if r := ts.call("GET", "/api/sessions/"+id+"/vc", auditorTok, nil); r.status != 404 {
-		t.Errorf("vc of a session that did not complete: %d", r.status)
-	}
+	ts.wantStatus(t, "vc of a session that did not complete", 404, "GET", "/api/sessions/"+id+"/vc", auditorTok, nil)
 }
 
 // intent posts one intent and returns the IntentResult.
@@ -279,25 +277,15 @@ func TestApprovalsThroughRoute25(t *testing.T) {
 	}
 	body := map[string]any{"gate_id": gate["gate_id"], "approved": true, "reason": "looks harmless"}
 	for _, tok := range []string{auditorTok, agentTok} {
-		if r := ts.call("POST", "/api/approvals/"+id, tok, body); r.status != 403 {
-			t.Errorf("non-admin decision: %d", r.status)
-		}
+		ts.wantStatus(t, "non-admin decision", 403, "POST", "/api/approvals/"+id, tok, body)
 	}
-	if r := ts.call("POST", "/api/approvals/"+id, adminTok, map[string]any{"gate_id": someID, "approved": true}); r.status != 404 {
-		t.Errorf("unknown gate: %d", r.status)
-	}
-	if r := ts.call("POST", "/api/approvals/"+id, adminTok, map[string]any{"gate_id": "nope", "approved": true}); r.status != 400 {
-		t.Errorf("bad gate id: %d", r.status)
-	}
-	if r := ts.call("POST", "/api/approvals/"+id, adminTok, map[string]any{"gate_id": gate["gate_id"], "approved": "yes"}); r.status != 422 {
-		t.Errorf("approved as a string: %d", r.status)
-	}
+	ts.wantStatus(t, "unknown gate", 404, "POST", "/api/approvals/"+id, adminTok, map[string]any{"gate_id": someID, "approved": true})
+	ts.wantStatus(t, "bad gate id", 400, "POST", "/api/approvals/"+id, adminTok, map[string]any{"gate_id": "nope", "approved": true})
+	ts.wantStatus(t, "approved as a string", 422, "POST", "/api/approvals/"+id, adminTok, map[string]any{"gate_id": gate["gate_id"], "approved": "yes"})
 	if r := ts.call("POST", "/api/approvals/"+id, adminTok, body); r.status != 200 || string(r.body) != `{"ok":true}` {
 		t.Fatalf("decision: %d %s", r.status, r.body)
 	}
-	if r := ts.call("POST", "/api/approvals/"+id, adminTok, body); r.status != 409 {
-		t.Errorf("second decision: %d", r.status)
-	}
+	ts.wantStatus(t, "second decision", 409, "POST", "/api/approvals/"+id, adminTok, body)
 	var res map[string]any
 	select {
 	case res = <-result:
@@ -344,9 +332,7 @@ func TestApprovalsThroughRoute25(t *testing.T) {
 			t.Errorf("seal decision %v", p)
 		}
 	}
-	if r := ts.call("POST", "/api/approvals/"+id, adminTok, body); r.status != 409 {
-		t.Errorf("decision on a sealed session: %d", r.status)
-	}
+	ts.wantStatus(t, "decision on a sealed session", 409, "POST", "/api/approvals/"+id, adminTok, body)
 }
 
 // slowScript is a mock script whose replies take delay each: a loop that is

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ironvise/ironvise/internal/evidence"
 	"github.com/ironvise/ironvise/internal/ledger"
 )
 
@@ -75,31 +76,16 @@ func refOf(e *ledger.Event) eventRef {
 	return eventRef{ID: e.ID(), Sequence: e.Seq, Type: e.Type, ContentHash: e.Hash.String()}
 }
 
-// checkpointJSON is the Checkpoint of docs/design/api.md#checkpoints.
+// checkpointJSON is the Checkpoint of docs/design/api.md#checkpoints with the
+// signed note and the log's origin line.
 type checkpointJSON struct {
-	TreeSize  int64  `json:"tree_size"`
-	RootHash  string `json:"root_hash"`
-	Timestamp string `json:"timestamp"`
-	KeyID     string `json:"key_id"`
-	PublicKey string `json:"public_key"`
-	Signature string `json:"signature"`
-	EventID   *int64 `json:"event_id"`
-	Note      string `json:"note"`
-	Origin    string `json:"origin"`
+	evidence.CheckpointInfo
+	Note   string `json:"note"`
+	Origin string `json:"origin"`
 }
 
 func toCheckpoint(c *ledger.Checkpoint, origin string) checkpointJSON {
-	out := checkpointJSON{
-		TreeSize: c.TreeSize, RootHash: c.Root.String(), Timestamp: ts(c.CreatedAt()), KeyID: c.KeyID,
-		PublicKey: hex.EncodeToString(c.PublicKey), Signature: hex.EncodeToString(c.Signature), Note: string(c.Note), Origin: origin,
-	}
-	// The checkpoint event is written in the same commit as the checkpoint;
-	// its log index is recorded with it.
-	if c.EventLogIndex >= 0 && c.TreeSize > 0 {
-		id := c.EventLogIndex + 1
-		out.EventID = &id
-	}
-	return out
+	return checkpointJSON{CheckpointInfo: evidence.NewCheckpointInfo(c), Note: string(c.Note), Origin: origin}
 }
 
 // sessionOf is the Session of docs/design/api.md#session-shape.

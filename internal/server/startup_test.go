@@ -88,9 +88,7 @@ func TestObserverTokenForcedAdmin(t *testing.T) {
 	srv.ledger().PutToken(context.Background(), ledger.Token{Hash: TokenHash(adminTok), Role: RoleAuditor, Label: "demoted", ExpiresAt: time.Now().Add(-time.Hour)})
 	srv.Shutdown(context.Background())
 	ts := startServer(t, tsOptions{dataDir: dataDir, env: env})
-	if r := ts.call("GET", "/api/config", adminTok, nil); r.status != 200 {
-		t.Errorf("OBSERVER_TOKEN after restart: %d %s", r.status, r.body)
-	}
+	ts.wantStatus(t, "OBSERVER_TOKEN after restart", 200, "GET", "/api/config", adminTok, nil)
 }
 
 // TestStartupRefusals: serve refuses to start on tampering, a failing
@@ -269,9 +267,7 @@ func TestRateLimits(t *testing.T) {
 			t.Error("150 rapid calls: no 429")
 		}
 		// Public routes are never limited.
-		if r := ts.call("GET", "/healthz", "", nil); r.status != 200 {
-			t.Errorf("healthz while limited: %d", r.status)
-		}
+		ts.wantStatus(t, "healthz while limited", 200, "GET", "/healthz", "", nil)
 		// An untrusted peer cannot choose its bucket with X-Forwarded-For.
 		if n := count429(ts, 3, "GET", "/api/policies", nil, "X-Forwarded-For", "203.0.113.9"); n == 0 {
 			t.Error("X-Forwarded-For from an untrusted peer was believed")

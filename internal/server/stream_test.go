@@ -127,12 +127,8 @@ func TestStreamChecklist(t *testing.T) {
 				t.Errorf("%s: %d", q, r.status)
 			}
 		}
-		if r := ts.call("GET", "/api/stream?session_id="+someID, adminTok, nil); r.status != 404 {
-			t.Errorf("unknown session: %d", r.status)
-		}
-		if r := ts.call("GET", "/api/sessions/"+someID+"/events/stream", adminTok, nil); r.status != 404 {
-			t.Errorf("unknown session route 16: %d", r.status)
-		}
+		ts.wantStatus(t, "unknown session", 404, "GET", "/api/stream?session_id="+someID, adminTok, nil)
+		ts.wantStatus(t, "unknown session route 16", 404, "GET", "/api/sessions/"+someID+"/events/stream", adminTok, nil)
 	})
 	t.Run("26 simultaneous clients see identical ids", func(t *testing.T) {
 		var clients []*sseClient

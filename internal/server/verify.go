@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,63 +18,19 @@ import (
 // docs/design/ledger.md#verification and the findings check
 // (evidence.FindingsCheck), each reported.
 func (s *Server) handleVerify(rc *reqCtx) {
-	id, err := rc.sessionParam()
-	if err != nil {
-		rc.fail(err)
-		return
-	}
-	if _, err := s.sessionByID(rc, id); err != nil {
-		rc.fail(err)
-		return
-	}
-	rep, err := s.ledger().VerifySession(rc.r.Context(), id)
-	if err != nil {
-		rc.fail(err)
-		return
-	}
-	// The sixth check: findings cite only what IronVise observed of
-	// actions it executed (a signed chain can still hold findings that a
-	// client's own observation "proves", from before that was refused).
-	evs, err := s.ledger().Events(rc.r.Context(), id, 0, 0)
-	if err != nil {
-		rc.fail(err)
-		return
-	}
-	fc := evidence.FindingsCheck(evs)
-	ok := rep.OK() && fc.OK
+	v, _, ok := sessionEvidence(s, rc, evidence.VerifySession)
 	if !ok {
+		return
+	}
+	if !v.OK {
 		s.verifyFailures.Add(1)
 	}
-	var errObj any
-	name, c, bad := rep.FirstFailure()
-	if !bad && !fc.OK {
-		name, c, bad = evidence.FindingCheckName, fc, true
+	if v.Error != nil {
+		// The API's problem names its check too, for a client that shows
+		// only the problem.
+		v.Error.Problem = v.Error.Check + ": " + v.Error.Problem
 	}
-	if bad {
-		var seq any
-		if c.Seq >= 0 {
-			seq = c.Seq
-		}
-		errObj = map[string]any{"sequence": seq, "problem": name + ": " + c.Problem, "check": name}
-	}
-	checks := map[string]ledger.Check{evidence.FindingCheckName: fc}
-	for i, c := range rep.Checks() {
-		checks[ledger.CheckNames[i]] = c
-	}
-	rc.writeJSON(http.StatusOK, map[string]any{
-		"ok": ok, "session_id": id.String(), "event_count": rep.EventCount, "tip_hash": rep.TipHash.String(), "sealed": rep.Sealed,
-		"chain_ok": rep.Chain.OK, "signatures_ok": rep.Signatures.OK, "goal_ok": rep.Goal.OK, "log_ok": rep.Log.OK, "seal_ok": rep.Seal.OK,
-		"findings_ok":       fc.OK,
-		"checked_tree_size": rep.CheckedTreeSize, "uncovered": rep.Uncovered, "issuer_signed": nonNilSeqs(rep.IssuerSigned),
-		"error": errObj, "checks": checks,
-	})
-}
-
-func nonNilSeqs(s []uint64) []uint64 {
-	if s == nil {
-		return []uint64{}
-	}
-	return s
+	rc.writeJSON(http.StatusOK, v)
 }
 
 // handleProof is route 18: the inclusion proof of one event in a checkpoint.
@@ -145,59 +102,43 @@ func evidenceErr(err error, id uuid.UUID) error {
 	return err
 }
 
-// evidenceSession parses and checks the session of an evidence route.
-func (s *Server) evidenceSession(rc *reqCtx) (uuid.UUID, error) {
+// sessionEvidence builds what an evidence route returns for the
+// route's session; ok false means the failure is already answered.
+func sessionEvidence[T any](s *Server, rc *reqCtx, build func(context.Context, *ledger.Ledger, uuid.UUID) (T, error)) (v T, id uuid.UUID, ok bool) {
 	id, err := rc.sessionParam()
+	if err == nil {
+		_, err = s.sessionByID(rc, id)
+	}
 	if err != nil {
-		return uuid.Nil, err
+		rc.fail(err)
+		return v, id, false
 	}
-	if _, err := s.sessionByID(rc, id); err != nil {
-		return uuid.Nil, err
+	if v, err = build(rc.r.Context(), s.ledger(), id); err != nil {
+		rc.fail(evidenceErr(err, id))
+		return v, id, false
 	}
-	return id, nil
+	return v, id, true
 }
 
 // handleCompliance is route 12.
 func (s *Server) handleCompliance(rc *reqCtx) {
-	id, err := s.evidenceSession(rc)
-	if err != nil {
-		rc.fail(err)
-		return
+	if c, _, ok := sessionEvidence(s, rc, evidence.Compliance); ok {
+		rc.writeJSON(http.StatusOK, c)
 	}
-	c, err := evidence.Compliance(rc.r.Context(), s.ledger(), id)
-	if err != nil {
-		rc.fail(evidenceErr(err, id))
-		return
-	}
-	rc.writeJSON(http.StatusOK, c)
 }
 
 // handleVC is route 13.
 func (s *Server) handleVC(rc *reqCtx) {
-	id, err := s.evidenceSession(rc)
-	if err != nil {
-		rc.fail(err)
-		return
+	if vc, _, ok := sessionEvidence(s, rc, evidence.SessionVC); ok {
+		rc.writeJSON(http.StatusOK, vc)
 	}
-	vc, err := evidence.SessionVC(rc.r.Context(), s.ledger(), id)
-	if err != nil {
-		rc.fail(evidenceErr(err, id))
-		return
-	}
-	rc.writeJSON(http.StatusOK, vc)
 }
 
 // handleVCVerify is route 14: a credential that fails verification is a
 // 200 with valid false and the reason.
 func (s *Server) handleVCVerify(rc *reqCtx) {
-	id, err := s.evidenceSession(rc)
-	if err != nil {
-		rc.fail(err)
-		return
-	}
-	v, err := evidence.VerifySessionVC(rc.r.Context(), s.ledger(), id)
-	if err != nil {
-		rc.fail(evidenceErr(err, id))
+	v, _, ok := sessionEvidence(s, rc, evidence.VerifySessionVC)
+	if !ok {
 		return
 	}
 	if !v.Valid {
@@ -208,14 +149,8 @@ func (s *Server) handleVCVerify(rc *reqCtx) {
 
 // handleCertificate is route 20: the .elc of any session, sealed or not.
 func (s *Server) handleCertificate(rc *reqCtx) {
-	id, err := s.evidenceSession(rc)
-	if err != nil {
-		rc.fail(err)
-		return
-	}
-	b, err := evidence.BuildCertificate(rc.r.Context(), s.ledger(), id)
-	if err != nil {
-		rc.fail(evidenceErr(err, id))
+	b, id, ok := sessionEvidence(s, rc, evidence.BuildCertificate)
+	if !ok {
 		return
 	}
 	rc.w.Header().Set("Content-Disposition", `attachment; filename="`+id.String()+`.elc"`)
@@ -224,14 +159,8 @@ func (s *Server) handleCertificate(rc *reqCtx) {
 
 // handleReport is route 21: the JSON report.
 func (s *Server) handleReport(rc *reqCtx) {
-	id, err := s.evidenceSession(rc)
-	if err != nil {
-		rc.fail(err)
-		return
-	}
-	rep, err := evidence.BuildReport(rc.r.Context(), s.ledger(), id)
-	if err != nil {
-		rc.fail(evidenceErr(err, id))
+	rep, _, ok := sessionEvidence(s, rc, evidence.BuildReport)
+	if !ok {
 		return
 	}
 	var buf bytes.Buffer

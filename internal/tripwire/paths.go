@@ -161,16 +161,7 @@ func (t *Tripwire) refuseMagicLink(link string) error {
 // within reports whether p is root or below it, comparing whole components
 // (so /tmp/ws2/x is not under /tmp/ws).
 func (t *Tripwire) within(p, root string) bool {
-	if t.foldCase {
-		p, root = strings.ToLower(p), strings.ToLower(root)
-	}
-	if p == root {
-		return true
-	}
-	if !strings.HasSuffix(root, string(filepath.Separator)) {
-		root += string(filepath.Separator)
-	}
-	return strings.HasPrefix(p, root)
+	return secretpaths.WithinFold(p, root, t.foldCase)
 }
 
 func (t *Tripwire) underAny(p string, roots []string) bool {
