@@ -431,19 +431,7 @@ func (l *Ledger) nowMicros() int64 { return l.clock().UnixMicro() }
 // command, a model call or an approval keeps a session busy, so no other
 // process's Recover takes a live session for a dead one. Close stops it
 // (done) and waits for it (wg).
-func (l *Ledger) leaseLoop() {
-	defer l.wg.Done()
-	t := time.NewTicker(l.renewEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.done:
-			return
-		case <-t.C:
-			l.renewLeases()
-		}
-	}
-}
+func (l *Ledger) leaseLoop() { l.every(l.renewEvery, l.renewLeases) }
 
 // renewLeases extends this process's leases once. The write is bounded by
 // the lease itself: a renewal still pending when the lease ends is worth
@@ -459,17 +447,25 @@ func (l *Ledger) renewLeases() {
 
 // checkpointLoop writes a checkpoint every interval when events were added.
 func (l *Ledger) checkpointLoop() {
+	l.every(l.cpInterval, func() {
+		if _, err := l.Checkpoint(l.bg); err != nil && !errors.Is(err, ErrClosed) {
+			l.log.Warn("ledger: periodic checkpoint failed", "err", err)
+		}
+	})
+}
+
+// every runs fn each interval until Close (done), for the background
+// loops Close waits for (wg).
+func (l *Ledger) every(interval time.Duration, fn func()) {
 	defer l.wg.Done()
-	t := time.NewTicker(l.cpInterval)
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-l.done:
 			return
 		case <-t.C:
-			if _, err := l.Checkpoint(l.bg); err != nil && !errors.Is(err, ErrClosed) {
-				l.log.Warn("ledger: periodic checkpoint failed", "err", err)
-			}
+			fn()
 		}
 	}
 }

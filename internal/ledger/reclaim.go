@@ -22,12 +22,7 @@ import (
 // Owned returns the running, unsealed sessions whose lease this process's
 // owner id holds.
 func (l *Ledger) Owned(ctx context.Context) ([]uuid.UUID, error) {
-	var running []SessionHead
-	err := l.b.View(ctx, func(tx ReadTx) error {
-		var err error
-		running, err = tx.RunningSessions(ctx)
-		return err
-	})
+	running, err := l.runningSessions(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: owned sessions: %w", err)
 	}

@@ -543,18 +543,24 @@ type recoveryPayload struct {
 	Message       string `json:"message"`
 }
 
-// Recover fails the running sessions whose owner stopped renewing its
-// lease (docs/design/ledger.md#session-lifecycle): each gets an issuer-signed
-// recovery event and status failed. Sessions with a live lease, and this
-// process's own, are left alone, so instances never recover each other's live
-// sessions. It returns the ids it recovered.
-func (l *Ledger) Recover(ctx context.Context) ([]uuid.UUID, error) {
+// runningSessions reads the heads of every running session.
+func (l *Ledger) runningSessions(ctx context.Context) ([]SessionHead, error) {
 	var running []SessionHead
 	err := l.b.View(ctx, func(tx ReadTx) error {
 		var err error
 		running, err = tx.RunningSessions(ctx)
 		return err
 	})
+	return running, err
+}
+
+// Recover fails the running sessions whose owner stopped renewing its
+// lease (docs/design/ledger.md#session-lifecycle): each gets an issuer-signed
+// recovery event and status failed. Sessions with a live lease, and this
+// process's own, are left alone, so instances never recover each other's live
+// sessions. It returns the ids it recovered.
+func (l *Ledger) Recover(ctx context.Context) ([]uuid.UUID, error) {
+	running, err := l.runningSessions(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: recover: %w", err)
 	}

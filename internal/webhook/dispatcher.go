@@ -485,19 +485,9 @@ func (d *Dispatcher) send(dl delivery) (retry bool, err error) {
 }
 
 // Secret is a string that never prints (tokens and the HMAC secret), so
-// Options and Targets can be logged safely.
-type Secret string
-
-// String implements fmt.Stringer with a redacted value.
-func (s Secret) String() string {
-	if s == "" {
-		return ""
-	}
-	return "[redacted]"
-}
-
-// GoString implements fmt.GoStringer with a redacted value.
-func (s Secret) GoString() string { return s.String() }
+// Options and Targets can be logged safely: the ledger's type, which the
+// key passphrase travels in for the same reason.
+type Secret = ledger.Secret
 
 // Sign returns the hex HMAC-SHA256 of "timestamp.body" under secret: the
 // value after "sha256=" in X-EctoLedger-Signature. Receivers recompute it
