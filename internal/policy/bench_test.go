@@ -21,8 +21,8 @@ func BenchmarkLoadPack(b *testing.B) {
 
 // BenchmarkEvaluate is the policy check on a typical run_command view
 // (a pipeline with a redirection) against the SOC 2 pack, plus gate
-// collection. The view is computed once, as in the pipeline. The spec sets
-// no target; the check runs on every step, before the guard, so it is kept
+// collection. The view is computed once, as in the pipeline. No target is
+// set for it; the check runs on every step, before the guard, so it is kept
 // in single-digit microseconds and allocation-free on an allow.
 func BenchmarkEvaluate(b *testing.B) {
 	e := newEnv(b, "linux")

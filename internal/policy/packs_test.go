@@ -35,7 +35,7 @@ func goldenPackHashes(t *testing.T) map[string]string {
 // TestPacksLoad is docs/design/checks.md#acceptance-cases case 43 and the
 // pack rules of docs/design/checks.md#shipped-packs: each pack loads with
 // zero errors, its hash is the SHA-256 of its bytes, and it has the header
-// keys the spec gives it.
+// keys that page gives it.
 func TestPacksLoad(t *testing.T) {
 	golden := goldenPackHashes(t)
 	want := []struct {

@@ -116,7 +116,7 @@ type Limits struct {
 	FSizeMiB int // RLIMIT_FSIZE, MiB
 }
 
-// Default limits (docs/design/sandbox.md#linux-native-tier and the seed: 30 s
+// Default limits (docs/design/sandbox.md#linux-native-tier and docs/sandboxing.md: 30 s
 // of CPU, 512 MiB of address space, 64 file descriptors; the process and
 // file-size backstops are IronVise's).
 const (

@@ -136,8 +136,8 @@ func builtinPatterns() []patternDef {
 }
 
 // payloadPattern is the command-payload test for decoded goal text
-// (docs/design/checks.md#prompt-scan step 5). The spec writes one leading \b
-// for every alternative; before "/dev/tcp/" and "/etc/…" that \b would demand
+// (docs/design/checks.md#prompt-scan step 5). One leading \b for every
+// alternative would be wrong: before "/dev/tcp/" and "/etc/…" that \b would demand
 // a word character in front of the slash, so "cat /etc/passwd" would pass.
 // The word boundary therefore applies to the word alternatives only, and the
 // paths match anywhere.

@@ -26,7 +26,7 @@ const (
 	// MaxNormalizedBytes caps one stream after NFKC
 	// (docs/design/checks.md#scanner-pipeline step 4).
 	MaxNormalizedBytes = 256 << 10
-	// MaxScanBytes caps the composed text Scan reads. The spec bounds each
+	// MaxScanBytes caps the composed text Scan reads. CapStream bounds each
 	// stream, not the composition; this keeps a caller that skipped
 	// CapStream from making a scan unboundedly long.
 	MaxScanBytes = 1 << 20

@@ -44,7 +44,7 @@ func candidateNeedles() [candidateNeedleList]string {
 
 // isSuspiciousKey reports the keys that make an object an action object on
 // their own (docs/design/checks.md#scanner-structural), compared
-// case-insensitively: the spec's list and the keys that only tool calls have
+// case-insensitively: that page's list and the keys that only tool calls have
 // (OpenAI tool_calls and function_call, Anthropic tool_use, ReAct
 // action_input).
 func isSuspiciousKey(k string) bool {

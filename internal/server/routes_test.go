@@ -66,7 +66,7 @@ var routeCases = []routeCase{
 }
 
 // TestRouteTableCoversSpec checks that every route of the table above is
-// registered with the access the spec gives it, and nothing else is.
+// registered with the access docs/api.md gives it, and nothing else is.
 func TestRouteTableCoversSpec(t *testing.T) {
 	s := &Server{}
 	s.routes()
@@ -75,7 +75,7 @@ func TestRouteTableCoversSpec(t *testing.T) {
 		n += len(p.methods)
 	}
 	if n != len(routeCases) {
-		t.Errorf("router has %d method routes; the spec table has %d", n, len(routeCases))
+		t.Errorf("router has %d method routes; the route table has %d", n, len(routeCases))
 	}
 	for _, rc := range routeCases {
 		path := rc.path

@@ -104,7 +104,7 @@ const (
 	HaltInterrupted      Code = "halt_interrupted"
 
 	// CheckInternalError is an IronVise addition: a check that failed in a way
-	// the spec does not name (a recovered panic, an injected resolver error
+	// no other reason code names (a recovered panic, an injected resolver error
 	// with no better code) denies with it, so the pipeline still fails closed.
 	CheckInternalError Code = "check_internal_error"
 )

@@ -42,7 +42,7 @@ const (
 )
 
 // argv is the runtime client's arguments for s. Every line carries the
-// attack it stops; the first group is the seed's floor
+// attack it stops; the first group is the floor docs/sandboxing.md promises
 // (docs/design/sandbox.md#container-tier).
 func (s runSpec) argv() []string {
 	a := []string{"run",
@@ -144,7 +144,7 @@ func (s runSpec) argv() []string {
 	return append(a, s.image, "sh", "-c", confinementCheck, "sh", s.command)
 }
 
-// SeedFlags are the flags the seed requires on every container
+// SeedFlags are the flags docs/sandboxing.md promises on every container
 // (docs/design/sandbox.md#container-tier), as they appear in the argv, in
 // order.
 var SeedFlags = []string{"--rm", "--network=none", "--read-only", "--security-opt", "no-new-privileges", "--user", "65534:65534", "--memory", "--cpus"}

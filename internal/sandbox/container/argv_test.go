@@ -41,7 +41,7 @@ func TestArgvCarriesSeedFlagsAndHardening(t *testing.T) {
 			if argv[0] != "run" {
 				t.Fatalf("argv[0] = %q; want run", argv[0])
 			}
-			// The seed's flags, in the seed's order, right after "run";
+			// The documented flags (docs/sandboxing.md), in order, right after "run";
 			// the user numeric, uid and gid.
 			wantSeed := []string{"--rm", "--network=none", "--read-only", "--security-opt", "no-new-privileges",
 				"--user", "65534:65534", "--memory", "256m", "--memory-swap", "256m", "--cpus", "1"}

@@ -16,7 +16,7 @@
 //	    --workdir /workspace --ulimit cpu=… --ulimit nofile=… …
 //	    [ECTO_DOCKER_EXTRA_ARGS] <image> sh -c <preamble> sh <command>
 //
-// The first line is the seed's floor; the rest is IronVise's hardening,
+// The first line is the floor docs/sandboxing.md promises; the rest is IronVise's hardening,
 // including the native tier's seccomp allowlist (package seccomp, written
 // per run as the runtimes' JSON profile), a log driver that stores nothing
 // (the output streams to IronVise's capped collector only), and an empty

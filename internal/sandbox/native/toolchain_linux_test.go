@@ -197,7 +197,7 @@ func TestMemoryHintFromRealPrograms(t *testing.T) {
 	requireSandbox(t)
 	const hint = "[sandbox: the command seems to have run out of address space under ECTO_SANDBOX_MEM_MIB=512; raise it, for example ECTO_SANDBOX_MEM_MIB=4096]\n"
 	tier := newTestTier(t, sandbox.Options{})
-	// The seed's default stays: the hint is the remedy, not a larger cap.
+	// The documented default (docs/sandboxing.md) stays: the hint is the remedy, not a larger cap.
 	if got := tier.opts.Limits.MemMiB; got != 512 || sandbox.DefaultMemMiB != 512 {
 		t.Fatalf("default address-space limit %d MiB (DefaultMemMiB %d); want 512", got, sandbox.DefaultMemMiB)
 	}

@@ -144,7 +144,7 @@ func run() int {
 		time.Sleep(time.Hour)
 		return 0
 	case "unframed":
-		// What the seed's illustrative shell init does: the command's
+		// What the illustrative shell init of docs/reference/sandboxing.md does: the command's
 		// output, raw, on the console.
 		fmt.Print(bootNoise)
 		out, _ := exec.Command("/bin/sh", "-c", "echo hello from an unframed init").CombinedOutput()
