@@ -37,6 +37,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ironvise/ironvise/internal/ledger"
 )
@@ -76,7 +77,16 @@ type Store struct {
 	// SQLite would otherwise parse every statement of every batch again.
 	stmtMu sync.Mutex
 	stmts  map[stmtKey]*sql.Stmt
+
+	// commits counts the write transactions committed (see WriteCommits).
+	commits atomic.Uint64
 }
+
+// WriteCommits returns how many write transactions this Store committed:
+// each is one durable commit (one fsync of the WAL on SQLite), so tests
+// and benchmarks count what a piece of work costs in commits without
+// timing it.
+func (s *Store) WriteCommits() uint64 { return s.commits.Load() }
 
 type stmtKey struct {
 	db    *sql.DB
@@ -309,6 +319,7 @@ func (s *Store) Update(ctx context.Context, fn func(ledger.WriteTx) error) error
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlstore: commit: %w", err)
 	}
+	s.commits.Add(1)
 	return nil
 }
 
@@ -355,6 +366,7 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, until int64) erro
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlstore: renew leases: commit: %w", err)
 	}
+	s.commits.Add(1)
 	return nil
 }
 
