@@ -13,11 +13,11 @@ import (
 // recorder appends a step's records to the ledger as the pipeline produces
 // them (it implements check.Sink).
 type recorder struct {
-	s         *Session
-	step      int
-	intentID  string
-	src       Source
-	call *LLMCall
+	s        *Session
+	step     int
+	intentID string
+	src      Source
+	call     *LLMCall
 	// intent is the staged intent_proposed; err is the first record that
 	// could not be staged (an encoding failure).
 	intent *seqRef
