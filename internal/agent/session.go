@@ -73,7 +73,9 @@ type Config struct {
 }
 
 // Session runs intents for one ledger session: the checks, the commit, the
-// execution and the observation, each recorded before the next happens.
+// execution and the observation. The proposal, its verdicts and the action
+// are durable before anything executes; the results are durable when the
+// step returns (or, with HoldResults, when End returns).
 // Steps of one session must not run concurrently; Session serialises them.
 type Session struct {
 	ID   uuid.UUID
@@ -178,10 +180,12 @@ func (o *Observation) Withheld() int {
 	return n
 }
 
-// Step checks, commits, executes and observes one proposed intent. Every
-// record is appended to the ledger before the next thing happens; an error
-// is returned only when the ledger cannot be written, and then nothing
-// more was executed.
+// Step checks, commits, executes and observes one proposed intent. The
+// step's records commit together at the points that need them durable
+// (stage.go): the proposal, the verdicts and the action before anything
+// executes, an approval request before the wait for its decision, the
+// results when the step returns. An error is returned only when the ledger
+// cannot be written, and then nothing more was executed.
 func (s *Session) Step(ctx context.Context, step int, raw string, src Source) (*StepResult, error) {
 	return s.step(ctx, step, raw, src, nil)
 }
