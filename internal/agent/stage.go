@@ -129,6 +129,7 @@ func (s *Session) flush(ctx context.Context, tail ...ledger.Op) ([]any, error) {
 	if len(recs) > 0 {
 		op, err := ledger.AppendOp(s.ID, recs)
 		if err != nil {
+			s.st.ops = ops // a deferred creation still goes with the next write
 			return nil, err
 		}
 		ops = append(ops, op)
