@@ -172,17 +172,30 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (*Outcome, error) {
 // of the chain, so it goes in before the seal); a failure to issue it
 // still seals the session, then is reported. The seal of a session that
 // ended aborted reaches the notifier.
+//
+// What the session still has staged (a held step result) commits with the
+// end; without a credential to issue, the end and the seal are one commit.
 func (s *Session) End(ctx context.Context, status ledger.Status, actor string, credential bool) (ledger.Event, error) {
-	if err := s.env.Ledger.EndSession(ctx, s.ID, status); err != nil {
+	end, err := ledger.EndOp(s.ID, status)
+	if err != nil {
 		return ledger.Event{}, fmt.Errorf("end session: %w", err)
 	}
 	var credErr error
+	var seal ledger.SealResult
 	if credential && status == ledger.StatusCompleted && s.env.Credentials != nil {
+		if _, err := s.flush(ctx, end); err != nil {
+			return ledger.Event{}, fmt.Errorf("end session: %w", err)
+		}
 		credErr = s.env.Credentials.IssueCredential(ctx, s.ID)
-	}
-	seal, err := s.env.Ledger.Seal(ctx, s.ID, actor)
-	if err != nil {
-		return ledger.Event{}, fmt.Errorf("seal session: %w", err)
+		if seal, err = s.env.Ledger.Seal(ctx, s.ID, actor); err != nil {
+			return ledger.Event{}, fmt.Errorf("seal session: %w", err)
+		}
+	} else {
+		res, err := s.flush(ctx, end, ledger.SealOp(s.ID, actor))
+		if err != nil {
+			return ledger.Event{}, fmt.Errorf("end and seal session: %w", err)
+		}
+		seal = res[1].(ledger.SealResult)
 	}
 	if status == ledger.StatusAborted {
 		s.Notify(seal.Event)

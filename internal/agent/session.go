@@ -73,7 +73,9 @@ type Config struct {
 }
 
 // Session runs intents for one ledger session: the checks, the commit, the
-// execution and the observation, each recorded before the next happens.
+// execution and the observation. The proposal, its verdicts and the action
+// are durable before anything executes; the results are durable when the
+// step returns (or, with HoldResults, when End returns).
 // Steps of one session must not run concurrently; Session serialises them.
 type Session struct {
 	ID   uuid.UUID
@@ -89,6 +91,9 @@ type Session struct {
 	// mu serialises steps; the fields below are guarded by it.
 	mu    sync.Mutex
 	flags []string // deterministic flags raised so far (docs/design/checks.md#flags)
+
+	// st holds the records staged for the next commit (stage.go).
+	st stage
 }
 
 // Open binds a session that exists in the ledger to its checks.
@@ -134,6 +139,8 @@ type StepResult struct {
 	// SandboxSeq is the sequence of its sandbox_result.
 	Sandbox    *sandbox.Result
 	SandboxSeq *uint64
+	// sandboxRef is the staged sandbox_result, until it commits.
+	sandboxRef *seqRef
 	// Observation is the recorded observation, when one was written.
 	Observation *Observation
 	// Halted is set when an observation rule with action abort fired: the
@@ -173,10 +180,12 @@ func (o *Observation) Withheld() int {
 	return n
 }
 
-// Step checks, commits, executes and observes one proposed intent. Every
-// record is appended to the ledger before the next thing happens; an error
-// is returned only when the ledger cannot be written, and then nothing
-// more was executed.
+// Step checks, commits, executes and observes one proposed intent. The
+// step's records commit together at the points that need them durable
+// (stage.go): the proposal, the verdicts and the action before anything
+// executes, an approval request before the wait for its decision, the
+// results when the step returns. An error is returned only when the ledger
+// cannot be written, and then nothing more was executed.
 func (s *Session) Step(ctx context.Context, step int, raw string, src Source) (*StepResult, error) {
 	return s.step(ctx, step, raw, src, nil)
 }
@@ -213,36 +222,64 @@ func (s *Session) step(ctx context.Context, step int, raw string, src Source, ca
 	}
 	cr := p.Run(ctx, check.Input{SessionID: s.ID.String(), Step: step, Goal: s.Goal, Raw: raw, SessionFlags: s.flags})
 	res.Check = cr
+	if cr.RecordErr == nil && rec.err != nil {
+		cr.RecordErr = rec.err
+	}
 	if cr.RecordErr != nil {
+		s.dropStaged()
 		return res, fmt.Errorf("record step %d: %w", step, cr.RecordErr)
 	}
 	s.flags = appendUnique(s.flags, cr.Flags...)
-	if !cr.Allowed() {
+	in := cr.Intent
+	if !cr.Allowed() || ctx.Err() != nil {
+		// Denied, or interrupted after the checks: the proposal and the
+		// verdicts are recorded; nothing is committed or run.
+		if _, err := s.flush(rctx); err != nil {
+			return res, fmt.Errorf("record step %d: %w", step, err)
+		}
 		return res, nil
 	}
 	// Commit: the approved intent is signed into the chain before it runs
-	// (verify-then-commit, then execute).
-	in := cr.Intent
-	if ctx.Err() != nil {
-		// Interrupted after the checks: nothing is committed or run.
-		return res, nil
-	}
-	ev, err := s.append(rctx, ledger.TypeAction, actionEvent{
-		Step: step, IntentSeq: rec.intentSeq, IntentID: res.IntentID, Name: string(in.Action), Params: in.Params(),
-	})
-	if err != nil {
+	// (verify-then-commit, then execute). The proposal, its verdicts and
+	// the action commit together, durably, before anything executes.
+	intentRef := rec.intent
+	s.stageBuilt(ledger.TypeAction, func(prior []ledger.Event) (any, error) {
+		seq, err := intentRef.resolve(prior)
+		if err != nil {
+			return nil, err
+		}
+		return actionEvent{Step: step, IntentSeq: seq, IntentID: res.IntentID, Name: string(in.Action), Params: in.Params()}, nil
+	}, func(ev ledger.Event) { res.Committed, res.ActionSeq = true, ev.Seq })
+	if _, err := s.flush(rctx); err != nil {
 		return res, fmt.Errorf("commit step %d: %w", step, err)
 	}
-	res.Committed, res.ActionSeq = true, ev.Seq
 	if in.Action == intent.Complete {
 		res.Completed = true
 		return res, nil
 	}
 	text, err := s.execute(ctx, rctx, res, in)
+	if err == nil {
+		err = s.observe(res, text)
+	}
 	if err != nil {
+		s.dropStaged()
 		return res, err
 	}
-	return res, s.observe(rctx, res, text)
+	if s.holding() {
+		return res, nil
+	}
+	if _, err := s.flush(rctx); err != nil {
+		return res, fmt.Errorf("record the result of step %d: %w", step, err)
+	}
+	return res, nil
+}
+
+// dropStaged forgets the records a failed step staged (keeping a deferred
+// creation, which the next write still needs).
+func (s *Session) dropStaged() {
+	s.st.mu.Lock()
+	defer s.st.mu.Unlock()
+	s.st.recs, s.st.done = nil, nil
 }
 
 // append writes one event of this session under its own deadline of
@@ -256,21 +293,18 @@ func (s *Session) step(ctx context.Context, step int, raw string, src Source, ca
 // model, the stream, webhooks and reports. Observations are the exception:
 // they were redacted by the scan with the same redactor, and their spans
 // index their content, which must not move.
+//
+// Whatever the session staged (stage.go) commits first, in the same
+// transaction.
 func (s *Session) append(ctx context.Context, typ string, payload any) (ledger.Event, error) {
-	wctx, cancel := context.WithTimeout(ctx, s.env.writeTimeout())
-	defer cancel()
-	if typ != ledger.TypeObservation {
-		raw, err := json.Marshal(payload)
-		if err != nil {
-			return ledger.Event{}, fmt.Errorf("encode %s: %w", typ, err)
-		}
-		clean, _, err := s.red.JSON(raw)
-		if err != nil {
-			return ledger.Event{}, fmt.Errorf("redact %s: %w", typ, err)
-		}
-		payload = json.RawMessage(clean)
+	var ev ledger.Event
+	if _, err := s.stageRecord(typ, payload, func(e ledger.Event) { ev = e }); err != nil {
+		return ledger.Event{}, err
 	}
-	return s.env.Ledger.Append(wctx, s.ID, typ, payload)
+	if _, err := s.flush(ctx); err != nil {
+		return ledger.Event{}, err
+	}
+	return ev, nil
 }
 
 // execute runs a committed intent and returns the observation text before
@@ -280,16 +314,16 @@ func (s *Session) execute(ctx, rctx context.Context, res *StepResult, in *intent
 	case intent.RunCommand:
 		sr := s.env.Tier.Run(ctx, sandbox.Request{Command: in.Command, Workspace: s.cfg.Workspace, Env: s.env.SandboxEnv})
 		res.Sandbox = &sr
-		seq, err := s.appendSandboxResult(rctx, res.IntentID, sr)
+		ref, err := s.stageSandboxResult(res, sr)
 		if err != nil {
 			return "", err
 		}
-		res.SandboxSeq = &seq
+		res.sandboxRef = ref
 		return sr.Observation(), nil
 	case intent.ReadFile:
 		out, denied, err := action.ReadFile(s.cfg.Tripwire, in.Path)
 		if denied != nil {
-			if err := s.appendVerdict(rctx, res, *denied); err != nil {
+			if err := s.stageVerdict(res, *denied); err != nil {
 				return "", err
 			}
 			return fmt.Sprintf("[read_file denied at execution by tripwire: %s: %s]", denied.Code, denied.Message), nil
@@ -306,7 +340,7 @@ func (s *Session) execute(ctx, rctx context.Context, res *StepResult, in *intent
 		// anew.
 		hr, verdicts, err := h.Get(ctx, in.URL, res.Check.View.URL.Addrs)
 		for _, v := range verdicts {
-			if err := s.appendVerdict(rctx, res, v); err != nil {
+			if err := s.stageVerdict(res, v); err != nil {
 				return "", err
 			}
 		}
@@ -328,7 +362,7 @@ func (s *Session) execute(ctx, rctx context.Context, res *StepResult, in *intent
 // Credentials are replaced before anything is recorded, with or without a
 // policy; the model later reads the recorded content with the scanner's
 // fenced spans withheld (summarize).
-func (s *Session) observe(ctx context.Context, res *StepResult, text string) error {
+func (s *Session) observe(res *StepResult, text string) error {
 	sr := s.env.Scanner.ScanWith(text, s.red)
 	var abort string
 	if s.cfg.Policy != nil {
@@ -342,22 +376,33 @@ func (s *Session) observe(ctx context.Context, res *StepResult, text string) err
 	if spans == nil {
 		spans = []scan.Span{}
 	}
-	ev, err := s.append(ctx, ledger.TypeObservation, observationEvent{
-		Step: res.Step, ActionSeq: res.ActionSeq, SandboxResultSeq: res.SandboxSeq, Content: sr.Content, Labels: labels,
-		Truncated: sr.Truncated, Suspicious: sr.Suspicious, RawSHA256: sr.RawSHA256,
-		Spans: spans, Secrets: len(sr.Secrets),
-	})
-	if err != nil {
-		return fmt.Errorf("record observation of step %d: %w", res.Step, err)
-	}
-	s.Notify(ev)
-	res.Observation = &Observation{Seq: ev.Seq, Content: sr.Content, Spans: spans, Labels: labels,
+	obs := &Observation{Content: sr.Content, Spans: spans, Labels: labels,
 		Truncated: sr.Truncated, Suspicious: sr.Suspicious, Secrets: len(sr.Secrets)}
+	sbx := res.sandboxRef
+	s.stageBuilt(ledger.TypeObservation, func(prior []ledger.Event) (any, error) {
+		ev := observationEvent{
+			Step: res.Step, ActionSeq: res.ActionSeq, Content: sr.Content, Labels: labels,
+			Truncated: sr.Truncated, Suspicious: sr.Suspicious, RawSHA256: sr.RawSHA256,
+			Spans: spans, Secrets: len(sr.Secrets),
+		}
+		if sbx != nil {
+			seq, err := sbx.resolve(prior)
+			if err != nil {
+				return nil, err
+			}
+			ev.SandboxResultSeq = &seq
+		}
+		return ev, nil
+	}, func(ev ledger.Event) {
+		obs.Seq = ev.Seq
+		s.Notify(ev)
+	})
+	res.Observation = obs
 	if abort != "" {
 		res.Halted = abort
-		if _, err := s.append(ctx, ledger.TypeSessionHalted, sessionHaltedEvent{
+		if _, err := s.stageRecord(ledger.TypeSessionHalted, sessionHaltedEvent{
 			Step: res.Step, Code: "halt_observation_abort", Message: "rule " + abort, Count: 1,
-		}); err != nil {
+		}, nil); err != nil {
 			return fmt.Errorf("record session_halted: %w", err)
 		}
 	}
@@ -368,26 +413,29 @@ func (s *Session) observe(ctx context.Context, res *StepResult, text string) err
 // command ended. The streams themselves are not stored here: they reach
 // the ledger scanned and redacted in the observation, and this record
 // commits to the raw streams by SHA-256 so redaction never stores a secret.
-func (s *Session) appendSandboxResult(ctx context.Context, intentID string, r sandbox.Result) (uint64, error) {
+func (s *Session) stageSandboxResult(res *StepResult, r sandbox.Result) (*seqRef, error) {
 	b, err := json.Marshal(r)
 	if err != nil {
-		return 0, fmt.Errorf("encode sandbox_result: %w", err)
+		return nil, fmt.Errorf("encode sandbox_result: %w", err)
 	}
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil {
-		return 0, fmt.Errorf("encode sandbox_result: %w", err)
+		return nil, fmt.Errorf("encode sandbox_result: %w", err)
 	}
-	m["intent_id"] = intentID
+	m["intent_id"] = res.IntentID
 	m["stdout"], m["stderr"] = nil, nil
 	m["stdout_sha256"], m["stderr_sha256"] = sha256Hex(r.Stdout), sha256Hex(r.Stderr)
-	ev, err := s.append(ctx, ledger.TypeSandboxResult, m)
+	ref, err := s.stageRecord(ledger.TypeSandboxResult, m, func(ev ledger.Event) {
+		seq := ev.Seq
+		res.SandboxSeq = &seq
+		if r.Status == sandbox.StatusAborted {
+			s.Notify(ev)
+		}
+	})
 	if err != nil {
-		return 0, fmt.Errorf("record sandbox_result: %w", err)
+		return nil, fmt.Errorf("record sandbox_result: %w", err)
 	}
-	if r.Status == sandbox.StatusAborted {
-		s.Notify(ev)
-	}
-	return ev.Seq, nil
+	return ref, nil
 }
 
 // ledgerObservations resolves findings evidence from this session's

@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -128,7 +130,9 @@ func (a *app) runExec(o execOptions) error {
 			return err
 		}
 		sess = session.Bind(rt, id, goal, spec)
-	} else if sess, err = session.Create(ctx, rt, spec); err != nil {
+	} else if sess, err = session.Prepare(rt, spec); err != nil {
+		// A new session commits with its step's records: two durable
+		// commits for the whole exec (session.Prepare).
 		return exitCode(ExitUsage, err)
 	}
 	raw, err := json.Marshal(map[string]any{
@@ -141,15 +145,20 @@ func (a *app) runExec(o execOptions) error {
 	if err != nil {
 		return exitCode(ExitUsage, fmt.Errorf("ledger: %w (nothing more was run)", err))
 	}
-	code, status := a.execOutcome(ctx, sess, res)
+	// What the step produced is shown only once it is recorded: the
+	// results of a new session's step commit with its end.
+	var out, errOut bytes.Buffer
+	code, status := a.execOutcome(ctx, sess, res, &out, &errOut)
 	if o.session == "" {
 		// The end is recorded even when ctx was cancelled while the
 		// command ran (Ctrl-C): without it the session stays running
 		// until another process's recovery marks it failed.
 		if _, err := sess.End(ctx, status, "operator:cli"); err != nil {
-			return exitCode(ExitUsage, err)
+			return exitCode(ExitUsage, fmt.Errorf("%w (the command's output is not shown: it could not be recorded)", err))
 		}
 	}
+	a.stdout.Write(out.Bytes())
+	a.stderr.Write(errOut.Bytes())
 	fmt.Fprintf(a.stderr, "ironvise: recorded in session %s (verify: ironvise verify-session %s)\n", sess.ID, sess.ID)
 	if code != 0 {
 		return exitCode(code, nil)
@@ -157,15 +166,16 @@ func (a *app) runExec(o execOptions) error {
 	return nil
 }
 
-// execOutcome prints what the command's step produced and returns exec's
-// exit code and the status the session ends with.
-func (a *app) execOutcome(ctx context.Context, sess *session.Session, res *agent.StepResult) (int, ledger.Status) {
+// execOutcome writes what the command's step produced to stdout and
+// stderr and returns exec's exit code and the status the session ends
+// with.
+func (a *app) execOutcome(ctx context.Context, sess *session.Session, res *agent.StepResult, stdout, stderr io.Writer) (int, ledger.Status) {
 	code := 0
 	status := ledger.StatusCompleted
 	switch {
 	case !res.Check.Allowed():
 		d := res.Check.Decisive
-		fmt.Fprintf(a.stderr, "ironvise: denied by %s: %s: %s\n", d.Check, d.Code, d.Message)
+		fmt.Fprintf(stderr, "ironvise: denied by %s: %s: %s\n", d.Check, d.Code, d.Message)
 		code, status = ExitExecDenied, ledger.StatusAborted
 	case res.Sandbox != nil:
 		sr := res.Sandbox
@@ -173,31 +183,31 @@ func (a *app) execOutcome(ctx context.Context, sess *session.Session, res *agent
 		// reaches a model: the output is the recorded one, credentials
 		// replaced by the session's tagged placeholders.
 		red := sess.Agent.Redactor()
-		fmt.Fprint(a.stdout, red.String(sr.Stdout))
-		fmt.Fprint(a.stderr, red.String(sr.Stderr))
+		fmt.Fprint(stdout, red.String(sr.Stdout))
+		fmt.Fprint(stderr, red.String(sr.Stderr))
 		if hint := sr.MemoryHint(); hint != "" {
-			fmt.Fprintf(a.stderr, "ironvise: %s\n", hint)
+			fmt.Fprintf(stderr, "ironvise: %s\n", hint)
 		}
 		code = sr.ProcessExitCode()
 		switch sr.Status {
 		case sandbox.StatusAborted:
-			fmt.Fprintf(a.stderr, "ironvise: sandbox aborted: %s\n", sr.Reason)
+			fmt.Fprintf(stderr, "ironvise: sandbox aborted: %s\n", sr.Reason)
 			status = ledger.StatusAborted
 		case sandbox.StatusTimeout:
-			fmt.Fprintf(a.stderr, "ironvise: %s\n", sr.Reason)
+			fmt.Fprintf(stderr, "ironvise: %s\n", sr.Reason)
 		case sandbox.StatusPermissive:
-			fmt.Fprintf(a.stderr, "ironvise: WARNING: %s\n", sr.Reason)
+			fmt.Fprintf(stderr, "ironvise: WARNING: %s\n", sr.Reason)
 		}
 	}
 	if ctx.Err() != nil && code == 0 {
 		// Interrupted before the command could run (or finish): never a
 		// success, and the session records it as aborted.
-		fmt.Fprintf(a.stderr, "ironvise: interrupted: %v; the command did not complete\n", ctx.Err())
+		fmt.Fprintf(stderr, "ironvise: interrupted: %v; the command did not complete\n", ctx.Err())
 		code, status = ExitExecAborted, ledger.StatusAborted
 	}
 	if res.Halted != "" {
 		status = ledger.StatusAborted
-		fmt.Fprintf(a.stderr, "ironvise: output matched observation rule %q (abort); session aborted\n", res.Halted)
+		fmt.Fprintf(stderr, "ironvise: output matched observation rule %q (abort); session aborted\n", res.Halted)
 	}
 	return code, status
 }

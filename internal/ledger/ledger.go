@@ -111,7 +111,10 @@ type Ledger struct {
 	origin     string
 	// cpFile is Options.CheckpointFile resolved ("" when none);
 	// onCheckpoint is Options.OnCheckpoint.
-	cpFile       string
+	cpFile string
+	// cpNote is the note the remembered-checkpoint file holds, as this
+	// process last read or wrote it (committer goroutine and New only).
+	cpNote       []byte
 	onCheckpoint func(Checkpoint, Event)
 	// keks holds the available key-encryption keys by kind; writeKEK
 	// encrypts new session keys.

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -49,6 +50,11 @@ func ParseCheckpointNote(text []byte, origin string, pub ed25519.PublicKey) (Che
 // rememberCheckpoint writes cp's note to the remembered-checkpoint file
 // (temporary file, fsync, rename). l.cpFile must be set.
 func (l *Ledger) rememberCheckpoint(cp Checkpoint) error {
+	if bytes.Equal(cp.Note, l.cpNote) {
+		// The file already holds this note (read at startup, or written
+		// last): rewriting it would cost an fsync and change nothing.
+		return nil
+	}
 	dir := filepath.Dir(l.cpFile)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("ledger: remember checkpoint %d: %w", cp.TreeSize, err)
@@ -70,6 +76,7 @@ func (l *Ledger) rememberCheckpoint(cp Checkpoint) error {
 	if err != nil {
 		return fmt.Errorf("ledger: remember checkpoint %d in %s: %w", cp.TreeSize, l.cpFile, err)
 	}
+	l.cpNote = cp.Note
 	return nil
 }
 
@@ -112,6 +119,7 @@ func (l *Ledger) checkRemembered(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
+	l.cpNote = text
 	return nil
 }
 

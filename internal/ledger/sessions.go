@@ -38,38 +38,54 @@ type sessionGenesis struct {
 // sequence 0 (genesis) and 1 (prompt_input with the goal) before
 // returning.
 func (l *Ledger) CreateSession(ctx context.Context, spec SessionSpec) (*Session, error) {
+	op, _, err := l.CreateSessionOp(spec)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: create session: %w", err)
+	}
+	res, err := l.Commit(ctx, op)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: create session: %w", err)
+	}
+	return res[0].(*Session), nil
+}
+
+// CreateSessionOp prepares what CreateSession writes as an Op, so that a
+// caller can commit the new session together with its first records (one
+// durable transaction instead of two). The session id is known at once;
+// the Op's result is the *Session.
+func (l *Ledger) CreateSessionOp(spec SessionSpec) (Op, uuid.UUID, error) {
 	goal := strings.TrimSpace(spec.Goal)
 	switch {
 	case goal == "":
-		return nil, fmt.Errorf("ledger: create session: %w: empty goal", ErrInvalidPayload)
+		return Op{}, uuid.Nil, fmt.Errorf("%w: empty goal", ErrInvalidPayload)
 	case strings.ContainsRune(goal, 0):
-		return nil, fmt.Errorf("ledger: create session: %w: goal contains NUL", ErrInvalidPayload)
+		return Op{}, uuid.Nil, fmt.Errorf("%w: goal contains NUL", ErrInvalidPayload)
 	case !utf8.ValidString(goal):
 		// JSON encoding would replace the bad bytes, so the recorded goal
 		// would differ from the hashed one.
-		return nil, fmt.Errorf("ledger: create session: %w: goal is not valid UTF-8", ErrInvalidPayload)
+		return Op{}, uuid.Nil, fmt.Errorf("%w: goal is not valid UTF-8", ErrInvalidPayload)
 	}
 	if spec.PolicyHash != "" {
 		if _, err := ParseHash(spec.PolicyHash); err != nil || strings.ToLower(spec.PolicyHash) != spec.PolicyHash {
-			return nil, fmt.Errorf("ledger: create session: %w: policy hash %q is not 64 lowercase hex digits", ErrInvalidPayload, spec.PolicyHash)
+			return Op{}, uuid.Nil, fmt.Errorf("%w: policy hash %q is not 64 lowercase hex digits", ErrInvalidPayload, spec.PolicyHash)
 		}
 	}
 	id, err := uuid.NewV7FromReader(l.rand)
 	if err != nil {
-		return nil, fmt.Errorf("ledger: session id: %w", err)
+		return Op{}, uuid.Nil, fmt.Errorf("ledger: session id: %w", err)
 	}
 	key, err := GenerateSigningKey(l.rand)
 	if err != nil {
-		return nil, err
+		return Op{}, uuid.Nil, err
 	}
 	pub := key.Public()
 	enc, err := l.writeKEK.seal(key.seed(), keyAAD(id, 0, pub))
 	if err != nil {
-		return nil, err
+		return Op{}, uuid.Nil, err
 	}
 	nonce := make([]byte, 16)
 	if _, err := l.rand.Read(nonce); err != nil {
-		return nil, fmt.Errorf("ledger: nonce: %w", err)
+		return Op{}, uuid.Nil, fmt.Errorf("ledger: nonce: %w", err)
 	}
 	gh := GoalHash(goal)
 	g := sessionGenesis{
@@ -82,15 +98,15 @@ func (l *Ledger) CreateSession(ctx context.Context, spec SessionSpec) (*Session,
 	}
 	genesis, err := ownPayload(TypeGenesis, g)
 	if err != nil {
-		return nil, err
+		return Op{}, uuid.Nil, err
 	}
 	prompt, err := canonicalPayload(TypePromptInput, OriginIronVise, struct {
 		Content string `json:"content"`
 	}{goal})
 	if err != nil {
-		return nil, err
+		return Op{}, uuid.Nil, err
 	}
-	res, err := l.submit(ctx, nil, func(b *batch) (any, error) {
+	return Op{apply: func(b *batch) (any, error) {
 		s := Session{
 			ID: id, Goal: goal, GoalHash: gh, PolicyHash: spec.PolicyHash, Status: StatusRunning,
 			CreatedAt: fromMicros(b.now), LLMBackend: spec.LLMBackend, LLMModel: spec.LLMModel,
@@ -113,11 +129,7 @@ func (l *Ledger) CreateSession(ctx context.Context, spec SessionSpec) (*Session,
 		})
 		s.EventCount = 2
 		return &s, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("ledger: create session: %w", err)
-	}
-	return res.(*Session), nil
+	}}, id, nil
 }
 
 // abort marks the batch failed: a request staged part of its rows and
@@ -137,6 +149,56 @@ type Record struct {
 	// for events IronVise produced, OriginClient for what a client
 	// appended through the API (AppendClient).
 	Origin string
+	// Build, when set, replaces Payload: it is called inside the commit
+	// with the events appended before this record by the same Op, in
+	// order, and returns the payload. A record that names the sequence of
+	// an earlier record of its batch (an action naming its intent) needs
+	// it, because sequences are assigned only under the write lock.
+	Build func(prior []Event) (any, error)
+}
+
+// Op is one write of a Commit: the creation of a session, records to
+// append, the end of a session or its seal (CreateSessionOp, AppendOp,
+// EndOp, SealOp).
+type Op struct {
+	// sessions are the chains whose heads apply reads.
+	sessions []uuid.UUID
+	apply    func(b *batch) (any, error)
+}
+
+// Commit applies ops in order in one durable transaction: all of them, or
+// none and an error. It returns each Op's result (see the Op's
+// constructor). A process that records several steps of one action at
+// once (exec's intent, verdicts and commit record) pays one commit, and so
+// one fsync, instead of one per step.
+func (l *Ledger) Commit(ctx context.Context, ops ...Op) ([]any, error) {
+	var ids []uuid.UUID
+	for _, op := range ops {
+		if op.apply == nil {
+			return nil, errors.New("ledger: commit: an Op was not made by its constructor")
+		}
+		ids = append(ids, op.sessions...)
+	}
+	res, err := l.submit(ctx, ids, func(b *batch) (any, error) {
+		out := make([]any, len(ops))
+		for i, op := range ops {
+			r, err := op.apply(b)
+			if err != nil {
+				if i > 0 {
+					// Earlier ops staged rows: the transaction must
+					// not commit half of the group.
+					return nil, b.abort(err)
+				}
+				return nil, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res.([]any), nil
 }
 
 // Append appends one event to a session's chain and returns it once it is
@@ -169,17 +231,28 @@ func (l *Ledger) AppendBatch(ctx context.Context, session uuid.UUID, recs []Reco
 	if len(recs) == 0 {
 		return nil, nil
 	}
-	bodies, err := canonicalRecords(recs)
+	op, err := AppendOp(session, recs)
 	if err != nil {
 		return nil, err
 	}
-	res, err := l.submit(ctx, []uuid.UUID{session}, func(b *batch) (any, error) {
-		return b.appendRecords(session, recs, bodies)
-	})
+	res, err := l.Commit(ctx, op)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: append to %s: %w", session, err)
 	}
-	return res.([]Event), nil
+	return res[0].([]Event), nil
+}
+
+// AppendOp prepares what AppendBatch writes as an Op (see Commit); its
+// result is the []Event appended. The records are checked, and those
+// without Build encoded, before anything is queued.
+func AppendOp(session uuid.UUID, recs []Record) (Op, error) {
+	bodies, err := canonicalRecords(recs)
+	if err != nil {
+		return Op{}, err
+	}
+	return Op{sessions: []uuid.UUID{session}, apply: func(b *batch) (any, error) {
+		return b.appendRecords(session, recs, bodies)
+	}}, nil
 }
 
 // canonicalRecords checks each record's type and origin and returns the
@@ -201,6 +274,9 @@ func canonicalRecords(recs []Record) ([][]byte, error) {
 		default:
 			return nil, fmt.Errorf("ledger: append %s: %w: origin %q (want %q or %q)", r.Type, ErrInvalidPayload, origin, OriginIronVise, OriginClient)
 		}
+		if r.Build != nil {
+			continue // encoded in the commit, from the events before it
+		}
 		body, err := canonicalPayload(r.Type, origin, r.Payload)
 		if err != nil {
 			return nil, fmt.Errorf("ledger: append %s: %w", r.Type, err)
@@ -208,6 +284,24 @@ func canonicalRecords(recs []Record) ([][]byte, error) {
 		bodies[i] = body
 	}
 	return bodies, nil
+}
+
+// builtBody calls a record's Build with the events appended before it and
+// encodes the payload.
+func builtBody(r Record, prior []Event) ([]byte, error) {
+	origin := r.Origin
+	if origin == "" {
+		origin = OriginIronVise
+	}
+	v, err := r.Build(prior)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: append %s: %w", r.Type, err)
+	}
+	body, err := canonicalPayload(r.Type, origin, v)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: append %s: %w", r.Type, err)
+	}
+	return body, nil
 }
 
 // appendRecords stages the events of recs (with their canonical bodies) on
@@ -233,7 +327,16 @@ func (b *batch) appendRecords(session uuid.UUID, recs []Record, bodies [][]byte)
 	}
 	out := make([]Event, 0, len(recs))
 	for i, r := range recs {
-		ev, err := b.appendEvent(h, r.Type, bodies[i], signer)
+		body := bodies[i]
+		if r.Build != nil {
+			if body, err = builtBody(r, out); err != nil {
+				if i > 0 {
+					return nil, b.abort(err)
+				}
+				return nil, err
+			}
+		}
+		ev, err := b.appendEvent(h, r.Type, body, signer)
 		if err != nil {
 			if i > 0 {
 				return nil, b.abort(err)
@@ -348,10 +451,23 @@ func (b *batch) abortGoal(h *SessionHead, problem string) error {
 // failed or aborted) and sets its finish time. It appends nothing: the
 // outcome enters the signed record with the seal.
 func (l *Ledger) EndSession(ctx context.Context, session uuid.UUID, status Status) error {
-	if !status.Terminal() {
-		return fmt.Errorf("ledger: end session %s: status %q is not completed, failed or aborted", session, status)
+	op, err := EndOp(session, status)
+	if err == nil {
+		_, err = l.Commit(ctx, op)
 	}
-	_, err := l.submit(ctx, []uuid.UUID{session}, func(b *batch) (any, error) {
+	if err != nil {
+		return fmt.Errorf("ledger: end session: %w", err)
+	}
+	return nil
+}
+
+// EndOp prepares what EndSession writes as an Op (see Commit); its result
+// is nil.
+func EndOp(session uuid.UUID, status Status) (Op, error) {
+	if !status.Terminal() {
+		return Op{}, fmt.Errorf("end session %s: status %q is not completed, failed or aborted", session, status)
+	}
+	return Op{sessions: []uuid.UUID{session}, apply: func(b *batch) (any, error) {
 		h, err := b.head(session)
 		if err != nil {
 			return nil, err
@@ -369,11 +485,7 @@ func (l *Ledger) EndSession(ctx context.Context, session uuid.UUID, status Statu
 		b.ch.SessionUpdates = append(b.ch.SessionUpdates, SessionUpdate{ID: session, Status: &status, FinishedMicro: &now})
 		h.Status = status
 		return nil, nil
-	})
-	if err != nil {
-		return fmt.Errorf("ledger: end session: %w", err)
-	}
-	return nil
+	}}, nil
 }
 
 // SealResult is the outcome of Seal.
@@ -414,7 +526,17 @@ type sealPayload struct {
 // a token hash). When this process cannot obtain the session key, the seal
 // is signed by the issuer key.
 func (l *Ledger) Seal(ctx context.Context, session uuid.UUID, actor string) (SealResult, error) {
-	res, err := l.submit(ctx, []uuid.UUID{session}, func(b *batch) (any, error) {
+	res, err := l.Commit(ctx, SealOp(session, actor))
+	if err != nil {
+		return SealResult{}, fmt.Errorf("ledger: seal %s: %w", session, err)
+	}
+	return res[0].(SealResult), nil
+}
+
+// SealOp prepares what Seal writes as an Op (see Commit); its result is
+// the SealResult.
+func SealOp(session uuid.UUID, actor string) Op {
+	return Op{sessions: []uuid.UUID{session}, apply: func(b *batch) (any, error) {
 		h, err := b.head(session)
 		if err != nil {
 			return nil, err
@@ -474,11 +596,7 @@ func (l *Ledger) Seal(ctx context.Context, session uuid.UUID, actor string) (Sea
 			return nil, b.abort(err)
 		}
 		return SealResult{SessionID: session, Status: status, SealedAt: fromMicros(now), Event: ev, Checkpoint: b.ch.Checkpoints[len(b.ch.Checkpoints)-1]}, nil
-	})
-	if err != nil {
-		return SealResult{}, fmt.Errorf("ledger: seal %s: %w", session, err)
-	}
-	return res.(SealResult), nil
+	}}
 }
 
 // rotationPayload is the payload of key_rotation

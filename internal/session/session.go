@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -83,6 +84,33 @@ type Session struct {
 // sandbox tier) and binds it. The session is an agent-loop session when
 // spec.LLM is set.
 func Create(ctx context.Context, rt *Runtime, spec Spec) (*Session, error) {
+	created, err := rt.Ledger.CreateSession(ctx, ledgerSpec(rt, spec))
+	if err != nil {
+		return nil, fmt.Errorf("create session: %w", err)
+	}
+	return Bind(rt, created.ID, created.Goal, spec), nil
+}
+
+// Prepare is Create for a caller that runs one step next and then ends the
+// session (exec): nothing is written yet; the session's creation commits
+// with the records of its first step, before that step executes anything,
+// and the step's results with the end and the seal. The whole run costs
+// two durable commits instead of one per record. The caller must end the
+// session (End) after the step, and must not show the step's output before
+// End returned: until then it is not recorded.
+func Prepare(rt *Runtime, spec Spec) (*Session, error) {
+	op, id, err := rt.Ledger.CreateSessionOp(ledgerSpec(rt, spec))
+	if err != nil {
+		return nil, fmt.Errorf("create session: %w", err)
+	}
+	s := Bind(rt, id, strings.TrimSpace(spec.Goal), spec)
+	s.Agent.DeferCreate(op)
+	s.Agent.HoldResults()
+	return s, nil
+}
+
+// ledgerSpec is what the genesis of a session with spec records.
+func ledgerSpec(rt *Runtime, spec Spec) ledger.SessionSpec {
 	ls := ledger.SessionSpec{
 		Goal: spec.Goal, TripwireHash: spec.Tripwire.Config().SHA256, GuardRequired: spec.Guard.Enabled(),
 		SandboxTier: string(rt.Tier.Name()), AgentLoop: spec.LLM != nil, CreatedBy: spec.CreatedBy,
@@ -93,11 +121,7 @@ func Create(ctx context.Context, rt *Runtime, spec Spec) (*Session, error) {
 	if spec.LLM != nil {
 		ls.LLMBackend, ls.LLMModel = spec.LLM.Backend(), spec.LLM.Model()
 	}
-	created, err := rt.Ledger.CreateSession(ctx, ls)
-	if err != nil {
-		return nil, fmt.Errorf("create session: %w", err)
-	}
-	return Bind(rt, created.ID, created.Goal, spec), nil
+	return ls
 }
 
 // Bind binds a session that exists in the ledger to spec's checks (a

@@ -72,6 +72,7 @@ func Run(t *testing.T, h Harness) {
 	}{
 		{"InstanceSession", testInstanceSession},
 		{"Lifecycle", testLifecycle},
+		{"CommitGroup", testCommitGroup},
 		{"CanonicalPayload", testCanonicalPayload},
 		{"Listing", testListing},
 		{"ConcurrentSessions", testConcurrentSessions},

@@ -110,10 +110,9 @@ func Open(ctx context.Context, path string) (*sqlstore.Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
 	}
-	if err := s.Prepare(ctx); err != nil {
-		s.Close()
-		return nil, err
-	}
+	// Statements are prepared on their first reuse (sqlstore), not here:
+	// a short-lived process (one exec) would spend more preparing all of
+	// them than running the few it needs.
 	return s, nil
 }
 
@@ -137,10 +136,6 @@ func openMemory(ctx context.Context) (*sqlstore.Store, error) {
 	if err := s.Migrate(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: migrate in-memory database: %w", err)
-	}
-	if err := s.Prepare(ctx); err != nil {
-		s.Close()
-		return nil, err
 	}
 	return s, nil
 }

@@ -37,6 +37,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ironvise/ironvise/internal/ledger"
 )
@@ -76,7 +77,21 @@ type Store struct {
 	// SQLite would otherwise parse every statement of every batch again.
 	stmtMu sync.Mutex
 	stmts  map[stmtKey]*sql.Stmt
+	// missed counts the runs of a query that found no prepared
+	// statement; the second one gets it prepared (prepareMissed). closed
+	// stops preparing once Close released the statements.
+	missed map[stmtKey]int
+	closed bool
+
+	// commits counts the write transactions committed (see WriteCommits).
+	commits atomic.Uint64
 }
+
+// WriteCommits returns how many write transactions this Store committed:
+// each is one durable commit (one fsync of the WAL on SQLite), so tests
+// and benchmarks count what a piece of work costs in commits without
+// timing it.
+func (s *Store) WriteCommits() uint64 { return s.commits.Load() }
 
 type stmtKey struct {
 	db    *sql.DB
@@ -92,19 +107,64 @@ func New(d Dialect, writer, reader *sql.DB, closer func() error) *Store {
 	return &Store{d: d, w: writer, r: reader, closer: closer}
 }
 
-// stmt returns the statement prepared for query on db by Prepare, or nil.
-// It never prepares: preparing takes a connection from the pool, and a
+// stmt returns the statement prepared for query on db, or nil. It never
+// prepares: preparing takes a connection from the pool, and a
 // one-connection pool (the SQLite writer, an in-memory database) would
-// wait forever for the connection its own transaction holds.
+// wait forever for the connection its own transaction holds. It counts the
+// miss instead; prepareMissed prepares a query missed twice once the
+// transaction gave its connection back.
 func (s *Store) stmt(db *sql.DB, query string) *sql.Stmt {
 	s.stmtMu.Lock()
 	defer s.stmtMu.Unlock()
-	return s.stmts[stmtKey{db, query}]
+	k := stmtKey{db, query}
+	if st := s.stmts[k]; st != nil {
+		return st
+	}
+	if s.missed == nil {
+		s.missed = map[stmtKey]int{}
+	}
+	s.missed[k]++
+	return nil
+}
+
+// prepareMissed prepares the statements run unprepared at least twice.
+// Statements are prepared on first reuse rather than all at open: a
+// short-lived process (one exec) runs most of them once or never, and
+// preparing the lot cost it about 10 ms; a long-running one (serve) has
+// its hot paths prepared after their second run. A query that fails to
+// prepare keeps running unprepared.
+func (s *Store) prepareMissed(ctx context.Context) {
+	s.stmtMu.Lock()
+	var todo []stmtKey
+	for k, n := range s.missed {
+		if n >= 2 {
+			todo = append(todo, k)
+			delete(s.missed, k)
+		}
+	}
+	s.stmtMu.Unlock()
+	for _, k := range todo {
+		st, err := k.db.PrepareContext(ctx, k.query)
+		if err != nil {
+			continue
+		}
+		s.stmtMu.Lock()
+		if s.closed || s.stmts[k] != nil {
+			st.Close()
+		} else {
+			if s.stmts == nil {
+				s.stmts = map[stmtKey]*sql.Stmt{}
+			}
+			s.stmts[k] = st
+		}
+		s.stmtMu.Unlock()
+	}
 }
 
 // Prepare prepares the statements of the hot paths (appends, heads, log
-// hashes, event reads) on both pools. Backends call it after Migrate,
-// before any transaction runs.
+// hashes, event reads) on both pools at once, for a caller that wants no
+// query parsed twice; it must run before any transaction. The backends
+// leave it to first reuse instead (prepareMissed).
 func (s *Store) Prepare(ctx context.Context) error {
 	qs := []string{
 		`SELECT max(log_index) FROM events`,
@@ -157,16 +217,20 @@ func (s *Store) Close() error {
 	for _, st := range s.stmts {
 		st.Close()
 	}
-	s.stmts = nil
+	s.stmts, s.closed = nil, true
 	s.stmtMu.Unlock()
 	if s.closer != nil {
 		return s.closer()
 	}
-	err := s.w.Close()
+	// The readers close first: SQLite checkpoints the WAL when the last
+	// connection closes, and the writer has synced the WAL already, so
+	// its checkpoint costs no extra directory fsync (a reader's first
+	// sync of its WAL handle would).
+	var err error
 	if s.r != s.w {
-		err = errors.Join(err, s.r.Close())
+		err = s.r.Close()
 	}
-	return err
+	return errors.Join(err, s.w.Close())
 }
 
 // DB returns the writer pool (health checks, tests).
@@ -295,6 +359,7 @@ func (s *Store) Update(ctx context.Context, fn func(ledger.WriteTx) error) error
 			return fmt.Errorf("sqlstore: take write lock: %w", err)
 		}
 	}
+	defer s.prepareMissed(ctx)
 	t := &txn{s: s, db: s.w, tx: tx, write: true}
 	if err := fn(t); err != nil {
 		tx.Rollback()
@@ -309,6 +374,7 @@ func (s *Store) Update(ctx context.Context, fn func(ledger.WriteTx) error) error
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlstore: commit: %w", err)
 	}
+	s.commits.Add(1)
 	return nil
 }
 
@@ -327,6 +393,7 @@ func (s *Store) View(ctx context.Context, fn func(ledger.ReadTx) error) error {
 	if err != nil {
 		return fmt.Errorf("sqlstore: begin read: %w", err)
 	}
+	defer s.prepareMissed(ctx)
 	defer tx.Rollback()
 	return fn(&txn{s: s, db: s.r, tx: tx})
 }
@@ -355,6 +422,7 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, until int64) erro
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlstore: renew leases: commit: %w", err)
 	}
+	s.commits.Add(1)
 	return nil
 }
 
