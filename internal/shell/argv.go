@@ -53,39 +53,16 @@ func SimpleArgv(script string) ([]string, bool) {
 }
 
 // literalWord is the value of a word made only of literal text and plain
-// quotes, after quote removal.
+// quotes, after quote removal (staticValue; SimpleArgv has ruled out
+// backslashes and $ already). Unquoted, the characters of pathname, brace
+// (bash) and tilde expansion would make a shell change the word.
 func literalWord(w *syntax.Word) (string, bool) {
-	var b strings.Builder
 	for _, p := range w.Parts {
-		switch p := p.(type) {
-		case *syntax.Lit:
-			// Unquoted: pathname, brace (bash) and tilde expansion
-			// characters would make the shell change the word.
-			if strings.ContainsAny(p.Value, "*?[]{}~") {
-				return "", false
-			}
-			b.WriteString(p.Value)
-		case *syntax.SglQuoted:
-			if p.Dollar {
-				return "", false
-			}
-			b.WriteString(p.Value)
-		case *syntax.DblQuoted:
-			if p.Dollar {
-				return "", false
-			}
-			for _, q := range p.Parts {
-				lit, ok := q.(*syntax.Lit)
-				if !ok {
-					return "", false
-				}
-				b.WriteString(lit.Value)
-			}
-		default:
+		if lit, ok := p.(*syntax.Lit); ok && strings.ContainsAny(lit.Value, "*?[]{}~") {
 			return "", false
 		}
 	}
-	return b.String(), true
+	return staticValue(w)
 }
 
 // shellOwned are the names a shell found as /bin/sh runs itself rather
