@@ -387,14 +387,17 @@ func (l *launcher) exec() error {
 	if err := kernel.Write(StatusFD, first); err != nil {
 		return stepErr(StepExec, fmt.Errorf("write status: %w", err), "")
 	}
+	// An injected exec failure is reported before the cap: a race-detector
+	// build of the tests runs out of address space under it while it
+	// reports the error.
+	if e, ok := s.Inject[StepExec]; ok {
+		return stepErr(StepExec, fmt.Errorf("execve /bin/sh: %w", syscall.Errno(e)), "install a POSIX shell at /bin/sh")
+	}
 	// The address-space cap comes last: the Go runtime reserves large
 	// virtual ranges and must not allocate under it. Nothing allocates
 	// between here and execve (the arguments are prepared above).
 	if err := l.call(StepRlimits, func() error { return kernel.SetRlimit(unix.RLIMIT_AS, asCur, asMax) }); err != nil {
 		return stepErr(StepRlimits, fmt.Errorf("setrlimit RLIMIT_AS: %w", err), "")
-	}
-	if e, ok := s.Inject[StepExec]; ok {
-		return stepErr(StepExec, fmt.Errorf("execve /bin/sh: %w", syscall.Errno(e)), "install a POSIX shell at /bin/sh")
 	}
 	if len(direct) > 0 {
 		execDirect(direct)
