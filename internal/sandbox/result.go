@@ -49,7 +49,17 @@ type Result struct {
 	StdoutTruncated, StderrTruncated bool
 	// Enforced is what was actually in force; nil when nothing was.
 	Enforced *Enforced
+	// ExecMode is how the command was started: ExecArgv (its argument
+	// vector executed directly) or ExecShell (/bin/sh -c); "" when it
+	// never ran (docs/reference/sandboxing.md#exec-mode).
+	ExecMode string
 }
+
+// The values of Result.ExecMode.
+const (
+	ExecArgv  = "argv"
+	ExecShell = "shell"
+)
 
 // Enforced records what a tier actually enforced for one run
 // (docs/design/sandbox.md#sandbox-result). Only the fields that apply to the
@@ -164,6 +174,9 @@ type resultJSON struct {
 	StdoutTruncated bool      `json:"stdout_truncated"`
 	StderrTruncated bool      `json:"stderr_truncated"`
 	Enforced        *Enforced `json:"enforced"`
+	// ExecMode is omitted when empty: results recorded before it existed
+	// keep their encoding.
+	ExecMode string `json:"exec_mode,omitempty"`
 }
 
 func nullable(s string) *string {
@@ -181,7 +194,7 @@ func (r Result) MarshalJSON() ([]byte, error) {
 		Signal: nullable(r.Signal), DurationMS: r.Duration.Milliseconds(),
 		Stdout: r.Stdout, Stderr: r.Stderr,
 		StdoutTruncated: r.StdoutTruncated, StderrTruncated: r.StderrTruncated,
-		Enforced: r.Enforced,
+		Enforced: r.Enforced, ExecMode: r.ExecMode,
 	})
 }
 
@@ -195,7 +208,7 @@ func (r *Result) UnmarshalJSON(b []byte) error {
 		Duration: time.Duration(w.DurationMS) * time.Millisecond,
 		Stdout:   w.Stdout, Stderr: w.Stderr,
 		StdoutTruncated: w.StdoutTruncated, StderrTruncated: w.StderrTruncated,
-		Enforced: w.Enforced}
+		Enforced: w.Enforced, ExecMode: w.ExecMode}
 	if w.Reason != nil {
 		r.Reason = *w.Reason
 	}
@@ -228,9 +241,10 @@ func (a Attempt) Abort(format string, args ...any) Result {
 func (a Attempt) Elapsed() time.Duration { return time.Since(a.start) }
 
 // Ran returns the Result of a command that tier ran for dur, with the
-// output it captured; the caller adds the outcome.
+// output it captured, started by /bin/sh -c unless the caller says
+// otherwise; the caller adds the outcome.
 func Ran(tier TierName, dur time.Duration, stdout, stderr *Collector) Result {
-	r := Result{Tier: tier, Status: StatusOK, Duration: dur}
+	r := Result{Tier: tier, Status: StatusOK, Duration: dur, ExecMode: ExecShell}
 	r.Stdout, r.StdoutTruncated = stdout.Capped()
 	r.Stderr, r.StderrTruncated = stderr.Capped()
 	return r

@@ -35,6 +35,28 @@ func TestResultJSONFieldNames(t *testing.T) {
 	if !strings.Contains(string(b), `"reason":"line one line two"`) || !strings.Contains(string(b), `"exit_code":null`) || !strings.Contains(string(b), `"enforced":null`) {
 		t.Fatalf("aborted: %s", b)
 	}
+	if strings.Contains(string(b), "exec_mode") {
+		t.Fatalf("a command that never ran has an exec_mode: %s", b)
+	}
+}
+
+func TestResultExecMode(t *testing.T) {
+	for _, mode := range []string{ExecArgv, ExecShell} {
+		b, err := json.Marshal(Result{Tier: TierNativeLinux, Status: StatusOK, ExitCode: intp(0), ExecMode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(string(b), `"enforced":null,"exec_mode":"`+mode+`"}`) {
+			t.Fatalf("exec_mode %s: %s", mode, b)
+		}
+		var back Result
+		if err := json.Unmarshal(b, &back); err != nil || back.ExecMode != mode {
+			t.Fatalf("round trip of %s: %+v %v", b, back, err)
+		}
+	}
+	if r := Ran(TierDocker, 0, &Collector{}, &Collector{}); r.ExecMode != ExecShell {
+		t.Fatalf("Ran: exec_mode %q, want shell", r.ExecMode)
+	}
 }
 
 func TestObservation(t *testing.T) {

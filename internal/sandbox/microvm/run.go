@@ -152,7 +152,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if perr != nil {
 		if timedOut {
 			res := sandbox.Result{Tier: sandbox.TierFirecracker, Status: sandbox.StatusTimeout, Signal: "SIGKILL",
-				Duration: max(dur, timeout), Limit: timeout, Enforced: enforced,
+				Duration: max(dur, timeout), Limit: timeout, Enforced: enforced, ExecMode: sandbox.ExecShell,
 				Reason: fmt.Sprintf("wall-clock timeout of %d s exceeded with no result from the guest; the microVM was killed", int(timeout.Seconds()))}
 			return res
 		}
@@ -164,7 +164,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 // result converts the guest's verified report.
 // timeout is the run's wall-clock limit.
 func (t *Tier) result(gr *guestproto.Result, enforced *sandbox.Enforced, dur, timeout time.Duration) sandbox.Result {
-	res := sandbox.Result{Tier: sandbox.TierFirecracker, Status: sandbox.StatusOK, Duration: dur, Enforced: enforced,
+	res := sandbox.Result{Tier: sandbox.TierFirecracker, Status: sandbox.StatusOK, Duration: dur, Enforced: enforced, ExecMode: sandbox.ExecShell,
 		ExitCode: gr.ExitCode, Signal: gr.Signal}
 	res.Stdout, res.StdoutTruncated = sandbox.CapStream(gr.Stdout, gr.StdoutTotal)
 	res.Stderr, res.StderrTruncated = sandbox.CapStream(gr.Stderr, gr.StderrTotal)

@@ -26,6 +26,7 @@ import (
 	"github.com/ironvise/ironvise/internal/sandbox/native/launch"
 	"github.com/ironvise/ironvise/internal/sandbox/native/seccomp"
 	"github.com/ironvise/ironvise/internal/secretpaths"
+	"github.com/ironvise/ironvise/internal/shell"
 )
 
 // Tier is the native Linux tier.
@@ -53,6 +54,9 @@ type Tier struct {
 	// noNetNS leaves the launcher in IronVise's network namespace: a test
 	// hook proving that the launcher's verification catches it.
 	noNetNS bool
+	// shellOnly runs every command under /bin/sh -c: a test hook that
+	// compares argv mode with the shell.
+	shellOnly bool
 }
 
 // New returns the native Linux tier. It fails only on configuration the
@@ -221,6 +225,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		return sandbox.Aborted(sandbox.TierNativeLinux, reason, dur)
 	}
 	res.Enforced = t.enforced(applied, scratch.dir)
+	res.ExecMode = applied.Exec
 	res.Enforced.Scratch.Cleanup = scratch.remove()
 	if cmd.ProcessState == nil {
 		return sandbox.Aborted(sandbox.TierNativeLinux, "wait for command: "+waitErr.Error(), dur)
@@ -288,10 +293,17 @@ func (s *hostScratch) remove() string {
 	return s.outcome
 }
 
-// launchSpec is what the launcher applies before it runs the command.
+// launchSpec is what the launcher applies before it runs the command. A
+// command that needs no shell travels with its argument vector as well,
+// which the launcher execs directly (argv mode): one exec instead of two,
+// with the same outcome. The checks saw req.Command either way.
 func (t *Tier) launchSpec(req sandbox.Request, ws, scratch string, masks []string) launch.Spec {
+	var argv []string
+	if !t.shellOnly {
+		argv, _ = shell.SimpleArgv(req.Command)
+	}
 	return launch.Spec{
-		Command: req.Command, Workspace: ws, Scratch: scratch, Limits: launchLimits(t.opts.Limits.Tighten(req.Limits)),
+		Command: req.Command, Argv: argv, Workspace: ws, Scratch: scratch, Limits: launchLimits(t.opts.Limits.Tighten(req.Limits)),
 		Hide: masks, ScratchMiB: t.opts.ScratchMiB,
 		SwitchUser: t.switchUser, UID: t.uid, GID: t.gid, UserNS: t.userNS, Inject: t.inject,
 		Seccomp: t.seccomp.Bytes(), SeccompSHA256: t.seccomp.SHA256,

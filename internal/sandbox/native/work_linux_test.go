@@ -202,7 +202,7 @@ func TestResultRecord(t *testing.T) {
 	}
 	var m map[string]any
 	json.Unmarshal(b, &m)
-	for _, k := range []string{"tier", "status", "reason", "exit_code", "signal", "duration_ms", "stdout", "stderr", "stdout_truncated", "stderr_truncated", "enforced"} {
+	for _, k := range []string{"tier", "status", "reason", "exit_code", "signal", "duration_ms", "stdout", "stderr", "stdout_truncated", "stderr_truncated", "enforced", "exec_mode"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("sandbox_result lacks %q: %s", k, b)
 		}

@@ -31,7 +31,8 @@
 //  5. applies Landlock with every feature of the running ABI;
 //  6. installs the parent's seccomp program with TSYNC, after checking its
 //     hash;
-//  7. writes an [Applied] record and execs /bin/sh -c <command>.
+//  7. writes an [Applied] record and execs /bin/sh -c <command>, or the
+//     command's argument vector directly when the parent sent one.
 //
 // Any failure is written as a [SetupError] record and the launcher exits
 // with [ExitFailed]; the status pipe closes at exec, which is how the parent
@@ -76,7 +77,13 @@ func Main(args []string) int {
 // Spec is what the parent tells the launcher (the arguments after Arg; see
 // [Spec.Args]).
 type Spec struct {
-	Command   string
+	Command string
+	// Argv, when set, is Command's argument vector as /bin/sh would
+	// build it (shell.SimpleArgv): the launcher execs it directly,
+	// searching PATH as the shell would, and runs /bin/sh -c Command
+	// whenever that exec fails, so that a missing program, a script
+	// without #! and every other error come out exactly as the shell's.
+	Argv      []string
 	Workspace string
 	Scratch   string
 	Env       []string
@@ -163,7 +170,17 @@ type Applied struct {
 	// Verified lists what the final check before exec confirmed from the
 	// kernel's own view (see the verify step).
 	Verified []string
+	// Exec is how the command is started: ExecArgv or ExecShell. When
+	// the direct exec of an argv fails, a second record with ExecShell
+	// follows before the shell runs; the last record counts.
+	Exec string
 }
+
+// The values of Applied.Exec (and of the sandbox_result's exec_mode).
+const (
+	ExecArgv  = "argv"
+	ExecShell = "shell"
+)
 
 // RLimits are the soft limits actually set (sandbox.RLimits).
 type RLimits struct {

@@ -353,10 +353,15 @@ func parseRelease(rel string) (major, minor int, ok bool) {
 }
 
 // exec writes the applied record, applies the address-space cap and execs
-// /bin/sh -c command.
+// the command: its argument vector directly when the spec carries one,
+// otherwise (or when that exec fails) /bin/sh -c command.
 func (l *launcher) exec() error {
 	s := &l.spec
-	x, err := kernel.PrepareExecve("/bin/sh", []string{"sh", "-c", s.Command}, s.Env)
+	sh, err := kernel.PrepareExecve("/bin/sh", []string{"sh", "-c", s.Command}, s.Env)
+	if err != nil {
+		return stepErr(StepExec, fmt.Errorf("prepare exec: %w", err), "remove NUL bytes from the command")
+	}
+	direct, err := prepareArgv(s.Argv, s.Env)
 	if err != nil {
 		return stepErr(StepExec, fmt.Errorf("prepare exec: %w", err), "remove NUL bytes from the command")
 	}
@@ -370,8 +375,23 @@ func (l *launcher) exec() error {
 	if s.UserNS {
 		l.applied.Namespaces = append(l.applied.Namespaces, "user")
 	}
-	if err := kernel.Write(StatusFD, append(Status{Applied: &l.applied}.Marshal(), '\n')); err != nil {
+	// Both records are encoded now: nothing may allocate under the
+	// address-space cap.
+	l.applied.Exec = ExecShell
+	shellRecord := append(Status{Applied: &l.applied}.Marshal(), '\n')
+	first := shellRecord
+	if len(direct) > 0 {
+		l.applied.Exec = ExecArgv
+		first = append(Status{Applied: &l.applied}.Marshal(), '\n')
+	}
+	if err := kernel.Write(StatusFD, first); err != nil {
 		return stepErr(StepExec, fmt.Errorf("write status: %w", err), "")
+	}
+	// An injected exec failure is reported before the cap: a race-detector
+	// build of the tests runs out of address space under it while it
+	// reports the error.
+	if e, ok := s.Inject[StepExec]; ok {
+		return stepErr(StepExec, fmt.Errorf("execve /bin/sh: %w", syscall.Errno(e)), "install a POSIX shell at /bin/sh")
 	}
 	// The address-space cap comes last: the Go runtime reserves large
 	// virtual ranges and must not allocate under it. Nothing allocates
@@ -379,9 +399,66 @@ func (l *launcher) exec() error {
 	if err := l.call(StepRlimits, func() error { return kernel.SetRlimit(unix.RLIMIT_AS, asCur, asMax) }); err != nil {
 		return stepErr(StepRlimits, fmt.Errorf("setrlimit RLIMIT_AS: %w", err), "")
 	}
-	if e, ok := s.Inject[StepExec]; ok {
-		return stepErr(StepExec, fmt.Errorf("execve /bin/sh: %w", syscall.Errno(e)), "install a POSIX shell at /bin/sh")
+	if len(direct) > 0 {
+		execDirect(direct)
+		// The shell takes over: it reports a missing program (127), an
+		// unexecutable one (126) or runs a script without #!, in its
+		// own words. The record says so.
+		if err := kernel.Write(StatusFD, shellRecord); err != nil {
+			return stepErr(StepExec, fmt.Errorf("write status: %w", err), "")
+		}
 	}
-	err = x.Exec()
+	err = sh.Exec()
 	return stepErr(StepExec, fmt.Errorf("execve /bin/sh: %w", err), "install a POSIX shell at /bin/sh")
+}
+
+// prepareArgv prepares the execs a shell would try for argv: argv[0]
+// itself when it names a path (contains a slash), otherwise argv[0] in
+// each directory of the environment's PATH in order, an empty entry
+// meaning the working directory. Without argv or PATH there is nothing to
+// try and the shell runs the command.
+func prepareArgv(argv, env []string) ([]*kernel.Execve, error) {
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, nil
+	}
+	var paths []string
+	if strings.Contains(argv[0], "/") {
+		paths = []string{argv[0]}
+	} else {
+		for _, e := range env {
+			if v, ok := strings.CutPrefix(e, "PATH="); ok {
+				for _, dir := range strings.Split(v, ":") {
+					if dir == "" {
+						paths = append(paths, argv[0])
+					} else {
+						paths = append(paths, strings.TrimSuffix(dir, "/")+"/"+argv[0])
+					}
+				}
+			}
+		}
+	}
+	var out []*kernel.Execve
+	for _, p := range paths {
+		x, err := kernel.PrepareExecve(p, argv, env)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// execDirect tries each prepared exec in order, as the shell's PATH search
+// does: a file that is absent, under a non-directory or not executable
+// sends it on to the next directory. Any other failure (ENOEXEC: a script
+// without #!, which the shell would run itself) stops the search. It
+// returns only when no exec succeeded. It must not allocate.
+func execDirect(xs []*kernel.Execve) {
+	for _, x := range xs {
+		switch x.Exec() {
+		case unix.ENOENT, unix.ENOTDIR, unix.EACCES:
+			continue
+		}
+		return
+	}
 }

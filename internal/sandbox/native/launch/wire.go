@@ -22,6 +22,7 @@ import (
 // Spec argument keys.
 const (
 	keyCommand    = "command"
+	keyArgv       = "argv"
 	keyWorkspace  = "workspace"
 	keyScratch    = "scratch"
 	keyEnv        = "env"
@@ -56,6 +57,9 @@ func (s Spec) Args() ([]string, error) {
 		args = append(args, keyUserNS+"=1")
 	}
 	args = append(args, keyScratchMiB+"="+strconv.Itoa(s.ScratchMiB))
+	for _, a := range s.Argv {
+		args = append(args, keyArgv+"="+a)
+	}
 	for _, e := range s.Env {
 		args = append(args, keyEnv+"="+e)
 	}
@@ -84,7 +88,7 @@ func ParseArgs(args []string) (Spec, error) {
 		if !ok {
 			return Spec{}, fmt.Errorf("launch: argument %q is not key=value", clip(a))
 		}
-		if k != keyEnv && k != keyInject && k != keyHide {
+		if k != keyEnv && k != keyInject && k != keyHide && k != keyArgv {
 			if seen[k] {
 				return Spec{}, fmt.Errorf("launch: %s given twice", k)
 			}
@@ -98,6 +102,8 @@ func ParseArgs(args []string) (Spec, error) {
 			s.Workspace = v
 		case keyScratch:
 			s.Scratch = v
+		case keyArgv:
+			s.Argv = append(s.Argv, v)
 		case keyEnv:
 			s.Env = append(s.Env, v)
 		case keyHide:
@@ -181,6 +187,7 @@ func (st Status) Marshal() []byte {
 		b = appendInt(b, "scratch_inodes", a.ScratchInodes)
 		b = appendInt(b, "hidden", a.Hidden)
 		b = appendQuoted(b, "verified", strings.Join(a.Verified, ","))
+		b = appendQuoted(b, "exec", a.Exec)
 		r := a.RLimits
 		b = append(b, " rlimits="...)
 		b = append(b, joinInts(r.CPUSecs, r.ASMiB, r.NoFile, r.NProc, r.FSizeMiB)...)
@@ -207,7 +214,10 @@ func ParseStatus(line []byte) (Status, error) {
 		}
 		return Status{Error: e}, nil
 	case "applied":
-		a := &Applied{SeccompSHA256: fields["seccomp_sha256"]}
+		a := &Applied{SeccompSHA256: fields["seccomp_sha256"], Exec: fields["exec"]}
+		if a.Exec != ExecArgv && a.Exec != ExecShell {
+			return Status{}, fmt.Errorf("launch: status applied: exec %q is neither %s nor %s", clip(a.Exec), ExecArgv, ExecShell)
+		}
 		var errs []error
 		add := func(err error) {
 			if err != nil {

@@ -10,6 +10,7 @@ import (
 func testSpec() Spec {
 	return Spec{
 		Command:   `printf '%s\n' "a = b" | grep -c = ; echo "tab	and é"`,
+		Argv:      []string{"grep", "", "a b", "x=y"},
 		Workspace: "/srv/ws with space", Scratch: "/tmp/ironvise-scratch-1",
 		Env:        []string{"PATH=/usr/bin:/bin", "HOME=/tmp/x", "EMPTY=", "WEIRD=a=b=c"},
 		Limits:     Limits{CPUSecs: 30, MemMiB: 512, NoFile: 64, NProc: 512, FSizeMiB: 256},
@@ -111,8 +112,8 @@ func TestStatusRoundTrip(t *testing.T) {
 		{"applied", Status{Applied: &Applied{LandlockABI: 7, SeccompSHA256: strings.Repeat("0f", 32), UID: 65534,
 			CapEffective: 0, CapPermitted: 1 << 40, NoNewPrivs: true, PidMax: 813, Namespaces: []string{"mount", "pid", "user"},
 			RLimits:    RLimits{CPUSecs: 30, ASMiB: 512, NoFile: 64, NProc: 512, FSizeMiB: 256},
-			ScratchMiB: 256, ScratchInodes: 65536, Hidden: 3, Verified: []string{VerifiedSeccomp, VerifiedLandlock}}}},
-		{"applied without namespaces", Status{Applied: &Applied{LandlockABI: 1, SeccompSHA256: "x"}}},
+			ScratchMiB: 256, ScratchInodes: 65536, Hidden: 3, Verified: []string{VerifiedSeccomp, VerifiedLandlock}, Exec: ExecArgv}}},
+		{"applied without namespaces", Status{Applied: &Applied{LandlockABI: 1, SeccompSHA256: "x", Exec: ExecShell}}},
 		{"error", Status{Error: &SetupError{Step: StepMounts, Errno: 1, Message: "mount /proc: \"quoted\"\nsecond line", Fix: "run as root"}}},
 		{"error without errno or fix", Status{Error: &SetupError{Step: StepSpec, Message: "missing launch specification"}}},
 	}
@@ -146,6 +147,8 @@ func TestParseStatusRejects(t *testing.T) {
 		"error step=\"x\" step=\"y\" errno=0",
 		"error =1",
 		"exit code=0",
+		strings.Replace(string(testStatusApplied().Marshal()), `exec="argv"`, `exec="sh"`, 1),
+		strings.Replace(string(testStatusApplied().Marshal()), ` exec="argv"`, ``, 1),
 	} {
 		if st, err := ParseStatus([]byte(line)); err == nil {
 			t.Errorf("ParseStatus(%q) = %+v; want an error", line, st)
@@ -207,5 +210,5 @@ func FuzzParseStatus(f *testing.F) {
 
 func testStatusApplied() Status {
 	return Status{Applied: &Applied{LandlockABI: 7, SeccompSHA256: "ab", NoNewPrivs: true, Namespaces: []string{"mount", "pid"},
-		RLimits: RLimits{CPUSecs: 30, ASMiB: 512, NoFile: 64, NProc: 512, FSizeMiB: 256}}}
+		RLimits: RLimits{CPUSecs: 30, ASMiB: 512, NoFile: 64, NProc: 512, FSizeMiB: 256}, Exec: ExecArgv}}
 }

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Measures the latency of running /bin/true through `ironvise exec` against
+# bare /bin/true, bubblewrap and, when installed, `codex sandbox` and `srt`,
+# with hyperfine, and prints each median and its ratio to bubblewrap
+# (docs/operate/performance.md#exec-latency).
+#
+#   scripts/bench-exec.sh [--quick] [--bin PATH]... [--runs N]
+#
+# --bin names an ironvise binary to measure (repeatable, e.g. a build before
+# and after a change); without it the script builds ./cmd/ironvise into a
+# temporary directory. Each binary gets a data directory of its own, created
+# fresh on disk (under /var/tmp, not a tmpfs) for this run; the warm-up runs
+# create its keys and database, so the measured runs are the steady state.
+# --quick takes fewer runs. The script installs nothing: it says what is
+# missing and how to install it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+runs=200
+warmup=10
+bins=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) runs=30; warmup=3 ;;
+    --runs) runs=$2; shift ;;
+    --bin) bins+=("$(realpath "$2")"); shift ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench-exec: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+missing=()
+command -v hyperfine >/dev/null || missing+=(hyperfine)
+command -v bwrap >/dev/null || missing+=(bubblewrap)
+command -v jq >/dev/null || missing+=(jq)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bench-exec: missing ${missing[*]}; install with: apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+
+work=$(mktemp -d /var/tmp/ironvise-bench-exec.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+mkdir "$work/ws"
+if [ ${#bins[@]} -eq 0 ]; then
+  command -v go >/dev/null || { echo "bench-exec: no go toolchain to build ironvise; pass --bin PATH" >&2; exit 1; }
+  go build -o "$work/ironvise" ./cmd/ironvise
+  bins=("$work/ironvise")
+fi
+
+names=(true bubblewrap)
+cmds=(/bin/true "bwrap --ro-bind / / /bin/true")
+for i in "${!bins[@]}"; do
+  b=${bins[$i]}
+  [ -x "$b" ] || { echo "bench-exec: $b is not an executable" >&2; exit 1; }
+  data="$work/data$i"
+  label="ironvise exec"
+  [ ${#bins[@]} -gt 1 ] && label="ironvise exec ($b)"
+  names+=("$label")
+  # env, not the shell, sets the data directory: hyperfine runs each
+  # command without a shell (-N).
+  cmds+=("env ECTO_DATA_DIR=$data $b exec --workspace $work/ws -- /bin/true")
+done
+if command -v codex >/dev/null; then
+  names+=("codex sandbox")
+  cmds+=("codex sandbox linux -- /bin/true")
+else
+  echo "bench-exec: codex is not installed; skipped (npm install -g @openai/codex)" >&2
+fi
+if command -v srt >/dev/null; then
+  names+=(srt)
+  cmds+=("srt /bin/true")
+else
+  echo "bench-exec: srt is not installed; skipped (npm install -g @anthropic-ai/sandbox-runtime)" >&2
+fi
+
+args=(-N --style basic --runs "$runs" --warmup "$warmup" --export-json "$work/result.json")
+for i in "${!cmds[@]}"; do
+  args+=(-n "${names[$i]}" "${cmds[$i]}")
+done
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; $runs runs each" >&2
+hyperfine "${args[@]}" >&2
+
+echo
+jq -r '
+  (.results[] | select(.command == "bubblewrap") | .median) as $bw
+  | ["command", "median ms", "× bubblewrap"], ["---", "---:", "---:"],
+    (.results[] | [.command, (.median * 1000 * 100 | round / 100 | tostring),
+                   ((.median / $bw) * 100 | round / 100 | tostring)])
+  | "| " + join(" | ") + " |"' "$work/result.json"
