@@ -311,6 +311,7 @@ func (l *Ledger) verifyChains(ctx context.Context, ids []uuid.UUID, done func(do
 	defer cancel()
 	reports := make([]Report, len(ids))
 	errs := make([]error, len(ids))
+	dense := &denseLog{}
 	var (
 		next   atomic.Int64
 		mu     sync.Mutex
@@ -330,7 +331,7 @@ func (l *Ledger) verifyChains(ctx context.Context, ids []uuid.UUID, done func(do
 				if i >= len(ids) || ctx.Err() != nil {
 					return
 				}
-				r, err := l.VerifySession(ctx, ids[i])
+				r, err := l.verifySession(ctx, ids[i], dense)
 				if err != nil {
 					errs[i] = err
 					cancel()

@@ -632,6 +632,12 @@ func checkSeal(in *VerifyInput) Check {
 // chain) and reports each separately. The error is for failures to read
 // the ledger, not for verification failures.
 func (l *Ledger) VerifySession(ctx context.Context, id uuid.UUID) (Report, error) {
+	return l.verifySession(ctx, id, nil)
+}
+
+// verifySession is VerifySession sharing, when dense is not nil, what it
+// learns about the whole log with the other chains of one VerifyFull.
+func (l *Ledger) verifySession(ctx context.Context, id uuid.UUID, dense *denseLog) (Report, error) {
 	in := &VerifyInput{SessionID: id, IssuerKey: l.issuerPub, Origin: l.origin, MissingLeaf: -1}
 	err := l.b.View(ctx, func(tx ReadTx) error {
 		s, err := tx.Session(ctx, id)
@@ -653,7 +659,7 @@ func (l *Ledger) VerifySession(ctx context.Context, id uuid.UUID) (Report, error
 			c := checkSignatures(in, &r)
 			done <- &signedOutcome{c, r.IssuerSigned}
 		}()
-		err = l.collectLogEvidence(ctx, tx, in)
+		err = l.collectLogEvidence(ctx, tx, in, dense)
 		in.signed = <-done
 		return err
 	})
@@ -665,7 +671,7 @@ func (l *Ledger) VerifySession(ctx context.Context, id uuid.UUID) (Report, error
 
 // collectLogEvidence reads the checkpoint, the stored root and the
 // inclusion paths the log and seal checks need.
-func (l *Ledger) collectLogEvidence(ctx context.Context, tx ReadTx, in *VerifyInput) error {
+func (l *Ledger) collectLogEvidence(ctx context.Context, tx ReadTx, in *VerifyInput, dense *denseLog) error {
 	cp, err := tx.LatestCheckpoint(ctx)
 	if isNotFound(err) {
 		return nil
@@ -709,17 +715,8 @@ func (l *Ledger) collectLogEvidence(ctx context.Context, tx ReadTx, in *VerifyIn
 	}
 	in.TreeChecked = true
 	in.NotIncluded, in.Why = checkSubtrees(r, cp.TreeSize, covered)
-	if len(in.Events) > 0 && in.Events[0].LogIndex < cp.TreeSize {
-		lo := in.Events[0].LogIndex
-		n, err := tx.CountEventsInLog(ctx, lo, cp.TreeSize)
-		if err != nil {
-			return err
-		}
-		if n != cp.TreeSize-lo {
-			if in.MissingLeaf, err = tx.FirstMissingLogIndex(ctx, lo, cp.TreeSize); err != nil {
-				return err
-			}
-		}
+	if err := findMissingLeaf(ctx, tx, in, cp.TreeSize, dense); err != nil {
+		return err
 	}
 	for i := len(in.Events) - 1; i >= 0; i-- {
 		if in.Events[i].Type != TypeSessionSealed {
@@ -736,6 +733,58 @@ func (l *Ledger) collectLogEvidence(ctx context.Context, tx ReadTx, in *VerifyIn
 		break
 	}
 	return nil
+}
+
+// findMissingLeaf sets in.MissingLeaf to the first log index in
+// [the chain's first event, size) that has no event, if any.
+func findMissingLeaf(ctx context.Context, tx ReadTx, in *VerifyInput, size int64, dense *denseLog) error {
+	if len(in.Events) == 0 || in.Events[0].LogIndex >= size {
+		return nil
+	}
+	if ok, err := dense.complete(ctx, tx, size); err != nil || ok {
+		return err
+	}
+	lo := in.Events[0].LogIndex
+	n, err := tx.CountEventsInLog(ctx, lo, size)
+	if err != nil {
+		return err
+	}
+	if n != size-lo {
+		in.MissingLeaf, err = tx.FirstMissingLogIndex(ctx, lo, size)
+	}
+	return err
+}
+
+// denseLog remembers, for one VerifyFull, the log sizes below which every
+// leaf has its event. Counting a chain's leaves up to the checkpoint costs
+// time proportional to the log, so doing it for every chain made the full
+// verification quadratic; when no leaf below the checkpoint is missing at
+// all, none is missing after any chain's first event either, and one
+// query answers for every chain. A nil denseLog answers nothing.
+type denseLog struct {
+	mu   sync.Mutex
+	seen map[int64]bool
+}
+
+// complete reports whether every leaf below size has an event.
+func (d *denseLog) complete(ctx context.Context, tx ReadTx, size int64) (bool, error) {
+	if d == nil {
+		return false, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if ok, known := d.seen[size]; known {
+		return ok, nil
+	}
+	first, err := tx.FirstMissingLogIndex(ctx, 0, size)
+	if err != nil {
+		return false, err
+	}
+	if d.seen == nil {
+		d.seen = map[int64]bool{}
+	}
+	d.seen[size] = first < 0
+	return first < 0, nil
 }
 
 func fmtTimeOrNone(t time.Time) string {
