@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -258,6 +259,16 @@ func testTamper(t *testing.T, h Harness) {
 			}
 			if got.Problem == "" {
 				t.Fatal("failure without a problem description")
+			}
+			// The full verification (parallel, sharing what it learns
+			// about the log) reports the chain exactly as VerifySession.
+			full, err := e.l.VerifyFull(ctx())
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(full.Failed, func(f ledger.Report) bool { return f.SessionID == id })
+			if i < 0 || full.Failed[i].Checks() != r.Checks() {
+				t.Fatalf("VerifyFull's report of the chain differs from VerifySession's %+v: %+v", r.Checks(), full.Failed)
 			}
 		})
 	}
