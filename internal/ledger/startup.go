@@ -255,7 +255,7 @@ func (l *Ledger) VerifyFullProgress(ctx context.Context, progress func(VerifyPro
 		}
 		logDone <- err
 	}()
-	reports, err := l.verifyChains(ctx, ids, func(done int, events int64) {
+	failed, err := l.verifyChains(ctx, ids, func(done int, events int64) {
 		if progress != nil {
 			progress(VerifyProgress{Done: done, Total: len(ids), Events: events, Elapsed: time.Since(start)})
 		}
@@ -269,10 +269,9 @@ func (l *Ledger) VerifyFullProgress(ctx context.Context, progress func(VerifyPro
 	if err != nil {
 		return rep, err
 	}
-	for i := range reports {
-		r := &reports[i]
-		rep.SessionsChecked++
-		if !r.OK() {
+	rep.SessionsChecked = len(ids)
+	for _, r := range failed {
+		if r != nil {
 			name, c, _ := r.FirstFailure()
 			rep.Problems = append(rep.Problems, fmt.Sprintf("session %s: %s check failed at seq %d: %s", r.SessionID, name, c.Seq, c.Problem))
 			rep.Failed = append(rep.Failed, *r)
@@ -302,14 +301,15 @@ func (l *Ledger) chainIDs(ctx context.Context) ([]uuid.UUID, error) {
 }
 
 // verifyChains runs VerifySession on every id with a bounded pool of
-// workers and returns the reports in the order of ids. A report holds no
-// events, so memory grows with the number of chains, not with their size.
+// workers and returns, in the order of ids, the report of each chain that
+// failed (nil for those that passed, so that a ledger of many sessions
+// costs a pointer per session).
 // On a read error it stops the workers and returns the error of the first
 // id that had one.
-func (l *Ledger) verifyChains(ctx context.Context, ids []uuid.UUID, done func(done int, events int64)) ([]Report, error) {
+func (l *Ledger) verifyChains(ctx context.Context, ids []uuid.UUID, done func(done int, events int64)) ([]*Report, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	reports := make([]Report, len(ids))
+	failed := make([]*Report, len(ids))
 	errs := make([]error, len(ids))
 	dense := &denseLog{}
 	var (
@@ -337,7 +337,9 @@ func (l *Ledger) verifyChains(ctx context.Context, ids []uuid.UUID, done func(do
 					cancel()
 					return
 				}
-				reports[i] = r
+				if !r.OK() {
+					failed[i] = &r
+				}
 				mu.Lock()
 				n++
 				events += int64(r.EventCount)
@@ -355,7 +357,7 @@ func (l *Ledger) verifyChains(ctx context.Context, ids []uuid.UUID, done func(do
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return reports, nil
+	return failed, nil
 }
 
 // verifyFullWorkers is how many chains VerifyFull verifies at once.
