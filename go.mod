@@ -3,7 +3,6 @@ module github.com/ironvise/ironvise
 go 1.26.0
 
 require (
-	filippo.io/edwards25519 v1.2.0
 	github.com/google/uuid v1.6.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/landlock-lsm/go-landlock v0.11.2

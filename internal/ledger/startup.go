@@ -4,6 +4,10 @@ import (
 	"context"
 	"crypto/ed25519"
 	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 	"golang.org/x/mod/sumdb/tlog"
@@ -217,13 +221,69 @@ func (l *Ledger) checkTail(ctx context.Context, tx ReadTx, id uuid.UUID) (string
 // Merkle log from the events and compares every stored hash and every
 // checkpoint root with it (`serve --verify-full`).
 func (l *Ledger) VerifyFull(ctx context.Context) (StartupReport, error) {
+	return l.VerifyFullProgress(ctx, nil)
+}
+
+// VerifyProgress is how far VerifyFullProgress has come.
+type VerifyProgress struct {
+	// Done of Total chains are verified; Events counts their events.
+	Done, Total int
+	Events      int64
+	Elapsed     time.Duration
+}
+
+// VerifyFullProgress is VerifyFull calling progress (when not nil) after
+// each chain, from one goroutine at a time. Chains are verified by a
+// bounded pool of workers and the log is rebuilt alongside them; the
+// report lists the problems in the same order as a sequential run: the
+// log's, then each failed chain's in listing order.
+func (l *Ledger) VerifyFullProgress(ctx context.Context, progress func(VerifyProgress)) (StartupReport, error) {
+	start := time.Now()
+	ids, err := l.chainIDs(ctx)
+	if err != nil {
+		return StartupReport{}, fmt.Errorf("ledger: full verification: %w", err)
+	}
+	// A read error on either side stops the other.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var rep StartupReport
-	var ids []uuid.UUID
-	err := l.b.View(ctx, func(tx ReadTx) error {
-		if err := l.rebuildLog(ctx, tx, &rep); err != nil {
-			return err
+	logDone := make(chan error, 1)
+	go func() {
+		err := l.b.View(ctx, func(tx ReadTx) error { return l.rebuildLog(ctx, tx, &rep) })
+		if err != nil {
+			cancel()
 		}
-		ids = append(ids, InstanceSessionID)
+		logDone <- err
+	}()
+	failed, err := l.verifyChains(ctx, ids, func(done int, events int64) {
+		if progress != nil {
+			progress(VerifyProgress{Done: done, Total: len(ids), Events: events, Elapsed: time.Since(start)})
+		}
+	})
+	if err != nil {
+		cancel()
+	}
+	if lerr := <-logDone; lerr != nil {
+		return rep, fmt.Errorf("ledger: full verification: %w", lerr)
+	}
+	if err != nil {
+		return rep, err
+	}
+	rep.SessionsChecked = len(ids)
+	for _, r := range failed {
+		if r != nil {
+			name, c, _ := r.FirstFailure()
+			rep.Problems = append(rep.Problems, fmt.Sprintf("session %s: %s check failed at seq %d: %s", r.SessionID, name, c.Seq, c.Problem))
+			rep.Failed = append(rep.Failed, *r)
+		}
+	}
+	return rep, nil
+}
+
+// chainIDs lists the instance chain and every session, in listing order.
+func (l *Ledger) chainIDs(ctx context.Context) ([]uuid.UUID, error) {
+	ids := []uuid.UUID{InstanceSessionID}
+	err := l.b.View(ctx, func(tx ReadTx) error {
 		for off := 0; ; off += 500 {
 			ss, err := tx.Sessions(ctx, SessionFilter{Limit: 500, Offset: off})
 			if err != nil {
@@ -237,23 +297,71 @@ func (l *Ledger) VerifyFull(ctx context.Context) (StartupReport, error) {
 			}
 		}
 	})
-	if err != nil {
-		return rep, fmt.Errorf("ledger: full verification: %w", err)
-	}
-	for _, id := range ids {
-		r, err := l.VerifySession(ctx, id)
-		if err != nil {
-			return rep, err
-		}
-		rep.SessionsChecked++
-		if !r.OK() {
-			name, c, _ := r.FirstFailure()
-			rep.Problems = append(rep.Problems, fmt.Sprintf("session %s: %s check failed at seq %d: %s", id, name, c.Seq, c.Problem))
-			rep.Failed = append(rep.Failed, r)
-		}
-	}
-	return rep, nil
+	return ids, err
 }
+
+// verifyChains runs VerifySession on every id with a bounded pool of
+// workers and returns, in the order of ids, the report of each chain that
+// failed (nil for those that passed, so that a ledger of many sessions
+// costs a pointer per session).
+// On a read error it stops the workers and returns the error of the first
+// id that had one.
+func (l *Ledger) verifyChains(ctx context.Context, ids []uuid.UUID, done func(done int, events int64)) ([]*Report, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	failed := make([]*Report, len(ids))
+	errs := make([]error, len(ids))
+	dense := &denseLog{}
+	var (
+		next   atomic.Int64
+		mu     sync.Mutex
+		n      int
+		events int64
+		wg     sync.WaitGroup
+	)
+	// Small chains spend most of their time in database reads, so a few
+	// more workers than cores keep the cores busy; each large chain's
+	// signatures are already spread over all cores by VerifySession.
+	for range min(len(ids), verifyFullWorkers()) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(ids) || ctx.Err() != nil {
+					return
+				}
+				r, err := l.verifySession(ctx, ids[i], dense)
+				if err != nil {
+					errs[i] = err
+					cancel()
+					return
+				}
+				if !r.OK() {
+					failed[i] = &r
+				}
+				mu.Lock()
+				n++
+				events += int64(r.EventCount)
+				done(n, events)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return failed, nil
+}
+
+// verifyFullWorkers is how many chains VerifyFull verifies at once.
+func verifyFullWorkers() int { return min(16, 2*runtime.GOMAXPROCS(0)) }
 
 // rebuildLog recomputes the tree from the event hashes in log order.
 func (l *Ledger) rebuildLog(ctx context.Context, tx ReadTx, rep *StartupReport) error {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -323,22 +324,9 @@ func rotatedKey(ev *Event, seq int64) (ed25519.PublicKey, Check) {
 // verifySignatures verifies every event's signature with its key, in
 // parallel, and reports the first that does not verify.
 func verifySignatures(signed []signedEvent) Check {
-	// Keys that sign many events get a precomputed verifier (same
-	// acceptance rules as crypto/ed25519, about three times faster).
-	count := map[string]int{}
-	for _, it := range signed {
-		count[string(it.pub)]++
-	}
-	fast := map[string]*keyVerifier{}
-	for k, n := range count {
-		if n >= fastVerifyMin {
-			fast[k] = newKeyVerifier(ed25519.PublicKey(k))
-		}
-	}
+	// crypto/ed25519 only: a faster hand-written check that accepted one
+	// signature the standard library rejects would pass a forged chain.
 	bad := parallelFirst(len(signed), func(i int) bool {
-		if v := fast[string(signed[i].pub)]; v != nil {
-			return !v.verify(signed[i].ev.Hash[:], signed[i].ev.Signature)
-		}
 		return !verifySig(signed[i].pub, signed[i].ev)
 	})
 	if bad < 0 {
@@ -379,15 +367,18 @@ func keyMismatchSeq(rows []KeyRecord, keys []chainKeyAt) uint64 {
 	return keys[len(rows)].from
 }
 
-// fastVerifyMin is how many signatures a key must have before building its
-// table (about the cost of three plain verifications) pays off.
-const fastVerifyMin = 16
+// parallelChunk is how many items a worker of parallelFirst takes at a
+// time: large enough that taking one costs nothing next to verifying it,
+// small enough that a worker slowed by other load does not hold the others
+// up at the end.
+const parallelChunk = 64
 
 // parallelFirst runs bad(i) for i in [0, n) on all CPUs and returns the
-// smallest i for which it is true, or -1.
+// smallest i for which it is true, or -1: the same answer as a loop from
+// 0, whatever the scheduling.
 func parallelFirst(n int, bad func(int) bool) int {
-	workers := runtime.GOMAXPROCS(0)
-	if n < 2 || workers == 1 {
+	workers := min(runtime.GOMAXPROCS(0), (n+parallelChunk-1)/parallelChunk)
+	if workers <= 1 {
 		for i := range n {
 			if bad(i) {
 				return i
@@ -395,33 +386,45 @@ func parallelFirst(n int, bad func(int) bool) int {
 		}
 		return -1
 	}
-	chunk := (n + workers - 1) / workers
-	first := make([]int, workers)
+	// Workers take chunks in increasing order and stop at the first bad
+	// item of a chunk; first only ever decreases, and a chunk starting
+	// after it cannot hold a smaller answer, so it is skipped.
+	var next, first atomic.Int64
+	first.Store(int64(n))
 	var wg sync.WaitGroup
-	for w := range workers {
-		first[w] = -1
-		lo, hi := w*chunk, min((w+1)*chunk, n)
-		if lo >= hi {
-			continue
-		}
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := lo; i < hi; i++ {
-				if bad(i) {
-					first[w] = i
+			for {
+				lo := int(next.Add(parallelChunk)) - parallelChunk
+				if lo >= n || int64(lo) >= first.Load() {
 					return
+				}
+				for i := lo; i < min(lo+parallelChunk, n); i++ {
+					if bad(i) {
+						lowerTo(&first, int64(i))
+						break
+					}
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	for _, f := range first {
-		if f >= 0 {
-			return f
-		}
+	if f := first.Load(); f < int64(n) {
+		return int(f)
 	}
 	return -1
+}
+
+// lowerTo sets v to x if x is smaller.
+func lowerTo(v *atomic.Int64, x int64) {
+	for {
+		cur := v.Load()
+		if x >= cur || v.CompareAndSwap(cur, x) {
+			return
+		}
+	}
 }
 
 func checkGoal(in *VerifyInput) Check {
@@ -629,6 +632,12 @@ func checkSeal(in *VerifyInput) Check {
 // chain) and reports each separately. The error is for failures to read
 // the ledger, not for verification failures.
 func (l *Ledger) VerifySession(ctx context.Context, id uuid.UUID) (Report, error) {
+	return l.verifySession(ctx, id, nil)
+}
+
+// verifySession is VerifySession sharing, when dense is not nil, what it
+// learns about the whole log with the other chains of one VerifyFull.
+func (l *Ledger) verifySession(ctx context.Context, id uuid.UUID, dense *denseLog) (Report, error) {
 	in := &VerifyInput{SessionID: id, IssuerKey: l.issuerPub, Origin: l.origin, MissingLeaf: -1}
 	err := l.b.View(ctx, func(tx ReadTx) error {
 		s, err := tx.Session(ctx, id)
@@ -650,7 +659,7 @@ func (l *Ledger) VerifySession(ctx context.Context, id uuid.UUID) (Report, error
 			c := checkSignatures(in, &r)
 			done <- &signedOutcome{c, r.IssuerSigned}
 		}()
-		err = l.collectLogEvidence(ctx, tx, in)
+		err = l.collectLogEvidence(ctx, tx, in, dense)
 		in.signed = <-done
 		return err
 	})
@@ -662,7 +671,7 @@ func (l *Ledger) VerifySession(ctx context.Context, id uuid.UUID) (Report, error
 
 // collectLogEvidence reads the checkpoint, the stored root and the
 // inclusion paths the log and seal checks need.
-func (l *Ledger) collectLogEvidence(ctx context.Context, tx ReadTx, in *VerifyInput) error {
+func (l *Ledger) collectLogEvidence(ctx context.Context, tx ReadTx, in *VerifyInput, dense *denseLog) error {
 	cp, err := tx.LatestCheckpoint(ctx)
 	if isNotFound(err) {
 		return nil
@@ -706,17 +715,8 @@ func (l *Ledger) collectLogEvidence(ctx context.Context, tx ReadTx, in *VerifyIn
 	}
 	in.TreeChecked = true
 	in.NotIncluded, in.Why = checkSubtrees(r, cp.TreeSize, covered)
-	if len(in.Events) > 0 && in.Events[0].LogIndex < cp.TreeSize {
-		lo := in.Events[0].LogIndex
-		n, err := tx.CountEventsInLog(ctx, lo, cp.TreeSize)
-		if err != nil {
-			return err
-		}
-		if n != cp.TreeSize-lo {
-			if in.MissingLeaf, err = tx.FirstMissingLogIndex(ctx, lo, cp.TreeSize); err != nil {
-				return err
-			}
-		}
+	if err := findMissingLeaf(ctx, tx, in, cp.TreeSize, dense); err != nil {
+		return err
 	}
 	for i := len(in.Events) - 1; i >= 0; i-- {
 		if in.Events[i].Type != TypeSessionSealed {
@@ -733,6 +733,58 @@ func (l *Ledger) collectLogEvidence(ctx context.Context, tx ReadTx, in *VerifyIn
 		break
 	}
 	return nil
+}
+
+// findMissingLeaf sets in.MissingLeaf to the first log index in
+// [the chain's first event, size) that has no event, if any.
+func findMissingLeaf(ctx context.Context, tx ReadTx, in *VerifyInput, size int64, dense *denseLog) error {
+	if len(in.Events) == 0 || in.Events[0].LogIndex >= size {
+		return nil
+	}
+	if ok, err := dense.complete(ctx, tx, size); err != nil || ok {
+		return err
+	}
+	lo := in.Events[0].LogIndex
+	n, err := tx.CountEventsInLog(ctx, lo, size)
+	if err != nil {
+		return err
+	}
+	if n != size-lo {
+		in.MissingLeaf, err = tx.FirstMissingLogIndex(ctx, lo, size)
+	}
+	return err
+}
+
+// denseLog remembers, for one VerifyFull, the log sizes below which every
+// leaf has its event. Counting a chain's leaves up to the checkpoint costs
+// time proportional to the log, so doing it for every chain made the full
+// verification quadratic; when no leaf below the checkpoint is missing at
+// all, none is missing after any chain's first event either, and one
+// query answers for every chain. A nil denseLog answers nothing.
+type denseLog struct {
+	mu   sync.Mutex
+	seen map[int64]bool
+}
+
+// complete reports whether every leaf below size has an event.
+func (d *denseLog) complete(ctx context.Context, tx ReadTx, size int64) (bool, error) {
+	if d == nil {
+		return false, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if ok, known := d.seen[size]; known {
+		return ok, nil
+	}
+	first, err := tx.FirstMissingLogIndex(ctx, 0, size)
+	if err != nil {
+		return false, err
+	}
+	if d.seen == nil {
+		d.seen = map[int64]bool{}
+	}
+	d.seen[size] = first < 0
+	return first < 0, nil
 }
 
 func fmtTimeOrNone(t time.Time) string {

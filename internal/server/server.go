@@ -264,7 +264,7 @@ func New(ctx context.Context, o Options) (srv *Server, err error) {
 	}
 	var rep ledger.StartupReport
 	if o.VerifyFull {
-		rep, err = s.ledger().VerifyFull(ctx)
+		rep, err = s.verifyFull(ctx)
 	} else {
 		rep, err = s.ledger().VerifyStartup(ctx)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -259,6 +260,16 @@ func testTamper(t *testing.T, h Harness) {
 			if got.Problem == "" {
 				t.Fatal("failure without a problem description")
 			}
+			// The full verification (parallel, sharing what it learns
+			// about the log) reports the chain exactly as VerifySession.
+			full, err := e.l.VerifyFull(ctx())
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(full.Failed, func(f ledger.Report) bool { return f.SessionID == id })
+			if i < 0 || full.Failed[i].Checks() != r.Checks() {
+				t.Fatalf("VerifyFull's report of the chain differs from VerifySession's %+v: %+v", r.Checks(), full.Failed)
+			}
 		})
 	}
 }
@@ -271,14 +282,28 @@ func testStartup(t *testing.T, h Harness) {
 	appendN(t, e.l, done.ID, 3)
 	e.l.Seal(ctx(), done.ID, "x")
 	appendN(t, e.l, s.ID, 2) // after the seal's checkpoint: uncovered tail
+	var seen []ledger.VerifyProgress
+	var rep ledger.StartupReport
 	for _, f := range []func() (ledger.StartupReport, error){
 		func() (ledger.StartupReport, error) { return e.l.VerifyStartup(ctx()) },
-		func() (ledger.StartupReport, error) { return e.l.VerifyFull(ctx()) },
+		func() (ledger.StartupReport, error) {
+			return e.l.VerifyFullProgress(ctx(), func(p ledger.VerifyProgress) { seen = append(seen, p) })
+		},
 	} {
-		rep, err := f()
-		if err != nil || !rep.OK() {
+		var err error
+		if rep, err = f(); err != nil || !rep.OK() {
 			t.Fatalf("clean ledger: %+v, %v", rep.Problems, err)
 		}
+	}
+	// Progress counts every chain once (the instance chain and two
+	// sessions) and, at the end, every event of the log.
+	for i, p := range seen {
+		if p.Done != i+1 || p.Total != 3 {
+			t.Fatalf("progress %d = %+v; want %d of 3 done", i, p, i+1)
+		}
+	}
+	if len(seen) != 3 || seen[2].Events != rep.LogSize {
+		t.Fatalf("progress = %+v; want 3 reports ending at the log's %d events", seen, rep.LogSize)
 	}
 	// A changed signature in a running session's tail: startup sees it.
 	evs, _ := e.l.Events(ctx(), s.ID, 0, 0)
@@ -296,6 +321,21 @@ func testStartup(t *testing.T, h Harness) {
 	full, err := e.l.VerifyFull(ctx())
 	if err != nil || full.OK() {
 		t.Fatalf("full verification after tampering: %+v, %v; want problems", full.Problems, err)
+	}
+	// The log's problem comes first, then the failed chains' in listing
+	// order, whichever chain's workers finished first.
+	listed, err := e.l.Sessions(ctx(), ledger.SessionFilter{})
+	if err != nil || len(listed) != 2 {
+		t.Fatalf("sessions = %d, %v", len(listed), err)
+	}
+	if len(full.Problems) != 3 || !strings.Contains(full.Problems[0], "stored log hash") || len(full.Failed) != 2 ||
+		full.Failed[0].SessionID != listed[0].ID || full.Failed[1].SessionID != listed[1].ID {
+		t.Fatalf("full verification after tampering: %q; want the log problem, then sessions %s and %s", full.Problems, listed[0].ID, listed[1].ID)
+	}
+	for _, r := range full.Failed {
+		if r.SessionID == s.ID && r.Signatures.Seq != int64(len(evs)-1) {
+			t.Fatalf("signatures check of %s = %+v; want a failure at %d", s.ID, r.Signatures, len(evs)-1)
+		}
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/ironvise/ironvise/internal/ledger"
@@ -41,41 +40,40 @@ var appendCases = []struct {
 	{"sessions=8/writers=1/batch=6", 1, 6},
 }
 
-var (
-	verifyOnce    sync.Once
-	verifyFixture *ledgertest.VerifyFixture
-)
+// verifyFixture is a sealed 20,000-event session.
+var verifyFixture = onceFixture(mkdirTemp, func(b *testing.B, dir string) *ledgertest.VerifyFixture {
+	return ledgertest.NewVerifyFixture(b, openFile(b, filepath.Join(dir, "ledger.db")), 20000)
+})
 
 // BenchmarkVerifySession: docs/design/ledger.md#performance-targets target ≥
 // 30,000 events/s (all five checks of a sealed 20,000-event session).
 func BenchmarkVerifySession(b *testing.B) {
-	verifyOnce.Do(func() {
-		dir, err := mkdirTemp()
-		if err != nil {
-			b.Fatal(err)
-		}
-		verifyFixture = ledgertest.NewVerifyFixture(b, openFile(b, filepath.Join(dir, "ledger.db")), 20000)
-	})
-	ledgertest.BenchVerify(b, verifyFixture)
+	ledgertest.BenchVerify(b, verifyFixture(b))
 }
 
-var (
-	bigOnce sync.Once
-	bigLog  *ledgertest.BigLog
-)
+// fullFixture is 2,000 sealed sessions of 11 events (the size of an
+// `ironvise exec`), on /dev/shm when there is one so that building it does
+// not wait on 2,000 seals' fsyncs.
+var fullFixture = onceFixture(mkdirTempFast, func(b *testing.B, dir string) *ledgertest.VerifyFullFixture {
+	return ledgertest.NewVerifyFullFixture(b, openFile(b, filepath.Join(dir, "ledger.db")), 2000, 11)
+})
+
+// BenchmarkVerifyFull2000: `serve --verify-full` over 2,000 exec-sized
+// sessions within 3 s on 2 cores.
+func BenchmarkVerifyFull2000(b *testing.B) {
+	ledgertest.BenchVerifyFull(b, fullFixture(b))
+}
+
+// bigLog is a 1,000,000-event log.
+var bigLog = onceFixture(mkdirTemp, func(b *testing.B, dir string) *ledgertest.BigLog {
+	path := filepath.Join(dir, "big.db")
+	return ledgertest.NewBigLog(b, func() ledger.Backend { return openFile(b, path) }, 1_000_000)
+})
 
 // BenchmarkInclusionProof1M: docs/design/ledger.md#performance-targets target
 // < 1 ms per inclusion proof in a 1,000,000-event log.
 func BenchmarkInclusionProof1M(b *testing.B) {
-	bigOnce.Do(func() {
-		dir, err := mkdirTemp()
-		if err != nil {
-			b.Fatal(err)
-		}
-		path := filepath.Join(dir, "big.db")
-		bigLog = ledgertest.NewBigLog(b, func() ledger.Backend { return openFile(b, path) }, 1_000_000)
-	})
-	ledgertest.BenchInclusionProof(b, bigLog)
+	ledgertest.BenchInclusionProof(b, bigLog(b))
 }
 
 // BenchmarkAppendDurableTmpfs is BenchmarkAppendDurable with the database
