@@ -27,6 +27,7 @@ const (
 
 func (a *app) execCommand() *cobra.Command {
 	var sessionFlag, wsFlag, policyRef, policyPin, justification string
+	var noDaemon bool
 	cmd := &cobra.Command{
 		Use:   "exec [flags] -- COMMAND [ARG...]",
 		Short: "Run one command through the checks and the sandbox, recorded in the ledger",
@@ -49,7 +50,7 @@ arguments are quoted and joined into one command line.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.interruptedAsAborted(a.runExec(execOptions{
 				command: joinCommand(args), session: sessionFlag, workspace: wsFlag,
-				policy: policyRef, policyPin: policyPin, justification: justification,
+				policy: policyRef, policyPin: policyPin, justification: justification, noDaemon: noDaemon,
 			}))
 		},
 	}
@@ -59,11 +60,13 @@ arguments are quoted and joined into one command line.`,
 	f.StringVar(&policyRef, "policy", "", "policy file or shipped pack name (see 'ironvise policy list')")
 	f.StringVar(&policyPin, "policy-sha256", "", "refuse the policy unless its SHA-256 is this hex value")
 	f.StringVar(&justification, "justification", "operator command run with ironvise exec", "why the command runs (recorded; at least min_justification_length characters)")
+	f.BoolVar(&noDaemon, "no-daemon", false, "run in this process even when 'ironvise serve' answers on the data directory's socket")
 	return cmd
 }
 
 type execOptions struct {
 	command, session, workspace, policy, policyPin, justification string
+	noDaemon                                                      bool
 }
 
 // joinCommand turns exec's arguments into one sh command line: one argument
@@ -99,17 +102,28 @@ func (a *app) interruptedAsAborted(err error) error {
 }
 
 func (a *app) runExec(o execOptions) error {
-	ctx := a.ctx
+	if !o.noDaemon {
+		if handled, err := a.execViaDaemon(o); handled {
+			return err
+		}
+	}
 	r, err := a.loadRules(o.workspace, o.policy, o.policyPin)
 	if err != nil {
 		return err
 	}
-	cfg := r.cfg
-	rt, done, err := a.sessionRuntime(cfg, nil)
+	rt, done, err := a.sessionRuntime(r.cfg, nil)
 	if err != nil {
 		return err
 	}
 	defer done()
+	return a.execSession(r, rt, o)
+}
+
+// execSession runs exec's one step on rt and prints what it produced: the
+// in-process path and the daemon (execdaemon.go) share it.
+func (a *app) execSession(r *rules, rt *session.Runtime, o execOptions) error {
+	ctx := a.ctx
+	cfg := r.cfg
 	g, err := a.optionalGuard(cfg)
 	if err != nil {
 		return err

@@ -78,6 +78,7 @@ func (a *app) runServe(workspace string, verifyFull bool) error {
 	srv, err := server.New(ctx, server.Options{
 		Config: cfg, Lookup: a.lookup, Workspace: ws, Protected: protect, Tier: tier, VerifyFull: verifyFull, Version: version,
 		Stdout: a.stdout, Stderr: a.stderr, Logger: a.logger(), SandboxEnv: a.sandboxEnv(),
+		Local: a.daemonExec,
 	})
 	if err != nil {
 		if errors.Is(err, ledger.ErrTampered) {

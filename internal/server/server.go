@@ -17,6 +17,7 @@ import (
 	"github.com/ironvise/ironvise/internal/guard"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/ledger/ledgerdb"
+	"github.com/ironvise/ironvise/internal/localsock"
 	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/scan"
 	"github.com/ironvise/ironvise/internal/secretpaths"
@@ -73,6 +74,9 @@ type Options struct {
 	// agent.DefaultWriteTimeout). Tests shorten both so that a command outlasts
 	// them.
 	LeaseDuration, WriteTimeout time.Duration
+	// Local, when set, serves `ironvise exec` on the data directory's Unix
+	// socket (localexec.go).
+	Local LocalExec
 }
 
 // Server is one `ironvise serve` instance. Create it with New, then Start;
@@ -144,6 +148,7 @@ type Server struct {
 
 	httpSrv *http.Server
 	ln      net.Listener
+	local   *localsock.Listener // the exec socket (nil: none)
 	closed  atomic.Bool
 }
 
@@ -382,6 +387,7 @@ func (s *Server) Start(ctx context.Context) error {
 		fmt.Fprintf(s.opts.Stdout, "OBSERVER_TOKEN is not set; generated a one-run admin token: %s\nDashboard: %s/?token=%s\n", s.genToken, base, s.genToken)
 	}
 	fmt.Fprintf(s.opts.Stderr, "listening on %s\n", base)
+	s.startLocal()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -421,6 +427,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	close(s.streamsDone)
+	s.stopLocal()
 	var errs []error
 	if s.httpSrv != nil {
 		sctx, cancel := context.WithTimeout(ctx, ShutdownGrace)
