@@ -5,6 +5,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -81,22 +82,16 @@ func execDaemon(t *testing.T, env map[string]string, args ...string) (int, strin
 		t.Fatal("no daemon handled the exec")
 	}
 	code := 0
-	if ee := (*exitError)(nil); err != nil {
-		code = ExitUsage
-		if asExit(err, &ee) {
-			code = ee.code
-			if ee.err != nil {
-				errb.WriteString("ironvise: " + ee.err.Error() + "\n")
-			}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+		if ee.err != nil {
+			errb.WriteString("ironvise: " + ee.err.Error() + "\n")
 		}
+	} else if err != nil {
+		t.Fatalf("exec through the daemon: %v", err)
 	}
 	return code, out.String(), errb.String()
-}
-
-func asExit(err error, ee **exitError) bool {
-	e, ok := err.(*exitError)
-	*ee = e
-	return ok
 }
 
 // perSession matches what differs between two sessions' output: their
@@ -138,7 +133,9 @@ func TestExecDaemonMatchesInProcess(t *testing.T) {
 			if strings.Contains(dOut+dErr, "hunter2") {
 				t.Fatalf("the daemon's output is not redacted: %q", dOut)
 			}
-			same := func(a, b string) bool { return perSession.ReplaceAllString(a, "X") == perSession.ReplaceAllString(b, "X") }
+			same := func(a, b string) bool {
+				return perSession.ReplaceAllString(a, "X") == perSession.ReplaceAllString(b, "X")
+			}
 			if !same(dOut, pOut) || !same(dErr, pErr) {
 				t.Fatalf("outputs differ:\ndaemon     %q %q\nin-process %q %q", dOut, dErr, pOut, pErr)
 			}
