@@ -41,7 +41,11 @@ sandbox aborted it, 128 + N when signal N killed it (the wall-clock timeout
 included), 2 on a usage or configuration error.
 
 A single COMMAND argument is a shell script ('ls -la | wc -l'); several
-arguments are quoted and joined into one command line.`,
+arguments are quoted and joined into one command line.
+
+When 'ironvise serve' runs on the same data directory, the command is handed to
+it over $ECTO_DATA_DIR/run/ironvise.sock and runs there with the same checks,
+output and exit code; --no-daemon runs it in this process.`,
 		Example: `  ironvise exec -- ls -la
   ironvise exec --workspace ./repo --justification "list recent commits" -- git log --oneline -5
   ironvise exec -- 'grep -rn TODO . | wc -l'
