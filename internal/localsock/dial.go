@@ -18,8 +18,16 @@ func Dial(ctx context.Context, dataDir string) (net.Conn, error) {
 // succeeded means the daemon may have started the command: the caller
 // must not run it again.
 func Call(conn net.Conn, req *Request) (*Response, error) {
-	if err := WriteMessage(conn, req); err != nil {
-		return nil, err
+	werr := WriteMessage(conn, req)
+	if werr != nil {
+		// A daemon that refuses the peer answers before it reads and may
+		// close first; its answer, when there is one, says why and that
+		// nothing started.
+		var resp Response
+		if err := ReadMessage(conn, MaxResponse, &resp); err == nil && resp.NotStarted {
+			return &resp, nil
+		}
+		return nil, werr
 	}
 	var resp Response
 	if err := ReadMessage(conn, MaxResponse, &resp); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -134,6 +135,12 @@ func (l *Listener) serveConn(ctx context.Context, conn *net.UnixConn, h Handler)
 			msg = fmt.Sprintf("the daemon at %s refused this connection: cannot read the peer's credentials: %v", l.path, err)
 		}
 		_ = WriteMessage(conn, &Response{Code: 2, Error: msg, NotStarted: true})
+		// The refused peer's request is never read as one; it is drained
+		// (bounded in size and time) so the close does not race the
+		// peer's write and cost it the answer above.
+		_ = conn.CloseWrite()
+		_ = conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		_, _ = io.CopyN(io.Discard, conn, MaxRequest+4)
 		return
 	}
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
