@@ -428,8 +428,16 @@ func (ru *rule) run(t string, lower []byte, occ []int, rs *Rules, wins [][2]int,
 		if !holds(ru.clauses, lower[w[0]:w[1]]) {
 			continue
 		}
+		re, err := ru.re()
+		if err != nil {
+			// A defect of the rule set, which the tests rule out.
+			// Should it happen anyway, the window the rule could not
+			// check is withheld whole: fail closed.
+			emit(Finding{Rule: ruleUnavailable, Start: w[0], End: w[1]})
+			continue
+		}
 		win := t[w[0]:w[1]]
-		for _, m := range ru.re.FindAllStringSubmatchIndex(win, -1) {
+		for _, m := range re.FindAllStringSubmatchIndex(win, -1) {
 			s, e := m[0], m[1]
 			if g := ru.group; g > 0 {
 				if m[2*g] >= 0 {

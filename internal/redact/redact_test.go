@@ -3,6 +3,8 @@ package redact
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -207,5 +209,24 @@ func TestLineStart(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestRuleThatCannotCompileWithholdsItsWindow(t *testing.T) {
+	// Rule regexps compile on first use; should one ever fail, the text
+	// it could not check is withheld, never passed through.
+	rs, err := Compile(gitleaksTOML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range rs.rules {
+		rs.rules[i].re = func() (*regexp.Regexp, error) { return nil, errors.New("broken") }
+	}
+	out, _ := New(rs, nil).Redact("key id " + awsKeyID + " here")
+	if strings.Contains(out, awsKeyID) || !strings.Contains(out, ruleUnavailable) {
+		t.Fatalf("a rule that cannot compile let the text through: %q", out)
+	}
+	if out, _ := New(rs, nil).Redact("[exit 0]"); out != "[exit 0]" {
+		t.Fatalf("a text without keywords needs no rule, yet: %q", out)
 	}
 }

@@ -76,7 +76,11 @@ type Rules struct {
 // rule is one compiled gitleaks rule.
 type rule struct {
 	id string
-	re *regexp.Regexp
+	// re compiles the rule's regexp on the first window that needs it:
+	// compiling all of them is most of the cost of a rule set, and a text
+	// without a rule's keywords never runs it
+	// (docs/operate/performance.md#start-up).
+	re func() (*regexp.Regexp, error)
 	// group is the secret's capture group (secretGroup); when 0, the
 	// first of groups that took part in the match is the secret, and the
 	// whole match when none did.
@@ -151,16 +155,16 @@ func Compile(src string) (*Rules, error) {
 			continue
 		}
 		r := rule{id: tr.ID, group: tr.SecretGroup, entropy: tr.Entropy, assign: strings.Contains(tr.Regex, assignShape)}
-		if r.re, err = regexp.Compile(tr.Regex); err != nil {
-			return nil, fmt.Errorf("redact: rule %s: %w", tr.ID, err)
-		}
-		if r.group > r.re.NumSubexp() {
-			return nil, fmt.Errorf("redact: rule %s: secretGroup %d of %d groups", tr.ID, r.group, r.re.NumSubexp())
-		}
+		// The parsed rule gives what regexp.Compile would check and
+		// report (its groups); compiling waits for first use.
 		tree, err := syntax.Parse(tr.Regex, syntax.Perl)
 		if err != nil {
 			return nil, fmt.Errorf("redact: rule %s: %w", tr.ID, err)
 		}
+		if r.group > tree.MaxCap() {
+			return nil, fmt.Errorf("redact: rule %s: secretGroup %d of %d groups", tr.ID, r.group, tree.MaxCap())
+		}
+		r.re = sync.OnceValues(func() (*regexp.Regexp, error) { return regexp.Compile(tr.Regex) })
 		// A clause that one of the rule's keywords satisfies holds in
 		// every window (the window holds the keyword).
 		for _, c := range requiredClauses(tree) {
@@ -170,7 +174,7 @@ func Compile(src string) (*Rules, error) {
 		}
 		// Named groups mark alternatives (jwt-base64 names the JOSE
 		// member each prefix encodes), never the secret.
-		for k, name := range r.re.SubexpNames() {
+		for k, name := range tree.CapNames() {
 			if k > 0 && name == "" {
 				r.groups = append(r.groups, k)
 			}

@@ -121,3 +121,34 @@ func BenchmarkScanPathological(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScannerFirstScan is what the first scanner of a process pays:
+// compile the lists, build it and scan the tiny observation of a command
+// that printed nothing. "shared" is every later scanner of the process
+// (the daemon's, a replay's), which reuses the compiled lists.
+func BenchmarkScannerFirstScan(b *testing.B) {
+	first := func(b *testing.B, build func() (*Scanner, error)) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s, err := build()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if r := s.Scan("[exit 0]"); r.Suspicious {
+				b.Fatalf("labels %v", r.Labels)
+			}
+		}
+	}
+	b.Run("cold", func(b *testing.B) {
+		first(b, func() (*Scanner, error) {
+			l, err := compileLists()
+			if err != nil {
+				return nil, err
+			}
+			return newWith(Medium, l)
+		})
+	})
+	b.Run("shared", func(b *testing.B) {
+		first(b, func() (*Scanner, error) { return New(Medium) })
+	})
+}

@@ -6,6 +6,8 @@ import (
 	"regexp/syntax"
 	"slices"
 	"strings"
+	"sync"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -20,10 +22,17 @@ type pattern struct {
 	fence Sensitivity // withheld from the model from this sensitivity on
 	hints uint64      // ids in the scanner's hintIndex
 	// variants are the literal-prefixed forms the pattern runs as. When
-	// the pattern cannot be split that way, full (the pattern as written)
-	// runs over the whole text instead.
+	// the pattern cannot be split that way, full (the pattern as written,
+	// src) runs over the whole text instead.
 	variants []variant
+	src      string
 	full     *regexp.Regexp
+	// compile compiles the regexps of the pattern, once. Their prefixes and
+	// prefilters are derived from the parsed pattern when the lists are
+	// built, but compiling is most of the cost of a scanner and a text
+	// without the pattern's hints never needs them, so it waits for the
+	// first text that does (docs/operate/performance.md#start-up).
+	compile func() error
 }
 
 // variant is one literal-prefixed alternative of a pattern. A pattern
@@ -35,7 +44,8 @@ type pattern struct {
 // and only then run the anchored regexp over a window that provably holds
 // any match starting at that occurrence.
 type variant struct {
-	re       *regexp.Regexp // the variant, unanchored (tests compare with it)
+	expr     string         // the variant, unanchored, as a regexp
+	re       *regexp.Regexp // expr compiled (its prefix must be prefix)
 	anchored *regexp.Regexp // \A(?:variant)
 	prefix   string         // every match starts with it
 	prefixB  []byte         // prefix, as bytes for bytes.Index
@@ -57,8 +67,9 @@ type variant struct {
 	// bounds, when set, are the relaxed repeats of anchored: capture group
 	// i+1 must hold between bounds[i].min and bounds[i].max characters,
 	// or exact (the unrelaxed anchored variant) decides.
-	bounds []repeatBound
-	exact  *regexp.Regexp
+	bounds  []repeatBound
+	relaxed string // the relaxed variant, unanchored, as a regexp
+	exact   *regexp.Regexp
 	// run, when set, is a leading run the matcher measures itself.
 	run *runSkip
 	// prefixHint is the id of prefix in the scanner's hintIndex.
@@ -77,7 +88,8 @@ type runSkip struct {
 	class  [256]bool
 	min    int            // the run's minimum length
 	offset int            // where the run starts, from the candidate
-	rest   *regexp.Regexp // \A(?:what follows the run)
+	expr   string         // what follows the run, as a regexp
+	rest   *regexp.Regexp // \A(?:expr)
 	budget int            // maxNonSpace of what follows
 }
 
@@ -121,11 +133,8 @@ func newRunSkip(run *syntax.Regexp, rest []*syntax.Regexp, offset int) (*runSkip
 			}
 		}
 	}
-	expr, err := regexpString(concat(rest))
-	if err != nil {
-		return nil, err
-	}
-	if r.rest, err = regexp.Compile(`\A(?:` + expr + `)`); err != nil {
+	var err error
+	if r.expr, err = regexpString(concat(rest)); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -154,7 +163,52 @@ func compilePatterns(defs []patternDef) ([]pattern, hintIndex, error) {
 		}
 		out = append(out, p)
 	}
+	for i := range out {
+		p := &out[i]
+		p.compile = sync.OnceValue(func() error {
+			if err := p.compileRegexps(); err != nil {
+				return bug(fmt.Errorf("pattern %s: %w", p.label, err))
+			}
+			return nil
+		})
+	}
 	return out, idx, nil
+}
+
+// compileRegexps compiles the regexps the matcher runs: the variants', or
+// full when the pattern has none. It checks that each variant's compiled
+// prefix is the one derived from the parsed pattern, since the hint pass
+// looks for that one.
+func (p *pattern) compileRegexps() error {
+	var err error
+	if p.variants == nil {
+		p.full, err = regexp.Compile(p.src)
+		return err
+	}
+	for i := range p.variants {
+		w := &p.variants[i]
+		if w.re, err = regexp.Compile(w.expr); err != nil {
+			return err
+		}
+		if prefix, complete := w.re.LiteralPrefix(); prefix != w.prefix || complete != w.complete {
+			return fmt.Errorf("variant %q: compiled prefix %q (complete %v); derived %q (complete %v)", w.expr, prefix, complete, w.prefix, w.complete)
+		}
+		if w.anchored, err = regexp.Compile(`\A(?:` + w.expr + `)`); err != nil {
+			return err
+		}
+		if w.bounds != nil {
+			w.exact = w.anchored
+			if w.anchored, err = regexp.Compile(`\A(?:` + w.relaxed + `)`); err != nil {
+				return err
+			}
+		}
+		if w.run != nil {
+			if w.run.rest, err = regexp.Compile(`\A(?:` + w.run.expr + `)`); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func compilePattern(d patternDef, idx *hintIndex) (pattern, error) {
@@ -178,10 +232,7 @@ func compilePattern(d patternDef, idx *hintIndex) (pattern, error) {
 		}
 		p.hints |= 1 << id
 	}
-	var err error
-	if p.full, err = regexp.Compile(d.re); err != nil {
-		return p, err
-	}
+	p.src = d.re
 	tree, err := syntax.Parse(d.re, syntax.Perl)
 	if err != nil {
 		return p, err
@@ -240,19 +291,17 @@ func splitVariants(tree *syntax.Regexp) ([]variant, error) {
 	return out, nil
 }
 
-// analyseVariant compiles one variant and derives its prefilters.
+// analyseVariant derives one variant's prefix and prefilters; its regexps
+// are compiled later (pattern.compile).
 func analyseVariant(w variant, rest *syntax.Regexp) (variant, error) {
 	expr, err := regexpString(rest)
 	if err != nil {
 		return w, err
 	}
-	if w.re, err = regexp.Compile(expr); err != nil {
+	w.expr = expr
+	if w.prefix, w.complete, err = literalPrefix(expr); err != nil {
 		return w, err
 	}
-	if w.anchored, err = regexp.Compile(`\A(?:` + expr + `)`); err != nil {
-		return w, err
-	}
-	w.prefix, w.complete = w.re.LiteralPrefix()
 	w.prefixB = []byte(w.prefix)
 	w.anchor = rarestByte(w.prefix)
 	if w.prefix == "" {
@@ -294,17 +343,85 @@ func analyseVariant(w variant, rest *syntax.Regexp) (variant, error) {
 		}
 	}
 	if relaxed, bounds := relaxRepeats(elems); bounds != nil {
-		rexpr, err := regexpString(concat(relaxed))
-		if err != nil {
-			return w, err
-		}
-		w.exact = w.anchored
-		if w.anchored, err = regexp.Compile(`\A(?:` + rexpr + `)`); err != nil {
+		if w.relaxed, err = regexpString(concat(relaxed)); err != nil {
 			return w, err
 		}
 		w.bounds = bounds
 	}
 	return w, nil
+}
+
+// literalPrefix returns what regexp.MustCompile(expr).LiteralPrefix()
+// returns, without compiling expr: the literal text every match starts
+// with, and whether a match is exactly that text.
+func literalPrefix(expr string) (string, bool, error) {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return "", false, err
+	}
+	if hasBeginText(re) {
+		// A program that may start at the beginning of the text has its
+		// prefix read differently (it may be one-pass); such variants
+		// are rare, so ask the compiler.
+		c, err := regexp.Compile(expr)
+		if err != nil {
+			return "", false, err
+		}
+		prefix, complete := c.LiteralPrefix()
+		return prefix, complete, nil
+	}
+	var b strings.Builder
+	complete := prefixWalk(&b, re)
+	return b.String(), complete, nil
+}
+
+// hasBeginText reports a \A (or ^ outside multi-line mode) anywhere in re.
+func hasBeginText(re *syntax.Regexp) bool {
+	return re.Op == syntax.OpBeginText || slices.ContainsFunc(re.Sub, hasBeginText)
+}
+
+// prefixWalk appends to b the literal characters re starts with, read as
+// Go's compiled program reads them: literals (but not case-folded letters)
+// and the insides of groups continue the prefix; any choice, class or
+// assertion ends it, and so does the loop after the first pass of a +. It
+// reports whether all of re was read, so what follows continues the prefix.
+func prefixWalk(b *strings.Builder, re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpEmptyMatch:
+		return true
+	case syntax.OpLiteral:
+		for _, r := range re.Rune {
+			if r == utf8.RuneError || re.Flags&syntax.FoldCase != 0 && unicode.SimpleFold(r) != r {
+				return false
+			}
+			b.WriteRune(r)
+		}
+		return true
+	case syntax.OpCapture:
+		return prefixWalk(b, re.Sub[0])
+	case syntax.OpConcat:
+		for _, sub := range re.Sub {
+			if !prefixWalk(b, sub) {
+				return false
+			}
+		}
+		return true
+	case syntax.OpPlus:
+		prefixWalk(b, re.Sub[0])
+		return false
+	case syntax.OpRepeat:
+		// x{m,n} is m copies of x, then optional ones (a choice).
+		if re.Max == 0 {
+			return true
+		}
+		for range re.Min {
+			if !prefixWalk(b, re.Sub[0]) {
+				return false
+			}
+		}
+		return re.Min > 0 && re.Max == re.Min
+	}
+	return false
 }
 
 // relaxMin is the smallest repeat bound worth relaxing. A bound of n

@@ -157,7 +157,20 @@ type Span struct {
 // Scanner holds the compiled lists for one sensitivity. It is immutable
 // after New and safe for concurrent use.
 type Scanner struct {
-	sens     Sensitivity
+	sens Sensitivity
+	*lists
+	// untagged redacts credentials for scans that belong to no session.
+	untagged *redact.Redactor
+	// lowerBufs recycles the primary view's buffers (*viewBufs) between
+	// scans.
+	lowerBufs sync.Pool
+}
+
+// lists are the compiled built-in lists. They do not depend on the
+// sensitivity and are never written after compileLists, so every scanner
+// of a process shares one copy: compiling them is most of the cost of a
+// scanner (docs/operate/performance.md#start-up).
+type lists struct {
 	patterns []pattern
 	hints    hintIndex
 	// needles are the hint ids of candidateNeedles, in order.
@@ -167,50 +180,35 @@ type Scanner struct {
 	// payload is the encoded-payload regexp of the prompt scan
 	// (docs/design/checks.md#prompt-scan step 5).
 	payload *regexp.Regexp
-	// untagged redacts credentials for scans that belong to no session.
-	untagged *redact.Redactor
 	// htmlHint is the hint id of "<!--" and htmlComment the test of a
 	// comment's body (the HTML comment pass).
 	htmlHint    uint8
 	htmlComment *regexp.Regexp
-	// lowerBufs recycles the primary view's buffers (*viewBufs) between
-	// scans.
-	lowerBufs sync.Pool
 }
 
-// New compiles the lists for sens. It fails only for an invalid
-// sensitivity or a defect in the built-in lists.
+// builtinLists compiles the built-in lists once per process. A defect in
+// them is remembered too, so every New of the process fails, not only the
+// first.
+var builtinLists = sync.OnceValues(compileLists)
+
+// New builds the scanner for sens. It fails only for an invalid
+// sensitivity or a defect in the built-in lists. The lists are compiled by
+// the first New of a process and shared by the later ones.
 func New(sens Sensitivity) (*Scanner, error) {
 	if sens < Low || sens > High {
 		return nil, fmt.Errorf("scan: new scanner with %v (accepted: low, medium, high): %w", sens, ErrInvalidSensitivity)
 	}
-	s := &Scanner{sens: sens, class: newClassTable()}
-	s.lowerBufs.New = func() any { return new(viewBufs) }
-	var err error
-	if s.patterns, s.hints, err = compilePatterns(builtinPatterns()); err != nil {
-		return nil, bug(err)
-	}
-	// The structural needles share the hint pass, so a text without any
-	// of them skips brace matching altogether.
-	for i, nd := range candidateNeedles() {
-		id, err := s.hints.add(nd, false)
-		if err != nil {
-			return nil, bug(err)
-		}
-		s.needles[i] = uint8(id)
-		s.needleMask |= 1 << id
-	}
-	id, err := s.hints.add("<!--", false)
+	l, err := builtinLists()
 	if err != nil {
-		return nil, bug(err)
+		return nil, err
 	}
-	s.htmlHint = uint8(id)
-	if s.payload, err = regexp.Compile(payloadPattern); err != nil {
-		return nil, bug(err)
-	}
-	if s.htmlComment, err = regexp.Compile(htmlCommentPattern); err != nil {
-		return nil, bug(err)
-	}
+	return newWith(sens, l)
+}
+
+// newWith builds the scanner for a valid sens on compiled lists.
+func newWith(sens Sensitivity, l *lists) (*Scanner, error) {
+	s := &Scanner{sens: sens, lists: l}
+	s.lowerBufs.New = func() any { return new(viewBufs) }
 	s.untagged = redact.Untagged()
 	if err := s.untagged.Err(); err != nil {
 		// The redactor fails closed on its own (it withholds every
@@ -218,6 +216,37 @@ func New(sens Sensitivity) (*Scanner, error) {
 		return nil, bug(err)
 	}
 	return s, nil
+}
+
+// compileLists compiles the built-in lists and registers their hints.
+func compileLists() (*lists, error) {
+	l := &lists{class: newClassTable()}
+	var err error
+	if l.patterns, l.hints, err = compilePatterns(builtinPatterns()); err != nil {
+		return nil, bug(err)
+	}
+	// The structural needles share the hint pass, so a text without any
+	// of them skips brace matching altogether.
+	for i, nd := range candidateNeedles() {
+		id, err := l.hints.add(nd, false)
+		if err != nil {
+			return nil, bug(err)
+		}
+		l.needles[i] = uint8(id)
+		l.needleMask |= 1 << id
+	}
+	id, err := l.hints.add("<!--", false)
+	if err != nil {
+		return nil, bug(err)
+	}
+	l.htmlHint = uint8(id)
+	if l.payload, err = regexp.Compile(payloadPattern); err != nil {
+		return nil, bug(err)
+	}
+	if l.htmlComment, err = regexp.Compile(htmlCommentPattern); err != nil {
+		return nil, bug(err)
+	}
+	return l, nil
 }
 
 // Sensitivity returns the sensitivity the scanner was built for.

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/ironvise/ironvise/web"
 )
@@ -16,8 +17,12 @@ import (
 const dashboardCSP = "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // dashboardPage is the self-contained page: the three files of web/ in one
-// document. It embeds no token and no data.
-var dashboardPage = []byte(strings.Replace(strings.Replace(web.Index, "/*STYLE*/", web.Style, 1), "/*SCRIPT*/", web.Script, 1))
+// document. It embeds no token and no data. It is assembled on the first
+// request, not when the package initialises: every process of the binary
+// (each `ironvise exec`) initialises this package but only serve uses it.
+var dashboardPage = sync.OnceValue(func() []byte {
+	return []byte(strings.Replace(strings.Replace(web.Index, "/*STYLE*/", web.Style, 1), "/*SCRIPT*/", web.Script, 1))
+})
 
 // handleDashboard is route 1.
 func (s *Server) handleDashboard(rc *reqCtx) {
@@ -25,10 +30,11 @@ func (s *Server) handleDashboard(rc *reqCtx) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Security-Policy", dashboardCSP)
 	h.Set("Cache-Control", "no-store")
-	h.Set("Content-Length", strconv.Itoa(len(dashboardPage)))
+	page := dashboardPage()
+	h.Set("Content-Length", strconv.Itoa(len(page)))
 	rc.w.WriteHeader(http.StatusOK)
 	rc.status = http.StatusOK
 	if rc.r.Method != http.MethodHead {
-		rc.w.Write(dashboardPage)
+		rc.w.Write(page)
 	}
 }
