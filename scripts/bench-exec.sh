@@ -40,7 +40,13 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 work=$(mktemp -d /var/tmp/ironvise-bench-exec.XXXXXX)
-trap 'rm -rf "$work"' EXIT
+serve_pids=()
+cleanup() {
+  [ ${#serve_pids[@]} -eq 0 ] || kill "${serve_pids[@]}" 2>/dev/null
+  wait 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
 mkdir "$work/ws"
 if [ ${#bins[@]} -eq 0 ]; then
   command -v go >/dev/null || { echo "bench-exec: no go toolchain to build ironvise; pass --bin PATH" >&2; exit 1; }
@@ -58,8 +64,23 @@ for i in "${!bins[@]}"; do
   [ ${#bins[@]} -gt 1 ] && label="ironvise exec ($b)"
   names+=("$label")
   # env, not the shell, sets the data directory: hyperfine runs each
-  # command without a shell (-N).
-  cmds+=("env ECTO_DATA_DIR=$data $b exec --workspace $work/ws -- /bin/true")
+  # command without a shell (-N). A build with the daemon path is told to
+  # run in-process here; its daemon row follows.
+  nodaemon=""
+  "$b" exec --help 2>/dev/null | grep -q -- --no-daemon && nodaemon="--no-daemon"
+  cmds+=("env ECTO_DATA_DIR=$data $b exec $nodaemon --workspace $work/ws -- /bin/true")
+  if [ -n "$nodaemon" ]; then
+    # The daemon path: a serve of this build on its own data directory,
+    # answering on $data/run/ironvise.sock; it stops with the script.
+    ddata="$work/daemon$i"
+    mkdir -p "$ddata"
+    ECTO_DATA_DIR="$ddata" ECTO_BIND_PORT=0 GUARD_REQUIRED=false "$b" serve >"$work/serve$i.log" 2>&1 &
+    serve_pids+=($!)
+    for _ in $(seq 1 100); do [ -S "$ddata/run/ironvise.sock" ] && break; sleep 0.1; done
+    [ -S "$ddata/run/ironvise.sock" ] || { echo "bench-exec: serve of $b did not open its socket; see $work/serve$i.log" >&2; exit 1; }
+    names+=("$label (daemon)")
+    cmds+=("env ECTO_DATA_DIR=$ddata $b exec --workspace $work/ws -- /bin/true")
+  fi
 done
 if command -v codex >/dev/null; then
   names+=("codex sandbox")
