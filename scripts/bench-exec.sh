@@ -78,6 +78,13 @@ for i in "${!bins[@]}"; do
     serve_pids+=($!)
     for _ in $(seq 1 100); do [ -S "$ddata/run/ironvise.sock" ] && break; sleep 0.1; done
     [ -S "$ddata/run/ironvise.sock" ] || { echo "bench-exec: serve of $b did not open its socket; see $work/serve$i.log" >&2; exit 1; }
+    # serve probes its sandbox guarantees in the background once it
+    # listens (a few seconds of deliberately heavy commands); measuring
+    # alongside them would time the probes, so wait until none runs.
+    for _ in $(seq 1 600); do
+      pgrep -f "workspace=/tmp/ironvise-doctor" >/dev/null || break
+      sleep 0.1
+    done
     names+=("$label (daemon)")
     cmds+=("env ECTO_DATA_DIR=$ddata $b exec --workspace $work/ws -- /bin/true")
   fi
