@@ -80,9 +80,13 @@ for i in "${!bins[@]}"; do
     [ -S "$ddata/run/ironvise.sock" ] || { echo "bench-exec: serve of $b did not open its socket; see $work/serve$i.log" >&2; exit 1; }
     # serve probes its sandbox guarantees in the background once it
     # listens (a few seconds of deliberately heavy commands); measuring
-    # alongside them would time the probes, so wait until none runs.
+    # alongside them would time the probes, so wait until no launcher of
+    # this serve has run for a whole second (the probes follow one another
+    # closely).
+    quiet=0
     for _ in $(seq 1 600); do
-      pgrep -f "workspace=/tmp/ironvise-doctor" >/dev/null || break
+      if pgrep -f -P "${serve_pids[-1]}" __ironvise-sandbox-launcher >/dev/null; then quiet=0; else quiet=$((quiet + 1)); fi
+      [ "$quiet" -ge 10 ] && break
       sleep 0.1
     done
     names+=("$label (daemon)")

@@ -94,7 +94,10 @@ func (a *app) daemonExec(ctx context.Context, rt *session.Runtime, req *localsoc
 		return &localsock.Response{Code: ExitUsage, Error: "daemon: the request's workspace is not absolute", NotStarted: true}
 	}
 	var out, errOut bytes.Buffer
-	d := &app{ctx: ctx, stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, lookup: a.lookup, cfg: a.cfg, timing: a.timing}
+	// protect is serve's list, read once at start and shared with its tier:
+	// recomputing it per request would cost the stat walk again and could
+	// let the tripwire and the tier disagree.
+	d := &app{ctx: ctx, stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, lookup: a.lookup, cfg: a.cfg, timing: a.timing, protect: a.protect}
 	env := map[string]string{}
 	for _, kv := range req.Env {
 		if k, v, ok := strings.Cut(kv, "="); ok {

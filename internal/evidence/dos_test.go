@@ -110,7 +110,7 @@ func TestCertificateSizeCap(t *testing.T) {
 	}
 	doc := make([]byte, 2<<20)
 	var err error
-	got, _ := measure(func() { _, err = VerifyCertificateLimit(doc, testIssuerPub(t), 1<<20) })
+	got, _ := measure(func() { _, err = VerifyCertificateWith(doc, testIssuerPub(t), VerifyOptions{MaxBytes: 1 << 20}) })
 	if !errors.Is(err, ErrMalformedCertificate) {
 		t.Fatalf("over the limit: %v; want ErrMalformedCertificate", err)
 	}

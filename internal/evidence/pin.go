@@ -32,7 +32,7 @@ func ResolveIssuerPin(keyValue, keyFile string, allowUnpinned bool) (ed25519.Pub
 		}
 		return k, nil
 	case keyFile != "":
-		k, err := ReadIssuerKeyFile(keyFile)
+		k, err := readIssuerKeyFile(keyFile)
 		if err != nil {
 			return nil, fmt.Errorf("--issuer-key-file: %w", err)
 		}
@@ -43,9 +43,9 @@ func ResolveIssuerPin(keyValue, keyFile string, allowUnpinned bool) (ed25519.Pub
 	return nil, ErrUnpinned
 }
 
-// ReadIssuerKeyFile reads an issuer public key from a small file holding
+// readIssuerKeyFile reads an issuer public key from a small file holding
 // one of the forms ParseIssuerKey accepts.
-func ReadIssuerKeyFile(path string) (ed25519.PublicKey, error) {
+func readIssuerKeyFile(path string) (ed25519.PublicKey, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read issuer key %s: %w", path, err)

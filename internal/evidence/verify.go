@@ -258,19 +258,7 @@ func strictDecode(data []byte, v any) error { return strictjson.Unmarshal(data, 
 // result says so). The error is non-nil only when the document cannot be
 // read at all; the result is then invalid too.
 func VerifyCertificate(data []byte, pinned ed25519.PublicKey) (*CertificateResult, error) {
-	return VerifyCertificateLimit(data, pinned, MaxCertificateBytes)
-}
-
-// VerifyCertificateLimit is VerifyCertificate for documents of up to
-// maxBytes bytes (the verifiers' --max-bytes).
-//
-// With a pinned key the issuer signature is checked on the canonical bytes
-// before anything is decoded: a document the pinned issuer did not sign
-// costs one canonicalisation, never the decoding, hashing and Merkle work
-// of the other pillars (a forged file full of proof nodes once made the
-// verifier spend seconds and gigabytes on it).
-func VerifyCertificateLimit(data []byte, pinned ed25519.PublicKey, maxBytes int) (*CertificateResult, error) {
-	return VerifyCertificateWith(data, pinned, VerifyOptions{MaxBytes: maxBytes})
+	return VerifyCertificateWith(data, pinned, VerifyOptions{})
 }
 
 // VerifyOptions are the optional inputs of VerifyCertificateWith.

@@ -87,18 +87,18 @@ func issuerAEAD(passphrase Secret, salt []byte, t, m uint32, p uint8) (cipher.AE
 	return aead, nil
 }
 
-// replaceFile writes data to path through a temporary file and a rename,
-// so a crash leaves the old key or the new one, never half of either.
+// replaceFile writes data to path through a temporary file (0600, as
+// os.CreateTemp makes it) and a rename, so a crash leaves the old content
+// or the new, never half of either: the issuer key and the remembered
+// checkpoint are written this way.
 func replaceFile(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".issuer.*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if err = tmp.Chmod(0o600); err == nil {
-		if _, err = tmp.Write(data); err == nil {
-			err = tmp.Sync()
-		}
+	if _, err = tmp.Write(data); err == nil {
+		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr

@@ -59,21 +59,7 @@ func (l *Ledger) rememberCheckpoint(cp Checkpoint) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("ledger: remember checkpoint %d: %w", cp.TreeSize, err)
 	}
-	tmp, err := os.CreateTemp(dir, ".checkpoint.*")
-	if err != nil {
-		return fmt.Errorf("ledger: remember checkpoint %d: %w", cp.TreeSize, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err = tmp.Write(cp.Note); err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), l.cpFile)
-	}
-	if err != nil {
+	if err := replaceFile(l.cpFile, cp.Note); err != nil {
 		return fmt.Errorf("ledger: remember checkpoint %d in %s: %w", cp.TreeSize, l.cpFile, err)
 	}
 	l.cpNote = cp.Note

@@ -78,9 +78,10 @@ func streamNode(n *strictjson.Node) bool {
 		for i, k := range n.Keys {
 			// A member name is text too (a host or a path as a key).
 			// Two names that redact alike stay two members.
-			rk := StreamString(k)
+			base := StreamString(k)
+			rk := base
 			for j := 2; seen[rk]; j++ {
-				rk = StreamString(k) + "#" + strconv.Itoa(j)
+				rk = base + "#" + strconv.Itoa(j)
 			}
 			seen[rk] = true
 			if rk != k {

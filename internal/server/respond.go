@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ironvise/ironvise/internal/ledger"
@@ -148,8 +147,11 @@ func failureError(f ledger.Failure, err error, reqID string) (int, string) {
 	case ledger.FailureUnavailable:
 		return http.StatusServiceUnavailable, fmt.Sprintf("the ledger database is unavailable: %s (request %s); retry after the Retry-After seconds, and if it persists check that the database (DATABASE_URL) is up", f.Cause, reqID)
 	case ledger.FailureStorageFull:
+		// A file the server (or the ledger, for its remembered
+		// checkpoint) writes itself fails as a *fs.PathError; the
+		// database's own writes do not.
 		what := "the ledger database"
-		if !isLedgerError(err) {
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
 			what = "a file in the data directory (ECTO_DATA_DIR)"
 		}
 		return http.StatusInsufficientStorage, fmt.Sprintf("writing %s failed: %s (request %s); free space on the volume that holds it (for SQLite and the data files: the one of ECTO_DATA_DIR; for PostgreSQL: the database server's), then retry", what, f.Cause, reqID)
@@ -161,10 +163,4 @@ func failureError(f ledger.Failure, err error, reqID string) (int, string) {
 		return http.StatusInternalServerError, fmt.Sprintf("a file %s in the data directory failed: %v (request %s); check the permissions and the volume of ECTO_DATA_DIR", pe.Op, pe.Err, reqID)
 	}
 	return http.StatusInternalServerError, "internal error (request " + reqID + "); the server log has the details"
-}
-
-// isLedgerError reports an error that came out of the ledger (its messages
-// carry the package prefix, its sentinels are ledger's).
-func isLedgerError(err error) bool {
-	return strings.HasPrefix(err.Error(), "ledger:") || strings.Contains(err.Error(), "ironvise/ledger") || strings.Contains(err.Error(), "sqlstore:")
 }

@@ -69,9 +69,9 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		return abort("%v", err)
 	}
 	// Seatbelt matches resolved paths (/tmp is /private/tmp).
-	ws, err := filepath.EvalSymlinks(req.Workspace)
+	ws, err := sandbox.ResolveWorkspace(req.Workspace)
 	if err != nil {
-		return abort("workspace %s: %v", req.Workspace, err)
+		return abort("%v", err)
 	}
 	hidden := sandbox.HiddenPaths(t.hidden, req.Hidden)
 	// Security: a workspace of / or a system directory grants it whole;
