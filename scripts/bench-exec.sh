@@ -55,6 +55,7 @@ if [ ${#bins[@]} -eq 0 ]; then
 fi
 
 names=(true bubblewrap)
+serves=() # command index -> the serve pid answering it (daemon rows)
 cmds=(/bin/true "bwrap --ro-bind / / /bin/true")
 for i in "${!bins[@]}"; do
   b=${bins[$i]}
@@ -91,6 +92,7 @@ for i in "${!bins[@]}"; do
     done
     names+=("$label (daemon)")
     cmds+=("env ECTO_DATA_DIR=$ddata $b exec --workspace $work/ws -- /bin/true")
+    serves[$((${#cmds[@]} - 1))]=${serve_pids[-1]}
   fi
 done
 if command -v codex >/dev/null; then
@@ -120,3 +122,33 @@ jq -r '
     (.results[] | [.command, (.median * 1000 * 100 | round / 100 | tostring),
                    ((.median / $bw) * 100 | round / 100 | tostring)])
   | "| " + join(" | ") + " |"' "$work/result.json"
+
+# fsync calls of one run of each ironvise row, counted by strace: the
+# client's own and, for a daemon row, those of serve while it answers.
+if ! command -v strace >/dev/null; then
+  echo "bench-exec: strace is not installed; fsync counts skipped (apt-get install -y strace)" >&2
+  exit 0
+fi
+syncs() { grep -cE '^[0-9]+ +(fsync|fdatasync|sync_file_range)\(' "$1" || true; }
+echo
+echo "| command | fsync calls per run |"
+echo "| --- | ---: |"
+for i in "${!cmds[@]}"; do
+  case ${names[$i]} in "ironvise exec"*) ;; *) continue ;; esac
+  trace=(strace -f -qq -e trace=fsync,fdatasync,sync_file_range)
+  n=0
+  if [ -n "${serves[$i]:-}" ]; then
+    "${trace[@]}" -p "${serves[$i]}" -o "$work/serve.strace" 2>/dev/null &
+    tracer=$!
+    sleep 1 # strace attaches to every thread of serve first
+  fi
+  # shellcheck disable=SC2086 # the command is a word list, as hyperfine -N runs it
+  "${trace[@]}" -o "$work/client.strace" ${cmds[$i]} >/dev/null 2>&1
+  n=$(syncs "$work/client.strace")
+  if [ -n "${serves[$i]:-}" ]; then
+    sleep 0.5 # serve may still be writing after its reply (the remembered checkpoint)
+    kill -INT "$tracer"; wait "$tracer" 2>/dev/null || true
+    n=$((n + $(syncs "$work/serve.strace")))
+  fi
+  echo "| ${names[$i]} | $n |"
+done
