@@ -92,7 +92,7 @@ for i in "${!bins[@]}"; do
     done
     names+=("$label (daemon)")
     cmds+=("env ECTO_DATA_DIR=$ddata $b exec --workspace $work/ws -- /bin/true")
-    serves[$((${#cmds[@]} - 1))]=${serve_pids[-1]}
+    serves[${#cmds[@]} - 1]=${serve_pids[-1]}
   fi
 done
 if command -v codex >/dev/null; then
@@ -135,7 +135,7 @@ echo "| command | fsync calls per run |"
 echo "| --- | ---: |"
 for i in "${!cmds[@]}"; do
   case ${names[$i]} in "ironvise exec"*) ;; *) continue ;; esac
-  trace=(strace -f -qq -e trace=fsync,fdatasync,sync_file_range)
+  trace=(strace -f -qq -e "trace=fsync,fdatasync,sync_file_range")
   n=0
   if [ -n "${serves[$i]:-}" ]; then
     "${trace[@]}" -p "${serves[$i]}" -o "$work/serve.strace" 2>/dev/null &
