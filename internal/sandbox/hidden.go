@@ -29,6 +29,12 @@ import (
 // command sees every link as it is then.
 func HiddenPaths(lists ...[]string) []string {
 	links := secretpaths.Memo(secretpaths.OSLinks{})
+	return hiddenPaths(func(p string) (string, error) { return secretpaths.RealPath(links, p) }, lists...)
+}
+
+// hiddenPaths is HiddenPaths with locate giving a path's real location (its
+// tests compare the Memo with filepath.EvalSymlinks on every path).
+func hiddenPaths(locate func(string) (string, error), lists ...[]string) []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(p string) {
@@ -40,8 +46,8 @@ func HiddenPaths(lists ...[]string) []string {
 	for _, l := range lists {
 		for _, p := range l {
 			add(p)
-			if real, err := secretpaths.RealPath(links, p); err == nil {
-				add(real)
+			if r, err := locate(p); err == nil {
+				add(r)
 			}
 		}
 	}
