@@ -69,13 +69,18 @@ func linkTree(tb testing.TB, dir string) (string, []string) {
 	}
 	chain("k", 45, "a")  // beyond the kernel's limit, within EvalSymlinks'
 	chain("m", 260, "a") // beyond EvalSymlinks'
+	// Within the limit to a directory, beyond it through a link in there:
+	// the limit counts the links of the whole path.
+	chain("n", 200, "a/b")
+	chain("p", 60, "a")
+	links = append(links, [2]string{"a/b/far", "../../p0"})
 	names := []string{".", "..", "", "missing", "a", "b", "c", "d", "e", "g", "h", "f", "x", "home", "u", "v",
-		".config", "gh", ".netrc", ".ssh", ".aws", "back", "dotlink", "k0", "k20", "m0"}
+		".config", "gh", ".netrc", ".ssh", ".aws", "back", "dotlink", "k0", "k20", "m0", "n0", "n150", "p0"}
 	for _, l := range links {
 		if err := os.Symlink(l[1], filepath.Join(root, l[0])); err != nil {
 			tb.Fatal(err)
 		}
-		if !strings.HasPrefix(l[0], "k") && !strings.HasPrefix(l[0], "m") {
+		if !strings.ContainsAny(l[0][:1], "kmnp") {
 			names = append(names, filepath.Base(l[0]))
 		}
 	}
@@ -115,8 +120,14 @@ func TestWalksMatchTheirOriginals(t *testing.T) {
 		return nil
 	}
 	var found, resolved int
-	for range 6000 {
+	// Paths the generator rarely builds: links counted across a parent
+	// (n0 is 200 links, far 61 more), a file followed by more path.
+	fixed := []string{"n0/far", "n0/far/b", "n150/far", "n0/c", "k0/b/far", "f/x", "tofile/x", "tofileslash/x"}
+	for i := range 6000 + len(fixed) {
 		p := randomPath(rng, root, names)
+		if i < len(fixed) {
+			p = root + "/" + fixed[i]
+		}
 		for _, q := range []string{p, filepath.Clean(p)} {
 			want, wantErr := filepath.EvalSymlinks(q)
 			got, gotErr := RealPath(memo, q)
@@ -152,7 +163,7 @@ func FuzzRealPath(f *testing.F) {
 		f.Skip("symlinks need privileges on Windows; RealPath is EvalSymlinks there")
 	}
 	root, _ := linkTree(f, f.TempDir())
-	for _, s := range []string{"a/up/a/self/b", "tofileslash", "k0/b", "m0", "loop1/x", "home/v/.config/gh", "lroot/../" + root[1:] + "/l2/dotlink"} {
+	for _, s := range []string{"a/up/a/self/b", "tofileslash", "k0/b", "m0", "n0/far", "n0/c", "loop1/x", "home/v/.config/gh", "lroot/../" + root[1:] + "/l2/dotlink"} {
 		f.Add(s)
 	}
 	memo := Memo(OSLinks{})
