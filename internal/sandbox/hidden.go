@@ -3,6 +3,8 @@ package sandbox
 import (
 	"path/filepath"
 	"slices"
+
+	"github.com/ironvise/ironvise/internal/secretpaths"
 )
 
 // HiddenPaths returns the protected paths of a run (the tier's and the
@@ -17,9 +19,22 @@ import (
 // passes through Compute, Options.Hidden is whatever the embedding program
 // set, and a link may have been created or re-pointed since the list was
 // computed (serve computes it once, at start). A target missing here would
-// stay visible, so the tiers resolve again when each command starts; it
-// costs a few lstat calls a path.
+// stay visible, so the tiers resolve again when each command starts.
+//
+// The real location is filepath.EvalSymlinks' answer, read through one
+// secretpaths.Memo for the whole call: the list repeats the same parents
+// under every home, and asking the kernel about each name once brings a
+// host's list from about 1,600 lstat calls to the number of distinct names
+// (docs/operate/performance.md). The memo dies with the call, so the next
+// command sees every link as it is then.
 func HiddenPaths(lists ...[]string) []string {
+	links := secretpaths.Memo(secretpaths.OSLinks{})
+	return hiddenPaths(func(p string) (string, error) { return secretpaths.RealPath(links, p) }, lists...)
+}
+
+// hiddenPaths is HiddenPaths with locate giving a path's real location (its
+// tests compare the Memo with filepath.EvalSymlinks on every path).
+func hiddenPaths(locate func(string) (string, error), lists ...[]string) []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(p string) {
@@ -31,8 +46,8 @@ func HiddenPaths(lists ...[]string) []string {
 	for _, l := range lists {
 		for _, p := range l {
 			add(p)
-			if real, err := filepath.EvalSymlinks(p); err == nil {
-				add(real)
+			if r, err := locate(p); err == nil {
+				add(r)
 			}
 		}
 	}

@@ -66,7 +66,7 @@ func ParseEntry(s string) (Entry, error) {
 		return bad("neither absolute nor ~/-relative")
 	}
 	p := filepath.Clean(s)
-	if root, ok := systemRoot(p, runtime.GOOS); ok {
+	if root, ok := systemRoot(OSLinks{}, p, runtime.GOOS); ok {
 		return bad("it is the system directory %s, which commands need; list the files under it instead", root)
 	}
 	return Entry{Path: p}, nil

@@ -45,7 +45,7 @@ func (s Sources) homeSources() homeSources {
 // discoverHomes returns every home that exists, sorted and deduplicated.
 // A home that cannot be examined (permission denied on a parent) is kept:
 // it cannot be proven absent.
-func discoverHomes(own string, hs homeSources) ([]string, error) {
+func discoverHomes(links LinkReader, own string, hs homeSources) ([]string, error) {
 	cands := append([]string(nil), hs.fixed...)
 	if own != "" {
 		cands = append(cands, own)
@@ -81,7 +81,7 @@ func discoverHomes(own string, hs homeSources) ([]string, error) {
 			continue
 		}
 		h = filepath.Clean(h)
-		if _, err := os.Lstat(h); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		if _, err := links.Lstat(h); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			continue // /nonexistent and friends
 		}
 		out = append(out, h)

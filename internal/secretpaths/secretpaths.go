@@ -132,14 +132,21 @@ var (
 // (see [Sources]); it fails rather than return a list that silently misses
 // a home it could not enumerate.
 func Compute(src Sources) (List, error) {
+	// One pass asks about each name once (see Memo): the deny list repeats
+	// the same parents under every home.
+	return computeThrough(src, Memo(OSLinks{}))
+}
+
+// computeThrough is Compute reading links through links.
+func computeThrough(src Sources, links LinkReader) (List, error) {
 	hs := src.homeSources()
 	named := append([]Source{{Name: "ECTO_DATA_DIR", Path: src.DataDir}}, src.Named...)
 	for _, n := range named {
-		if err := checkSource(n); err != nil {
+		if err := checkSource(links, n); err != nil {
 			return List{}, err
 		}
 	}
-	homes, err := discoverHomes(src.Home, hs)
+	homes, err := discoverHomes(links, src.Home, hs)
 	if err != nil {
 		return List{}, err
 	}
@@ -183,7 +190,7 @@ func Compute(src Sources) (List, error) {
 		p = filepath.Clean(p)
 		all = append(all, p)
 		// The real location too: a command can name either.
-		if r, err := Resolve(OSLinks{}, p, nil); err == nil && r != p {
+		if r, err := Resolve(links, p, nil); err == nil && r != p {
 			all = append(all, r)
 		}
 	}
@@ -193,14 +200,14 @@ func Compute(src Sources) (List, error) {
 // checkSource refuses a path that cannot be hidden sensibly: relative, or
 // the root or a system directory (masking /usr would break every command,
 // masking / everything).
-func checkSource(s Source) error {
+func checkSource(links LinkReader, s Source) error {
 	switch {
 	case s.Path == "":
 		return fmt.Errorf("%w: %s is empty; set it to an absolute path", ErrSource, s.Name)
 	case !filepath.IsAbs(s.Path):
 		return fmt.Errorf("%w: %s=%q is not an absolute path; set it to one", ErrSource, s.Name, s.Path)
 	}
-	if root, ok := systemRoot(filepath.Clean(s.Path), runtime.GOOS); ok {
+	if root, ok := systemRoot(links, filepath.Clean(s.Path), runtime.GOOS); ok {
 		return fmt.Errorf("%w: %s=%q is the system directory %s, which cannot be hidden from commands; point %s at its own directory", ErrSource, s.Name, s.Path, root, s.Name)
 	}
 	return nil

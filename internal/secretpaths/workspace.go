@@ -36,7 +36,7 @@ func SystemRoots(goos string) []string {
 // directory of goos, by its own name or, through a symlink, as the real
 // location of one (/usr/bin for /bin on merged-/usr systems). It returns
 // the system directory's name.
-func systemRoot(p string, goos string) (string, bool) {
+func systemRoot(links LinkReader, p string, goos string) (string, bool) {
 	fold := foldCase(goos)
 	eq := func(a, b string) bool {
 		if fold {
@@ -63,7 +63,7 @@ func systemRoot(p string, goos string) (string, bool) {
 		}
 		// The real location of a symlinked root (/bin -> usr/bin) is as
 		// much a system directory as its name.
-		if real, err := Resolve(OSLinks{}, r, nil); err == nil && real != r && eq(p, real) {
+		if real, err := Resolve(links, r, nil); err == nil && real != r && eq(p, real) {
 			return r, true
 		}
 	}
@@ -94,7 +94,7 @@ func CheckWorkspace(ws string, l List) error {
 	if !filepath.IsAbs(ws) {
 		return &WorkspaceError{Workspace: ws, Reason: "it is not an absolute path"}
 	}
-	if root, ok := systemRoot(ws, runtime.GOOS); ok {
+	if root, ok := systemRoot(Memo(OSLinks{}), ws, runtime.GOOS); ok {
 		reason := fmt.Sprintf("it is the system directory %s: every command could read the host's configuration, keys and other users' files in it", root)
 		if ws == filepath.VolumeName(ws)+string(filepath.Separator) {
 			reason = "it is the root of the file system: every command could read every file of the host"
