@@ -92,8 +92,7 @@ func JoinCommand(args []string) string {
 func appendQuoted(b []byte, s string) []byte {
 	plain := s != ""
 	for i := 0; i < len(s) && plain; i++ {
-		c := s[i]
-		plain = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || isByteIn(c, "_-./=:,+@%")
+		plain = wordByte(s[i])
 	}
 	if plain {
 		return append(b, s...)
@@ -109,11 +108,15 @@ func appendQuoted(b []byte, s string) []byte {
 	return append(b, '\'')
 }
 
-func isByteIn(c byte, set string) bool {
-	for i := 0; i < len(set); i++ {
-		if set[i] == c {
-			return true
-		}
+// wordByte reports whether c needs no quoting in a word for sh.
+func wordByte(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	switch c {
+	case '_', '-', '.', '/', '=', ':', ',', '+', '@', '%':
+		return true
 	}
 	return false
 }

@@ -199,15 +199,20 @@ type parser struct {
 	pos  int
 }
 
+// space skips JSON's whitespace.
 func (p *parser) space() {
-	for p.pos < len(p.data) {
-		switch p.data[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
-			return
+	for p.pos < len(p.data) && isByteIn(p.data[p.pos], " \t\n\r") {
+		p.pos++
+	}
+}
+
+func isByteIn(c byte, set string) bool {
+	for i := 0; i < len(set); i++ {
+		if set[i] == c {
+			return true
 		}
 	}
+	return false
 }
 
 func (p *parser) take(c byte) bool {
