@@ -38,6 +38,15 @@
 // visible to it. Once connected, the outcome is final, as in the full
 // command line: a request that may have reached the daemon is never run
 // again in-process.
+//
+// # Limitations
+//
+// The thin path is conservative about configuration: a shell that sets,
+// say, ECTO_SANDBOX_TIER for serve's sake, or a .env in the working
+// directory, sends every exec through the full command line (still to the
+// daemon, at the full start-up cost); unset what exec does not need, or
+// keep it in serve's environment. The daemon path, and so the thin path,
+// is Linux only.
 package execclient
 
 import (
