@@ -10,6 +10,10 @@ import (
 	"syscall"
 
 	"github.com/ironvise/ironvise/internal/cli"
+	// exec's thin path runs from this package's initialisation when the
+	// daemon answers, before the rest of the binary is initialised (see
+	// its documentation).
+	_ "github.com/ironvise/ironvise/internal/execclient/early"
 	// The sandbox launcher runs from this package's initialisation, before
 	// the rest of the binary is initialised (see its documentation).
 	_ "github.com/ironvise/ironvise/internal/sandbox/native/launch/early"

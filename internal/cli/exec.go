@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
 	"github.com/ironvise/ironvise/internal/agent"
+	"github.com/ironvise/ironvise/internal/execclient"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/session"
@@ -26,8 +26,14 @@ const (
 )
 
 func (a *app) execCommand() *cobra.Command {
-	var sessionFlag, wsFlag, policyRef, policyPin, justification string
-	var noDaemon bool
+	return execCobra(func(o execOptions) error { return a.interruptedAsAborted(a.runExec(o)) })
+}
+
+// execCobra is exec's command line, handing what it parsed to run. exec's
+// thin path (internal/execclient) reads the same flags without cobra; the
+// tests hold the two parsers to each other.
+func execCobra(run func(execOptions) error) *cobra.Command {
+	var o execOptions
 	cmd := &cobra.Command{
 		Use:   "exec [flags] -- COMMAND [ARG...]",
 		Short: "Run one command through the checks and the sandbox, recorded in the ledger",
@@ -52,66 +58,51 @@ output and exit code; --no-daemon runs it in this process.`,
   ironvise exec --session 0193e1c2-… -- cat config.yaml`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.interruptedAsAborted(a.runExec(execOptions{
-				command: joinCommand(args), session: sessionFlag, workspace: wsFlag,
-				policy: policyRef, policyPin: policyPin, justification: justification, noDaemon: noDaemon,
-			}))
+			o.Command = execclient.JoinCommand(args)
+			return run(o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&sessionFlag, "session", "", "append to this running session instead of creating one")
-	f.StringVar(&wsFlag, "workspace", "", "workspace directory, read-only inside the sandbox (default: the current directory)")
-	f.StringVar(&policyRef, "policy", "", "policy file or shipped pack name (see 'ironvise policy list')")
-	f.StringVar(&policyPin, "policy-sha256", "", "refuse the policy unless its SHA-256 is this hex value")
-	f.StringVar(&justification, "justification", "operator command run with ironvise exec", "why the command runs (recorded; at least min_justification_length characters)")
-	f.BoolVar(&noDaemon, "no-daemon", false, "run in this process even when 'ironvise serve' answers on the data directory's socket")
+	f.StringVar(&o.Session, "session", "", "append to this running session instead of creating one")
+	f.StringVar(&o.Workspace, "workspace", "", "workspace directory, read-only inside the sandbox (default: the current directory)")
+	f.StringVar(&o.Policy, "policy", "", "policy file or shipped pack name (see 'ironvise policy list')")
+	f.StringVar(&o.PolicySHA256, "policy-sha256", "", "refuse the policy unless its SHA-256 is this hex value")
+	f.StringVar(&o.Justification, "justification", execclient.DefaultJustification, "why the command runs (recorded; at least min_justification_length characters)")
+	f.BoolVar(&o.NoDaemon, "no-daemon", false, "run in this process even when 'ironvise serve' answers on the data directory's socket")
 	return cmd
 }
 
-type execOptions struct {
-	command, session, workspace, policy, policyPin, justification string
-	noDaemon                                                      bool
-}
-
-// joinCommand turns exec's arguments into one sh command line: one argument
-// is a script as written; several are single-quoted where needed.
-func joinCommand(args []string) string {
-	if len(args) == 1 {
-		return args[0]
-	}
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = shellQuote(a)
-	}
-	return strings.Join(out, " ")
-}
-
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+// execOptions is exec's command line as parsed; the thin path parses into
+// the same type.
+type execOptions = execclient.Options
 
 // interruptedAsAborted reports a start-up failure caused by an interrupt
 // (Ctrl-C while the ledger opens or the session is created) as exec's
 // aborted exit, not a usage error: the operator's command line was fine,
 // and nothing ran. Denials and the command's own exit code pass unchanged.
 func (a *app) interruptedAsAborted(err error) error {
-	var ee *exitError
-	if err == nil || a.ctx.Err() == nil || (errors.As(err, &ee) && ee.code != ExitUsage) {
-		return err
+	if err == nil {
+		return nil
 	}
-	return exitCode(ExitExecAborted, fmt.Errorf("interrupted before the command ran (%v); nothing was run: %w", a.ctx.Err(), err))
+	code := ExitUsage
+	var ee *exitError
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	// The thin path applies the same rule (execclient).
+	if c, msg := execclient.AbortedIfInterrupted(a.ctx.Err(), code, err); c != code {
+		return exitCode(c, msg)
+	}
+	return err
 }
 
 func (a *app) runExec(o execOptions) error {
-	if !o.noDaemon {
+	if !o.NoDaemon {
 		if handled, err := a.execViaDaemon(o); handled {
 			return err
 		}
 	}
-	r, err := a.loadRules(o.workspace, o.policy, o.policyPin)
+	r, err := a.loadRules(o.Workspace, o.Policy, o.PolicySHA256)
 	if err != nil {
 		return err
 	}
@@ -137,13 +128,13 @@ func (a *app) execSession(r *rules, rt *session.Runtime, o execOptions) error {
 	if cfg.Sandbox.Permissive {
 		fmt.Fprintln(a.stderr, "ironvise: WARNING: ECTO_SANDBOX_PERMISSIVE=true — the command runs WITHOUT OS confinement (recorded as permissive)")
 	}
-	spec := session.Spec{Goal: "exec: " + o.command, Workspace: r.ws, Tripwire: r.tw, Policy: r.pol, Guard: g}
+	spec := session.Spec{Goal: "exec: " + o.Command, Workspace: r.ws, Tripwire: r.tw, Policy: r.pol, Guard: g}
 	var sess *session.Session
 	step := 1
-	if o.session != "" {
+	if o.Session != "" {
 		var id uuid.UUID
 		var goal string
-		id, goal, step, err = a.resumeSession(ctx, rt.Ledger, o.session)
+		id, goal, step, err = a.resumeSession(ctx, rt.Ledger, o.Session)
 		if err != nil {
 			return err
 		}
@@ -154,7 +145,7 @@ func (a *app) execSession(r *rules, rt *session.Runtime, o execOptions) error {
 		return exitCode(ExitUsage, err)
 	}
 	raw, err := json.Marshal(map[string]any{
-		"action": "run_command", "params": map[string]string{"command": o.command}, "justification": o.justification,
+		"action": "run_command", "params": map[string]string{"command": o.Command}, "justification": o.Justification,
 	})
 	if err != nil {
 		return exitCode(ExitUsage, err)
@@ -167,7 +158,7 @@ func (a *app) execSession(r *rules, rt *session.Runtime, o execOptions) error {
 	// results of a new session's step commit with its end.
 	var out, errOut bytes.Buffer
 	code, status := a.execOutcome(ctx, sess, res, &out, &errOut)
-	if o.session == "" {
+	if o.Session == "" {
 		// The end is recorded even when ctx was cancelled while the
 		// command ran (Ctrl-C): without it the session stays running
 		// until another process's recovery marks it failed.

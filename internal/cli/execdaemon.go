@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/execclient"
 	"github.com/ironvise/ironvise/internal/localsock"
 	"github.com/ironvise/ironvise/internal/session"
 )
@@ -18,72 +17,30 @@ import (
 // directory's socket (docs/operate/performance.md#daemon-path). handled is
 // false when no daemon answers: the caller runs the command in-process.
 // Once the request is sent, a failure is exec's aborted exit and nothing
-// is run again here: the daemon may have started the command.
+// is run again here: the daemon may have started the command. exec's thin
+// path (execclient.Thin) builds the request and renders the answer with
+// the same functions.
 func (a *app) execViaDaemon(o execOptions) (handled bool, err error) {
 	cfg, err := a.config()
 	if err != nil {
 		return true, err
 	}
-	req, err := a.execRequest(o)
+	// The request carries a.sandboxEnv(): both are callerenv.Candidates
+	// of a.lookup.
+	req, err := execclient.NewRequest(o, a.lookup)
 	if err != nil {
 		return false, nil // the in-process path reports it
 	}
-	conn, err := localsock.Dial(a.ctx, cfg.DataDir)
+	conn, err := execclient.Dial(a.ctx, cfg.DataDir)
 	if err != nil {
 		return false, nil
 	}
 	defer conn.Close()
-	// Ctrl-C hangs up; the daemon then stops the command and records the
-	// session aborted, as an interrupted in-process exec does.
-	stop := context.AfterFunc(a.ctx, func() { conn.Close() })
-	defer stop()
-	resp, err := localsock.Call(conn, req)
-	if err != nil {
-		if a.ctx.Err() != nil {
-			return true, exitCode(ExitExecAborted, fmt.Errorf("interrupted: %v; the daemon was told to stop the command", a.ctx.Err()))
-		}
-		return true, exitCode(ExitExecAborted, fmt.Errorf("the daemon at %s failed mid-request (%v); the command may have run, so it is not run again (see 'ironvise sessions')", localsock.Path(cfg.DataDir), err))
-	}
-	a.stdout.Write(resp.Stdout)
-	a.stderr.Write(resp.Stderr)
-	var msg error
-	if resp.Error != "" {
-		msg = errors.New(resp.Error)
-	}
-	if resp.Code == 0 && msg == nil {
+	code, msg := execclient.Exchange(a.ctx, conn, req, a.stdout, a.stderr)
+	if code == 0 && msg == nil {
 		return true, nil
 	}
-	return true, exitCode(resp.Code, msg)
-}
-
-// execRequest is o as the daemon needs it: the workspace and a policy
-// file resolved against this process's working directory, and this
-// process's candidate sandbox environment (the command runs with the
-// caller's allowlisted variables either way). The configuration itself is
-// the daemon's: it serves the same data directory.
-func (a *app) execRequest(o execOptions) (*localsock.Request, error) {
-	ws := o.workspace
-	if ws == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil, err
-		}
-		ws = wd
-	}
-	ws, err := filepath.Abs(ws)
-	if err != nil {
-		return nil, err
-	}
-	pol := o.policy
-	if _, err := os.Stat(pol); pol != "" && (err == nil || strings.ContainsRune(pol, filepath.Separator)) {
-		if pol, err = filepath.Abs(pol); err != nil {
-			return nil, err
-		}
-	}
-	return &localsock.Request{
-		Command: o.command, Session: o.session, Workspace: ws, Policy: pol, PolicySHA256: o.policyPin,
-		Justification: o.justification, Env: a.sandboxEnv(),
-	}, nil
+	return true, exitCode(code, msg)
 }
 
 // daemonExec runs one exec request inside serve: the same rules and
@@ -106,10 +63,10 @@ func (a *app) daemonExec(ctx context.Context, rt *session.Runtime, req *localsoc
 	}
 	run := *rt
 	run.SandboxEnv = session.SandboxEnv(config.MapLookup(env))
-	o := execOptions{command: req.Command, session: req.Session, workspace: req.Workspace, policy: req.Policy,
-		policyPin: req.PolicySHA256, justification: req.Justification}
+	o := execOptions{Command: req.Command, Session: req.Session, Workspace: req.Workspace, Policy: req.Policy,
+		PolicySHA256: req.PolicySHA256, Justification: req.Justification}
 	err := d.interruptedAsAborted(func() error {
-		r, err := d.loadRules(o.workspace, o.policy, o.policyPin)
+		r, err := d.loadRules(o.Workspace, o.Policy, o.PolicySHA256)
 		if err != nil {
 			return err
 		}

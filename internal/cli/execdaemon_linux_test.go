@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/execclient"
 	"github.com/ironvise/ironvise/internal/localsock"
 )
 
@@ -66,14 +67,14 @@ func execDaemon(t *testing.T, env map[string]string, args ...string) (int, strin
 	t.Helper()
 	var out, errb bytes.Buffer
 	a := &app{ctx: context.Background(), stdin: strings.NewReader(""), stdout: &out, stderr: &errb, lookup: config.MapLookup(env)}
-	o := execOptions{justification: "operator command run with ironvise exec"}
+	o := execOptions{Justification: execclient.DefaultJustification}
 	for i := 0; i < len(args); i++ {
 		switch args[i] {
 		case "--workspace":
 			i++
-			o.workspace = args[i]
+			o.Workspace = args[i]
 		case "--":
-			o.command = joinCommand(args[i+1:])
+			o.Command = execclient.JoinCommand(args[i+1:])
 			i = len(args)
 		}
 	}

@@ -1,9 +1,9 @@
 // Package localsock is the local daemon path of `ironvise exec`: `ironvise
 // serve` listens on a Unix socket in the data directory and runs the exec
 // requests it receives with its already-open ledger, scanner and sandbox
-// tier (docs/operate/performance.md#daemon-path). This file holds what both
-// ends share: the socket's path and the framing, one length-prefixed JSON
-// message each way.
+// tier (docs/operate/performance.md#daemon-path). This file holds the
+// daemon's framing, one length-prefixed JSON message each way; the client
+// is package execclient, and the messages are package wire's.
 package localsock
 
 import (
@@ -12,44 +12,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 
+	"github.com/ironvise/ironvise/internal/localsock/wire"
 	"github.com/ironvise/ironvise/internal/strictjson"
 )
 
-// Size caps of one message. A request is a command line and a few names;
-// a response carries the command's output, which the sandbox already caps.
+// The messages and their caps are package wire's, which exec's thin
+// client shares without this package's imports.
 const (
-	MaxRequest  = 1 << 20
-	MaxResponse = 64 << 20
+	MaxRequest  = wire.MaxRequest
+	MaxResponse = wire.MaxResponse
 )
 
 // Path is the socket of the daemon serving dataDir.
-func Path(dataDir string) string { return filepath.Join(dataDir, "run", "ironvise.sock") }
+func Path(dataDir string) string { return wire.Path(dataDir) }
 
-// Request is one `ironvise exec` as the client shipped it. Workspace is
-// absolute (the client resolved it against its working directory), and
-// Env is the client's candidate sandbox environment.
-type Request struct {
-	Command       string   `json:"command"`
-	Session       string   `json:"session,omitempty"`
-	Workspace     string   `json:"workspace"`
-	Policy        string   `json:"policy,omitempty"`
-	PolicySHA256  string   `json:"policy_sha256,omitempty"`
-	Justification string   `json:"justification"`
-	Env           []string `json:"env,omitempty"`
-}
+// Request is one `ironvise exec` as the client shipped it.
+type Request = wire.Request
 
-// Response is what exec prints and exits with. Error is the message exec
-// prints as "ironvise: ERROR" (empty: none). NotStarted is true when the
-// daemon ran nothing for the request (a refused peer, a bad request).
-type Response struct {
-	Stdout     []byte `json:"stdout,omitempty"`
-	Stderr     []byte `json:"stderr,omitempty"`
-	Code       int    `json:"code"`
-	Error      string `json:"error,omitempty"`
-	NotStarted bool   `json:"not_started,omitempty"`
-}
+// Response is what exec prints and exits with.
+type Response = wire.Response
 
 // maxDepth bounds the nesting of a message; both types are flat.
 const maxDepth = 8

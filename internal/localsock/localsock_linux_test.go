@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ironvise/ironvise/internal/execclient"
 )
 
 func TestListenModesStaleAndLive(t *testing.T) {
@@ -39,14 +41,15 @@ func TestListenModesStaleAndLive(t *testing.T) {
 	if _, err := Listen(data); err == nil || !strings.Contains(err.Error(), "answers") {
 		t.Fatalf("second Listen: %v", err)
 	}
-	conn, err := Dial(context.Background(), data)
+	conn, err := execclient.Dial(context.Background(), data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := Call(conn, &Request{Command: "echo hi", Workspace: "/w"})
+	var out, errb bytes.Buffer
+	code, msg := execclient.Exchange(context.Background(), conn, &Request{Command: "echo hi", Workspace: "/w"}, &out, &errb)
 	conn.Close()
-	if err != nil || resp.Code != 7 || string(resp.Stdout) != "echo hi" {
-		t.Fatalf("call: %+v %v", resp, err)
+	if msg != nil || code != 7 || out.String() != "echo hi" {
+		t.Fatalf("call: %d %q %v", code, out.String(), msg)
 	}
 	l.Close()
 	if _, err := os.Lstat(path); err == nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/ironvise/ironvise/internal/demo"
 	"github.com/ironvise/ironvise/internal/llm"
 	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/sandbox/callerenv"
 	"github.com/ironvise/ironvise/internal/sandbox/container"
 	"github.com/ironvise/ironvise/internal/sandbox/microvm"
 	"github.com/ironvise/ironvise/internal/sandbox/native"
@@ -91,19 +92,8 @@ func PermissiveReport() sandbox.TierReport {
 	return r
 }
 
-// sandboxEnvKeys are the variables of the caller's environment a
-// sandboxed command may inherit (the tier filters again).
-var sandboxEnvKeys = []string{"LANG", "LANGUAGE", "TZ", "TERM", "NO_COLOR", "COLUMNS", "LINES", "LC_ALL", "LC_CTYPE", "LC_MESSAGES"}
-
 // SandboxEnv is the candidate environment of sandboxed commands: the
-// allowlisted variables of look only. Anything else (API keys, tokens)
-// stays out of the sandbox.
-func SandboxEnv(look config.Lookup) []string {
-	var env []string
-	for _, k := range sandboxEnvKeys {
-		if v, ok := look(k); ok && sandbox.EnvAllowed(k) {
-			env = append(env, k+"="+v)
-		}
-	}
-	return env
-}
+// allowlisted variables of look only (package callerenv, which exec's
+// thin client calls too, so a daemon exec gets the same list). Anything
+// else (API keys, tokens) stays out of the sandbox.
+func SandboxEnv(look config.Lookup) []string { return callerenv.Candidates(look) }

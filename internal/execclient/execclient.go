@@ -1,0 +1,249 @@
+// Package execclient is the client of the exec socket
+// (docs/api.md#the-exec-socket): it builds the request of one `ironvise
+// exec`, sends it to the `ironvise serve` answering on the data
+// directory's socket, and writes what the daemon answers. Both ways of
+// reaching the daemon use it: the full command line (internal/cli's
+// execViaDaemon) and the thin path below, so the request and the rendering
+// of the answer cannot drift apart.
+//
+// # The thin path
+//
+// A daemon exec costs the daemon one sandboxed command and a group commit;
+// most of what remained was the client process itself: the Go runtime
+// initialising every package of a 33 MB binary (the HTTP server,
+// Prometheus, protobuf, SQLite, the scanner's tables, cobra) before main.
+// Thin runs from the initialiser of package execclient/early, which
+// cmd/ironvise imports, before those packages are initialised — Go
+// initialises a package as soon as everything it imports is, picking the
+// first by import path among those ready, and this package imports only
+// packages initialised at the very start (no reflect, fmt, strings, net or
+// path/filepath; the tests check the import graph and, with
+// GODEBUG=inittrace=1, what the real binary initialises) — and handles
+// `ironvise exec` itself when all of this holds:
+//
+//   - the arguments are ones it reads exactly as cobra would: exec's string
+//     flags as --name=value or --name value, then the command after "--"
+//     or as the first plain argument (args.go; the tests enumerate exec's
+//     cobra flags and compare both parsers);
+//   - the data directory is one it resolves exactly as internal/config
+//     does: no .env in the working directory, none of the configuration
+//     variables set that could make the configuration invalid, and
+//     ECTO_DATA_DIR, XDG_DATA_HOME or HOME in a plain absolute form
+//     (datadir.go);
+//   - the daemon's socket accepts the connection.
+//
+// Otherwise Thin returns and the process goes on to be the full ironvise
+// command line, which may still use the daemon (or run in-process); such a
+// fall-through costs at most a refused connect, and nothing Thin did is
+// visible to it. Once connected, the outcome is final, as in the full
+// command line: a request that may have reached the daemon is never run
+// again in-process.
+//
+// # Limitations
+//
+// The thin path is conservative about configuration: a shell that sets,
+// say, ECTO_SANDBOX_TIER for serve's sake, or a .env in the working
+// directory, sends every exec through the full command line (still to the
+// daemon, at the full start-up cost); unset what exec does not need, or
+// keep it in serve's environment. The daemon path, and so the thin path,
+// is Linux only.
+package execclient
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/ironvise/ironvise/internal/localsock/wire"
+	"github.com/ironvise/ironvise/internal/sandbox/callerenv"
+)
+
+// Exit codes of exec that this package produces itself
+// (docs/design/cli.md#exit-codes); internal/cli's tests hold them equal to
+// its own.
+const (
+	ExitUsage   = 2
+	ExitAborted = 125
+)
+
+// DefaultJustification is the value of exec's --justification when it is
+// not given.
+const DefaultJustification = "operator command run with ironvise exec"
+
+// Options is one exec command line as parsed, by cobra or by ParseArgs.
+type Options struct {
+	Command, Session, Workspace, Policy, PolicySHA256, Justification string
+	NoDaemon                                                         bool
+}
+
+// JoinCommand turns exec's arguments into one sh command line: one
+// argument is a script as written; several are single-quoted where needed.
+func JoinCommand(args []string) string {
+	if len(args) == 1 {
+		return args[0]
+	}
+	var b []byte
+	for i, a := range args {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = appendQuoted(b, a)
+	}
+	return string(b)
+}
+
+// appendQuoted appends s single-quoted for sh, unless it is a non-empty
+// word of characters that need no quoting.
+func appendQuoted(b []byte, s string) []byte {
+	plain := s != ""
+	for i := 0; i < len(s) && plain; i++ {
+		plain = wordByte(s[i])
+	}
+	if plain {
+		return append(b, s...)
+	}
+	b = append(b, '\'')
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\'' {
+			b = append(b, `'\''`...)
+		} else {
+			b = append(b, s[i])
+		}
+	}
+	return append(b, '\'')
+}
+
+// wordByte reports whether c needs no quoting in a word for sh.
+func wordByte(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	switch c {
+	case '_', '-', '.', '/', '=', ':', ',', '+', '@', '%':
+		return true
+	}
+	return false
+}
+
+// NewRequest is o as the daemon needs it: the workspace and a policy file
+// resolved against this process's working directory, and the candidate
+// sandbox environment of look (the command runs with the caller's
+// allowlisted variables either way). The configuration itself is the
+// daemon's: it serves the same data directory.
+func NewRequest(o Options, look func(string) (string, bool)) (*wire.Request, error) {
+	ws := o.Workspace
+	if ws == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		ws = wd
+	}
+	ws, err := abs(ws)
+	if err != nil {
+		return nil, err
+	}
+	pol := o.Policy
+	if pol != "" {
+		// A name that is no file is a shipped pack's, resolved by the
+		// daemon; one with a separator is a path either way.
+		if _, err := os.Stat(pol); err == nil || containsSeparator(pol) {
+			if pol, err = abs(pol); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &wire.Request{
+		Command: o.Command, Session: o.Session, Workspace: ws, Policy: pol, PolicySHA256: o.PolicySHA256,
+		Justification: o.Justification, Env: callerenv.Candidates(look),
+	}, nil
+}
+
+// Exchange sends req on conn, writes the daemon's output to stdout and
+// stderr, and returns exec's exit code and the message to print as
+// "ironvise: MESSAGE" (nil: none). When ctx ends (Ctrl-C), conn is closed:
+// the daemon takes the hang-up as the client's interrupt, stops the
+// command and records the session aborted, as an interrupted in-process
+// exec does. Any failure after the request may have been sent is exec's
+// aborted exit: the daemon may have started the command.
+func Exchange(ctx context.Context, conn *Conn, req *wire.Request, stdout, stderr io.Writer) (int, error) {
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	resp, err := conn.call(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ExitAborted, errors.New("interrupted: " + ctx.Err().Error() + "; the daemon was told to stop the command")
+		}
+		return ExitAborted, errors.New("the daemon at " + conn.path + " failed mid-request (" + err.Error() + "); the command may have run, so it is not run again (see 'ironvise sessions')")
+	}
+	stdout.Write(resp.Stdout)
+	stderr.Write(resp.Stderr)
+	if resp.Error != "" {
+		return resp.Code, errors.New(resp.Error)
+	}
+	return resp.Code, nil
+}
+
+// AbortedIfInterrupted is exec's rule for a usage error (code ExitUsage)
+// that comes while ctxErr says the process was interrupted: it is reported
+// as exec's aborted exit, not a usage error — the operator's command line
+// was fine, and nothing ran. Any other outcome passes unchanged. err is
+// the usage error's message, nil when it has none.
+func AbortedIfInterrupted(ctxErr error, code int, err error) (int, error) {
+	if ctxErr == nil || code != ExitUsage {
+		return code, err
+	}
+	if err == nil {
+		err = errors.New("exit " + strconv.Itoa(code))
+	}
+	return ExitAborted, &wrapError{"interrupted before the command ran (" + ctxErr.Error() + "); nothing was run: " + err.Error(), err}
+}
+
+type wrapError struct {
+	msg string
+	err error
+}
+
+func (e *wrapError) Error() string { return e.msg }
+func (e *wrapError) Unwrap() error { return e.err }
+
+// Thin is exec's thin path (see the package documentation): it handles
+// the command line args (os.Args) when it can and returns handled and the
+// exit code; handled is false when the full command line must run.
+func Thin(args []string) (handled bool, code int) {
+	if !daemonPath {
+		return false, 0
+	}
+	o, ok := ParseArgs(args)
+	if !ok {
+		return false, 0
+	}
+	dataDir, ok := DataDir(os.LookupEnv, os.Stat)
+	if !ok {
+		return false, 0
+	}
+	req, err := NewRequest(o, os.LookupEnv)
+	if err != nil {
+		return false, 0 // the full command line reports it
+	}
+	conn, err := Dial(context.Background(), dataDir)
+	if err != nil {
+		return false, 0
+	}
+	// The full command line catches these two signals from the start of
+	// main; here from the connect on, the first moment one matters.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code, msg := Exchange(ctx, conn, req, os.Stdout, os.Stderr)
+	conn.Close()
+	code, msg = AbortedIfInterrupted(ctx.Err(), code, msg)
+	if msg != nil {
+		os.Stderr.WriteString("ironvise: " + msg.Error() + "\n")
+	}
+	stop()
+	return true, code
+}
