@@ -53,7 +53,7 @@ func BenchmarkRedact32KiB(b *testing.B) {
 func BenchmarkRulesFirstRedact(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		rs, err := compile(gitleaksTOML, false)
+		rs, err := compileConfig(gitleaksRules, false)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -101,7 +101,7 @@ func TestDeferredRulesRedactLikeEagerOnes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lazy, err := compile(gitleaksTOML, false)
+	lazy, err := compileConfig(gitleaksRules, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package redact
 
 import (
-	_ "embed"
 	"fmt"
 	"math"
 	"regexp"
@@ -11,12 +10,6 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 )
-
-// gitleaksTOML is the default rule set of gitleaks v8 (see the header of the
-// file for its source and licence).
-//
-//go:embed gitleaks.toml
-var gitleaksTOML string
 
 // tomlConfig is the layout of a gitleaks configuration file. Decoding
 // rejects unknown fields, so a new field in an updated file is noticed by the
@@ -126,8 +119,12 @@ type allowlist struct {
 // the part after the service name.
 const assignShape = `(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)`
 
+// defaultRules is built from gitleaksRules, the default rule set of
+// gitleaks v8 (gitleaks.toml, see its header for the source and licence)
+// already decoded into Go (gitleaks_rules.go): decoding the TOML cost more
+// than the rest of building the set.
 var defaultRules = sync.OnceValue(func() *Rules {
-	r, err := compile(gitleaksTOML, false)
+	r, err := compileConfig(gitleaksRules, false)
 	if err != nil {
 		return &Rules{broken: bug(err)}
 	}
@@ -149,8 +146,7 @@ func (rs *Rules) Err() error { return rs.broken }
 // and is checked by the tests instead.
 func Compile(src string) (*Rules, error) { return compile(src, true) }
 
-// compile builds a rule set; eager forces every rule's deferred work and
-// returns its first error.
+// compile decodes and builds a rule set (compileConfig).
 func compile(src string, eager bool) (*Rules, error) {
 	dec := toml.NewDecoder(strings.NewReader(src))
 	dec.DisallowUnknownFields()
@@ -158,6 +154,12 @@ func compile(src string, eager bool) (*Rules, error) {
 	if err := dec.Decode(&cfg); err != nil {
 		return nil, fmt.Errorf("redact: decode rules: %w", err)
 	}
+	return compileConfig(cfg, eager)
+}
+
+// compileConfig builds a rule set; eager forces every rule's deferred work
+// and returns its first error.
+func compileConfig(cfg tomlConfig, eager bool) (*Rules, error) {
 	rs := &Rules{global: sync.OnceValues(func() (allowlist, error) {
 		a, err := compileAllowlist(cfg.Allowlist)
 		if err != nil {
