@@ -103,12 +103,9 @@ func writeAllowlist(b *bytes.Buffer, a tomlAllowlist) {
 }
 
 func writeStrings(b *bytes.Buffer, list []string) {
-	b.WriteString("[]string{")
+	quoted := make([]string, len(list))
 	for i, s := range list {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(strconv.Quote(s))
+		quoted[i] = strconv.Quote(s)
 	}
-	b.WriteString("}")
+	b.WriteString("[]string{" + strings.Join(quoted, ", ") + "}")
 }

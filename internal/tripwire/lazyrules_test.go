@@ -136,28 +136,24 @@ func TestChangedRuleFileIsCompiledAgain(t *testing.T) {
 }
 
 // BenchmarkLoadDefaults: loading the configuration without a file, as
-// every standalone exec does; the first load of a process is what exec
-// pays (the built-in rules are compiled on first use and then shared).
+// every standalone exec does. "first" is the first load of a process (the
+// built-in set built afresh each time); "later" every other one, which
+// shares the set (a daemon's).
 func BenchmarkLoadDefaults(b *testing.B) {
 	ws := b.TempDir()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := LoadConfigBytes(nil, LoadOptions{Workspace: ws}); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkLoadDefaultsFirst is the first load of a process: the built-in
-// set is built afresh each time.
-func BenchmarkLoadDefaultsFirst(b *testing.B) {
-	ws := b.TempDir()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := LoadConfigBytes(nil, LoadOptions{Workspace: ws}); err != nil {
-			b.Fatal(err)
-		}
-		buildBuiltinArgRules()
+	for _, fresh := range []bool{true, false} {
+		name := map[bool]string{true: "first", false: "later"}[fresh]
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := LoadConfigBytes(nil, LoadOptions{Workspace: ws}); err != nil {
+					b.Fatal(err)
+				}
+				if fresh {
+					buildBuiltinArgRules()
+				}
+			}
+		})
 	}
 }
 
