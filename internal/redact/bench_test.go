@@ -53,7 +53,7 @@ func BenchmarkRedact32KiB(b *testing.B) {
 func BenchmarkRulesFirstRedact(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
-		rs, err := compileConfig(gitleaksRules, false)
+		rs, err := compileConfig(gitleaksRules, gitleaksShapes, false)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -47,6 +47,29 @@ func TestGeneratedRulesMatchTOML(t *testing.T) {
 	if !reflect.DeepEqual(cfg, gitleaksRules) {
 		t.Fatal("gitleaks_rules.go is not gitleaks.toml; regenerate it with -update-rules")
 	}
+	shapes, err := ruleShapes(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(shapes, gitleaksShapes) {
+		t.Fatal("the shapes of gitleaks_rules.go are not those of the parsed rules; regenerate it with -update-rules")
+	}
+}
+
+// ruleShapes parses every rule with a regexp, by index (nil for the others).
+func ruleShapes(cfg tomlConfig) ([]*ruleShape, error) {
+	out := make([]*ruleShape, len(cfg.Rules))
+	for i, tr := range cfg.Rules {
+		if tr.Regex == "" {
+			continue
+		}
+		sh, err := parseShape(tr)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = sh
+	}
+	return out, nil
 }
 
 // generateRules writes cfg as the Go source of gitleaks_rules.go.
@@ -84,7 +107,32 @@ func generateRules(cfg tomlConfig) ([]byte, error) {
 		}
 		b.WriteString("},\n")
 	}
-	b.WriteString("},\n}\n")
+	b.WriteString("},\n}\n\n")
+	shapes, err := ruleShapes(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b.WriteString("// gitleaksShapes are the shapes of the rules of gitleaksRules, by index,\n// as parseShape derives them.\nvar gitleaksShapes = []*ruleShape{\n")
+	for _, sh := range shapes {
+		if sh == nil {
+			b.WriteString("nil,\n")
+			continue
+		}
+		b.WriteString("{")
+		if sh.groups != nil {
+			fmt.Fprintf(&b, "groups: %#v, ", sh.groups)
+		}
+		if sh.clauses != nil {
+			b.WriteString("clauses: []clause{")
+			for _, c := range sh.clauses {
+				writeStrings(&b, c)
+				b.WriteString(", ")
+			}
+			b.WriteString("}")
+		}
+		b.WriteString("},\n")
+	}
+	b.WriteString("}\n")
 	return format.Source(b.Bytes())
 }
 

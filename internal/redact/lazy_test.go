@@ -101,7 +101,7 @@ func TestDeferredRulesRedactLikeEagerOnes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lazy, err := compileConfig(gitleaksRules, false)
+	lazy, err := compileConfig(gitleaksRules, gitleaksShapes, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,8 +137,8 @@ func TestCompileChecksEveryRule(t *testing.T) {
 }
 
 // TestDeferredRuleThatCannotParseWithholdsItsWindow: a rule whose deferred
-// parse fails withholds the text around its keyword; a global allowlist that
-// fails to compile exempts nothing.
+// parse fails withholds the text around its keyword; a global or rule
+// allowlist that fails to compile exempts nothing.
 func TestDeferredRuleThatCannotParseWithholdsItsWindow(t *testing.T) {
 	t.Parallel()
 	rs, err := compile("[[rules]]\nid = 'x'\nregex = 'abc(d'\nkeywords = ['abc']\n", false)
@@ -159,6 +159,13 @@ func TestDeferredRuleThatCannotParseWithholdsItsWindow(t *testing.T) {
 	}
 	if out, _ := New(rs, nil).Redact("see abc123 here"); strings.Contains(out, "abc123") {
 		t.Fatalf("a broken global allowlist exempted a finding: %q", out)
+	}
+	rs, err = compile("[[rules]]\nid = 'x'\nregex = 'abc\\d+'\nkeywords = ['abc']\n[[rules.allowlists]]\nregexes = ['(']\n", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := New(rs, nil).Redact("see abc123 here"); strings.Contains(out, "abc123") {
+		t.Fatalf("a broken rule allowlist exempted a finding: %q", out)
 	}
 	rs.global = func() (allowlist, error) { return allowlist{}, errors.New("broken") }
 	if rs.allowedGlobally("abc123", "abc123", "see abc123 here") {

@@ -483,8 +483,10 @@ func (ru *rule) run(t string, lower []byte, occ []int, rs *Rules, sh *ruleShape,
 				continue
 			}
 			allowed := false
-			for k := range sh.allow {
-				if sh.allow[k].allows(secret, match, line) {
+			// A rule's allowlists that fail to compile exempt nothing.
+			allow, _ := ru.allow()
+			for k := range allow {
+				if allow[k].allows(secret, match, line) {
 					allowed = true
 					break
 				}

@@ -75,10 +75,13 @@ type Rules struct {
 // (docs/operate/performance.md#start-up).
 type rule struct {
 	id string
-	// shape parses the rule's regexp and compiles its allowlists on
-	// first use. An error withholds every window of the rule (fail
-	// closed).
+	// shape returns what the rule's parsed regexp gives, parsed on
+	// first use unless the set was built with it (gitleaksShapes). An
+	// error withholds every window of the rule (fail closed).
 	shape func() (*ruleShape, error)
+	// allow compiles the rule's allowlists on its first match. An error
+	// exempts nothing: the match stays redacted.
+	allow func() ([]allowlist, error)
 	// re compiles the rule's regexp on the first window that needs it.
 	re func() (*regexp.Regexp, error)
 	// group is the secret's capture group (secretGroup); when 0, the
@@ -96,12 +99,11 @@ type rule struct {
 	follow func(lower []byte, at int) bool
 }
 
-// ruleShape is what a rule's parsed regexp and allowlists give.
+// ruleShape is what a rule's parsed regexp gives.
 type ruleShape struct {
 	groups []int // the unnamed capture groups, in order
 	// clauses hold literals every match contains (prefilter.go).
 	clauses []clause
-	allow   []allowlist
 }
 
 // allowlist is one compiled gitleaks allowlist.
@@ -124,7 +126,7 @@ const assignShape = `(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:=|>|:{1,3}=|\|\||:|=>|\?=|
 // already decoded into Go (gitleaks_rules.go): decoding the TOML cost more
 // than the rest of building the set.
 var defaultRules = sync.OnceValue(func() *Rules {
-	r, err := compileConfig(gitleaksRules, false)
+	r, err := compileConfig(gitleaksRules, gitleaksShapes, false)
 	if err != nil {
 		return &Rules{broken: bug(err)}
 	}
@@ -154,12 +156,13 @@ func compile(src string, eager bool) (*Rules, error) {
 	if err := dec.Decode(&cfg); err != nil {
 		return nil, fmt.Errorf("redact: decode rules: %w", err)
 	}
-	return compileConfig(cfg, eager)
+	return compileConfig(cfg, nil, eager)
 }
 
 // compileConfig builds a rule set; eager forces every rule's deferred work
-// and returns its first error.
-func compileConfig(cfg tomlConfig, eager bool) (*Rules, error) {
+// and returns its first error. shapes, when set, holds the shape of each
+// rule of cfg (by index), which then needs no parsing.
+func compileConfig(cfg tomlConfig, shapes []*ruleShape, eager bool) (*Rules, error) {
 	rs := &Rules{global: sync.OnceValues(func() (allowlist, error) {
 		a, err := compileAllowlist(cfg.Allowlist)
 		if err != nil {
@@ -168,7 +171,7 @@ func compileConfig(cfg tomlConfig, eager bool) (*Rules, error) {
 		return a, nil
 	})}
 	var kws []kwDef
-	for _, tr := range cfg.Rules {
+	for i, tr := range cfg.Rules {
 		if tr.Regex == "" || tr.Path != "" {
 			continue // path rules need a file name an observation lacks
 		}
@@ -176,7 +179,13 @@ func compileConfig(cfg tomlConfig, eager bool) (*Rules, error) {
 			continue
 		}
 		r := rule{id: tr.ID, group: tr.SecretGroup, entropy: tr.Entropy, assign: strings.Contains(tr.Regex, assignShape)}
-		r.shape = sync.OnceValues(func() (*ruleShape, error) { return parseRule(tr) })
+		if i < len(shapes) && shapes[i] != nil {
+			sh := shapes[i]
+			r.shape = func() (*ruleShape, error) { return sh, nil }
+		} else {
+			r.shape = sync.OnceValues(func() (*ruleShape, error) { return parseShape(tr) })
+		}
+		r.allow = sync.OnceValues(func() ([]allowlist, error) { return compileAllowlists(tr) })
 		r.re = sync.OnceValues(func() (*regexp.Regexp, error) { return regexp.Compile(tr.Regex) })
 		if len(tr.Keywords) == 0 {
 			return nil, fmt.Errorf("redact: rule %s has no keywords; every rule must name one so it is not run on every text", tr.ID)
@@ -241,6 +250,9 @@ func (rs *Rules) check() error {
 		if _, err := rs.rules[i].shape(); err != nil {
 			return err
 		}
+		if _, err := rs.rules[i].allow(); err != nil {
+			return err
+		}
 		if _, err := rs.rules[i].re(); err != nil {
 			return fmt.Errorf("redact: rule %s: %w", rs.rules[i].id, err)
 		}
@@ -248,10 +260,9 @@ func (rs *Rules) check() error {
 	return nil
 }
 
-// parseRule parses a rule's regexp, which gives what regexp.Compile would
-// check and report (its groups) and the literals every match holds, and
-// compiles its allowlists.
-func parseRule(tr tomlRule) (*ruleShape, error) {
+// parseShape parses a rule's regexp, which gives what regexp.Compile would
+// check and report (its groups) and the literals every match holds.
+func parseShape(tr tomlRule) (*ruleShape, error) {
 	tree, err := syntax.Parse(tr.Regex, syntax.Perl)
 	if err != nil {
 		return nil, fmt.Errorf("redact: rule %s: %w", tr.ID, err)
@@ -274,14 +285,20 @@ func parseRule(tr tomlRule) (*ruleShape, error) {
 			sh.groups = append(sh.groups, k)
 		}
 	}
+	return sh, nil
+}
+
+// compileAllowlists compiles the allowlists of a rule.
+func compileAllowlists(tr tomlRule) ([]allowlist, error) {
+	var out []allowlist
 	for i, ta := range tr.Allowlists {
 		a, err := compileAllowlist(ta)
 		if err != nil {
 			return nil, fmt.Errorf("redact: rule %s allowlist %d: %w", tr.ID, i, err)
 		}
-		sh.allow = append(sh.allow, a)
+		out = append(out, a)
 	}
-	return sh, nil
+	return out, nil
 }
 
 func compileAllowlist(ta tomlAllowlist) (allowlist, error) {
