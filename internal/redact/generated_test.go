@@ -98,12 +98,8 @@ func generateRules(cfg tomlConfig) ([]byte, error) {
 			fmt.Fprintf(&b, ", Path: %s", strconv.Quote(r.Path))
 		}
 		if r.Allowlists != nil {
-			b.WriteString(", Allowlists: []tomlAllowlist{")
-			for _, a := range r.Allowlists {
-				writeAllowlist(&b, a)
-				b.WriteString(", ")
-			}
-			b.WriteString("}")
+			b.WriteString(", Allowlists: ")
+			writeList(&b, "[]tomlAllowlist", r.Allowlists, writeAllowlist)
 		}
 		b.WriteString("},\n")
 	}
@@ -123,17 +119,23 @@ func generateRules(cfg tomlConfig) ([]byte, error) {
 			fmt.Fprintf(&b, "groups: %#v, ", sh.groups)
 		}
 		if sh.clauses != nil {
-			b.WriteString("clauses: []clause{")
-			for _, c := range sh.clauses {
-				writeStrings(&b, c)
-				b.WriteString(", ")
-			}
-			b.WriteString("}")
+			b.WriteString("clauses: ")
+			writeList(&b, "[]clause", sh.clauses, func(b *bytes.Buffer, c clause) { writeStrings(b, c) })
 		}
 		b.WriteString("},\n")
 	}
 	b.WriteString("}\n")
 	return format.Source(b.Bytes())
+}
+
+// writeList writes items as a composite literal of type typ.
+func writeList[T any](b *bytes.Buffer, typ string, items []T, write func(*bytes.Buffer, T)) {
+	b.WriteString(typ + "{")
+	for _, it := range items {
+		write(b, it)
+		b.WriteString(", ")
+	}
+	b.WriteString("}")
 }
 
 func writeAllowlist(b *bytes.Buffer, a tomlAllowlist) {
