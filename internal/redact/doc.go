@@ -10,8 +10,8 @@
 // # Rules
 //
 // The rule set is the default configuration of gitleaks, a maintained
-// secret scanner, embedded as data (gitleaks.toml, MIT License, notice in
-// gitleaks.LICENSE), plus passes of IronVise's own for what a text stream
+// secret scanner, built in as data (gitleaks.toml, MIT License, notice in
+// gitleaks.LICENSE; compiled into the binary as gitleaks_rules.go), plus passes of IronVise's own for what a text stream
 // shows and a repository scan does not expect:
 //
 //   - private-key: PEM private-key blocks, also when the END line is missing
@@ -57,9 +57,14 @@
 //	go mod download -json github.com/zricethezav/gitleaks/v8@<version>
 //
 // then copy config/gitleaks.toml from that module below the header of
-// gitleaks.toml here, update the version in the header, and run the tests of
-// this package: they compile every rule and fail on a field this package
-// does not understand.
+// gitleaks.toml here, update the version in the header, regenerate the Go
+// form the binary is built from:
+//
+//	go test ./internal/redact -run TestGeneratedRulesMatchTOML -update-rules
+//
+// and run the tests of this package: they compile every rule, fail on a
+// field this package does not understand, and check gitleaks_rules.go
+// against gitleaks.toml.
 //
 // # Limitations
 //

@@ -341,9 +341,19 @@ func (rs *Rules) find(t string, lower []byte) []Finding {
 	}
 	for i := range rs.rules {
 		ru := &rs.rules[i]
-		if occ := occurrences(ru.keywords); len(occ) > 0 && ru.clausesAnywhere(anywhere) {
-			sc.wins = ru.run(t, lower, occ, rs, sc.wins[:0], emit)
+		occ := occurrences(ru.keywords)
+		if len(occ) == 0 {
+			continue
 		}
+		// A rule that cannot be parsed runs with a nil shape, which
+		// withholds its windows (run).
+		sh, err := ru.shape()
+		if err != nil {
+			sh = nil
+		} else if !sh.clausesAnywhere(anywhere) {
+			continue
+		}
+		sc.wins = ru.run(t, lower, occ, rs, sh, sc.wins[:0], emit)
 	}
 	for i := range rs.passes {
 		if occ := occurrences(rs.passes[i].keywords); len(occ) > 0 {
@@ -360,8 +370,8 @@ func (rs *Rules) find(t string, lower []byte) []Finding {
 // in the text; when one holds nowhere, no window can satisfy it. Clauses
 // with a literal shorter than four bytes are left to the windows: finding
 // "-h" in a whole text stops at every '-'.
-func (ru *rule) clausesAnywhere(anywhere func(string) bool) bool {
-	for _, c := range ru.clauses {
+func (sh *ruleShape) clausesAnywhere(anywhere func(string) bool) bool {
+	for _, c := range sh.clauses {
 		if slices.ContainsFunc(c, func(l string) bool { return len(l) < 4 }) {
 			continue
 		}
@@ -379,9 +389,18 @@ func (ru *rule) clausesAnywhere(anywhere func(string) bool) bool {
 	return true
 }
 
+// allowedGlobally reports whether the global allowlist exempts a finding.
+// A list that failed to compile exempts nothing: the finding stays
+// redacted.
+func (rs *Rules) allowedGlobally(secret, match, line string) bool {
+	g, err := rs.global()
+	return err == nil && g.allows(secret, match, line)
+}
+
 // run runs a gitleaks rule over the lines around its keyword occurrences
-// (in any order). wins is scratch space, returned for reuse.
-func (ru *rule) run(t string, lower []byte, occ []int, rs *Rules, wins [][2]int, emit func(Finding)) [][2]int {
+// (in any order); sh is the rule's shape, nil when it could not be parsed.
+// wins is scratch space, returned for reuse.
+func (ru *rule) run(t string, lower []byte, occ []int, rs *Rules, sh *ruleShape, wins [][2]int, emit func(Finding)) [][2]int {
 	n := len(t)
 	for _, o := range occ {
 		if ru.follow != nil && !ru.follow(lower, o) {
@@ -425,11 +444,11 @@ func (ru *rule) run(t string, lower []byte, occ []int, rs *Rules, wins [][2]int,
 		wins = merged
 	}
 	for _, w := range wins {
-		if !holds(ru.clauses, lower[w[0]:w[1]]) {
+		if sh != nil && !holds(sh.clauses, lower[w[0]:w[1]]) {
 			continue
 		}
 		re, err := ru.re()
-		if err != nil {
+		if sh == nil || err != nil {
 			// A defect of the rule set, which the tests rule out.
 			// Should it happen anyway, the window the rule could not
 			// check is withheld whole: fail closed.
@@ -444,7 +463,7 @@ func (ru *rule) run(t string, lower []byte, occ []int, rs *Rules, wins [][2]int,
 					s, e = m[2*g], m[2*g+1]
 				}
 			} else {
-				for _, g := range ru.groups {
+				for _, g := range sh.groups {
 					if m[2*g] >= 0 {
 						s, e = m[2*g], m[2*g+1]
 						break
@@ -460,12 +479,14 @@ func (ru *rule) run(t string, lower []byte, occ []int, rs *Rules, wins [][2]int,
 			}
 			match := win[m[0]:m[1]]
 			line := lineAround(t, w[0]+m[0], w[0]+m[1])
-			if rs.global.allows(secret, match, line) {
+			if rs.allowedGlobally(secret, match, line) {
 				continue
 			}
 			allowed := false
-			for k := range ru.allow {
-				if ru.allow[k].allows(secret, match, line) {
+			// A rule's allowlists that fail to compile exempt nothing.
+			allow, _ := ru.allow()
+			for k := range allow {
+				if allow[k].allows(secret, match, line) {
 					allowed = true
 					break
 				}

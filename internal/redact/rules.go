@@ -1,7 +1,6 @@
 package redact
 
 import (
-	_ "embed"
 	"fmt"
 	"math"
 	"regexp"
@@ -11,12 +10,6 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 )
-
-// gitleaksTOML is the default rule set of gitleaks v8 (see the header of the
-// file for its source and licence).
-//
-//go:embed gitleaks.toml
-var gitleaksTOML string
 
 // tomlConfig is the layout of a gitleaks configuration file. Decoding
 // rejects unknown fields, so a new field in an updated file is noticed by the
@@ -63,8 +56,10 @@ const (
 
 // Rules is a compiled rule set. It is immutable and safe for concurrent use.
 type Rules struct {
-	rules  []rule
-	global allowlist
+	rules []rule
+	// global compiles the global allowlist on first use: only a match
+	// needs it.
+	global func() (allowlist, error)
 	kw     keywordIndex
 	// passes are the hand-written passes, each keyed on keyword ids.
 	passes []pass
@@ -73,31 +68,42 @@ type Rules struct {
 	broken error
 }
 
-// rule is one compiled gitleaks rule.
+// rule is one gitleaks rule. Only what the keyword search needs is built
+// with the set; the rest waits for the first text holding one of the
+// rule's keywords: parsing and compiling every regexp is most of the cost
+// of a rule set, and most rules never see their keyword in a process
+// (docs/operate/performance.md#start-up).
 type rule struct {
 	id string
-	// re compiles the rule's regexp on the first window that needs it:
-	// compiling all of them is most of the cost of a rule set, and a text
-	// without a rule's keywords never runs it
-	// (docs/operate/performance.md#start-up).
+	// shape returns what the rule's parsed regexp gives, parsed on
+	// first use unless the set was built with it (gitleaksShapes). An
+	// error withholds every window of the rule (fail closed).
+	shape func() (*ruleShape, error)
+	// allow compiles the rule's allowlists on its first match. An error
+	// exempts nothing: the match stays redacted.
+	allow func() ([]allowlist, error)
+	// re compiles the rule's regexp on the first window that needs it.
 	re func() (*regexp.Regexp, error)
 	// group is the secret's capture group (secretGroup); when 0, the
 	// first of groups that took part in the match is the secret, and the
 	// whole match when none did.
 	group    int
-	groups   []int // the unnamed capture groups, in order
 	entropy  float64
 	keywords []int
 	// assign says the rule's keyword is followed by an assignment
 	// operator and a value (the "name = value" shape of most service
 	// rules), which is checked before any regexp runs.
 	assign bool
-	// clauses hold literals every match contains (prefilter.go).
-	clauses []clause
 	// follow, for a keyword shorter than three bytes, is a cheap necessary
 	// condition on the bytes after it.
 	follow func(lower []byte, at int) bool
-	allow  []allowlist
+}
+
+// ruleShape is what a rule's parsed regexp gives.
+type ruleShape struct {
+	groups []int // the unnamed capture groups, in order
+	// clauses hold literals every match contains (prefilter.go).
+	clauses []clause
 }
 
 // allowlist is one compiled gitleaks allowlist.
@@ -115,8 +121,12 @@ type allowlist struct {
 // the part after the service name.
 const assignShape = `(?:[ \t\w.-]{0,20})[\s'"]{0,3}(?:=|>|:{1,3}=|\|\||:|=>|\?=|,)`
 
+// defaultRules is built from gitleaksRules, the default rule set of
+// gitleaks v8 (gitleaks.toml, see its header for the source and licence)
+// already decoded into Go (gitleaks_rules.go): decoding the TOML cost more
+// than the rest of building the set.
 var defaultRules = sync.OnceValue(func() *Rules {
-	r, err := Compile(gitleaksTOML)
+	r, err := compileConfig(gitleaksRules, gitleaksShapes, false)
 	if err != nil {
 		return &Rules{broken: bug(err)}
 	}
@@ -133,21 +143,35 @@ func Default() *Rules { return defaultRules() }
 func (rs *Rules) Err() error { return rs.broken }
 
 // Compile compiles a gitleaks configuration (TOML) and adds the passes of
-// this package.
-func Compile(src string) (*Rules, error) {
+// this package. Every regexp and allowlist is checked, so a defect is
+// reported here; the built-in set (Default) defers that work to first use
+// and is checked by the tests instead.
+func Compile(src string) (*Rules, error) { return compile(src, true) }
+
+// compile decodes and builds a rule set (compileConfig).
+func compile(src string, eager bool) (*Rules, error) {
 	dec := toml.NewDecoder(strings.NewReader(src))
 	dec.DisallowUnknownFields()
 	var cfg tomlConfig
 	if err := dec.Decode(&cfg); err != nil {
 		return nil, fmt.Errorf("redact: decode rules: %w", err)
 	}
-	rs := &Rules{}
-	var err error
-	if rs.global, err = compileAllowlist(cfg.Allowlist); err != nil {
-		return nil, fmt.Errorf("redact: global allowlist: %w", err)
-	}
+	return compileConfig(cfg, nil, eager)
+}
+
+// compileConfig builds a rule set; eager forces every rule's deferred work
+// and returns its first error. shapes, when set, holds the shape of each
+// rule of cfg (by index), which then needs no parsing.
+func compileConfig(cfg tomlConfig, shapes []*ruleShape, eager bool) (*Rules, error) {
+	rs := &Rules{global: sync.OnceValues(func() (allowlist, error) {
+		a, err := compileAllowlist(cfg.Allowlist)
+		if err != nil {
+			return a, fmt.Errorf("redact: global allowlist: %w", err)
+		}
+		return a, nil
+	})}
 	var kws []kwDef
-	for _, tr := range cfg.Rules {
+	for i, tr := range cfg.Rules {
 		if tr.Regex == "" || tr.Path != "" {
 			continue // path rules need a file name an observation lacks
 		}
@@ -155,30 +179,14 @@ func Compile(src string) (*Rules, error) {
 			continue
 		}
 		r := rule{id: tr.ID, group: tr.SecretGroup, entropy: tr.Entropy, assign: strings.Contains(tr.Regex, assignShape)}
-		// The parsed rule gives what regexp.Compile would check and
-		// report (its groups); compiling waits for first use.
-		tree, err := syntax.Parse(tr.Regex, syntax.Perl)
-		if err != nil {
-			return nil, fmt.Errorf("redact: rule %s: %w", tr.ID, err)
+		if i < len(shapes) && shapes[i] != nil {
+			sh := shapes[i]
+			r.shape = func() (*ruleShape, error) { return sh, nil }
+		} else {
+			r.shape = sync.OnceValues(func() (*ruleShape, error) { return parseShape(tr) })
 		}
-		if r.group > tree.MaxCap() {
-			return nil, fmt.Errorf("redact: rule %s: secretGroup %d of %d groups", tr.ID, r.group, tree.MaxCap())
-		}
+		r.allow = sync.OnceValues(func() ([]allowlist, error) { return compileAllowlists(tr) })
 		r.re = sync.OnceValues(func() (*regexp.Regexp, error) { return regexp.Compile(tr.Regex) })
-		// A clause that one of the rule's keywords satisfies holds in
-		// every window (the window holds the keyword).
-		for _, c := range requiredClauses(tree) {
-			if !clauseHasKeyword(c, tr.Keywords) {
-				r.clauses = append(r.clauses, c)
-			}
-		}
-		// Named groups mark alternatives (jwt-base64 names the JOSE
-		// member each prefix encodes), never the secret.
-		for k, name := range tree.CapNames() {
-			if k > 0 && name == "" {
-				r.groups = append(r.groups, k)
-			}
-		}
 		if len(tr.Keywords) == 0 {
 			return nil, fmt.Errorf("redact: rule %s has no keywords; every rule must name one so it is not run on every text", tr.ID)
 		}
@@ -198,13 +206,6 @@ func Compile(src string) (*Rules, error) {
 				kws = append(kws, kwDef{word: w})
 			}
 		}
-		for i, ta := range tr.Allowlists {
-			a, err := compileAllowlist(ta)
-			if err != nil {
-				return nil, fmt.Errorf("redact: rule %s allowlist %d: %w", tr.ID, i, err)
-			}
-			r.allow = append(r.allow, a)
-		}
 		rs.rules = append(rs.rules, r)
 	}
 	for _, p := range builtinPasses() {
@@ -216,6 +217,7 @@ func Compile(src string) (*Rules, error) {
 		p.keywords = ids
 		rs.passes = append(rs.passes, p)
 	}
+	var err error
 	if rs.kw, err = newKeywordIndex(kws); err != nil {
 		return nil, fmt.Errorf("redact: keywords: %w", err)
 	}
@@ -231,7 +233,72 @@ func Compile(src string) (*Rules, error) {
 			rs.passes[i].keywords[j] = rs.kw.id[k]
 		}
 	}
+	if eager {
+		if err := rs.check(); err != nil {
+			return nil, err
+		}
+	}
 	return rs, nil
+}
+
+// check does every rule's deferred work and returns the first error.
+func (rs *Rules) check() error {
+	if _, err := rs.global(); err != nil {
+		return err
+	}
+	for i := range rs.rules {
+		if _, err := rs.rules[i].shape(); err != nil {
+			return err
+		}
+		if _, err := rs.rules[i].allow(); err != nil {
+			return err
+		}
+		if _, err := rs.rules[i].re(); err != nil {
+			return fmt.Errorf("redact: rule %s: %w", rs.rules[i].id, err)
+		}
+	}
+	return nil
+}
+
+// parseShape parses a rule's regexp, which gives what regexp.Compile would
+// check and report (its groups) and the literals every match holds.
+func parseShape(tr tomlRule) (*ruleShape, error) {
+	tree, err := syntax.Parse(tr.Regex, syntax.Perl)
+	if err != nil {
+		return nil, fmt.Errorf("redact: rule %s: %w", tr.ID, err)
+	}
+	if tr.SecretGroup > tree.MaxCap() {
+		return nil, fmt.Errorf("redact: rule %s: secretGroup %d of %d groups", tr.ID, tr.SecretGroup, tree.MaxCap())
+	}
+	sh := &ruleShape{}
+	// A clause that one of the rule's keywords satisfies holds in
+	// every window (the window holds the keyword).
+	for _, c := range requiredClauses(tree) {
+		if !clauseHasKeyword(c, tr.Keywords) {
+			sh.clauses = append(sh.clauses, c)
+		}
+	}
+	// Named groups mark alternatives (jwt-base64 names the JOSE
+	// member each prefix encodes), never the secret.
+	for k, name := range tree.CapNames() {
+		if k > 0 && name == "" {
+			sh.groups = append(sh.groups, k)
+		}
+	}
+	return sh, nil
+}
+
+// compileAllowlists compiles the allowlists of a rule.
+func compileAllowlists(tr tomlRule) ([]allowlist, error) {
+	var out []allowlist
+	for i, ta := range tr.Allowlists {
+		a, err := compileAllowlist(ta)
+		if err != nil {
+			return nil, fmt.Errorf("redact: rule %s allowlist %d: %w", tr.ID, i, err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 func compileAllowlist(ta tomlAllowlist) (allowlist, error) {

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode"
@@ -299,7 +300,7 @@ func analyseVariant(w variant, rest *syntax.Regexp) (variant, error) {
 		return w, err
 	}
 	w.expr = expr
-	if w.prefix, w.complete, err = literalPrefix(expr); err != nil {
+	if w.prefix, w.complete, err = treePrefix(rest, expr); err != nil {
 		return w, err
 	}
 	w.prefixB = []byte(w.prefix)
@@ -369,6 +370,19 @@ func literalPrefix(expr string) (string, bool, error) {
 		}
 		prefix, complete := c.LiteralPrefix()
 		return prefix, complete, nil
+	}
+	var b strings.Builder
+	complete := prefixWalk(&b, re)
+	return b.String(), complete, nil
+}
+
+// treePrefix is literalPrefix(expr) for the parsed form of expr, which the
+// lists already hold: parsing every variant again was a good part of
+// building a scanner. pattern.compile checks the result against the
+// compiled program, and the tests compile every pattern.
+func treePrefix(re *syntax.Regexp, expr string) (string, bool, error) {
+	if hasBeginText(re) {
+		return literalPrefix(expr)
 	}
 	var b strings.Builder
 	complete := prefixWalk(&b, re)
@@ -881,7 +895,11 @@ func writeRune(b *strings.Builder, r rune) {
 		b.WriteRune(r)
 		return
 	}
-	fmt.Fprintf(b, `\x{%x}`, r)
+	// By hand, not fmt: the lists print thousands of these per scanner.
+	var buf [16]byte
+	b.WriteString(`\x{`)
+	b.Write(strconv.AppendInt(buf[:0], int64(r), 16))
+	b.WriteByte('}')
 }
 
 // alternatives distributes a leading alternation: (a|b)c → ac, bc. Captures

@@ -206,7 +206,7 @@ func (s *Scanner) scanEncoded(t string, depth int, res *encodedResult) {
 		}
 		res.text = true
 		decoded, _ := normalize(string(b), len(b)*4+16)
-		if s.injectionPhrase(decoded) != "" || s.payload.MatchString(stripDeleted(decoded)) {
+		if s.injectionPhrase(decoded) != "" || s.payloadMatch(stripDeleted(decoded)) {
 			res.denyCode = verdict.PromptEncodedPayload
 			res.message = preview(decoded)
 			return
@@ -234,4 +234,11 @@ func preview(t string) string {
 		n++
 	}
 	return sb.String()
+}
+
+// payloadMatch reports whether decoded goal text holds a command payload; a
+// payload test that failed to compile counts every text as one.
+func (s *Scanner) payloadMatch(t string) bool {
+	re, err := s.payload()
+	return err != nil || re.MatchString(t)
 }

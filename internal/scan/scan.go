@@ -178,12 +178,15 @@ type lists struct {
 	needleMask uint64
 	class      *[256]uint8
 	// payload is the encoded-payload regexp of the prompt scan
-	// (docs/design/checks.md#prompt-scan step 5).
-	payload *regexp.Regexp
+	// (docs/design/checks.md#prompt-scan step 5), compiled on first use:
+	// most processes never decode a payload. An error counts as a match
+	// (fail closed).
+	payload func() (*regexp.Regexp, error)
 	// htmlHint is the hint id of "<!--" and htmlComment the test of a
-	// comment's body (the HTML comment pass).
+	// comment's body (the HTML comment pass), compiled on first use like
+	// payload; an error withholds the comment.
 	htmlHint    uint8
-	htmlComment *regexp.Regexp
+	htmlComment func() (*regexp.Regexp, error)
 }
 
 // builtinLists compiles the built-in lists once per process. A defect in
@@ -240,13 +243,21 @@ func compileLists() (*lists, error) {
 		return nil, bug(err)
 	}
 	l.htmlHint = uint8(id)
-	if l.payload, err = regexp.Compile(payloadPattern); err != nil {
-		return nil, bug(err)
-	}
-	if l.htmlComment, err = regexp.Compile(htmlCommentPattern); err != nil {
-		return nil, bug(err)
-	}
+	l.payload = lazyRegexp(payloadPattern)
+	l.htmlComment = lazyRegexp(htmlCommentPattern)
 	return l, nil
+}
+
+// lazyRegexp compiles a built-in regexp on first use; the tests compile
+// every one, and an error is reported as a defect of the lists.
+func lazyRegexp(expr string) func() (*regexp.Regexp, error) {
+	return sync.OnceValues(func() (*regexp.Regexp, error) {
+		re, err := regexp.Compile(expr)
+		if err != nil {
+			return nil, bug(err)
+		}
+		return re, nil
+	})
 }
 
 // Sensitivity returns the sensitivity the scanner was built for.

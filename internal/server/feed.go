@@ -24,19 +24,38 @@ const feedPage = 512
 // (docs/design/api.md#checkpoints) and an idle ledger stays silent.
 const checkpointQuiet = 400 * time.Millisecond
 
-// frame is one event, rendered once for every stream.
+// frame is one event of the ring, rendered once for every stream that
+// carries it. Rendering (redaction above all) is most of the feed's work,
+// and a server with no stream open never needs it, so a frame is rendered
+// by the first stream that reads it.
 type frame struct {
 	index   int64 // log index (id − 1)
 	session uuid.UUID
 	typ     string
-	// sse is the complete SSE frame: "event: event\nid: …\ndata: …\n\n".
-	sse []byte
+
+	once sync.Once
+	ev   *ledger.Event // until rendered
+	sse  []byte        // set by once
 }
 
-// renderFrame renders an event's SSE frame with the payload as
+// newFrame holds e for rendering on first use.
+func newFrame(e ledger.Event) *frame {
+	return &frame{index: e.LogIndex, session: e.SessionID, typ: e.Type, ev: &e}
+}
+
+// bytes returns the complete SSE frame: "event: event\nid: …\ndata: …\n\n".
+func (f *frame) bytes() []byte {
+	f.once.Do(func() {
+		f.sse = renderSSE(f.ev)
+		f.ev = nil
+	})
+	return f.sse
+}
+
+// renderSSE renders an event's SSE frame with the payload as
 // redact.Payload leaves it (docs/design/api.md: payloads on the stream are
 // redacted; "redacted" says the payload no longer matches its hash).
-func renderFrame(e *ledger.Event) *frame {
+func renderSSE(e *ledger.Event) []byte {
 	payload, redacted := redact.Payload(e.Payload)
 	b := make([]byte, 0, 400+len(payload))
 	b = append(b, "event: event\nid: "...)
@@ -44,13 +63,13 @@ func renderFrame(e *ledger.Event) *frame {
 	b = append(b, "\ndata: "...)
 	b = appendEventJSON(b, e, payload, &redacted)
 	b = append(b, "\n\n"...)
-	return &frame{index: e.LogIndex, session: e.SessionID, typ: e.Type, sse: b}
+	return b
 }
 
 // SSEFrame returns the SSE frame of one event exactly as every stream
 // receives it, so the redaction of the stream can be checked against that
 // of webhook bodies from outside this package.
-func SSEFrame(e *ledger.Event) []byte { return renderFrame(e).sse }
+func SSEFrame(e *ledger.Event) []byte { return renderSSE(e) }
 
 // broadcast wakes every waiter at once: wait returns a channel that the next
 // signal closes.
@@ -204,7 +223,7 @@ func (f *feed) pull() bool {
 			if evs[i].LogIndex != next+int64(len(frames)) {
 				break
 			}
-			frames = append(frames, renderFrame(&evs[i]))
+			frames = append(frames, newFrame(evs[i]))
 			f.s.observeEvent(&evs[i])
 			if evs[i].Type != ledger.TypeCheckpoint {
 				due = true

@@ -185,7 +185,7 @@ func (st *streamState) catchUp(ctx context.Context) (bool, error) {
 	st.buf = st.buf[:0]
 	for _, f := range frames {
 		if st.session == uuid.Nil && st.visible(f.session) || st.session != uuid.Nil && f.session == st.session {
-			st.buf = append(st.buf, f.sse...)
+			st.buf = append(st.buf, f.bytes()...)
 		}
 	}
 	st.cursor = next
@@ -213,7 +213,7 @@ func (st *streamState) replay(ctx context.Context) error {
 				break
 			}
 			if st.visible(evs[i].SessionID) {
-				st.buf = append(st.buf, renderFrame(&evs[i]).sse...)
+				st.buf = append(st.buf, renderSSE(&evs[i])...)
 			}
 			st.cursor++
 		}
@@ -228,7 +228,7 @@ func (st *streamState) replay(ctx context.Context) error {
 	for i := range evs {
 		st.seqNext = evs[i].Seq + 1
 		if evs[i].LogIndex >= st.cursor {
-			st.buf = append(st.buf, renderFrame(&evs[i]).sse...)
+			st.buf = append(st.buf, renderSSE(&evs[i])...)
 			st.cursor = evs[i].LogIndex + 1
 		}
 	}

@@ -1,11 +1,13 @@
 package tripwire
 
 import (
+	"fmt"
 	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/ironvise/ironvise/internal/shell"
 	"github.com/ironvise/ironvise/internal/strictjson"
@@ -23,12 +25,23 @@ import (
 type ArgRule struct {
 	ID      string
 	Program string
-	Require []*regexp.Regexp
-	Except  *regexp.Regexp
 
 	prog shell.Glob
-	test shell.ArgTest
-	src  argRuleSrc
+	// match returns the rule's compiled conditions. A rule of the file
+	// is compiled at load, so that every bad regex is reported; a
+	// built-in rule is compiled the first time its program is run, as
+	// most never are and compiling them all is most of the cost of
+	// loading the defaults (docs/operate/performance.md#start-up). An
+	// error makes the rule fire (fail closed).
+	match func() (*argMatch, error)
+	src   argRuleSrc
+}
+
+// argMatch holds the compiled conditions of an ArgRule.
+type argMatch struct {
+	require []*regexp.Regexp
+	except  *regexp.Regexp
+	test    shell.ArgTest
 }
 
 // argRuleSrc is one rule as written in tripwire.json.
@@ -130,15 +143,23 @@ func (l *loader) argRules(root *strictjson.Node, key string, def []argRuleSrc) [
 	var srcs []argRuleSrc
 	path := "$." + key
 	if n == nil {
-		srcs = def
+		if def == nil {
+			return nil
+		}
+		// A copy: the set is shared by every configuration of the
+		// process, and a Config's fields are the caller's to change.
+		return slices.Clone(builtinArgRules())
 	} else if n.Kind != strictjson.Array {
 		l.fail(path, "expected array of rules, got %s", n.Kind)
 		return nil
-	} else {
-		for i, e := range n.Elems {
-			if r, ok := l.argRuleSrc(e, strictjson.Index(path, i)); ok {
-				srcs = append(srcs, r)
-			}
+	}
+	if cached, ok := l.cache.get(key); ok {
+		return cached
+	}
+	problems := len(l.problems)
+	for i, e := range n.Elems {
+		if r, ok := l.argRuleSrc(e, strictjson.Index(path, i)); ok {
+			srcs = append(srcs, r)
 		}
 	}
 	out := make([]ArgRule, 0, len(srcs))
@@ -147,10 +168,83 @@ func (l *loader) argRules(root *strictjson.Node, key string, def []argRuleSrc) [
 			out = append(out, r)
 		}
 	}
+	if len(l.problems) == problems {
+		l.cache.put(key, out)
+	}
 	return out
 }
 
-// compileArgRule compiles one rule; every problem is reported.
+// builtinArgRules are the default rules, built once per process with their
+// conditions compiled on first use (ArgRule.match). TestBuiltinArgRules
+// loads them as a file's rules, which checks everything a file's rule is
+// checked for.
+var builtinArgRules = sync.OnceValue(buildBuiltinArgRules)
+
+func buildBuiltinArgRules() []ArgRule {
+	out := make([]ArgRule, 0, len(defaultArgRules))
+	for _, s := range defaultArgRules {
+		r := ArgRule{ID: s.ID, Program: s.Program, src: s}
+		g, err := shell.CompileGlob(s.Program)
+		if err != nil {
+			// Should a tested built-in rule be broken anyway, it
+			// applies to every program and always fires.
+			g, _ = shell.CompileGlob("*")
+			r.prog = g
+			r.match = func() (*argMatch, error) { return nil, err }
+			out = append(out, r)
+			continue
+		}
+		r.prog = g
+		r.match = sync.OnceValues(func() (*argMatch, error) {
+			var first error
+			m := compileArgMatch(s, func(key, re string, err error) {
+				if first == nil {
+					first = fmt.Errorf("built-in rule %s: %s: bad regex %q: %w", s.ID, key, re, err)
+				}
+			})
+			return m, first
+		})
+		out = append(out, r)
+	}
+	return out
+}
+
+// compileArgMatch compiles the regexps of a rule, each anchored to match a
+// whole text; bad reports each one that does not compile (it is then
+// left nil, so the result is only usable when bad was never called).
+func compileArgMatch(s argRuleSrc, bad func(key, re string, err error)) *argMatch {
+	full := func(key, re string) *regexp.Regexp {
+		c, err := regexp.Compile(`^(?:` + re + `)$`)
+		if err != nil {
+			bad(key, re, err)
+		}
+		return c
+	}
+	m := &argMatch{test: shell.ArgTest{Options: s.Option, Absent: s.Absent, OperandMatchesAll: s.OperandMatchesAll}}
+	for j, re := range s.Require {
+		if c := full(strictjson.Index("require", j), re); c != nil {
+			m.require = append(m.require, c)
+		}
+	}
+	if s.Except != "" {
+		m.except = full("except", s.Except)
+	}
+	if s.OptionValue != "" {
+		m.test.OptionValue = full("option_value", s.OptionValue)
+	}
+	if s.Subcommand != nil {
+		m.test.Subcommand = full("subcommand", *s.Subcommand)
+	}
+	if s.Operand != "" {
+		m.test.Operand = full("operand", s.Operand)
+	}
+	if s.LastOperand != "" {
+		m.test.LastOperand = full("last_operand", s.LastOperand)
+	}
+	return m
+}
+
+// compileArgRule compiles one rule of the file; every problem is reported.
 func (l *loader) compileArgRule(s argRuleSrc, p string) (ArgRule, bool) {
 	r := ArgRule{ID: s.ID, Program: s.Program, src: s}
 	ok := true
@@ -160,44 +254,18 @@ func (l *loader) compileArgRule(s argRuleSrc, p string) (ArgRule, bool) {
 		ok = false
 	}
 	r.prog = g
-	full := func(key, re string) *regexp.Regexp {
-		c, err := regexp.Compile(`^(?:` + re + `)$`)
-		if err != nil {
-			l.fail(p+"."+key, "bad regex %q: %v", re, err)
-			ok = false
-		}
-		return c
-	}
-	for j, re := range s.Require {
-		if c := full(strictjson.Index("require", j), re); c != nil {
-			r.Require = append(r.Require, c)
-		}
-	}
-	if s.Except != "" {
-		r.Except = full("except", s.Except)
-	}
-	r.test.Options = s.Option
-	r.test.Absent = s.Absent
-	r.test.OperandMatchesAll = s.OperandMatchesAll
+	m := compileArgMatch(s, func(key, re string, err error) {
+		l.fail(p+"."+key, "bad regex %q: %v", re, err)
+		ok = false
+	})
+	r.match = func() (*argMatch, error) { return m, nil }
 	for j, o := range append(slices.Clone(s.Option), s.Absent...) {
 		if len(o) < 2 || o[0] != '-' || strings.ContainsAny(o, " =") {
 			l.fail(strictjson.Index(p+".option", j), "%q is not an option name (write -x or --long, without a value)", o)
 			ok = false
 		}
 	}
-	if s.OptionValue != "" {
-		r.test.OptionValue = full("option_value", s.OptionValue)
-	}
-	if s.Subcommand != nil {
-		r.test.Subcommand = full("subcommand", *s.Subcommand)
-	}
-	if s.Operand != "" {
-		r.test.Operand = full("operand", s.Operand)
-	}
-	if s.LastOperand != "" {
-		r.test.LastOperand = full("last_operand", s.LastOperand)
-	}
-	if len(r.Require) == 0 && r.test.Empty() && ok {
+	if len(m.require) == 0 && m.test.Empty() && ok {
 		l.fail(p, "the rule has no condition (set require, option, option_value, subcommand, operand, last_operand, operand_matches_all or absent)")
 		ok = false
 	}
@@ -275,24 +343,30 @@ func (l *loader) argRuleSrc(n *strictjson.Node, path string) (argRuleSrc, bool) 
 	return r, ok
 }
 
-// fires applies the rule to one command (its program already matched).
+// fires applies the rule to one command (its program already matched). A
+// rule whose conditions cannot be compiled fires: the command is denied
+// rather than let through unchecked.
 func (r *ArgRule) fires(c *shell.Command, forms func(shell.Word) []string) bool {
-	excluded := func(texts []string) bool {
-		return r.Except != nil && slices.ContainsFunc(texts, r.Except.MatchString)
+	m, err := r.match()
+	if err != nil {
+		return true
 	}
-	if len(r.Require) > 0 {
+	excluded := func(texts []string) bool {
+		return m.except != nil && slices.ContainsFunc(texts, m.except.MatchString)
+	}
+	if len(m.require) > 0 {
 		words := argWords(c)
-		for _, re := range r.Require {
+		for _, re := range m.require {
 			if !slices.ContainsFunc(words, func(w string) bool { return !excluded([]string{w}) && re.MatchString(w) }) {
 				return false
 			}
 		}
 	}
-	if r.test.Empty() {
+	if m.test.Empty() {
 		return true
 	}
 	f := forms
-	if r.Except != nil {
+	if m.except != nil {
 		f = func(w shell.Word) []string {
 			t := forms(w)
 			if excluded(t) {
@@ -301,7 +375,7 @@ func (r *ArgRule) fires(c *shell.Command, forms func(shell.Word) []string) bool 
 			return t
 		}
 	}
-	return r.test.Match(c, f)
+	return m.test.Match(c, f)
 }
 
 // argWords are the texts a require regex is matched against: every

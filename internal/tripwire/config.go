@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/ironvise/ironvise/internal/secretpaths"
 	"github.com/ironvise/ironvise/internal/shell"
@@ -131,6 +132,7 @@ func LoadConfigBytes(data []byte, opt LoadOptions) (*Config, error) {
 		if len(data) > MaxConfigBytes {
 			return nil, &ConfigError{[]string{fmt.Sprintf("tripwire.json: $: file is %d bytes (max %d)", len(data), MaxConfigBytes)}}
 		}
+		l.cache = fileRules{sum: sha256.Sum256(data), set: true}
 		var err error
 		root, err = strictjson.Decode(data, maxConfigDepth)
 		if err != nil {
@@ -147,8 +149,7 @@ func LoadConfigBytes(data []byte, opt LoadOptions) (*Config, error) {
 		return nil, &ConfigError{l.problems}
 	}
 	if data != nil {
-		sum := sha256.Sum256(data)
-		c.SHA256 = hex.EncodeToString(sum[:])
+		c.SHA256 = hex.EncodeToString(l.cache.sum[:])
 	} else {
 		c.SHA256 = defaultsHash(c)
 	}
@@ -200,6 +201,57 @@ func nonNil(s []string) []string {
 type loader struct {
 	opt      LoadOptions
 	problems []string
+	// cache finds the arg rules of a file loaded before (fileRules).
+	cache fileRules
+}
+
+// fileRules finds the compiled arg rules of a file this process loaded
+// before. serve loads tripwire.json for every exec request; compiling its
+// rules again each time would cost more than the rest of the request's
+// checks. The key is the SHA-256 of the file's exact bytes and the
+// member's name, so any change to the file is compiled afresh; a time
+// stamp would miss a change made within its resolution. Only a list
+// without problems is kept: a bad file reports its problems every time.
+// Lists are copied in and out, as a Config's fields are its owner's to
+// change.
+type fileRules struct {
+	sum [32]byte
+	set bool // false for the defaults (no file)
+}
+
+// maxCachedRuleLists bounds the cache; a daemon sees one file or a few.
+const maxCachedRuleLists = 16
+
+type fileRulesKey struct {
+	sum    [32]byte
+	member string
+}
+
+var cachedRules struct {
+	sync.Mutex
+	m map[fileRulesKey][]ArgRule
+}
+
+func (f fileRules) get(member string) ([]ArgRule, bool) {
+	if !f.set {
+		return nil, false
+	}
+	cachedRules.Lock()
+	defer cachedRules.Unlock()
+	r, ok := cachedRules.m[fileRulesKey{f.sum, member}]
+	return slices.Clone(r), ok
+}
+
+func (f fileRules) put(member string, rules []ArgRule) {
+	if !f.set {
+		return
+	}
+	cachedRules.Lock()
+	defer cachedRules.Unlock()
+	if cachedRules.m == nil || len(cachedRules.m) >= maxCachedRuleLists {
+		cachedRules.m = map[fileRulesKey][]ArgRule{}
+	}
+	cachedRules.m[fileRulesKey{f.sum, member}] = slices.Clone(rules)
 }
 
 func (l *loader) fail(path, format string, args ...any) {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/ironvise/ironvise/internal/sandbox/envallow"
 )
@@ -76,9 +77,16 @@ var extraFlags = []extraFlag{
 		what: "auto or auto:size=N only: Podman maps the container's users to unprivileged host ids"},
 }
 
+// lazyRegexp compiles a constant pattern on first use rather than when
+// the package is initialised: every ironvise process links this package,
+// and few ever check a container flag.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
+
 // refusedFlags say why a well-known flag is refused, for the error; any
 // flag not in extraFlags is refused whether listed here or not.
-var refusedFlags = func() map[string]string {
+var refusedFlags = sync.OnceValue(func() map[string]string {
 	m := map[string]string{}
 	// Security: the runtime runs as root (or as IronVise's user) on the
 	// host; a path in a flag is read, written or executed there, outside
@@ -103,7 +111,7 @@ var refusedFlags = func() map[string]string {
 	m["--shm-size"] = fmt.Sprintf("IronVise caps /dev/shm itself (%d MiB)", ShmMiB)
 	m["--"] = "it ends the flags: what follows would be taken for the image and its command"
 	return m
-}()
+})
 
 // lookupExtra returns the accepted flag spelled name ("--env" or "-e").
 func lookupExtra(name string) (extraFlag, bool) {
@@ -161,7 +169,7 @@ func checkExtraArgs(args []string) error {
 		)
 		switch {
 		case arg == "--":
-			return refuse(`"--"`, refusedFlags["--"])
+			return refuse(`"--"`, refusedFlags()["--"])
 		case strings.HasPrefix(arg, "--"):
 			name, value, hasValue = strings.Cut(arg, "=")
 		case strings.HasPrefix(arg, "-") && len(arg) > 1:
@@ -182,7 +190,7 @@ func checkExtraArgs(args []string) error {
 		}
 		f, ok := lookupExtra(name)
 		if !ok {
-			why, known := refusedFlags[name]
+			why, known := refusedFlags()[name]
 			if !known {
 				why = "not an accepted flag: only flags that cannot weaken the sandbox are"
 			}
@@ -214,7 +222,7 @@ func checkExtraArgs(args []string) error {
 }
 
 // envName is a portable environment variable name.
-var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var envName = lazyRegexp(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // checkEnv accepts NAME=value with a name that is neither secret nor one
 // the tier sets. It never quotes the value.
@@ -228,7 +236,7 @@ func checkEnv(v string) error {
 		return fmt.Errorf("%q is a wildcard, which copies every variable of IronVise's own environment with that prefix; give NAME=value", name)
 	case !ok:
 		return fmt.Errorf("the bare name %q copies the variable from IronVise's own environment; give NAME=value", clip(name))
-	case !envName.MatchString(name):
+	case !envName().MatchString(name):
 		return fmt.Errorf("%q is not a variable name (letters, digits and _, not starting with a digit)", clip(name))
 	// Security: a secret never goes to a command, whoever set it.
 	case envallow.Secret(name):
@@ -259,12 +267,12 @@ func urlWithPassword(v string) bool {
 }
 
 // runtimeName is a runtime configured by name.
-var runtimeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var runtimeName = lazyRegexp(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // checkRuntime refuses a path: the runtime client would run that host
 // program, as root, as the container's OCI runtime.
 func checkRuntime(v string) error {
-	if !runtimeName.MatchString(v) {
+	if !runtimeName().MatchString(v) {
 		return fmt.Errorf("%q is not a runtime name: a path would make the runtime run that host program as root; configure the runtime by name in containers.conf or daemon.json", clip(v))
 	}
 	return nil
@@ -284,10 +292,10 @@ func checkUlimit(v string) error {
 	return nil
 }
 
-var storageSize = regexp.MustCompile(`^size=[0-9]+[bkmgBKMG]?$`)
+var storageSize = lazyRegexp(`^size=[0-9]+[bkmgBKMG]?$`)
 
 func checkStorageOpt(v string) error {
-	if !storageSize.MatchString(v) {
+	if !storageSize().MatchString(v) {
 		return fmt.Errorf("%q: only size=N is accepted", clip(v))
 	}
 	return nil
@@ -308,10 +316,10 @@ func checkOOMScore(v string) error {
 	return nil
 }
 
-var cpuSet = regexp.MustCompile(`^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$`)
+var cpuSet = lazyRegexp(`^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$`)
 
 func checkCPUSet(v string) error {
-	if !cpuSet.MatchString(v) {
+	if !cpuSet().MatchString(v) {
 		return fmt.Errorf("%q is not a list of numbers and ranges", clip(v))
 	}
 	return nil
@@ -378,14 +386,14 @@ func checkSecurityOpt(v string) error {
 	return fmt.Errorf("%q is not accepted: only no-new-privileges", clip(v))
 }
 
-var usernsAuto = regexp.MustCompile(`^auto(:size=[0-9]+)?$`)
+var usernsAuto = lazyRegexp(`^auto(:size=[0-9]+)?$`)
 
 // checkUserns accepts Podman's automatic mapping to unprivileged host ids,
 // with at most a size: host shares the host's user namespace, ns: and
 // container: join another, keep-id maps the caller, and auto's
 // uidmapping= could map the command's uid to host root.
 func checkUserns(v string) error {
-	if !usernsAuto.MatchString(v) {
+	if !usernsAuto().MatchString(v) {
 		return fmt.Errorf("%q: only auto or auto:size=N (host, ns:, container:, keep-id and explicit mappings can give the command a host identity)", clip(v))
 	}
 	return nil
