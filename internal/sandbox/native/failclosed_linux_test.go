@@ -86,7 +86,7 @@ func TestLauncherFailuresAbort(t *testing.T) {
 	fx := newFixture(t)
 	tier := newTestTier(t, sandbox.Options{})
 
-	bad := *tier
+	bad := newTestTier(t, sandbox.Options{})
 	bad.executable = "/nonexistent/ironvise"
 	r := bad.Run(context.Background(), sandbox.Request{Command: "echo RAN", Workspace: fx.ws})
 	if r.Status != sandbox.StatusAborted || strings.Contains(r.Stdout, "RAN") {
@@ -95,7 +95,7 @@ func TestLauncherFailuresAbort(t *testing.T) {
 
 	// /bin/true exits 0 without applying anything: no applied record
 	// means no confirmation, so the action is aborted.
-	fake := *tier
+	fake := newTestTier(t, sandbox.Options{})
 	fake.executable = "/bin/true"
 	r = fake.Run(context.Background(), sandbox.Request{Command: "echo RAN", Workspace: fx.ws})
 	if r.Status != sandbox.StatusAborted || !strings.Contains(r.Reason, "before applying the sandbox") {
