@@ -5,6 +5,8 @@ package native
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sync"
@@ -66,7 +68,8 @@ type launcher struct {
 	waitErr error
 }
 
-// startLauncher starts a launcher that waits for its specification.
+// startLauncher starts a launcher that waits for its specification; it is
+// ready once awaitReady returned.
 func startLauncher(k launcherKey) (*launcher, error) {
 	specR, specW, err := os.Pipe()
 	if err != nil {
@@ -114,6 +117,28 @@ func startLauncher(k launcherKey) (*launcher, error) {
 		close(l.exited)
 	}()
 	return l, nil
+}
+
+// readyTimeout bounds the wait for a launcher's Ready: its exec and Go
+// start-up take milliseconds.
+const readyTimeout = 10 * time.Second
+
+// awaitReady reads the launcher's Ready line: it has started and waits
+// for its specification. Anything else (the launcher died, or is not one)
+// fails.
+func (l *launcher) awaitReady() error {
+	if err := l.status.SetReadDeadline(time.Now().Add(readyTimeout)); err != nil {
+		return err
+	}
+	buf := make([]byte, len(launch.Ready))
+	_, err := io.ReadFull(l.status, buf)
+	if err == nil && string(buf) != launch.Ready {
+		err = fmt.Errorf("unexpected status %q", buf)
+	}
+	if err != nil {
+		return fmt.Errorf("the launcher did not start: %w", err)
+	}
+	return l.status.SetReadDeadline(time.Time{})
 }
 
 // errExited is a ready launcher that died before it took a specification.
@@ -186,12 +211,13 @@ type spares struct {
 
 // launch starts the launcher of one command and sends it spec: the ready
 // launcher when there is a current one that takes it, otherwise one
-// started now. The caller reads its status and waits for l.exited; an
-// error means no launcher could be started.
+// started now. The caller reads its status, waits for l.exited and then
+// calls keepReady: the next launcher starts once this one's command is
+// over, not while it starts, when on a busy machine it would compete with
+// it for the CPU. An error means no launcher could be started.
 func (t *Tier) launch(spec []byte) (*launcher, error) {
 	k := t.launcherKey()
 	l := t.takeSpare(k)
-	t.keepReady(k)
 	if l != nil {
 		if l.send(spec) == nil {
 			return l, nil
@@ -202,9 +228,11 @@ func (t *Tier) launch(spec []byte) (*launcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	if l.send(spec) != nil {
-		// It died before reading: the status pipe is empty and the
-		// outcome (its exit status and stderr) says why.
+	// The specification waits in the pipe while the launcher starts.
+	if l.send(spec) != nil || l.awaitReady() != nil {
+		// It died before taking the specification, or is no launcher:
+		// no record confirms anything, and the outcome (its exit status
+		// and stderr) says why.
 		l.kill()
 	}
 	return l, nil
@@ -244,6 +272,11 @@ func (t *Tier) keepReady(k launcherKey) {
 	go func() {
 		defer p.bg.Done()
 		l, err := startLauncher(k)
+		if err == nil {
+			if err = l.awaitReady(); err != nil {
+				l.discard()
+			}
+		}
 		p.mu.Lock()
 		p.starting = false
 		if err == nil && !p.closed {

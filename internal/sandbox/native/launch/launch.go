@@ -22,7 +22,8 @@
 // start-up done, blocked reading its specification from descriptor
 // [SpecFD], with a close-on-exec status pipe as descriptor [StatusFD] and
 // the command's stdout and stderr pipes as 1 and 2. When a command comes,
-// the parent writes its [Spec] ([Spec.Encode]) and closes the pipe; each
+// the parent writes its [Spec] ([Spec.Encode]) and closes the pipe (the
+// launcher wrote [Ready] to the status pipe once it waited for it); each
 // ready launcher takes exactly one specification, and everything that
 // confines the command comes from it. (A specification given as
 // arguments after [Arg] is read the same way, without the wait.) The
@@ -72,6 +73,11 @@ const StatusFD = 3
 // SpecFD is the pipe a ready launcher reads its specification from: the
 // parent's ExtraFiles[1].
 const SpecFD = 4
+
+// Ready is what a launcher started without a specification writes to
+// the status pipe once it waits for one on SpecFD, before any status
+// record.
+const Ready = "ready\n"
 
 // ExitFailed is the launcher's exit code when it could not apply the
 // sandbox (the parent reads the reason from the status pipe).

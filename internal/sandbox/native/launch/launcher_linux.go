@@ -67,7 +67,11 @@ func launcherMain(args []string) int {
 	} else {
 		// A ready launcher: everything up to here (the exec, the Go
 		// runtime, the packages' initialisation) ran before the command
-		// was known; the parent sends the specification when it has one.
+		// was known. It says so, and the parent sends the specification
+		// when it has one.
+		if err := kernel.Write(StatusFD, []byte(Ready)); err != nil {
+			return ExitFailed
+		}
 		spec, err = readSpec()
 	}
 	if err != nil {
