@@ -222,7 +222,7 @@ func (t *Tier) launch(spec []byte) (*launcher, error) {
 		if l.send(spec) == nil {
 			return l, nil
 		}
-		t.retire(l)
+		t.spares.retire(l)
 	}
 	l, err := startLauncher(k)
 	if err != nil {
@@ -241,13 +241,13 @@ func (t *Tier) launch(spec []byte) (*launcher, error) {
 // takeSpare takes the ready launcher if it was started with k; a stale one
 // is discarded.
 func (t *Tier) takeSpare(k launcherKey) *launcher {
-	p := &t.spares
+	p := t.spares
 	p.mu.Lock()
 	l := p.ready
 	p.ready = nil
 	p.mu.Unlock()
 	if l != nil && l.key != k {
-		t.retire(l)
+		p.retire(l)
 		return nil
 	}
 	return l
@@ -261,7 +261,7 @@ func (t *Tier) keepReady(k launcherKey) {
 	if t.seccompErr != nil || !launch.Dispatches() {
 		return
 	}
-	p := &t.spares
+	p := t.spares
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed || p.ready != nil || p.starting {
@@ -291,8 +291,7 @@ func (t *Tier) keepReady(k launcherKey) {
 
 // retire discards l in the background (synchronously once the tier is
 // closed, so that Close reaps it).
-func (t *Tier) retire(l *launcher) {
-	p := &t.spares
+func (p *spares) retire(l *launcher) {
 	p.mu.Lock()
 	closed := p.closed
 	if !closed {
@@ -311,10 +310,15 @@ func (t *Tier) retire(l *launcher) {
 
 // Close kills and reaps the tier's ready launcher and any it is starting;
 // commands already running are not affected, and later Runs start their
-// own launchers. The tier needs no Close: a ready launcher also dies with
-// IronVise (its parent-death signal).
+// own launchers. A tier that is not closed loses its ready launcher when
+// it is garbage collected or IronVise exits (the launcher's parent-death
+// signal).
 func (t *Tier) Close() error {
-	p := &t.spares
+	t.spares.close()
+	return nil
+}
+
+func (p *spares) close() {
 	p.mu.Lock()
 	p.closed = true
 	l := p.ready
@@ -324,5 +328,4 @@ func (t *Tier) Close() error {
 		l.discard()
 	}
 	p.bg.Wait()
-	return nil
 }

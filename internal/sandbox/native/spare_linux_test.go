@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -255,5 +256,29 @@ func TestSpareTakesHideListPerCommand(t *testing.T) {
 	r = run(t, tier, fx, "cat token.txt")
 	if !strings.Contains(r.Stdout, "TOKEN-TEXT") {
 		t.Fatalf("request 3 hides nothing, yet: %s", r.Observation())
+	}
+}
+
+// TestUnreachableTierReapsSpare: a tier dropped without Close (a
+// short-lived front end) does not leave its ready launcher behind.
+func TestUnreachableTierReapsSpare(t *testing.T) {
+	requireSandbox(t)
+	pid := func() int {
+		tier, err := New(sandbox.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return waitReady(t, tier.(*Tier)).cmd.Process.Pid
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		runtime.GC()
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); os.IsNotExist(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ready launcher %d of an unreachable tier is still there", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,8 +56,9 @@ type Tier struct {
 	// compares argv mode with the shell.
 	shellOnly bool
 	// spares is the launcher kept ready for the next command
-	// (spare_linux.go).
-	spares spares
+	// (spare_linux.go). Nothing it starts refers to the tier, so that an
+	// unreachable tier's cleanup can close it.
+	spares *spares
 }
 
 // New returns the native Linux tier. It fails only on configuration the
@@ -98,6 +100,8 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 	}
 	// The first launcher starts now, while the caller gets on with its
 	// own start-up (opening the ledger).
+	t.spares = &spares{}
+	runtime.AddCleanup(t, (*spares).close, t.spares)
 	t.keepReady(t.launcherKey())
 	return t, nil
 }

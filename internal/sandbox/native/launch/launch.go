@@ -18,16 +18,16 @@
 //
 // The parent starts the launcher in fresh PID, mount and network
 // namespaces (plus a user namespace when IronVise is not root) before it
-// knows the command: the launcher is kept ready, its exec, clone and Go
-// start-up done, blocked reading its specification from descriptor
-// [SpecFD], with a close-on-exec status pipe as descriptor [StatusFD] and
-// the command's stdout and stderr pipes as 1 and 2. When a command comes,
-// the parent writes its [Spec] ([Spec.Encode]) and closes the pipe (the
-// launcher wrote [Ready] to the status pipe once it waited for it); each
-// ready launcher takes exactly one specification, and everything that
-// confines the command comes from it. (A specification given as
-// arguments after [Arg] is read the same way, without the wait.) The
-// launcher, in order:
+// knows the command, with a close-on-exec status pipe as descriptor
+// [StatusFD], a specification pipe as [SpecFD], and the command's stdout
+// and stderr pipes as 1 and 2. The launcher is then kept ready: its clone,
+// exec and Go start-up (package early dispatches it) are done when it
+// writes [Ready] to the status pipe and blocks reading its specification.
+// When a command comes, the parent writes that command's [Spec]
+// ([Spec.Encode]) and closes the pipe. A launcher takes exactly one
+// specification, and everything that confines the command comes from it;
+// nothing before it depends on the command. (A specification given as
+// arguments after [Arg] is used at once.) The launcher, in order:
 //
 //  0. reads the specification and closes [SpecFD];
 //  1. marks every inherited descriptor above 2 close-on-exec;
