@@ -169,14 +169,9 @@ func TestCloseReapsSpares(t *testing.T) {
 	tier := newTestTier(t, sandbox.Options{})
 	l := waitReady(t, tier)
 	pid := l.cmd.Process.Pid
-	if err := tier.Close(); err != nil {
-		t.Fatal(err)
-	}
+	closeLeavesNone(t, tier)
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); !os.IsNotExist(err) {
 		t.Fatalf("the ready launcher %d is still there (%v)", pid, err)
-	}
-	if c := launchers(t); len(c) != 0 {
-		t.Fatalf("launchers left after Close: %v", c)
 	}
 	runNS(t, tier, fx)
 	if tier.spares.ready != nil || tier.spares.starting {
@@ -187,12 +182,17 @@ func TestCloseReapsSpares(t *testing.T) {
 	}
 
 	// Closed while its first launcher is still starting.
-	starting := newTestTier(t, sandbox.Options{})
-	if err := starting.Close(); err != nil {
+	closeLeavesNone(t, newTestTier(t, sandbox.Options{}))
+}
+
+// closeLeavesNone closes tier and checks that no launcher is left.
+func closeLeavesNone(t *testing.T, tier *Tier) {
+	t.Helper()
+	if err := tier.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if c := launchers(t); len(c) != 0 {
-		t.Fatalf("launchers left after closing a starting tier: %v", c)
+		t.Fatalf("launchers left after Close: %v", c)
 	}
 }
 
@@ -225,12 +225,7 @@ func TestConcurrentRuns(t *testing.T) {
 		}
 		seen[lines[1]] = true
 	}
-	if err := tier.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if c := launchers(t); len(c) != 0 {
-		t.Fatalf("launchers left: %v", c)
-	}
+	closeLeavesNone(t, tier)
 }
 
 // TestSpareTakesHideListPerCommand: the launcher ready before a command
