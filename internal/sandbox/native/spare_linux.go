@@ -209,13 +209,14 @@ type spares struct {
 	bg       sync.WaitGroup
 }
 
-// launch starts the launcher of one command and sends it spec: the ready
-// launcher when there is a current one that takes it, otherwise one
-// started now. The caller reads its status, waits for l.exited and then
-// calls keepReady: the next launcher starts once this one's command is
-// over, not while it starts, when on a busy machine it would compete with
-// it for the CPU. An error means no launcher could be started.
-func (t *Tier) launch(spec []byte) (*launcher, error) {
+// launch starts the launcher of one command, whose run ends with ctx, and
+// sends it spec: the ready launcher when there is a current one that takes
+// it, otherwise one started now. The caller reads its status, waits for
+// l.exited and then calls keepReady: the next launcher starts once this
+// one's command is over, not while it starts, when on a busy machine it
+// would compete with it for the CPU. An error means no launcher could be
+// started.
+func (t *Tier) launch(ctx context.Context, spec []byte) (*launcher, error) {
 	k := t.launcherKey()
 	l := t.takeSpare(k)
 	if l != nil {
@@ -228,7 +229,10 @@ func (t *Tier) launch(spec []byte) (*launcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The specification waits in the pipe while the launcher starts.
+	// The specification waits in the pipe while the launcher starts,
+	// which the run's end cuts short.
+	stop := context.AfterFunc(ctx, l.kill)
+	defer stop()
 	if l.send(spec) != nil || l.awaitReady() != nil {
 		// It died before taking the specification, or is no launcher:
 		// no record confirms anything, and the outcome (its exit status

@@ -211,7 +211,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	l, err := t.launch(spec)
+	l, err := t.launch(rctx, spec)
 	if err != nil {
 		return abort("%s", startFailure(err, t.userNS))
 	}
