@@ -62,29 +62,43 @@ func BenchmarkBareShTrue(b *testing.B) {
 }
 
 // BenchmarkNativeTrue runs /bin/true through the tier in argv mode (the
-// launcher execs it directly) and under /bin/sh -c.
+// launcher execs it directly) and under /bin/sh -c, each with a ready
+// launcher (spare: what a command costs once the tier has one, the wait
+// for it untimed) and with a launcher started for the command (fresh: the
+// tier closed, as a Run finds it when commands come faster than
+// launchers start).
 func BenchmarkNativeTrue(b *testing.B) {
 	for _, mode := range []string{sandbox.ExecArgv, sandbox.ExecShell} {
-		b.Run(mode, func(b *testing.B) {
-			tier := newTestTier(b, sandbox.Options{})
-			tier.shellOnly = mode == sandbox.ExecShell
-			if bin := os.Getenv("IRONVISE_LAUNCHER_BIN"); bin != "" {
-				tier.executable = bin
-			}
-			ws := b.TempDir()
-			ctx := context.Background()
-			d := make([]time.Duration, 0, b.N)
-			for b.Loop() {
-				s := time.Now()
-				r := tier.Run(ctx, sandbox.Request{Command: "/bin/true", Workspace: ws})
-				if r.Status != sandbox.StatusOK || r.ExitCode == nil || *r.ExitCode != 0 || r.ExecMode != mode {
-					b.Fatalf("run (%s): %s", r.ExecMode, r.Observation())
-				}
-				d = append(d, time.Since(s))
-			}
-			reportMedian(b, d)
-		})
+		for _, start := range []string{"spare", "fresh"} {
+			b.Run(mode+"/"+start, func(b *testing.B) { benchNative(b, mode, start == "spare") })
+		}
 	}
+}
+
+func benchNative(b *testing.B, mode string, spare bool) {
+	tier := newTestTier(b, sandbox.Options{})
+	tier.shellOnly = mode == sandbox.ExecShell
+	if bin := os.Getenv("IRONVISE_LAUNCHER_BIN"); bin != "" {
+		tier.executable = bin
+	}
+	if !spare {
+		tier.Close()
+	}
+	ws := b.TempDir()
+	ctx := context.Background()
+	d := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		if spare {
+			waitReady(b, tier)
+		}
+		s := time.Now()
+		r := tier.Run(ctx, sandbox.Request{Command: "/bin/true", Workspace: ws})
+		if r.Status != sandbox.StatusOK || r.ExitCode == nil || *r.ExitCode != 0 || r.ExecMode != mode {
+			b.Fatalf("run (%s): %s", r.ExecMode, r.Observation())
+		}
+		d = append(d, time.Since(s))
+	}
+	reportMedian(b, d)
 }
 
 func BenchmarkBwrapTrue(b *testing.B) {

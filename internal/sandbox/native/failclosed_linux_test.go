@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -86,7 +87,7 @@ func TestLauncherFailuresAbort(t *testing.T) {
 	fx := newFixture(t)
 	tier := newTestTier(t, sandbox.Options{})
 
-	bad := *tier
+	bad := newTestTier(t, sandbox.Options{})
 	bad.executable = "/nonexistent/ironvise"
 	r := bad.Run(context.Background(), sandbox.Request{Command: "echo RAN", Workspace: fx.ws})
 	if r.Status != sandbox.StatusAborted || strings.Contains(r.Stdout, "RAN") {
@@ -95,7 +96,7 @@ func TestLauncherFailuresAbort(t *testing.T) {
 
 	// /bin/true exits 0 without applying anything: no applied record
 	// means no confirmation, so the action is aborted.
-	fake := *tier
+	fake := newTestTier(t, sandbox.Options{})
 	fake.executable = "/bin/true"
 	r = fake.Run(context.Background(), sandbox.Request{Command: "echo RAN", Workspace: fx.ws})
 	if r.Status != sandbox.StatusAborted || !strings.Contains(r.Reason, "before applying the sandbox") {
@@ -115,8 +116,10 @@ func TestLauncherFailuresAbort(t *testing.T) {
 		t.Fatalf("relative workspace: %s", r.Observation())
 	}
 
-	// The launcher itself, started without a specification or with a
-	// malformed one, reports a structured error and exits 125.
+	// The launcher itself, started without a specification (no pipe, or
+	// one closed empty) or with a malformed one, reports a structured
+	// error and exits 125; waiting for a specification, it first says it
+	// is ready.
 	for _, args := range [][]string{{LauncherArg}, {LauncherArg, "{not json"}} {
 		pr, pw, err := os.Pipe()
 		if err != nil {
@@ -124,10 +127,29 @@ func TestLauncherFailuresAbort(t *testing.T) {
 		}
 		c := exec.Command("/proc/self/exe", args...)
 		c.ExtraFiles = []*os.File{pw}
+		if len(args) == 1 {
+			specR, specW, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			specW.Close()
+			defer specR.Close()
+			c.ExtraFiles = append(c.ExtraFiles, specR)
+		}
 		err = c.Run()
 		pw.Close()
-		_, se := readStatus(pr)
+		out, rerr := io.ReadAll(pr)
 		pr.Close()
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		if len(args) == 1 {
+			var ok bool
+			if out, ok = bytes.CutPrefix(out, []byte(launch.Ready)); !ok {
+				t.Fatalf("launcher without a specification did not say it was ready: %q", out)
+			}
+		}
+		_, se := readStatus(bytes.NewReader(out))
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != launch.ExitFailed || se == nil || se.Step != launch.StepSpec {
 			t.Fatalf("launcher %q: err %v, status %+v", args, err, se)

@@ -193,6 +193,8 @@ func newTestTier(t testing.TB, opts sandbox.Options) *Tier {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Close kills and reaps the tier's ready launcher.
+	t.Cleanup(func() { tier.(*Tier).Close() })
 	return tier.(*Tier)
 }
 

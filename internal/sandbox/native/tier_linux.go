@@ -14,13 +14,11 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/sandbox/native/launch"
@@ -57,6 +55,10 @@ type Tier struct {
 	// shellOnly runs every command under /bin/sh -c: a test hook that
 	// compares argv mode with the shell.
 	shellOnly bool
+	// spares is the launcher kept ready for the next command
+	// (spare_linux.go). Nothing it starts refers to the tier, so that an
+	// unreachable tier's cleanup can close it.
+	spares *spares
 }
 
 // New returns the native Linux tier. It fails only on configuration the
@@ -96,6 +98,11 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 			t.readRoots = append(t.readRoots, real)
 		}
 	}
+	// The first launcher starts now, while the caller gets on with its
+	// own start-up (opening the ledger).
+	t.spares = &spares{}
+	runtime.AddCleanup(t, (*spares).close, t.spares)
+	t.keepReady(t.launcherKey())
 	return t, nil
 }
 
@@ -195,7 +202,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	}
 	// The scratch directory never outlives the command.
 	defer scratch.remove()
-	specArgs, err := t.launchSpec(req, ws, scratch.dir, masks).Args()
+	spec, err := t.launchSpec(req, ws, scratch.dir, masks).Encode()
 	if err != nil {
 		return abort("encode launch specification: %v", err)
 	}
@@ -204,23 +211,20 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	statusR, statusW, err := os.Pipe()
+	l, err := t.launch(rctx, spec)
 	if err != nil {
-		return abort("status pipe: %v", err)
-	}
-	defer statusR.Close()
-	var stdout, stderr sandbox.Collector
-	cmd := t.launcherCommand(rctx, ws, specArgs, statusW, &stdout, &stderr)
-	if err := cmd.Start(); err != nil {
-		statusW.Close()
 		return abort("%s", startFailure(err, t.userNS))
 	}
-	statusW.Close()
-	applied, setupErr := readStatus(statusR)
-	waitErr := cmd.Wait()
+	defer l.status.Close()
+	stop := context.AfterFunc(rctx, l.kill)
+	defer stop()
+	applied, setupErr := readStatus(l.status)
+	<-l.exited
+	t.keepReady(l.key)
+	cmd, waitErr := l.cmd, l.waitErr
 	dur := attempt.Elapsed()
 
-	res := sandbox.Ran(sandbox.TierNativeLinux, dur, &stdout, &stderr)
+	res := sandbox.Ran(sandbox.TierNativeLinux, dur, &l.stdout, &l.stderr)
 	if reason := unconfirmed(ctx, cmd, applied, setupErr, waitErr, res.Stderr); reason != "" {
 		return sandbox.Aborted(sandbox.TierNativeLinux, reason, dur)
 	}
@@ -311,27 +315,6 @@ func (t *Tier) launchSpec(req sandbox.Request, ws, scratch string, masks []strin
 	}
 }
 
-// launcherCommand re-executes IronVise as the launcher in new namespaces,
-// with the status pipe as its fd 3.
-func (t *Tier) launcherCommand(ctx context.Context, ws string, specArgs []string, status *os.File, stdout, stderr *sandbox.Collector) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, t.executable, append([]string{launch.Arg}, specArgs...)...)
-	cmd.Dir = ws
-	// The launcher gets nothing of IronVise's environment. One P keeps its
-	// thread count low, which makes the all-thread Landlock and seccomp
-	// synchronisation quick.
-	cmd.Env = []string{"GOMAXPROCS=1"}
-	cmd.ExtraFiles = []*os.File{status}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = t.sysProcAttr()
-	cmd.Cancel = func() error {
-		// The command is PID 1 of its namespace: killing it makes the
-		// kernel kill every other process in the namespace.
-		return cmd.Process.Signal(syscall.SIGKILL)
-	}
-	cmd.WaitDelay = 2 * time.Second
-	return cmd
-}
-
 // unconfirmed is why a finished launcher's run cannot be trusted: a setup
 // step failed, or no record confirmed the sandbox applied (the launcher
 // died first, or the run was cancelled). "" means it was confirmed.
@@ -370,37 +353,6 @@ func (t *Tier) commandEnv(ws, scratch string) map[string]string {
 		env["USER"], env["LOGNAME"] = t.userName, t.userName
 	}
 	return env
-}
-
-// sysProcAttr starts the launcher in its own PID and mount namespaces,
-// and in a user namespace mapping only IronVise's own uid when IronVise is
-// not root.
-func (t *Tier) sysProcAttr() *syscall.SysProcAttr {
-	a := &syscall.SysProcAttr{
-		// Security: a network namespace of its own hides the host's
-		// interfaces, routes, sockets (/proc/net) and abstract Unix
-		// sockets from the command.
-		Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWNET,
-		// If IronVise dies, the command dies with it (and, as PID 1 of
-		// its namespace, takes every descendant along).
-		Pdeathsig: syscall.SIGKILL,
-	}
-	if t.userNS {
-		a.Cloneflags |= unix.CLONE_NEWUSER
-		uid, gid := os.Geteuid(), os.Getegid()
-		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
-		a.GidMappingsEnableSetgroups = false
-		// The command keeps IronVise's uid inside the namespace, so execve
-		// would drop the namespace's capabilities; the launcher needs two
-		// of them to build its mount view and to drop everything
-		// afterwards, and does so before anything untrusted runs.
-		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN}
-	}
-	if t.noNetNS {
-		a.Cloneflags &^= unix.CLONE_NEWNET
-	}
-	return a
 }
 
 // startFailure explains a failed clone/exec of the launcher.

@@ -16,11 +16,20 @@
 //
 // # The launch
 //
-// The parent starts the launcher in fresh PID and mount namespaces (plus a
-// user namespace when IronVise is not root) with the specification as
-// arguments and a close-on-exec status pipe as descriptor [StatusFD]. The
-// launcher, in order:
+// The parent starts the launcher in fresh PID, mount and network
+// namespaces (plus a user namespace when IronVise is not root) before it
+// knows the command, with a close-on-exec status pipe as descriptor
+// [StatusFD], a specification pipe as [SpecFD], and the command's stdout
+// and stderr pipes as 1 and 2. The launcher is then kept ready: its clone,
+// exec and Go start-up (package early dispatches it) are done when it
+// writes [Ready] to the status pipe and blocks reading its specification.
+// When a command comes, the parent writes that command's [Spec]
+// ([Spec.Encode]) and closes the pipe. A launcher takes exactly one
+// specification, and everything that confines the command comes from it;
+// nothing before it depends on the command. (A specification given as
+// arguments after [Arg] is used at once.) The launcher, in order:
 //
+//  0. reads the specification and closes [SpecFD];
 //  1. marks every inherited descriptor above 2 close-on-exec;
 //  2. setsid, then builds its mount view (no propagation to the host,
 //     secrets under /etc masked, a /proc of its own PID namespace,
@@ -49,7 +58,10 @@
 // itself), so they carry no version.
 package launch
 
-import "syscall"
+import (
+	"sync/atomic"
+	"syscall"
+)
 
 // Arg is the hidden argv[1] that makes the ironvise binary act as the
 // sandbox launcher.
@@ -58,14 +70,34 @@ const Arg = "__ironvise-sandbox-launcher"
 // StatusFD is the launcher's status pipe: the parent's ExtraFiles[0].
 const StatusFD = 3
 
+// SpecFD is the pipe a ready launcher reads its specification from: the
+// parent's ExtraFiles[1].
+const SpecFD = 4
+
+// Ready is what a launcher started without a specification writes to
+// the status pipe once it waits for one on SpecFD, before any status
+// record.
+const Ready = "ready\n"
+
 // ExitFailed is the launcher's exit code when it could not apply the
 // sandbox (the parent reads the reason from the status pipe).
 const ExitFailed = 125
 
 // IsLauncher reports whether args (os.Args) ask for the launcher.
 func IsLauncher(args []string) bool {
+	dispatches.Store(true)
 	return len(args) >= 2 && args[1] == Arg
 }
+
+// dispatches is set once the process has asked IsLauncher.
+var dispatches atomic.Bool
+
+// Dispatches reports whether this process checked its arguments for [Arg]
+// (called IsLauncher), so that re-executing it runs the launcher and not
+// the program again. The tier starts a launcher ahead of its command only
+// then: a binary that never dispatches (a test binary without the TestMain
+// hook) would otherwise run its whole self again for each ready launcher.
+func Dispatches() bool { return dispatches.Load() }
 
 // Main runs the launcher with os.Args. On success it does not return: the
 // process becomes the sandboxed command. Otherwise it returns the exit code
@@ -74,8 +106,8 @@ func Main(args []string) int {
 	return launcherMain(args)
 }
 
-// Spec is what the parent tells the launcher (the arguments after Arg; see
-// [Spec.Args]).
+// Spec is what the parent tells the launcher (on SpecFD, see [Spec.Encode],
+// or as the arguments after Arg, see [Spec.Args]).
 type Spec struct {
 	Command string
 	// Argv, when set, is Command's argument vector as /bin/sh would

@@ -5,6 +5,7 @@ package launch
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strconv"
@@ -59,10 +60,20 @@ func launcherMain(args []string) int {
 	runtime.LockOSThread()
 
 	l := &launcher{}
-	if len(args) < 3 {
-		return l.fail(&SetupError{Step: StepSpec, Message: "missing launch specification"})
+	var spec Spec
+	var err error
+	if len(args) > 2 {
+		spec, err = ParseArgs(args[2:])
+	} else {
+		// A ready launcher: everything up to here (the exec, the Go
+		// runtime, the packages' initialisation) ran before the command
+		// was known. It says so, and the parent sends the specification
+		// when it has one.
+		if err := kernel.Write(StatusFD, []byte(Ready)); err != nil {
+			return ExitFailed
+		}
+		spec, err = readSpec()
 	}
-	spec, err := ParseArgs(args[2:])
 	if err != nil {
 		return l.fail(&SetupError{Step: StepSpec, Message: "decode launch specification: " + err.Error()})
 	}
@@ -75,6 +86,27 @@ func launcherMain(args []string) int {
 		se = &SetupError{Step: "launch", Message: err.Error()}
 	}
 	return l.fail(se)
+}
+
+// maxSpecBytes bounds what the launcher reads from SpecFD; a
+// specification is a few KiB (the seccomp program, the environment).
+const maxSpecBytes = 16 << 20
+
+// readSpec reads the specification from SpecFD until the parent closes its
+// end, then closes the descriptor: nothing of it reaches the command.
+func readSpec() (Spec, error) {
+	f := os.NewFile(SpecFD, "launch-spec")
+	b, err := io.ReadAll(io.LimitReader(f, maxSpecBytes+1))
+	_ = f.Close()
+	switch {
+	case err != nil:
+		return Spec{}, fmt.Errorf("missing launch specification: read descriptor %d: %w", SpecFD, err)
+	case len(b) > maxSpecBytes:
+		return Spec{}, fmt.Errorf("launch specification over %d bytes", maxSpecBytes)
+	case len(b) == 0:
+		return Spec{}, errors.New("missing launch specification")
+	}
+	return ParseSpec(b)
 }
 
 // fail reports se to the parent and returns the launcher's exit code.

@@ -77,6 +77,22 @@ func (s Spec) Args() ([]string, error) {
 	return args, nil
 }
 
+// Encode is the specification as a ready launcher reads it from SpecFD:
+// the elements of [Spec.Args] separated by NUL bytes, which none of them
+// can contain.
+func (s Spec) Encode() ([]byte, error) {
+	args, err := s.Args()
+	if err != nil {
+		return nil, err
+	}
+	return []byte(strings.Join(args, "\x00")), nil
+}
+
+// ParseSpec decodes what Encode produced.
+func ParseSpec(b []byte) (Spec, error) {
+	return ParseArgs(strings.Split(string(b), "\x00"))
+}
+
 // ParseArgs decodes the arguments Args produced. Every key but env and
 // inject must appear once; command, workspace, scratch, limits, seccomp and
 // seccomp_sha256 are required.

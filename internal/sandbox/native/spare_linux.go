@@ -1,0 +1,335 @@
+//go:build linux
+
+package native
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/sandbox/native/launch"
+)
+
+// A launcher's start — the clone into fresh namespaces, the exec of the
+// ironvise binary, the Go runtime and the packages' initialisation — costs
+// more than everything it then does for its command, and none of it
+// depends on the command. So the tier keeps one launcher ready: started
+// before the command is known, blocked reading its specification
+// (launch.SpecFD). A Run takes it, sends the specification and reads the
+// status pipe exactly as with a launcher started for it; the next one is
+// started in the background at once. A ready launcher serves one command
+// only, and carries nothing of it until the specification arrives, so
+// every check the launcher makes (the seccomp hash, the read-backs, the
+// Applied record) is the same either way.
+//
+// The command's stdout and stderr are pipes made when the launcher starts
+// (exec.Cmd copies them into the launcher's own Collectors), so that the
+// command inherits them as its 1 and 2 with no descriptor passing: the
+// launcher wrote nothing to them before it had its specification, and
+// they belong to that one launcher.
+
+// launcherKey is what a launcher's process was started with that the tier
+// could change afterwards; a ready launcher whose key is not the tier's
+// current one is stale and is discarded.
+type launcherKey struct {
+	executable string
+	userNS     bool
+	noNetNS    bool
+	uid, gid   int // IronVise's, mapped into the user namespace
+}
+
+func (t *Tier) launcherKey() launcherKey {
+	return launcherKey{executable: t.executable, userNS: t.userNS, noNetNS: t.noNetNS, uid: os.Geteuid(), gid: os.Getegid()}
+}
+
+// launcher is one launcher process, ready or running its command.
+type launcher struct {
+	key    launcherKey
+	cmd    *exec.Cmd
+	spec   *os.File // write end of the specification pipe
+	status *os.File // read end of the status pipe
+	// stdout and stderr are the command's captures.
+	stdout, stderr sandbox.Collector
+	// kill kills the process (exec.Cmd's Cancel: SIGKILL to PID 1 of the
+	// namespace, which takes every process in it along).
+	kill context.CancelFunc
+	// exited is closed when Wait returned (the process is reaped and its
+	// output copied); waitErr is what Wait returned.
+	exited  chan struct{}
+	waitErr error
+}
+
+// startLauncher starts a launcher that waits for its specification; it is
+// ready once awaitReady returned.
+func startLauncher(k launcherKey) (*launcher, error) {
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		specR.Close()
+		specW.Close()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &launcher{key: k, spec: specW, status: statusR, kill: cancel, exited: make(chan struct{})}
+	cmd := exec.CommandContext(ctx, k.executable, launch.Arg)
+	// The launcher changes to the workspace itself once its mounts are
+	// in place; until then it needs no directory of the host's.
+	cmd.Dir = "/"
+	// The launcher gets nothing of IronVise's environment (the command's
+	// comes with the specification). One P keeps its thread count low,
+	// which makes the all-thread Landlock and seccomp synchronisation
+	// quick.
+	cmd.Env = []string{"GOMAXPROCS=1"}
+	cmd.ExtraFiles = []*os.File{statusW, specR} // launch.StatusFD, launch.SpecFD
+	cmd.Stdout, cmd.Stderr = &l.stdout, &l.stderr
+	cmd.SysProcAttr = k.sysProcAttr()
+	cmd.Cancel = func() error {
+		// The command is PID 1 of its namespace: killing it makes the
+		// kernel kill every other process in the namespace.
+		return cmd.Process.Signal(syscall.SIGKILL)
+	}
+	cmd.WaitDelay = 2 * time.Second
+	err = cmd.Start()
+	statusW.Close()
+	specR.Close()
+	if err != nil {
+		cancel()
+		specW.Close()
+		statusR.Close()
+		return nil, err
+	}
+	l.cmd = cmd
+	go func() {
+		l.waitErr = cmd.Wait()
+		cancel()
+		close(l.exited)
+	}()
+	return l, nil
+}
+
+// readyTimeout bounds the wait for a launcher's Ready: its exec and Go
+// start-up take milliseconds.
+const readyTimeout = 10 * time.Second
+
+// awaitReady reads the launcher's Ready line: it has started and waits
+// for its specification. Anything else (the launcher died, or is not one)
+// fails.
+func (l *launcher) awaitReady() error {
+	if err := l.status.SetReadDeadline(time.Now().Add(readyTimeout)); err != nil {
+		return err
+	}
+	buf := make([]byte, len(launch.Ready))
+	_, err := io.ReadFull(l.status, buf)
+	if err == nil && string(buf) != launch.Ready {
+		err = fmt.Errorf("unexpected status %q", buf)
+	}
+	if err != nil {
+		return fmt.Errorf("the launcher did not start: %w", err)
+	}
+	return l.status.SetReadDeadline(time.Time{})
+}
+
+// errExited is a ready launcher that died before it took a specification.
+var errExited = errors.New("the ready launcher has exited")
+
+// send gives the launcher its specification and closes the pipe. An error
+// means the launcher did not take it (it has exited).
+func (l *launcher) send(spec []byte) error {
+	select {
+	case <-l.exited:
+		l.spec.Close()
+		return errExited
+	default:
+	}
+	_, err := l.spec.Write(spec)
+	if cerr := l.spec.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// discard kills the launcher and reaps it.
+func (l *launcher) discard() {
+	l.kill()
+	<-l.exited
+	l.spec.Close()
+	l.status.Close()
+}
+
+// sysProcAttr starts the launcher in its own PID, mount and network
+// namespaces, and in a user namespace mapping only IronVise's own uid when
+// IronVise is not root.
+func (k launcherKey) sysProcAttr() *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{
+		// Security: a network namespace of its own hides the host's
+		// interfaces, routes, sockets (/proc/net) and abstract Unix
+		// sockets from the command.
+		Cloneflags: unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWNET,
+		// If IronVise dies, the launcher dies with it (and, once it is
+		// the command, PID 1 of its namespace, takes every descendant
+		// along).
+		Pdeathsig: syscall.SIGKILL,
+	}
+	if k.userNS {
+		a.Cloneflags |= unix.CLONE_NEWUSER
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: k.uid, HostID: k.uid, Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: k.gid, HostID: k.gid, Size: 1}}
+		a.GidMappingsEnableSetgroups = false
+		// The command keeps IronVise's uid inside the namespace, so execve
+		// would drop the namespace's capabilities; the launcher needs two
+		// of them to build its mount view and to drop everything
+		// afterwards, and does so before anything untrusted runs.
+		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN}
+	}
+	if k.noNetNS {
+		a.Cloneflags &^= unix.CLONE_NEWNET
+	}
+	return a
+}
+
+// spares holds the tier's ready launcher (at most one) and the launchers
+// it is starting or discarding in the background.
+type spares struct {
+	mu       sync.Mutex
+	ready    *launcher
+	starting bool
+	closed   bool
+	bg       sync.WaitGroup
+}
+
+// launch starts the launcher of one command, whose run ends with ctx, and
+// sends it spec: the ready launcher when there is a current one that takes
+// it, otherwise one started now. The caller reads its status, waits for
+// l.exited and then calls keepReady: the next launcher starts once this
+// one's command is over, not while it starts, when on a busy machine it
+// would compete with it for the CPU. An error means no launcher could be
+// started.
+func (t *Tier) launch(ctx context.Context, spec []byte) (*launcher, error) {
+	k := t.launcherKey()
+	l := t.takeSpare(k)
+	if l != nil {
+		if l.send(spec) == nil {
+			return l, nil
+		}
+		t.spares.retire(l)
+	}
+	l, err := startLauncher(k)
+	if err != nil {
+		return nil, err
+	}
+	// The specification waits in the pipe while the launcher starts,
+	// which the run's end cuts short.
+	stop := context.AfterFunc(ctx, l.kill)
+	defer stop()
+	if l.send(spec) != nil || l.awaitReady() != nil {
+		// It died before taking the specification, or is no launcher:
+		// no record confirms anything, and the outcome (its exit status
+		// and stderr) says why.
+		l.kill()
+	}
+	return l, nil
+}
+
+// takeSpare takes the ready launcher if it was started with k; a stale one
+// is discarded.
+func (t *Tier) takeSpare(k launcherKey) *launcher {
+	p := t.spares
+	p.mu.Lock()
+	l := p.ready
+	p.ready = nil
+	p.mu.Unlock()
+	if l != nil && l.key != k {
+		p.retire(l)
+		return nil
+	}
+	return l
+}
+
+// keepReady starts a launcher in the background unless one is ready or
+// starting, the tier is closed, or this binary cannot be re-executed as
+// a launcher. A failed start is not reported: the next Run starts its own
+// launcher and reports why that failed.
+func (t *Tier) keepReady(k launcherKey) {
+	if t.seccompErr != nil || !launch.Dispatches() {
+		return
+	}
+	p := t.spares
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || p.ready != nil || p.starting {
+		return
+	}
+	p.starting = true
+	p.bg.Add(1)
+	go func() {
+		defer p.bg.Done()
+		l, err := startLauncher(k)
+		if err == nil {
+			if err = l.awaitReady(); err != nil {
+				l.discard()
+			}
+		}
+		p.mu.Lock()
+		p.starting = false
+		if err == nil && !p.closed {
+			p.ready, l = l, nil
+		}
+		p.mu.Unlock()
+		if l != nil {
+			l.discard()
+		}
+	}()
+}
+
+// retire discards l in the background (synchronously once the tier is
+// closed, so that Close reaps it).
+func (p *spares) retire(l *launcher) {
+	p.mu.Lock()
+	closed := p.closed
+	if !closed {
+		p.bg.Add(1)
+	}
+	p.mu.Unlock()
+	if closed {
+		l.discard()
+		return
+	}
+	go func() {
+		defer p.bg.Done()
+		l.discard()
+	}()
+}
+
+// Close kills and reaps the tier's ready launcher and any it is starting;
+// commands already running are not affected, and later Runs start their
+// own launchers. A tier that is not closed loses its ready launcher when
+// it is garbage collected or IronVise exits (the launcher's parent-death
+// signal).
+func (t *Tier) Close() error {
+	t.spares.close()
+	return nil
+}
+
+func (p *spares) close() {
+	p.mu.Lock()
+	p.closed = true
+	l := p.ready
+	p.ready = nil
+	p.mu.Unlock()
+	if l != nil {
+		l.discard()
+	}
+	p.bg.Wait()
+}
