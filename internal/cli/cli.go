@@ -99,10 +99,13 @@ func markCommandErrors(c *cobra.Command) {
 
 // app is the state shared by the commands of one Run.
 type app struct {
-	ctx    context.Context
-	stdin  io.Reader
-	stdout io.Writer
-	stderr io.Writer
+	ctx context.Context
+	// oneCommand is set by a command that runs one sandboxed command and
+	// exits (standalone exec): its tier keeps no launcher ready after it.
+	oneCommand bool
+	stdin      io.Reader
+	stdout     io.Writer
+	stderr     io.Writer
 	// lookup reads the environment; tests replace it.
 	lookup config.Lookup
 	cfg    *config.Config

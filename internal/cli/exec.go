@@ -106,6 +106,7 @@ func (a *app) runExec(o execOptions) error {
 	if err != nil {
 		return err
 	}
+	a.oneCommand = true
 	rt, done, err := a.sessionRuntime(r.cfg, nil)
 	if err != nil {
 		return err

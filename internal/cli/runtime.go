@@ -7,6 +7,7 @@ import (
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/guard"
 	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/scan"
 	"github.com/ironvise/ironvise/internal/session"
 )
@@ -31,21 +32,25 @@ func (a *app) sessionRuntime(cfg *config.Config, log *slog.Logger) (*session.Run
 	}
 	scanner, err := a.scanner(cfg)
 	if err != nil {
+		sandbox.CloseTier(tier)
 		return nil, nil, err
 	}
 	l, err := a.openLedgerForWrite()
 	if err != nil {
+		sandbox.CloseTier(tier)
 		return nil, nil, err
 	}
 	rt := &session.Runtime{Ledger: l, Tier: tier, Scanner: scanner, Logger: log, SandboxEnv: a.sandboxEnv(), WriteTimeout: a.timing.write}
 	stopEvidence, err := a.attachEvidence(cfg, l, rt)
 	if err != nil {
 		closeLedger(l)
+		sandbox.CloseTier(tier)
 		return nil, nil, err
 	}
 	return rt, func() {
 		stopEvidence()
 		closeLedger(l)
+		sandbox.CloseTier(tier)
 	}, nil
 }
 

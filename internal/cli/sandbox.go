@@ -21,13 +21,16 @@ func (a *app) sandboxTier(tierFlag string) (sandbox.Tier, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The tier hides the same paths the tripwire refuses.
 	protect, err := a.tierProtection(cfg)
 	if err != nil {
 		return nil, err
 	}
-	log := slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	t, err := session.SelectTier(a.ctx, cfg.Sandbox, tierFlag, protect.Paths, log)
+	opts := session.TierOptions(cfg.Sandbox, tierFlag, slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	// The tier hides exactly the paths the tripwire refuses, so a command
+	// cannot read what an intent naming the path directly would be denied.
+	opts.Hidden = protect.Paths
+	opts.OneCommand = a.oneCommand
+	t, err := sandbox.Select(opts, session.TierFactories(a.ctx))
 	if err != nil {
 		return nil, exitCode(ExitUsage, err)
 	}
@@ -92,6 +95,7 @@ Exits 1 when the selected tier cannot be used here, naming the fix.`,
 			if err != nil {
 				return err
 			}
+			defer sandbox.CloseTier(selected)
 			rep := doctorReport{Selected: selected.Name(), Permissive: cfg.Sandbox.Permissive}
 			if cfg.Sandbox.Permissive {
 				rep.Tiers = append(rep.Tiers, session.PermissiveReport())
@@ -115,12 +119,14 @@ Exits 1 when the selected tier cannot be used here, naming the fix.`,
 						continue
 					}
 					if t.Name() == selected.Name() {
+						sandbox.CloseTier(t)
 						continue
 					}
 					tr := sandbox.TierReport{Tier: t.Name(), Available: true}
 					if err := t.Available(a.ctx); err != nil {
 						tr.Available, tr.Problem = false, err.Error()
 					}
+					sandbox.CloseTier(t)
 					rep.Tiers = append(rep.Tiers, tr)
 				}
 			}

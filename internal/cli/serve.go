@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/server"
 )
 
@@ -73,6 +74,7 @@ func (a *app) runServe(workspace string, verifyFull bool) error {
 	if err != nil {
 		return err
 	}
+	defer sandbox.CloseTier(tier)
 	ctx, stop := signal.NotifyContext(a.ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, err := server.New(ctx, server.Options{

@@ -41,6 +41,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -79,6 +80,18 @@ type Tier interface {
 	// listening and refuses to start when it fails
 	// (docs/design/sandbox.md#doctor-and-self-test).
 	SelfTest(ctx context.Context) error
+}
+
+// CloseTier releases what t keeps between commands (the native Linux
+// tier's ready launcher) when it keeps anything; commands already running
+// are not affected. Closing is not required for correctness — a tier's
+// launcher also ends with the process — but a caller done with a tier
+// should not leave it to the garbage collector.
+func CloseTier(t Tier) error {
+	if c, ok := t.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
 }
 
 // Request is one command to run.
@@ -215,6 +228,12 @@ type Options struct {
 	MicroVM MicroVMOptions
 	// Logger receives warnings (permissive runs); nil discards them.
 	Logger *slog.Logger
+	// OneCommand says the process runs one command on this tier and
+	// exits (a standalone `ironvise exec`): the native Linux tier starts
+	// its launcher ahead, to overlap its start-up with the caller's, but
+	// starts no replacement after the command, which would only compete
+	// with the caller's last commit for the CPU and be killed at exit.
+	OneCommand bool
 }
 
 // ContainerOptions configure the Docker / Podman tier (ECTO_DOCKER_*,

@@ -17,8 +17,9 @@
 // # Lifecycle
 //
 //  1. Compose: [Limits] computes the effective limits; [NewLLM],
-//     [NewScanner], [SelectTier] and [StartGuard] open the model client,
-//     the output scanner, the sandbox tier and the guard worker. The
+//     [NewScanner], [TierOptions] with [TierFactories] (for
+//     sandbox.Select) and [StartGuard] open the model client, the output
+//     scanner, the sandbox tier and the guard worker. The
 //     caller owns the [Guard] and closes it when the session's work ends.
 //  2. Create: [Create] records the session's genesis in the ledger (goal,
 //     policy and tripwire hashes, guard, model, tier) and binds it to its

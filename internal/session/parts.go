@@ -70,16 +70,6 @@ func TierOptions(c config.Sandbox, tier string, log *slog.Logger) sandbox.Option
 	}
 }
 
-// SelectTier selects the configured sandbox tier (tier overrides
-// ECTO_SANDBOX_TIER when non-empty). hidden are the protected paths: the
-// tier hides exactly the paths the tripwire refuses, so a command cannot
-// read what an intent naming the path directly would be denied.
-func SelectTier(ctx context.Context, c config.Sandbox, tier string, hidden []string, log *slog.Logger) (sandbox.Tier, error) {
-	opts := TierOptions(c, tier, log)
-	opts.Hidden = hidden
-	return sandbox.Select(opts, TierFactories(ctx))
-}
-
 // PermissiveReport is the doctor's report of ECTO_SANDBOX_PERMISSIVE=true,
 // made without probing: nothing is confined, by design, so every
 // guarantee is reported not enforced.

@@ -65,12 +65,14 @@ func newFixture(t *testing.T) *fixture {
 	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("PermitRootLogin yes\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tier, err := SelectTier(ctx, cfg.Sandbox, "", []string{data}, nil)
+	opts := TierOptions(cfg.Sandbox, "", nil)
+	opts.Hidden = []string{data}
+	tier, err := sandbox.Select(opts, TierFactories(ctx))
 	if err != nil {
 		t.Skipf("the native tier is not available here: %v", err)
 	}
 	if tier.Name() != sandbox.TierNativeLinux {
-		t.Fatalf("SelectTier chose %s; want the native tier", tier.Name())
+		t.Fatalf("sandbox.Select chose %s; want the native tier", tier.Name())
 	}
 	sc, err := NewScanner(cfg.Scanner.Sensitivity)
 	if err != nil {

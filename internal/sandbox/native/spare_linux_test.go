@@ -119,6 +119,27 @@ func TestSpareServesOneCommand(t *testing.T) {
 	}
 }
 
+// TestOneCommandTierKeepsNoSpare: a tier told that its process runs one
+// command (standalone exec) starts its first launcher ahead but no
+// replacement after the command.
+func TestOneCommandTierKeepsNoSpare(t *testing.T) {
+	fx := newFixture(t)
+	tier := newTestTier(t, sandbox.Options{OneCommand: true})
+	ns := pidNS(t, waitReady(t, tier).cmd.Process.Pid)
+	if got := runNS(t, tier, fx); got != ns {
+		t.Fatalf("the command ran in %s, not in the launcher started ahead (%s)", got, ns)
+	}
+	tier.spares.mu.Lock()
+	ready, starting := tier.spares.ready, tier.spares.starting
+	tier.spares.mu.Unlock()
+	if ready != nil || starting {
+		t.Fatalf("a one-command tier keeps another launcher (ready %v, starting %v)", ready != nil, starting)
+	}
+	if l := launchers(t); len(l) != 0 {
+		t.Fatalf("launcher processes left after the one command: %v", l)
+	}
+}
+
 // TestKilledSpareFallsBack: a ready launcher that died is not used; the
 // command still runs, confined, in a launcher started for it.
 func TestKilledSpareFallsBack(t *testing.T) {

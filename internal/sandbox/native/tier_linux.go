@@ -220,7 +220,9 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	defer stop()
 	applied, setupErr := readStatus(l.status)
 	<-l.exited
-	t.keepReady(l.key)
+	if !t.opts.OneCommand {
+		t.keepReady(l.key)
+	}
 	cmd, waitErr := l.cmd, l.waitErr
 	dur := attempt.Elapsed()
 
