@@ -51,9 +51,16 @@ The guard (a second LLM) is required unless GUARD_REQUIRED=false or both
 	f.IntVar(&o.maxSteps, "max-steps", 0, "step limit (overrides AGENT_MAX_STEPS; the policy's max_steps still caps it)")
 	f.StringVar(&o.workspace, "workspace", "", "workspace directory (default: the current directory)")
 	f.BoolVar(&o.interactive, "interactive", false, "ask on the terminal when an approval gate opens")
-	f.BoolVar(&o.guardFlags.NoGuard, "no-guard", false, "run without the guard LLM (needs --no-guard-confirmed; development only)")
-	f.BoolVar(&o.guardFlags.NoGuardConfirmed, "no-guard-confirmed", false, "confirm --no-guard")
+	addGuardFlags(cmd, &o.guardFlags)
 	return cmd
+}
+
+// addGuardFlags gives cmd the two switches that turn the guard off. audit
+// and serve share them, so that the hint a guard error prints
+// (config.Guard.Validate) names flags both accept, with one meaning.
+func addGuardFlags(cmd *cobra.Command, g *guard.Flags) {
+	cmd.Flags().BoolVar(&g.NoGuard, "no-guard", false, "run without the guard LLM (needs --no-guard-confirmed; development only)")
+	cmd.Flags().BoolVar(&g.NoGuardConfirmed, "no-guard-confirmed", false, "confirm --no-guard")
 }
 
 type auditOptions struct {
