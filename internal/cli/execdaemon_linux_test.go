@@ -78,7 +78,7 @@ func execDaemon(t *testing.T, env map[string]string, args ...string) (int, strin
 			i = len(args)
 		}
 	}
-	handled, err := a.execViaDaemon(o)
+	handled, err := a.execViaDaemon(o, &resultOutput{})
 	if !handled {
 		t.Fatal("no daemon handled the exec")
 	}
