@@ -51,11 +51,17 @@ arguments are quoted and joined into one command line.
 
 When 'ironvise serve' runs on the same data directory, the command is handed to
 it over $ECTO_DATA_DIR/run/ironvise.sock and runs there with the same checks,
-output and exit code; --no-daemon runs it in this process.`,
+output and exit code; --no-daemon runs it in this process.
+
+In scripts, --quiet prints only the session id on stdout and --json one JSON
+object with the session id, status, step and denial counts, findings by
+severity, the verification result and the exit code (docs/cli.md); with
+either, the command's own output goes to stderr. The exit code is unchanged.`,
 		Example: `  ironvise exec -- ls -la
   ironvise exec --workspace ./repo --justification "list recent commits" -- git log --oneline -5
   ironvise exec -- 'grep -rn TODO . | wc -l'
-  ironvise exec --session 0193e1c2-… -- cat config.yaml`,
+  ironvise exec --session 0193e1c2-… -- cat config.yaml
+  ironvise exec --json -- ls -la 2>/dev/null | jq '{session_id, exit_code}'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Command = execclient.JoinCommand(args)

@@ -71,6 +71,10 @@ func (a *app) daemonExec(ctx context.Context, rt *session.Runtime, req *localsoc
 	if !filepath.IsAbs(req.Workspace) {
 		return &localsock.Response{Code: ExitUsage, Error: "daemon: the request's workspace is not absolute", NotStarted: true}
 	}
+	res, err := resultOutputOf(req.Output)
+	if err != nil {
+		return &localsock.Response{Code: ExitUsage, Error: "daemon: " + err.Error(), NotStarted: true}
+	}
 	var out, errOut bytes.Buffer
 	// protect is serve's list, read once at start and shared with its tier:
 	// recomputing it per request would cost the stat walk again and could
@@ -86,10 +90,6 @@ func (a *app) daemonExec(ctx context.Context, rt *session.Runtime, req *localsoc
 	run.SandboxEnv = session.SandboxEnv(config.MapLookup(env))
 	o := execOptions{Command: req.Command, Session: req.Session, Workspace: req.Workspace, Policy: req.Policy,
 		PolicySHA256: req.PolicySHA256, Justification: req.Justification}
-	res, err := resultOutputOf(req.Output)
-	if err != nil {
-		return &localsock.Response{Code: ExitUsage, Error: "daemon: " + err.Error(), NotStarted: true}
-	}
 	err = res.finish(d, d.interruptedAsAborted(func() error {
 		r, err := d.loadRules(o.Workspace, o.Policy, o.PolicySHA256)
 		if err != nil {
