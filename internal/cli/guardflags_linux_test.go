@@ -3,14 +3,8 @@
 package cli
 
 import (
-	"context"
-	"net"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/ironvise/ironvise/internal/config"
-	"github.com/ironvise/ironvise/internal/localsock"
 )
 
 // TestServeGuardFlags: serve takes audit's guard switches with audit's
@@ -31,34 +25,12 @@ func TestServeGuardFlags(t *testing.T) {
 			t.Fatalf("serve %s alone: exit %d %s", flag, code, errOut)
 		}
 	}
+	// GUARD_REQUIRED=true: the guard is required and none is configured.
 	env := guardless()
-	ctx, cancel := context.WithCancel(context.Background())
-	var out, errb lockedBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"ironvise", "serve", "--workspace", ws, "--no-guard", "--no-guard-confirmed"}, strings.NewReader(""), &out, &errb, config.MapLookup(env))
-	}()
-	sock := localsock.Path(env["ECTO_DATA_DIR"])
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("unix", sock); err == nil {
-			c.Close()
-			break
-		}
-		select {
-		case c := <-done:
-			t.Fatalf("serve --no-guard --no-guard-confirmed exited %d: %s", c, errb.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			cancel()
-			t.Fatalf("serve did not start: %s", errb.String())
-		}
-	}
-	cancel()
-	if c := <-done; c != 0 {
-		t.Errorf("serve exit %d: %s", c, errb.String())
-	}
-	if !strings.Contains(errb.String(), "WARNING: --no-guard") {
-		t.Errorf("serve did not warn that the guard is off: %s", errb.String())
+	env["GUARD_REQUIRED"] = "true"
+	stop, stderr := startServeArgs(t, env, "--workspace", ws, "--no-guard", "--no-guard-confirmed")
+	stop()
+	if !strings.Contains(stderr.String(), "WARNING: --no-guard") {
+		t.Errorf("serve did not warn that the guard is off: %s", stderr.String())
 	}
 }

@@ -169,13 +169,25 @@ func TestExecJSONThroughDaemon(t *testing.T) {
 // still prints one object.
 func TestExecJSONWhenDaemonRefuses(t *testing.T) {
 	env := cliEnv(t)
+	fakeDaemon(t, env, &localsock.Response{Code: ExitUsage, Error: "daemon: bad request", NotStarted: true})
+	code, out, _ := runCLI(t, env, "", "exec", "--json", "--workspace", t.TempDir(), "--", "true")
+	r := decodeResult(t, out)
+	if code != ExitUsage || r.ExitCode != ExitUsage || r.SessionID != nil || r.Error == nil || *r.Error != "daemon: bad request" {
+		t.Fatalf("exit %d, result %+v", code, r)
+	}
+}
+
+// fakeDaemon listens on env's exec socket, reads one request and answers
+// it with resp (nil: hangs up without an answer).
+func fakeDaemon(t *testing.T, env map[string]string, resp *localsock.Response) {
+	t.Helper()
 	sock := wire.Path(env["ECTO_DATA_DIR"])
 	os.MkdirAll(filepath.Dir(sock), 0o700)
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	t.Cleanup(func() { ln.Close() })
 	go func() {
 		c, err := ln.Accept()
 		if err != nil {
@@ -184,13 +196,10 @@ func TestExecJSONWhenDaemonRefuses(t *testing.T) {
 		defer c.Close()
 		var req localsock.Request
 		localsock.ReadMessage(c, localsock.MaxRequest, &req)
-		localsock.WriteMessage(c, &localsock.Response{Code: ExitUsage, Error: "daemon: bad request", NotStarted: true})
+		if resp != nil {
+			localsock.WriteMessage(c, resp)
+		}
 	}()
-	code, out, _ := runCLI(t, env, "", "exec", "--json", "--workspace", t.TempDir(), "--", "true")
-	r := decodeResult(t, out)
-	if code != ExitUsage || r.ExitCode != ExitUsage || r.SessionID != nil || r.Error == nil || *r.Error != "daemon: bad request" {
-		t.Fatalf("exit %d, result %+v", code, r)
-	}
 }
 
 // TestDaemonRefusesUnknownOutput: an output the daemon does not know is
