@@ -31,18 +31,31 @@ sandbox tier) and their output scanned and recorded. The session ends when the
 agent completes, a limit is reached, or you press Ctrl-C; it is then sealed.
 
 The guard (a second LLM) is required unless GUARD_REQUIRED=false or both
---no-guard and --no-guard-confirmed are given.`,
+--no-guard and --no-guard-confirmed are given.
+
+In scripts, --quiet prints only the session id on stdout and --json one JSON
+object with the session id, status, step, denial and finding counts, the
+verification result and the exit code (docs/cli.md); with either, the live log
+goes to stderr. The exit code is 0 when the session completed, 1 when it ended
+otherwise, 2 on a usage or configuration error.`,
 		Example: `  LLM_BACKEND=openai OPENAI_MODEL=gpt-4o-mini GUARD_LLM_BACKEND=openai GUARD_LLM_MODEL=gpt-4o \
     ironvise audit "Review ./deploy for exposed secrets" --workspace ./service --policy soc2-audit
 
   LLM_BACKEND=ollama GUARD_REQUIRED=false ironvise audit "Check the nginx TLS settings" --max-steps 10
 
-  ironvise audit "Audit the service" --interactive   # approve gated actions on the terminal`,
+  ironvise audit "Audit the service" --interactive   # approve gated actions on the terminal
+
+  SESSION=$(ironvise audit --quiet "Review the deployment config" --workspace .)
+  ironvise audit "Review the deployment config" --json 2>/dev/null | jq .findings`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.goal = args[0]
 			o.maxStepsSet = cmd.Flags().Changed("max-steps")
-			return a.runAudit(o)
+			res, err := newResultOutput(o.asJSON, o.quiet)
+			if err != nil {
+				return err
+			}
+			return res.finish(a, a.runAudit(o, res))
 		},
 	}
 	f := cmd.Flags()
@@ -51,19 +64,28 @@ The guard (a second LLM) is required unless GUARD_REQUIRED=false or both
 	f.IntVar(&o.maxSteps, "max-steps", 0, "step limit (overrides AGENT_MAX_STEPS; the policy's max_steps still caps it)")
 	f.StringVar(&o.workspace, "workspace", "", "workspace directory (default: the current directory)")
 	f.BoolVar(&o.interactive, "interactive", false, "ask on the terminal when an approval gate opens")
-	f.BoolVar(&o.guardFlags.NoGuard, "no-guard", false, "run without the guard LLM (needs --no-guard-confirmed; development only)")
-	f.BoolVar(&o.guardFlags.NoGuardConfirmed, "no-guard-confirmed", false, "confirm --no-guard")
+	addGuardFlags(cmd, &o.guardFlags)
+	addResultFlags(cmd, &o.asJSON, &o.quiet)
 	return cmd
+}
+
+// addGuardFlags gives cmd the two switches that turn the guard off. audit
+// and serve share them, so that the hint a guard error prints
+// (config.Guard.Validate) names flags both accept, with one meaning.
+func addGuardFlags(cmd *cobra.Command, g *guard.Flags) {
+	cmd.Flags().BoolVar(&g.NoGuard, "no-guard", false, "run without the guard LLM (needs --no-guard-confirmed; development only)")
+	cmd.Flags().BoolVar(&g.NoGuardConfirmed, "no-guard-confirmed", false, "confirm --no-guard")
 }
 
 type auditOptions struct {
 	goal, policy, policyPin, workspace string
 	maxSteps                           int
 	maxStepsSet, interactive           bool
+	asJSON, quiet                      bool
 	guardFlags                         guard.Flags
 }
 
-func (a *app) runAudit(o auditOptions) error {
+func (a *app) runAudit(o auditOptions, res *resultOutput) error {
 	r, err := a.loadRules(o.workspace, o.policy, o.policyPin)
 	if err != nil {
 		return err
@@ -87,7 +109,7 @@ func (a *app) runAudit(o auditOptions) error {
 		approver := newTerminalApprover(a.stdin, a.stderr, isTerminal(a.stderr))
 		spec.Approvals = func(uuid.UUID) check.Approver { return approver }
 	}
-	out, err := a.runAgent(cfg, spec)
+	out, err := a.runAgentTo(cfg, spec, res)
 	if err != nil {
 		return err
 	}
@@ -100,6 +122,13 @@ func (a *app) runAudit(o auditOptions) error {
 // runAgent creates the session, runs the loop with a live step log and
 // prints the summary.
 func (a *app) runAgent(cfg *config.Config, spec session.Spec) (*agent.Outcome, error) {
+	res, _ := newResultOutput(false, false)
+	return a.runAgentTo(cfg, spec, res)
+}
+
+// runAgentTo is runAgent printing where res says, and recording the
+// session in res once it has ended.
+func (a *app) runAgentTo(cfg *config.Config, spec session.Spec, res *resultOutput) (*agent.Outcome, error) {
 	rt, done, err := a.sessionRuntime(cfg, a.logger())
 	if err != nil {
 		return nil, err
@@ -112,9 +141,11 @@ func (a *app) runAgent(cfg *config.Config, spec session.Spec) (*agent.Outcome, e
 	if cfg.Sandbox.Permissive {
 		fmt.Fprintln(a.stderr, "ironvise: WARNING: ECTO_SANDBOX_PERMISSIVE=true — commands run WITHOUT OS confinement (each is recorded as permissive)")
 	}
-	p := newStepPrinter(a.stdout, isTerminal(a.stdout), a.lookup)
+	w := res.stdout(a)
+	p := newStepPrinter(w, isTerminal(w), a.lookup)
 	p.header(s.ID.String(), spec.Goal, string(rt.Tier.Name()), spec.LLM, spec.Guard, s.Limits().MaxSteps)
 	out, err := s.Run(a.ctx, session.RunOptions{Report: p.step})
+	res.record(a.ctx, rt.Ledger, s.ID)
 	if err != nil {
 		return out, exitCode(ExitUsage, fmt.Errorf("session %s: %w", s.ID, err))
 	}

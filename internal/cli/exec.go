@@ -51,11 +51,17 @@ arguments are quoted and joined into one command line.
 
 When 'ironvise serve' runs on the same data directory, the command is handed to
 it over $ECTO_DATA_DIR/run/ironvise.sock and runs there with the same checks,
-output and exit code; --no-daemon runs it in this process.`,
+output and exit code; --no-daemon runs it in this process.
+
+In scripts, --quiet prints only the session id on stdout and --json one JSON
+object with the session id, status, step and denial counts, findings by
+severity, the verification result and the exit code (docs/cli.md); with
+either, the command's own output goes to stderr. The exit code is unchanged.`,
 		Example: `  ironvise exec -- ls -la
   ironvise exec --workspace ./repo --justification "list recent commits" -- git log --oneline -5
   ironvise exec -- 'grep -rn TODO . | wc -l'
-  ironvise exec --session 0193e1c2-… -- cat config.yaml`,
+  ironvise exec --session 0193e1c2-… -- cat config.yaml
+  ironvise exec --json -- ls -la 2>/dev/null | jq '{session_id, exit_code}'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.Command = execclient.JoinCommand(args)
@@ -69,6 +75,7 @@ output and exit code; --no-daemon runs it in this process.`,
 	f.StringVar(&o.PolicySHA256, "policy-sha256", "", "refuse the policy unless its SHA-256 is this hex value")
 	f.StringVar(&o.Justification, "justification", execclient.DefaultJustification, "why the command runs (recorded; at least min_justification_length characters)")
 	f.BoolVar(&o.NoDaemon, "no-daemon", false, "run in this process even when 'ironvise serve' answers on the data directory's socket")
+	addResultFlags(cmd, &o.JSON, &o.Quiet)
 	return cmd
 }
 
@@ -97,11 +104,20 @@ func (a *app) interruptedAsAborted(err error) error {
 }
 
 func (a *app) runExec(o execOptions) error {
+	res, err := newResultOutput(o.JSON, o.Quiet)
+	if err != nil {
+		return err
+	}
 	if !o.NoDaemon {
-		if handled, err := a.execViaDaemon(o); handled {
+		if handled, err := a.execViaDaemon(o, res); handled {
 			return err
 		}
 	}
+	return res.finish(a, a.interruptedAsAborted(a.execInProcess(o, res)))
+}
+
+// execInProcess runs exec in this process.
+func (a *app) execInProcess(o execOptions, res *resultOutput) error {
 	r, err := a.loadRules(o.Workspace, o.Policy, o.PolicySHA256)
 	if err != nil {
 		return err
@@ -112,12 +128,13 @@ func (a *app) runExec(o execOptions) error {
 		return err
 	}
 	defer done()
-	return a.execSession(r, rt, o)
+	return a.execSession(r, rt, o, res)
 }
 
-// execSession runs exec's one step on rt and prints what it produced: the
-// in-process path and the daemon (execdaemon.go) share it.
-func (a *app) execSession(r *rules, rt *session.Runtime, o execOptions) error {
+// execSession runs exec's one step on rt and prints what it produced,
+// recording the session in result: the in-process path and the daemon
+// (execdaemon.go) share it.
+func (a *app) execSession(r *rules, rt *session.Runtime, o execOptions, result *resultOutput) error {
 	ctx := a.ctx
 	cfg := r.cfg
 	g, err := a.optionalGuard(cfg)
@@ -167,7 +184,8 @@ func (a *app) execSession(r *rules, rt *session.Runtime, o execOptions) error {
 			return exitCode(ExitUsage, fmt.Errorf("%w (the command's output is not shown: it could not be recorded)", err))
 		}
 	}
-	a.stdout.Write(out.Bytes())
+	result.record(ctx, rt.Ledger, sess.ID)
+	result.stdout(a).Write(out.Bytes())
 	a.stderr.Write(errOut.Bytes())
 	fmt.Fprintf(a.stderr, "ironvise: recorded in session %s (verify: ironvise verify-session %s)\n", sess.ID, sess.ID)
 	if code != 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -20,7 +21,7 @@ import (
 // is run again here: the daemon may have started the command. exec's thin
 // path (execclient.Thin) builds the request and renders the answer with
 // the same functions.
-func (a *app) execViaDaemon(o execOptions) (handled bool, err error) {
+func (a *app) execViaDaemon(o execOptions, res *resultOutput) (handled bool, err error) {
 	cfg, err := a.config()
 	if err != nil {
 		return true, err
@@ -36,11 +37,31 @@ func (a *app) execViaDaemon(o execOptions) (handled bool, err error) {
 		return false, nil
 	}
 	defer conn.Close()
-	code, msg := execclient.Exchange(a.ctx, conn, req, a.stdout, a.stderr)
+	// The daemon renders --json and --quiet itself; when it wrote no
+	// result (it refused the request, or the exchange failed), the result
+	// is this process's to print.
+	out := &writeSeen{w: a.stdout}
+	code, msg := execclient.Exchange(a.ctx, conn, req, out, a.stderr)
 	if code == 0 && msg == nil {
-		return true, nil
+		err = nil
+	} else {
+		err = exitCode(code, msg)
 	}
-	return true, exitCode(code, msg)
+	if !out.seen {
+		err = res.finish(a, err)
+	}
+	return true, err
+}
+
+// writeSeen passes writes to w and notes whether any carried bytes.
+type writeSeen struct {
+	w    io.Writer
+	seen bool
+}
+
+func (s *writeSeen) Write(p []byte) (int, error) {
+	s.seen = s.seen || len(p) > 0
+	return s.w.Write(p)
 }
 
 // daemonExec runs one exec request inside serve: the same rules and
@@ -49,6 +70,10 @@ func (a *app) execViaDaemon(o execOptions) (handled bool, err error) {
 func (a *app) daemonExec(ctx context.Context, rt *session.Runtime, req *localsock.Request) *localsock.Response {
 	if !filepath.IsAbs(req.Workspace) {
 		return &localsock.Response{Code: ExitUsage, Error: "daemon: the request's workspace is not absolute", NotStarted: true}
+	}
+	res, err := resultOutputOf(req.Output)
+	if err != nil {
+		return &localsock.Response{Code: ExitUsage, Error: "daemon: " + err.Error(), NotStarted: true}
 	}
 	var out, errOut bytes.Buffer
 	// protect is serve's list, read once at start and shared with its tier:
@@ -65,13 +90,13 @@ func (a *app) daemonExec(ctx context.Context, rt *session.Runtime, req *localsoc
 	run.SandboxEnv = session.SandboxEnv(config.MapLookup(env))
 	o := execOptions{Command: req.Command, Session: req.Session, Workspace: req.Workspace, Policy: req.Policy,
 		PolicySHA256: req.PolicySHA256, Justification: req.Justification}
-	err := d.interruptedAsAborted(func() error {
+	err = res.finish(d, d.interruptedAsAborted(func() error {
 		r, err := d.loadRules(o.Workspace, o.Policy, o.PolicySHA256)
 		if err != nil {
 			return err
 		}
-		return d.execSession(r, &run, o)
-	}())
+		return d.execSession(r, &run, o, res)
+	}()))
 	resp := &localsock.Response{Stdout: out.Bytes(), Stderr: errOut.Bytes()}
 	var ee *exitError
 	switch {

@@ -24,15 +24,24 @@ import (
 // waits until its exec socket answers; the returned stop ends it.
 func startServe(t testing.TB, env map[string]string, ws string) (stop func()) {
 	t.Helper()
+	stop, _ = startServeArgs(t, env, "--workspace", ws)
+	return stop
+}
+
+// startServeArgs is startServe with serve's arguments, also returning
+// what serve writes on stderr.
+func startServeArgs(t testing.TB, env map[string]string, args ...string) (stop func(), stderr *lockedBuffer) {
+	t.Helper()
 	serveEnv := map[string]string{"LLM_BACKEND": "mock", "GUARD_REQUIRED": "false", "ECTO_BIND_PORT": "0"}
 	for k, v := range env {
 		serveEnv[k] = v
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr lockedBuffer
+	var stdout lockedBuffer
+	stderr = &lockedBuffer{}
 	code := make(chan int, 1)
 	go func() {
-		code <- run(ctx, []string{"ironvise", "serve", "--workspace", ws}, strings.NewReader(""), &stdout, &stderr, config.MapLookup(serveEnv))
+		code <- run(ctx, append([]string{"ironvise", "serve"}, args...), strings.NewReader(""), &stdout, stderr, config.MapLookup(serveEnv))
 	}()
 	sock := localsock.Path(env["ECTO_DATA_DIR"])
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -58,7 +67,7 @@ func startServe(t testing.TB, env map[string]string, ws string) (stop func()) {
 		if _, err := os.Lstat(sock); err == nil {
 			t.Error("the socket outlived serve")
 		}
-	}
+	}, stderr
 }
 
 // execDaemon runs exec through the daemon's socket, failing the test if
@@ -78,7 +87,7 @@ func execDaemon(t *testing.T, env map[string]string, args ...string) (int, strin
 			i = len(args)
 		}
 	}
-	handled, err := a.execViaDaemon(o)
+	handled, err := a.execViaDaemon(o, &resultOutput{})
 	if !handled {
 		t.Fatal("no daemon handled the exec")
 	}
@@ -190,22 +199,7 @@ print(d.decode())`
 func TestExecDaemonFailsClosed(t *testing.T) {
 	ws, _ := filepath.EvalSymlinks(t.TempDir())
 	env := cliEnv(t)
-	sock := localsock.Path(env["ECTO_DATA_DIR"])
-	os.MkdirAll(filepath.Dir(sock), 0o700)
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		var req localsock.Request
-		localsock.ReadMessage(c, localsock.MaxRequest, &req)
-		c.Close()
-	}()
+	fakeDaemon(t, env, nil)
 	code, _, errOut := runCLI(t, env, "", "exec", "--workspace", ws, "--", "touch marker")
 	if code != ExitExecAborted || !strings.Contains(errOut, "failed mid-request") {
 		t.Fatalf("exit %d %s", code, errOut)

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ironvise/ironvise/internal/guard"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/server"
@@ -19,6 +21,7 @@ func (a *app) serveCommand() *cobra.Command {
 	var (
 		verifyFull bool
 		workspace  string
+		guardFlags guard.Flags
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
@@ -35,20 +38,23 @@ it prints a one-run admin token once.
 
 Sessions created through the API work in the workspace (--workspace, default
 the current directory) under the data dir's tripwire.json and the policy each
-session names. SIGINT or SIGTERM stops it gracefully: running sessions are
+session names. Their guard (a second LLM) is required unless
+GUARD_REQUIRED=false or both --no-guard and --no-guard-confirmed are given, as
+for audit. SIGINT or SIGTERM stops it gracefully: running sessions are
 stopped and their end recorded, and a final checkpoint is written.`,
 		Example: `  OBSERVER_TOKEN=$(openssl rand -hex 32) ironvise serve --workspace ./service
   ECTO_BIND_HOST=0.0.0.0 ECTO_BIND_PORT=8080 ironvise serve --verify-full
   LLM_BACKEND=mock GUARD_REQUIRED=false ironvise serve   # offline, for trying the API`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error { return a.runServe(workspace, verifyFull) },
+		RunE: func(*cobra.Command, []string) error { return a.runServe(workspace, verifyFull, guardFlags) },
 	}
 	cmd.Flags().BoolVar(&verifyFull, "verify-full", false, "verify the whole ledger (every chain, the whole Merkle log) before listening")
 	cmd.Flags().StringVar(&workspace, "workspace", "", "workspace directory of API sessions (default: the current directory)")
+	addGuardFlags(cmd, &guardFlags)
 	return cmd
 }
 
-func (a *app) runServe(workspace string, verifyFull bool) error {
+func (a *app) runServe(workspace string, verifyFull bool, guardFlags guard.Flags) error {
 	cfg, err := a.config()
 	if err != nil {
 		return err
@@ -75,10 +81,13 @@ func (a *app) runServe(workspace string, verifyFull bool) error {
 		return err
 	}
 	defer sandbox.CloseTier(tier)
+	if guardFlags.NoGuard && guardFlags.NoGuardConfirmed {
+		fmt.Fprintln(a.stderr, "ironvise: WARNING: --no-guard: no guard LLM reviews the actions of any session this server runs (development only)")
+	}
 	ctx, stop := signal.NotifyContext(a.ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, err := server.New(ctx, server.Options{
-		Config: cfg, Lookup: a.lookup, Workspace: ws, Protected: protect, Tier: tier, VerifyFull: verifyFull, Version: version,
+		Config: cfg, Lookup: a.lookup, Workspace: ws, Protected: protect, Tier: tier, VerifyFull: verifyFull, GuardFlags: guardFlags, Version: version,
 		Stdout: a.stdout, Stderr: a.stderr, Logger: a.logger(), SandboxEnv: a.sandboxEnv(),
 		Local: a.daemonExec,
 	})

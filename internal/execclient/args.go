@@ -20,6 +20,9 @@ var flags = []Flag{
 	{Name: "justification", String: true, Default: DefaultJustification, set: func(o *Options, v string) { o.Justification = v }},
 	// --no-daemon runs in-process, which only the full command line can.
 	{Name: "no-daemon"},
+	// --json and --quiet: the full command line reports the result.
+	{Name: "json"},
+	{Name: "quiet"},
 	{Name: "help"},
 }
 

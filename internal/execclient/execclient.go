@@ -78,6 +78,10 @@ const DefaultJustification = "operator command run with ironvise exec"
 type Options struct {
 	Command, Session, Workspace, Policy, PolicySHA256, Justification string
 	NoDaemon                                                         bool
+	// JSON and Quiet are --json and --quiet: the result on stdout as one
+	// JSON object, or the session id only. Only the full command line
+	// reads them (args.go).
+	JSON, Quiet bool
 }
 
 // JoinCommand turns exec's arguments into one sh command line: one
@@ -158,10 +162,19 @@ func NewRequest(o Options, look func(string) (string, bool)) (*wire.Request, err
 			}
 		}
 	}
-	return &wire.Request{
+	req := &wire.Request{
 		Command: o.Command, Session: o.Session, Workspace: ws, Policy: pol, PolicySHA256: o.PolicySHA256,
 		Justification: o.Justification, Env: callerenv.Candidates(look),
-	}, nil
+	}
+	switch {
+	case o.JSON && o.Quiet:
+		return nil, errors.New("--json and --quiet exclude each other")
+	case o.JSON:
+		req.Output = wire.OutputJSON
+	case o.Quiet:
+		req.Output = wire.OutputQuiet
+	}
+	return req, nil
 }
 
 // Exchange sends req on conn, writes the daemon's output to stdout and

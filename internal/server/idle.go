@@ -201,7 +201,7 @@ func (s *Server) revive(ctx context.Context, r *runner) error {
 	if err != nil {
 		return errf(http.StatusConflict, "session %s enforces policy %s, which is no longer available: %v; restore the policy or start a new session", r.id, short(sess.PolicyHash), err)
 	}
-	plan, err := guard.Resolve(cfg.Guard, cfg.LLM.Backend, guard.Flags{})
+	plan, err := guard.Resolve(cfg.Guard, cfg.LLM.Backend, s.opts.GuardFlags)
 	if err != nil || (g.GuardRequired && !plan.Enabled) {
 		return errf(http.StatusServiceUnavailable, "session %s requires the guard, which is not configured now (set GUARD_LLM_BACKEND and GUARD_LLM_MODEL through PUT /api/config)", r.id)
 	}

@@ -47,6 +47,10 @@ type Options struct {
 	// VerifyFull verifies the whole ledger at startup (serve --verify-full)
 	// instead of its tail.
 	VerifyFull bool
+	// GuardFlags are serve's --no-guard and --no-guard-confirmed: they
+	// turn the guard off for every session this server starts, as they do
+	// for one audit.
+	GuardFlags guard.Flags
 	// Version is reported by /api/status.
 	Version string
 	// Stdout receives the one-run token lines; Stderr the listening line.
@@ -535,7 +539,7 @@ func (s *Server) resetChan() chan struct{} {
 // startup error, and a 503 for sessions after a configuration change.
 func (s *Server) guardPlan() (guard.Plan, error) {
 	c := s.sessionConfig()
-	p, err := guard.Resolve(c.Guard, c.LLM.Backend, guard.Flags{})
+	p, err := guard.Resolve(c.Guard, c.LLM.Backend, s.opts.GuardFlags)
 	if err != nil {
 		return p, fmt.Errorf("server: %w", err)
 	}

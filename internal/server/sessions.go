@@ -184,7 +184,7 @@ func (s *Server) createSession(ctx context.Context, req createRequest) (*ledger.
 	if err != nil {
 		return nil, err
 	}
-	plan, err := guard.Resolve(cfg.Guard, cfg.LLM.Backend, guard.Flags{})
+	plan, err := guard.Resolve(cfg.Guard, cfg.LLM.Backend, s.opts.GuardFlags)
 	if err != nil {
 		return nil, errf(http.StatusServiceUnavailable, "the guard is required but not configured: %v (set GUARD_LLM_BACKEND and GUARD_LLM_MODEL, or GUARD_REQUIRED=false, through PUT /api/config)", err)
 	}

@@ -49,14 +49,24 @@ func Path(dataDir string) string { return path.Join(dataDir, "run", "ironvise.so
 // absolute (the client resolved it against its working directory), and
 // Env is the client's candidate sandbox environment.
 type Request struct {
-	Command       string   `json:"command"`
-	Session       string   `json:"session,omitempty"`
-	Workspace     string   `json:"workspace"`
-	Policy        string   `json:"policy,omitempty"`
-	PolicySHA256  string   `json:"policy_sha256,omitempty"`
-	Justification string   `json:"justification"`
-	Env           []string `json:"env,omitempty"`
+	Command       string `json:"command"`
+	Session       string `json:"session,omitempty"`
+	Workspace     string `json:"workspace"`
+	Policy        string `json:"policy,omitempty"`
+	PolicySHA256  string `json:"policy_sha256,omitempty"`
+	Justification string `json:"justification"`
+	// Output is how exec reports its result on stdout: "" as usual,
+	// OutputJSON or OutputQuiet (exec's --json and --quiet). The daemon
+	// renders the result, so it is the same with --no-daemon.
+	Output string   `json:"output,omitempty"`
+	Env    []string `json:"env,omitempty"`
 }
+
+// Values of Request.Output.
+const (
+	OutputJSON  = "json"
+	OutputQuiet = "quiet"
+)
 
 // Response is what exec prints and exits with. Error is the message exec
 // prints as "ironvise: ERROR" (empty: none). NotStarted is true when the
@@ -78,6 +88,7 @@ func AppendRequest(dst []byte, r *Request) []byte {
 	dst = appendMember(dst, "policy", r.Policy, true)
 	dst = appendMember(dst, "policy_sha256", r.PolicySHA256, true)
 	dst = appendMember(dst, "justification", r.Justification, false)
+	dst = appendMember(dst, "output", r.Output, true)
 	if len(r.Env) > 0 {
 		dst = append(dst, `,"env":[`...)
 		for i, kv := range r.Env {
