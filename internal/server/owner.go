@@ -42,6 +42,11 @@ type ownerLock struct {
 // the OS offers no lock that dies with its process (the caller then uses a
 // per-process id).
 func acquireOwner(dataDir string) (*ownerLock, error) {
+	// serve may be the first command run on a data directory: it is
+	// created here as the ledger would create it (private to the user).
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("server: create the data directory %s: %w", dataDir, err)
+	}
 	f, err := os.OpenFile(filepath.Join(dataDir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("server: open %s: %w", lockFile, err)
