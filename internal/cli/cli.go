@@ -118,6 +118,14 @@ type app struct {
 	// hooks is the SIEM dispatcher of the running command (attachEvidence),
 	// fed the checkpoints the ledger commits; nil when there is none.
 	hooks atomic.Pointer[webhook.Dispatcher]
+	// daemonRequest marks the app that runs one exec request inside serve:
+	// the request's policy name was looked up in the client's directory,
+	// never the daemon's (loadPolicy).
+	daemonRequest bool
+	// jsonWritten is set once a JSON value went to stdout, so a failing
+	// --json command prints its error object only if it printed nothing
+	// (printFailureJSON).
+	jsonWritten bool
 }
 
 // ledgerTiming overrides the ledger's session lease
@@ -143,6 +151,7 @@ func (a *app) config() (*config.Config, error) {
 // printJSON writes v to standard output as indented JSON: the --json
 // form of every command.
 func (a *app) printJSON(v any) error {
+	a.jsonWritten = true
 	enc := json.NewEncoder(a.stdout)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
@@ -181,7 +190,7 @@ func (a *app) run(args []string) int {
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
@@ -190,8 +199,10 @@ func (a *app) run(args []string) int {
 		if ee.err != nil {
 			fmt.Fprintf(stderr, "ironvise: %v\n", ee.err)
 		}
+		a.printFailureJSON(cmd, args, err, ee.code)
 		return ee.code
 	}
+	a.printFailureJSON(cmd, args, err, ExitUsage)
 	// Any other error is a usage error; one cobra returned for the command
 	// line itself (unknown flag, missing argument) gets the usage hint.
 	fmt.Fprintf(stderr, "ironvise: %v\n", err)

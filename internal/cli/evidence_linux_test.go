@@ -90,28 +90,7 @@ func TestEvidenceCommandsOnDemoSession(t *testing.T) {
 	}
 
 	// The credential recorded before the seal verifies with the same key.
-	var doc struct {
-		Certificate struct {
-			Events []struct {
-				Type    string `json:"type"`
-				Payload string `json:"payload"`
-			} `json:"events"`
-		} `json:"certificate"`
-	}
-	json.Unmarshal(raw, &doc)
-	jwt := ""
-	for _, e := range doc.Certificate.Events {
-		if e.Type == "verifiable_credential" {
-			var p struct {
-				JWT string `json:"vc_jwt"`
-			}
-			json.Unmarshal([]byte(e.Payload), &p)
-			jwt = p.JWT
-		}
-	}
-	if jwt == "" {
-		t.Fatal("the demo session has no verifiable_credential event")
-	}
+	jwt := credentialOf(t, cert)
 	vcFile := filepath.Join(dir, "session.jwt")
 	os.WriteFile(vcFile, []byte(jwt+"\n"), 0o644)
 	if code, out, _ := runCLI(t, env, "", "verify-vc", vcFile, "--issuer-key", key.DID); code != 0 || !strings.Contains(out, "credential valid: session "+id) {

@@ -49,6 +49,10 @@ func (a *app) execViaDaemon(o execOptions, res *resultOutput) (handled bool, err
 	}
 	if !out.seen {
 		err = res.finish(a, err)
+	} else if o.JSON {
+		// The daemon's stdout was the result object: a failing exit must
+		// not add a second JSON value after it.
+		a.jsonWritten = true
 	}
 	return true, err
 }
@@ -79,7 +83,7 @@ func (a *app) daemonExec(ctx context.Context, rt *session.Runtime, req *localsoc
 	// protect is serve's list, read once at start and shared with its tier:
 	// recomputing it per request would cost the stat walk again and could
 	// let the tripwire and the tier disagree.
-	d := &app{ctx: ctx, stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, lookup: a.lookup, cfg: a.cfg, timing: a.timing, protect: a.protect}
+	d := &app{ctx: ctx, stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, lookup: a.lookup, cfg: a.cfg, timing: a.timing, protect: a.protect, daemonRequest: true}
 	env := map[string]string{}
 	for _, kv := range req.Env {
 		if k, v, ok := strings.Cut(kv, "="); ok {

@@ -27,10 +27,21 @@ func (a *app) policyCommand() *cobra.Command {
 		Short: "Work with policies (the shipped packs and <data dir>/policies/*.toml)",
 		Long: `A policy is a TOML file that narrows what an agent may do: allowed actions,
 command, path and domain rules, approval gates and observation rules
-(docs/policies.md). Pass one to audit, exec or check with --policy, as a file path
-or as a name that 'ironvise policy list' shows; pin it with --policy-sha256.`,
+(docs/policies.md). Pass one to audit, exec, check or replay with --policy, and
+pin it with --policy-sha256.
+
+--policy takes a path or a name. A value with a "/" is a path, relative to the
+working directory or absolute; without an extension, <path>.toml is tried too.
+A bare value is looked up, in order, among the shipped packs, in
+<data dir>/policies/<name>.toml, and as ./<value> and ./<name>.toml. Exactly
+one place may hold it: a name found in two places is refused as ambiguous
+(pass a path such as ./team.toml to choose the file), so a file an agent wrote
+into its workspace never stands in for a pack. When nothing is found, the error
+lists every place looked at.`,
 		Example: `  ironvise policy list
-  ironvise check --policy soc2-audit < intent.json`,
+  ironvise check --policy soc2-audit < intent.json
+  ironvise check --policy ./team.toml < intent.json
+  ironvise check --policy team < intent.json   # ./team.toml, when no pack or data-dir policy is named team`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(a.policyListCommand())

@@ -82,3 +82,42 @@ func TestPolicyList(t *testing.T) {
 		}
 	})
 }
+
+// TestPolicyFlagLookup: --policy takes a name, a relative or absolute path
+// (with or without .toml); a name that also names a working-directory file
+// is refused; a value that names nothing lists where it was looked for.
+func TestPolicyFlagLookup(t *testing.T) {
+	cwd, _ := filepath.EvalSymlinks(t.TempDir())
+	t.Chdir(cwd)
+	ws := t.TempDir()
+	env := cliEnv(t)
+	team := []byte("name = \"Team\"\n\n[[command_rules]]\nprogram = \"nmap\"\ndecision = \"deny\"\nreason = \"team: no scans\"\n")
+	os.MkdirAll("conf", 0o755)
+	for _, f := range []string{"team.toml", "conf/team.toml", "soc2-audit.toml"} {
+		if err := os.WriteFile(f, team, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nmap := `{"action":"run_command","params":{"command":"nmap -sV 10.0.0.1"},"justification":"scan the host"}`
+	for _, ref := range []string{"team", "team.toml", "./team", "conf/team", filepath.Join(cwd, "conf", "team.toml"), filepath.Join(cwd, "team")} {
+		code, out, errOut := runCLI(t, env, nmap, "check", "--workspace", ws, "--policy", ref)
+		if code != ExitDenied || !strings.Contains(out, "team: no scans") || !strings.Contains(out, `"policy_hash": "`+policy.Hash(team)) {
+			t.Errorf("--policy %s: exit %d\n%s\n%s", ref, code, out, errOut)
+		}
+	}
+	code, _, errOut := runCLI(t, env, nmap, "check", "--workspace", ws, "--policy", "soc2-audit")
+	if code != ExitUsage || !strings.Contains(errOut, "ambiguous") || !strings.Contains(errOut, "./soc2-audit.toml") {
+		t.Errorf("name shared by a pack and a file: exit %d\n%s", code, errOut)
+	}
+	code, _, errOut = runCLI(t, env, nmap, "check", "--workspace", ws, "--policy", "missing")
+	want := []string{"policy \"missing\" not found; looked in, in order:", "1. the shipped packs", "2. " + filepath.Join(env["ECTO_DATA_DIR"], "policies", "missing.toml"),
+		"3. ./missing (working directory)", "4. ./missing.toml (working directory)", "fix: pass the policy file's path"}
+	last := -1
+	for _, w := range want {
+		i := strings.Index(errOut, w)
+		if code != ExitUsage || i <= last {
+			t.Fatalf("missing policy: exit %d; stderr lacks %q in order:\n%s", code, w, errOut)
+		}
+		last = i
+	}
+}

@@ -9,7 +9,9 @@ import (
 )
 
 // loadPolicy loads --policy (a file, a shipped pack or a policy of the data
-// dir) with an optional --policy-sha256 pin. With no --policy, no policy is
+// dir) with an optional --policy-sha256 pin. For a request to the exec
+// daemon, a bare name is not looked up in the daemon's working directory
+// (policy.Options.NoWorkingDir). With no --policy, no policy is
 // loaded and the policy check records "no policy loaded". Load errors are
 // configuration errors (exit 2) listing every problem with its line.
 func (a *app) loadPolicy(cfg *config.Config, ref, pin string) (*policy.Policy, *string, error) {
@@ -19,7 +21,7 @@ func (a *app) loadPolicy(cfg *config.Config, ref, pin string) (*policy.Policy, *
 		}
 		return nil, nil, nil
 	}
-	p, err := policy.Load(ref, policy.Options{DataDir: cfg.DataDir, SHA256: pin})
+	p, err := policy.Load(ref, policy.Options{DataDir: cfg.DataDir, SHA256: pin, NoWorkingDir: a.daemonRequest})
 	if err != nil {
 		return nil, nil, exitCode(ExitUsage, fmt.Errorf("policy not loaded:\n%w", err))
 	}

@@ -50,7 +50,7 @@ func (a *app) runReplay(ref, inject, policyRef string, asJSON bool) error {
 	}
 	id, err := uuid.Parse(ref)
 	if err != nil {
-		return exitCode(ExitUsage, fmt.Errorf("%q is not a session id", ref))
+		return usageError(fmt.Errorf("%q is not a session id", ref))
 	}
 	l, err := a.openLedger()
 	if err != nil {
@@ -59,7 +59,7 @@ func (a *app) runReplay(ref, inject, policyRef string, asJSON bool) error {
 	defer closeLedger(l)
 	sess, err := l.Session(a.ctx, id)
 	if err != nil {
-		return exitCode(ExitUsage, fmt.Errorf("session %s: %w", id, err))
+		return exitCode(ExitUsage, failedWith(kindOf(err), id.String(), fmt.Errorf("session %s: %w", id, err)))
 	}
 	evs, err := l.Events(a.ctx, id, 0, 1<<20)
 	if err != nil {
@@ -79,7 +79,7 @@ func (a *app) runReplay(ref, inject, policyRef string, asJSON bool) error {
 		}
 	}
 	if target == nil || target.Type != ledger.TypeObservation {
-		return exitCode(ExitUsage, fmt.Errorf("--inject-observation: seq %d is not an observation of session %s", seq, id))
+		return usageError(fmt.Errorf("--inject-observation: seq %d is not an observation of session %s", seq, id))
 	}
 	var obs struct {
 		Content string   `json:"content"`

@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"crypto/ed25519"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ironvise/ironvise/internal/evidence"
+	"github.com/ironvise/ironvise/internal/jsonerror"
 	"github.com/ironvise/ironvise/internal/ledger"
 )
 
@@ -127,7 +127,7 @@ type pinFlags struct {
 
 func (p *pinFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&p.key, "issuer-key", "", "the issuer public key to trust, as its value: hex, did:key or checkpoint verifier key (never a file name)")
-	cmd.Flags().StringVar(&p.file, "issuer-key-file", "", "a file holding the issuer public key to trust")
+	cmd.Flags().StringVar(&p.file, "issuer-key-file", "", "the issuer key file to trust: what 'ironvise issuer-key' prints or writes with --output")
 	cmd.Flags().BoolVar(&p.allowUnpinned, "allow-unpinned", false, "check against the key the document names itself (proves self-consistency only)")
 }
 
@@ -137,7 +137,7 @@ func (p *pinFlags) register(cmd *cobra.Command) {
 func (p *pinFlags) resolve() (ed25519.PublicKey, error) {
 	k, err := evidence.ResolveIssuerPin(p.key, p.file, p.allowUnpinned)
 	if err != nil {
-		return nil, exitCode(ExitUsage, err)
+		return nil, usageError(err)
 	}
 	return k, nil
 }
@@ -166,7 +166,8 @@ five pillars separately (docs/evidence.md):
 A certificate with any failing pillar is invalid, and so is an unsigned one.
 Pin the issuer with --issuer-key (hex, did:key or the checkpoint verifier key
 that 'ironvise issuer-key' prints; never read as a file name) or with
---issuer-key-file FILE. Without a pin the command refuses (exit 2): anyone can
+--issuer-key-file FILE (what 'ironvise issuer-key --output FILE' writes, or
+its output redirected to a file). Without a pin the command refuses (exit 2): anyone can
 make a self-consistent certificate under a key of their own. --allow-unpinned
 checks self-consistency only.
 
@@ -180,7 +181,7 @@ Exit status: 0 valid, 1 invalid or unreadable, 2 usage error (including no pin).
 				return err
 			}
 			if maxBytes < 1 || maxBytes > evidence.MaxCertificateBytesLimit {
-				return exitCode(ExitUsage, fmt.Errorf("--max-bytes %d: want 1 to %d", maxBytes, evidence.MaxCertificateBytesLimit))
+				return usageError(fmt.Errorf("--max-bytes %d: want 1 to %d", maxBytes, evidence.MaxCertificateBytesLimit))
 			}
 			data, err := readBounded(args[0], int64(maxBytes))
 			if err != nil {
@@ -194,7 +195,7 @@ Exit status: 0 valid, 1 invalid or unreadable, 2 usage error (including no pin).
 			}
 			res, verr := evidence.VerifyCertificateWith(data, pin, opts)
 			if asJSON {
-				if err := a.printJSON(res); err != nil {
+				if err := a.printJSON(res.JSON(ExitDenied)); err != nil {
 					return exitCode(ExitUsage, err)
 				}
 			} else if err := res.WriteText(a.stdout); err != nil {
@@ -241,7 +242,8 @@ when a session completes: the EdDSA signature by the issuer's did:key, the
 validity window and the credential's shape. The argument is the JWT itself or
 a file holding it (for instance the vc_jwt of GET /api/sessions/{id}/vc).
 
-Pin the issuer with --issuer-key (the key's value) or --issuer-key-file FILE.
+Pin the issuer with --issuer-key (the key's value) or --issuer-key-file FILE
+(what 'ironvise issuer-key --output FILE' writes).
 Without a pin the command refuses (exit 2); --allow-unpinned takes the key
 from the credential's own did:key, which proves only self-consistency.
 
@@ -262,15 +264,16 @@ Exit status: 0 valid, 1 invalid, 2 usage error (including no pin).`,
 				}
 				jwt = string(data)
 			} else if strings.Count(jwt, ".") != 2 {
-				return exitCode(ExitUsage, fmt.Errorf("%q is neither a JWT (header.payload.signature) nor a readable file", jwt))
+				return usageError(fmt.Errorf("%q is neither a JWT (header.payload.signature) nor a readable file", jwt))
 			}
 			c, err := evidence.VerifyVC(jwt, pin)
 			if asJSON {
-				out := map[string]any{"valid": err == nil}
+				out := vcJSON{OK: err == nil, Valid: err == nil}
 				if err != nil {
-					out["reason"] = err.Error()
+					out.Reason = err.Error()
+					out.Error = &jsonerror.Detail{Kind: jsonerror.KindVerification, Code: ExitDenied, Message: err.Error()}
 				} else {
-					out["claims"] = c
+					out.Claims = c
 				}
 				a.printJSON(out)
 			}
@@ -298,50 +301,19 @@ Exit status: 0 valid, 1 invalid, 2 usage error (including no pin).`,
 	return cmd
 }
 
+// vcJSON is the --json output of verify-vc; error is the object every
+// failing --json command prints (docs/cli.md#json-output).
+type vcJSON struct {
+	OK     bool              `json:"ok"`
+	Valid  bool              `json:"valid"`
+	Reason string            `json:"reason,omitempty"`
+	Claims any               `json:"claims,omitempty"`
+	Error  *jsonerror.Detail `json:"error,omitempty"`
+}
+
 func derefOr(p *string, def string) string {
 	if p == nil {
 		return def
 	}
 	return *p
-}
-
-func (a *app) issuerKeyCommand() *cobra.Command {
-	var asJSON bool
-	cmd := &cobra.Command{
-		Use:   "issuer-key",
-		Short: "Print this instance's issuer public key (what auditors pin)",
-		Long: `Prints the public half of the issuer key that signs this ledger's checkpoints,
-certificates and verifiable credentials, in the forms verifiers accept: hex,
-did:key and the checkpoint verifier key of signed-note tools. Give it to
-auditors over a channel you trust; they pass it to 'verify-cert', 'ironvise
-verify-certificate' or 'ironvise verify-vc' with --issuer-key (or save it and
-use --issuer-key-file). The private
-key never leaves $ECTO_DATA_DIR/keys/issuer.ed25519.`,
-		Example: `  ironvise issuer-key
-  ironvise issuer-key --json | jq -r .public_key > issuer.pub`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := a.openLedger()
-			if err != nil {
-				return err
-			}
-			defer closeLedger(l)
-			pub := l.IssuerPublicKey()
-			vkey, err := l.CheckpointVerifierKey()
-			if err != nil {
-				return exitCode(ExitUsage, err)
-			}
-			if asJSON {
-				return a.printJSON(map[string]string{
-					"public_key": hex.EncodeToString(pub), "key_id": ledger.KeyID(pub), "did": ledger.DIDKey(pub),
-					"origin": l.Origin(), "checkpoint_verifier_key": vkey,
-				})
-			}
-			fmt.Fprintf(a.stdout, "public key (hex)         %s\nkey id                   %s\ndid:key                  %s\ncheckpoint verifier key  %s\n",
-				hex.EncodeToString(pub), ledger.KeyID(pub), ledger.DIDKey(pub), vkey)
-			return nil
-		},
-	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print machine-readable JSON")
-	return cmd
 }

@@ -85,7 +85,7 @@ Exits 1 when the selected tier cannot be used here, naming the fix.`,
 			switch tier {
 			case "", "native", "docker", "firecracker":
 			default:
-				return exitCode(ExitUsage, fmt.Errorf("--tier %q: unknown tier (accepted: native, docker, firecracker)", tier))
+				return usageError(fmt.Errorf("--tier %q: unknown tier (accepted: native, docker, firecracker)", tier))
 			}
 			cfg, err := a.config()
 			if err != nil {

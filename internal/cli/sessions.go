@@ -61,11 +61,11 @@ time and goal. The reserved instance session is not listed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if limit < 1 || limit > 10000 {
-				return exitCode(ExitUsage, fmt.Errorf("--limit %d: use 1 to 10000", limit))
+				return usageError(fmt.Errorf("--limit %d: use 1 to 10000", limit))
 			}
 			st := ledger.Status(strings.ToLower(status))
 			if status != "" && !st.Valid() {
-				return exitCode(ExitUsage, fmt.Errorf("--status %q: use running, completed, failed or aborted", status))
+				return usageError(fmt.Errorf("--status %q: use running, completed, failed or aborted", status))
 			}
 			l, err := a.openLedger()
 			if err != nil {

@@ -158,6 +158,14 @@ func TestExecJSONThroughDaemon(t *testing.T) {
 					if r := decodeResult(t, dOut); r.ExitCode != dCode {
 						t.Errorf("the daemon's result says exit %d; exec exits %d", r.ExitCode, dCode)
 					}
+					// The whole command line through the daemon: a
+					// failing exec prints the daemon's result and no
+					// failure object after it.
+					cargs := append([]string{"exec", "--json"}, args[3:]...)
+					cCode, cOut, _ := runCLI(t, env, "", append(cargs, "--", o.Command)...)
+					if r := decodeResult(t, cOut); cCode != pCode || r.ExitCode != cCode {
+						t.Errorf("exec --json through the daemon: exit %d, result says %d; want %d", cCode, r.ExitCode, pCode)
+					}
 				}
 			}
 		})

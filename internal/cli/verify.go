@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ironvise/ironvise/internal/evidence"
+	"github.com/ironvise/ironvise/internal/jsonerror"
 	"github.com/ironvise/ironvise/internal/ledger"
 )
 
@@ -35,42 +36,76 @@ func (a *app) verifySessionCommand() *cobra.Command {
 Exit status: 0 when all six pass; 1 when any fails (the output names the
 check, the first broken sequence and why); 2 on a usage or configuration
 error, or when the session does not exist. The nil UUID verifies the
-instance chain.`,
+instance chain.
+
+With --json, standard output always holds one JSON value, and "ok" says
+whether the session verified. On a failure, "error" has kind, code (the exit
+status) and message; for a failed check also check, sequence and problem;
+an unknown session is kind "not_found" (docs/cli.md#json-output).`,
 		Example: `  ironvise verify-session 0190f1c2-7a3b-7cde-8f01-23456789abcd
   ironvise verify-session 0190f1c2-7a3b-7cde-8f01-23456789abcd --json | jq .error`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := parseSessionID(args[0])
 			if err != nil {
-				return exitCode(ExitUsage, err)
+				return usageError(err)
 			}
-			l, err := a.openLedger()
-			if err != nil {
-				return err
-			}
-			defer l.Close(a.ctx)
-			v, err := evidence.VerifySession(a.ctx, l, id)
-			if errors.Is(err, ledger.ErrNotFound) {
-				return exitCode(ExitUsage, fmt.Errorf("session %s is not in this ledger (check DATABASE_URL and ECTO_DATA_DIR; 'ironvise sessions' lists what is there)", id))
-			}
-			if err != nil {
-				return exitCode(ExitUsage, err)
-			}
-			if asJSON {
-				if err := a.printJSON(v); err != nil {
-					return err
-				}
-			} else {
-				a.printVerifyText(v)
-			}
-			if !v.OK {
-				return exitCode(ExitDenied, nil)
-			}
-			return nil
+			// Every failure names the session in the --json error object.
+			return failedWith("", id.String(), a.verifySession(id, asJSON))
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print machine-readable JSON")
 	return cmd
+}
+
+// verifySession verifies session id and prints the result.
+func (a *app) verifySession(id uuid.UUID, asJSON bool) error {
+	l, err := a.openLedger()
+	if err != nil {
+		return err
+	}
+	defer l.Close(a.ctx)
+	v, err := evidence.VerifySession(a.ctx, l, id)
+	if errors.Is(err, ledger.ErrNotFound) {
+		return exitCode(ExitUsage, failedWith(jsonerror.KindNotFound, "", fmt.Errorf("session %s is not in this ledger (check DATABASE_URL and ECTO_DATA_DIR; 'ironvise sessions' lists what is there)", id)))
+	}
+	if err != nil {
+		return exitCode(ExitUsage, err)
+	}
+	if asJSON {
+		if err := a.printJSON(verificationJSON(v)); err != nil {
+			return err
+		}
+	} else {
+		a.printVerifyText(v)
+	}
+	if !v.OK {
+		return exitCode(ExitDenied, nil)
+	}
+	return nil
+}
+
+// verifySessionJSON is the --json output of verify-session: the
+// verification, whose error (when a check failed) also carries the fields
+// of every --json error object (kind, code, message), next to the check,
+// sequence and problem it always had.
+type verifySessionJSON struct {
+	*evidence.Verification
+	// Error shadows the verification's own error field.
+	Error *jsonerror.Detail `json:"error"`
+}
+
+func verificationJSON(v *evidence.Verification) verifySessionJSON {
+	out := verifySessionJSON{Verification: v}
+	if e := v.Error; e != nil {
+		msg := e.Check + " check failed: " + e.Problem
+		if e.Sequence != nil {
+			msg = fmt.Sprintf("%s check failed at seq %d: %s", e.Check, *e.Sequence, e.Problem)
+		}
+		out.Error = &jsonerror.Detail{Kind: jsonerror.KindVerification, Code: ExitDenied, Message: msg,
+			Check: e.Check, Sequence: e.Sequence, Problem: e.Problem}
+	}
+	return out
 }
 
 // parseSessionID accepts the 36-character hyphenated UUID form only.

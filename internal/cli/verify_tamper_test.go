@@ -100,8 +100,12 @@ func verifyFailure(t *testing.T, e *ledgerEnv, id uuid.UUID, check string, seq i
 	}
 	code, out, _ = e.run("verify-session", id.String(), "--json")
 	var res struct {
-		OK    bool
-		Error struct {
+		OK        bool
+		SessionID string `json:"session_id"`
+		Error     struct {
+			Kind     string
+			Code     int
+			Message  string
 			Check    string
 			Sequence *int64
 			Problem  string
@@ -113,6 +117,11 @@ func verifyFailure(t *testing.T, e *ledgerEnv, id uuid.UUID, check string, seq i
 	}
 	if res.OK || res.Error.Check != check || res.Error.Sequence == nil || *res.Error.Sequence != seq || !strings.Contains(res.Error.Problem, reason) {
 		t.Fatalf("--json error = %+v; want the %s check at seq %d saying %q", res.Error, check, seq, reason)
+	}
+	// The fields every --json error object has (docs/cli.md#json-output).
+	if res.SessionID != id.String() || res.Error.Kind != "verification" || res.Error.Code != 1 ||
+		!strings.HasPrefix(res.Error.Message, fmt.Sprintf("%s check failed at seq %d: ", check, seq)) {
+		t.Fatalf("--json: session %s, error %+v; want kind verification, code 1 and a message naming the check", res.SessionID, res.Error)
 	}
 	if c := res.Checks[check]; c.OK || c.Seq != seq {
 		t.Fatalf("--json checks.%s = %+v", check, c)

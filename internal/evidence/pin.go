@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
-// maxKeyFileBytes bounds an issuer key file: every form ParseIssuerKey
-// reads is well under 200 bytes.
+// maxKeyFileBytes bounds an issuer key file: the whole output of
+// `ironvise issuer-key`, in either form, is well under 1 KiB.
 const maxKeyFileBytes = 4096
 
 // ResolveIssuerPin turns a verifier's pin flags into the key it trusts.
@@ -26,7 +27,12 @@ func ResolveIssuerPin(keyValue, keyFile string, allowUnpinned bool) (ed25519.Pub
 		// The value is only ever a key. Reading it as a file name first
 		// let a file named like the real key, holding another key, make
 		// a self-made certificate pass as pinned (issue 23, item 3).
-		k, err := ParseIssuerKey(keyValue)
+		parse := ParseIssuerKey
+		if strings.Contains(keyValue, "\n") {
+			// --issuer-key "$(ironvise issuer-key)": the whole output.
+			parse = ParseIssuerKeyText
+		}
+		k, err := parse(keyValue)
 		if err != nil {
 			return nil, fmt.Errorf("--issuer-key: %w (for a file holding the key use --issuer-key-file)", err)
 		}
@@ -43,8 +49,9 @@ func ResolveIssuerPin(keyValue, keyFile string, allowUnpinned bool) (ed25519.Pub
 	return nil, ErrUnpinned
 }
 
-// readIssuerKeyFile reads an issuer public key from a small file holding
-// one of the forms ParseIssuerKey accepts.
+// readIssuerKeyFile reads an issuer public key from a small file: what
+// `ironvise issuer-key` prints or writes with --output, or one of its
+// forms alone (ParseIssuerKeyText).
 func readIssuerKeyFile(path string) (ed25519.PublicKey, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -58,5 +65,9 @@ func readIssuerKeyFile(path string) (ed25519.PublicKey, error) {
 	if len(b) > maxKeyFileBytes {
 		return nil, fmt.Errorf("read issuer key %s: larger than %d bytes, not a key file", path, maxKeyFileBytes)
 	}
-	return ParseIssuerKey(string(b))
+	k, err := ParseIssuerKeyText(string(b))
+	if err != nil {
+		return nil, fmt.Errorf("issuer key file %s: %w", path, err)
+	}
+	return k, nil
 }

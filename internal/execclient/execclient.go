@@ -153,14 +153,19 @@ func NewRequest(o Options, look func(string) (string, bool)) (*wire.Request, err
 		return nil, err
 	}
 	pol := o.Policy
-	if pol != "" {
-		// A name that is no file is a shipped pack's, resolved by the
-		// daemon; one with a separator is a path either way.
-		if _, err := os.Stat(pol); err == nil || containsSeparator(pol) {
-			if pol, err = abs(pol); err != nil {
-				return nil, err
-			}
+	switch {
+	case pol == "":
+	case containsSeparator(pol):
+		// A path, taken from this working directory; the daemon applies
+		// the same .toml fallback to the absolute form.
+		if pol, err = abs(pol); err != nil {
+			return nil, err
 		}
+	case namesLocalFile(pol):
+		// A bare name may also be a pack or a data-dir policy, and such a
+		// name is refused as ambiguous (docs/policies.md). Only the
+		// in-process lookup sees this directory and those places at once.
+		return nil, ErrLocalPolicy
 	}
 	req := &wire.Request{
 		Command: o.Command, Session: o.Session, Workspace: ws, Policy: pol, PolicySHA256: o.PolicySHA256,
@@ -175,6 +180,21 @@ func NewRequest(o Options, look func(string) (string, bool)) (*wire.Request, err
 		req.Output = wire.OutputQuiet
 	}
 	return req, nil
+}
+
+// ErrLocalPolicy is NewRequest's answer for a bare --policy name that
+// names a file in the working directory: the command runs in-process.
+var ErrLocalPolicy = errors.New("execclient: --policy names a file in the working directory")
+
+// namesLocalFile reports whether the bare policy name ref names a regular
+// file in the working directory, as itself or with .toml.
+func namesLocalFile(ref string) bool {
+	for _, f := range []string{ref, ref + ".toml"} {
+		if st, err := os.Stat(f); err == nil && st.Mode().IsRegular() {
+			return true
+		}
+	}
+	return false
 }
 
 // Exchange sends req on conn, writes the daemon's output to stdout and

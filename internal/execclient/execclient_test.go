@@ -218,9 +218,10 @@ func TestNewRequest(t *testing.T) {
 		ws, pol, wantWS, wantPol string
 	}{
 		{"", "", dir, ""},
-		{"sub/../w", "local.yaml", filepath.Join(dir, "w"), filepath.Join(dir, "local.yaml")},
+		{"sub/../w", "./local.yaml", filepath.Join(dir, "w"), filepath.Join(dir, "local.yaml")},
 		{"/abs//x/", "strict", "/abs/x", "strict"},
 		{".", "./missing.yaml", dir, filepath.Join(dir, "missing.yaml")},
+		{".", "sub/team", dir, filepath.Join(dir, "sub/team")},
 	} {
 		o := Options{Command: "ls", Session: "s", Workspace: c.ws, Policy: c.pol, PolicySHA256: "ab", Justification: "why"}
 		req, err := NewRequest(o, config.MapLookup(env))
@@ -231,6 +232,27 @@ func TestNewRequest(t *testing.T) {
 		if req.Command != want.Command || req.Session != want.Session || req.Workspace != want.Workspace || req.Policy != want.Policy ||
 			req.PolicySHA256 != want.PolicySHA256 || req.Justification != want.Justification || !slices.Equal(req.Env, want.Env) {
 			t.Errorf("NewRequest(%+v) = %+v; want %+v", o, req, want)
+		}
+	}
+}
+
+// TestNewRequestLocalPolicyName: a bare --policy name that names a file in
+// the working directory (as itself or with .toml) is not sent to the
+// daemon, which cannot see this directory nor tell whether the name is
+// ambiguous; the command runs in-process instead.
+func TestNewRequestLocalPolicyName(t *testing.T) {
+	t.Chdir(t.TempDir())
+	os.WriteFile("local.yaml", []byte("x"), 0o600)
+	os.WriteFile("team.toml", []byte("x"), 0o600)
+	os.Mkdir("dir", 0o700)
+	for _, pol := range []string{"local.yaml", "team", "team.toml"} {
+		if _, err := NewRequest(Options{Command: "ls", Policy: pol}, config.MapLookup(nil)); !errors.Is(err, ErrLocalPolicy) {
+			t.Errorf("--policy %s: %v; want ErrLocalPolicy", pol, err)
+		}
+	}
+	for _, pol := range []string{"strict", "dir"} {
+		if req, err := NewRequest(Options{Command: "ls", Policy: pol}, config.MapLookup(nil)); err != nil || req.Policy != pol {
+			t.Errorf("--policy %s: %+v, %v; want the name sent as is", pol, req, err)
 		}
 	}
 }

@@ -27,6 +27,12 @@ type Options struct {
 	// SHA256 pins the policy hash (--policy-sha256): when set, a policy
 	// whose hash differs does not load.
 	SHA256 string
+	// NoWorkingDir leaves the working directory out of a bare name's
+	// lookup. The exec daemon sets it: its client has looked in its own
+	// working directory already (and runs in-process when a file there
+	// matches), and the daemon's working directory has nothing to do with
+	// the request.
+	NoWorkingDir bool
 	// GOOS selects the platform matching (ASCII case folding of programs
 	// and paths on darwin and windows, "\" and drive letters on windows).
 	// It defaults to runtime.GOOS and exists so the darwin and windows rules
@@ -65,64 +71,169 @@ func validName(n string) bool {
 
 // Load loads a policy given as a file path or as the name of a policy that
 // List shows: a shipped pack or <DataDir>/policies/<name>.toml ("name" or
-// "name.toml"). A reference containing a path separator is a path; a bare
-// reference is a pack, a data-dir policy or a file in the working
-// directory, and one that names more than one of these is ambiguous and
-// does not load (ErrAmbiguous): pass a path instead.
+// "name.toml"). The lookup order, and why a bare name that matches more
+// than one place is refused (ErrAmbiguous), is resolve's; docs/policies.md
+// states it for users.
 func Load(ref string, opt Options) (*Policy, error) {
-	file, data, err := resolve(ref, opt.DataDir)
+	file, data, err := resolve(ref, opt.DataDir, !opt.NoWorkingDir)
 	if err != nil {
 		return nil, err
 	}
 	return Parse(file, data, opt)
 }
 
-func resolve(ref, dataDir string) (file string, data []byte, err error) {
+// resolve finds the file a --policy value names.
+//
+// A value with a path separator is a path (relative to the working
+// directory, or absolute): that file, or, when it does not exist and has no
+// .toml extension, the same path with .toml.
+//
+// A bare value is looked up in four places, in this order: the shipped
+// packs, <dataDir>/policies/<name>.toml, ./<ref> and ./<name>.toml. Exactly
+// one place may hold it. A bare name that matches two places does not load:
+// otherwise a file that an agent wrote into the working directory (its
+// workspace, often) could stand in for the pack or data-dir policy the
+// operator named, and no order of precedence is safe for both readings.
+// A path (./team.toml, or the data-dir path) chooses one.
+//
+// When nothing matches, the error lists every place looked at, in order,
+// and how to fix the value.
+func resolve(ref, dataDir string, workingDir bool) (file string, data []byte, err error) {
 	if ref == "" {
 		return "", nil, errors.New("policy: empty policy reference (pass a file path or a name from `ironvise policy list`)")
 	}
 	if strings.ContainsAny(ref, `/`+string(filepath.Separator)) {
-		return readFile(ref)
+		return resolvePath(ref)
 	}
 	name := strings.TrimSuffix(ref, ".toml")
-	pack, isPack := PackBytes(name)
-	var found []string
-	if isPack {
-		found = append(found, "a shipped pack")
+	type place struct {
+		desc, path string // path is "" for the packs
+		found      bool
 	}
-	var local string
+	_, isPack := PackBytes(name)
+	places := []place{{desc: "the shipped packs (" + strings.Join(Packs(), ", ") + ")", found: isPack}}
 	if dataDir != "" && validName(name) {
-		local = filepath.Join(dataDir, "policies", name+".toml")
-		if _, err := os.Stat(local); err == nil {
-			found = append(found, local)
+		local := filepath.Join(dataDir, "policies", name+".toml")
+		places = append(places, place{desc: local, path: local, found: isRegular(local)})
+	}
+	for _, f := range cwdCandidates(ref) {
+		p := place{desc: "./" + f + " (working directory)", path: f}
+		if workingDir {
+			p.found = isRegular(f)
 		} else {
-			local = ""
+			// Looked at by the caller, which found nothing there.
+			p.desc = "./" + f + " (the caller's working directory)"
+		}
+		places = append(places, p)
+	}
+	var hits []place
+	for _, p := range places {
+		if p.found {
+			hits = append(hits, p)
 		}
 	}
-	cwd := false
-	if st, err := os.Stat(ref); err == nil && st.Mode().IsRegular() {
-		cwd = true
-		found = append(found, "./"+ref)
+	switch len(hits) {
+	case 0:
+		var b strings.Builder
+		fmt.Fprintf(&b, "policy %q not found; looked in, in order:", ref)
+		for i, p := range places {
+			fmt.Fprintf(&b, "\n  %d. %s", i+1, p.desc)
+		}
+		b.WriteString("\nfix: pass the policy file's path (for instance --policy ./" + name + ".toml or an absolute path)")
+		if dataDir != "" {
+			b.WriteString(", copy it to " + filepath.Join(dataDir, "policies", name+".toml"))
+		}
+		b.WriteString(", or use a name that `ironvise policy list` shows")
+		return "", nil, &lookupError{msg: b.String(), is: ErrNotFound}
+	case 1:
+		if hits[0].path == "" {
+			pack, _ := PackBytes(name)
+			return name + ".toml", pack, nil
+		}
+		return readFile(hits[0].path)
 	}
-	// A bare name that means two things is refused: otherwise a file that
-	// an agent wrote into the working directory (its workspace, often)
-	// could stand in for the pack the operator named.
-	if len(found) > 1 {
-		return "", nil, fmt.Errorf("policy %s: %w: it names %s; pass a path (./%s or the data-dir path) to choose a file", ref, ErrAmbiguous, strings.Join(found, " and "), ref)
+	var descs, paths []string
+	pack := false
+	for _, h := range hits {
+		if h.path == "" {
+			pack = true
+			descs = append(descs, "the shipped pack "+name)
+			continue
+		}
+		descs = append(descs, h.desc)
+		if !filepath.IsAbs(h.path) {
+			h.path = "./" + h.path
+		}
+		paths = append(paths, h.path)
 	}
-	switch {
-	case isPack:
-		return name + ".toml", pack, nil
-	case local != "":
-		return readFile(local)
-	case cwd:
-		return readFile(ref)
+	msg := fmt.Sprintf("policy %q is ambiguous: it names %s\nfix: choose a file by its path (--policy %s)", ref, strings.Join(descs, " and "), strings.Join(paths, " or --policy "))
+	if pack {
+		msg += "; a shipped pack has no path, so to use the pack, rename or move the other file"
 	}
-	where := "a shipped pack (" + strings.Join(Packs(), ", ") + ")"
-	if dataDir != "" {
-		where += " or a file in " + filepath.Join(dataDir, "policies")
+	return "", nil, &lookupError{msg: msg, is: ErrAmbiguous}
+}
+
+// cwdCandidates are the working-directory files a bare reference may name:
+// the reference itself and, without a .toml extension, the name with one.
+func cwdCandidates(ref string) []string {
+	if strings.HasSuffix(ref, ".toml") {
+		return []string{ref}
 	}
-	return "", nil, fmt.Errorf("policy %s: %w: it is not a file, nor %s; see `ironvise policy list`", ref, ErrNotFound, where)
+	return []string{ref, ref + ".toml"}
+}
+
+// resolvePath reads the policy file at path, or at path+".toml" when path
+// does not exist and has no extension.
+func resolvePath(path string) (string, []byte, error) {
+	tried := []string{path}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) && filepath.Ext(path) == "" {
+		if _, err := os.Stat(path + ".toml"); err == nil {
+			return readFile(path + ".toml")
+		}
+		tried = append(tried, path+".toml")
+	} else {
+		return readFile(path)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "policy %q not found; looked in, in order:", path)
+	for i, p := range tried {
+		fmt.Fprintf(&b, "\n  %d. %s", i+1, describePath(p))
+	}
+	b.WriteString("\nfix: check the path (a relative path is relative to the working directory), or use a name that `ironvise policy list` shows")
+	return "", nil, &lookupError{msg: b.String(), is: ErrNotFound, path: true}
+}
+
+// describePath is p, with its absolute form when p is relative, so the
+// error shows which working directory a relative path was taken from.
+func describePath(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		return p + " (" + abs + ")"
+	}
+	return p
+}
+
+// isRegular reports whether path is an existing regular file.
+func isRegular(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular()
+}
+
+// lookupError is a policy reference that names nothing (is ErrNotFound)
+// or more than one file (is ErrAmbiguous); its message lists the places and
+// the fix. A path that names nothing also matches fs.ErrNotExist.
+type lookupError struct {
+	msg  string
+	is   error
+	path bool
+}
+
+func (e *lookupError) Error() string { return e.msg }
+
+func (e *lookupError) Is(target error) bool {
+	return target == e.is || (e.path && target == fs.ErrNotExist)
 }
 
 // readFile reads a regular file of at most MaxFileBytes.

@@ -444,3 +444,49 @@ func TestList(t *testing.T) {
 		t.Errorf("team entry %+v", team)
 	}
 }
+
+// TestLoadLookupOrder: a bare name also finds ./<name>.toml, a path without
+// an extension also finds <path>.toml, and a name that names nothing lists
+// every place looked at, in order, with the fix.
+func TestLoadLookupOrder(t *testing.T) {
+	data := t.TempDir()
+	cwd, _ := filepath.EvalSymlinks(t.TempDir())
+	t.Chdir(cwd)
+	for name, body := range map[string]string{"team.toml": "name = \"Team\"\n", "sub/deep.toml": "name = \"Deep\"\n", "owasp-top10.toml": "name = \"Planted\"\n"} {
+		os.MkdirAll(filepath.Dir(name), 0o755)
+		if err := os.WriteFile(name, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for ref, title := range map[string]string{
+		"team": "Team", "team.toml": "Team", "./team": "Team", "sub/deep": "Deep",
+		filepath.Join(cwd, "team"): "Team", filepath.Join(cwd, "sub", "deep.toml"): "Deep", "./owasp-top10.toml": "Planted",
+	} {
+		if p, err := Load(ref, Options{DataDir: data}); err != nil || p.Name() != title {
+			t.Errorf("Load(%q) = %v, %v; want %q", ref, p, err, title)
+		}
+	}
+	// ./owasp-top10.toml shares the pack's name: the bare name is refused.
+	if _, err := Load("owasp-top10", Options{DataDir: data}); !errors.Is(err, ErrAmbiguous) || !strings.Contains(err.Error(), "./owasp-top10.toml") {
+		t.Errorf("owasp-top10: %v; want ErrAmbiguous naming ./owasp-top10.toml", err)
+	}
+	_, err := Load("nope", Options{DataDir: data})
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("nope: %v; want ErrNotFound", err)
+	}
+	msg := err.Error()
+	places := []string{"1. the shipped packs (", "2. " + filepath.Join(data, "policies", "nope.toml"), "3. ./nope (working directory)", "4. ./nope.toml (working directory)", "fix: "}
+	last := -1
+	for _, p := range places {
+		i := strings.Index(msg, p)
+		if i <= last {
+			t.Fatalf("message lacks %q after the previous place:\n%s", p, msg)
+		}
+		last = i
+	}
+	_, err = Load("./sub/none", Options{})
+	if !errors.Is(err, ErrNotFound) || !errors.Is(err, os.ErrNotExist) ||
+		!strings.Contains(err.Error(), "1. ./sub/none ("+filepath.Join(cwd, "sub", "none")+")") || !strings.Contains(err.Error(), "2. ./sub/none.toml") {
+		t.Errorf("missing path: %v", err)
+	}
+}
