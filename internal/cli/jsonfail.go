@@ -58,23 +58,34 @@ func (a *app) printFailureJSON(cmd *cobra.Command, args []string, err error, cod
 	if a.jsonWritten || !wantsJSON(cmd, args) {
 		return
 	}
+	var ce *commandError
+	if !errors.As(err, &ce) {
+		// cobra's: the command line itself
+		err = failedWith(jsonerror.KindUsage, "", err)
+	}
+	d, session := failureDetail(err, code)
+	a.jsonWritten = true
+	_ = jsonerror.Write(a.stdout, jsonerror.Failure{Command: commandName(cmd), SessionID: session, Error: d})
+}
+
+// failureDetail is what err, ending the process with code, says in a JSON
+// result: its kind (as the command marked it with failedWith, else from
+// the error's type or the code), the code and the message printed on
+// stderr; and the session it concerns, when the command named one.
+func failureDetail(err error, code int) (jsonerror.Detail, string) {
 	d := jsonerror.Detail{Kind: jsonerror.KindOfCode(code), Code: code, Message: err.Error()}
-	var ee *exitError
+	var (
+		ee *exitError
+		f  *failure
+		ve *config.Error
+	)
 	if errors.As(err, &ee) {
 		d.Message = ""
 		if ee.err != nil {
 			d.Message = ee.err.Error()
 		}
 	}
-	var (
-		f  *failure
-		ce *commandError
-		ve *config.Error
-	)
-	switch {
-	case !errors.As(err, &ce):
-		d.Kind = jsonerror.KindUsage // cobra's: the command line itself
-	case errors.As(err, &ve):
+	if errors.As(err, &ve) {
 		d.Kind = jsonerror.KindConfig
 	}
 	// A command may wrap twice (the session on the outside, the kind
@@ -88,8 +99,7 @@ func (a *app) printFailureJSON(cmd *cobra.Command, args []string, err error, cod
 	if d.Message == "" {
 		d.Message = "exit status " + strconv.Itoa(code)
 	}
-	a.jsonWritten = true
-	_ = jsonerror.Write(a.stdout, jsonerror.Failure{Command: commandName(cmd), SessionID: session, Error: d})
+	return d, session
 }
 
 // wantsJSON reports whether cmd was run with --json. A command-line error

@@ -46,6 +46,9 @@ func TestJSONFailures(t *testing.T) {
 		stdout  string // a field of the command's own result, when it printed one
 	}{
 		{"version: extra argument", e.env, []string{"version", "--json", "x"}, 2, "usage", "", ""},
+		{"exec: no such workspace", e.env, []string{"exec", "--json", "--no-daemon", "--workspace", filepath.Join(e.dir, "absent"), "--", "true"}, 2, "error", "", "format"},
+		{"exec: --json with --quiet", e.env, []string{"exec", "--json", "--quiet", "--", "true"}, 2, "usage", "", ""},
+		{"audit: configuration error", bad, []string{"audit", "goal", "--json"}, 2, "config", "", "format"},
 		{"version: unknown flag after --json", e.env, []string{"version", "--json", "--bogus"}, 2, "usage", "", ""},
 		{"version: unknown flag before --json", e.env, []string{"version", "--bogus", "--json"}, 2, "usage", "", ""},
 		{"policy list: configuration error", bad, []string{"policy", "list", "--json"}, 2, "config", "", ""},

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ironvise/ironvise/internal/evidence"
+	"github.com/ironvise/ironvise/internal/jsonerror"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/localsock/wire"
 )
@@ -39,11 +40,13 @@ type runResult struct {
 	// Verification is verify-session's verdict on the session (null: no
 	// session, or it could not be read).
 	Verification *runVerification `json:"verification"`
-	// ExitCode is the process's exit code.
-	ExitCode int `json:"exit_code"`
-	// Error is the message printed as "ironvise: ..." on stderr (null:
-	// none).
-	Error *string `json:"error"`
+	// ExitCode is the process's exit code, and OK says it is 0.
+	ExitCode int  `json:"exit_code"`
+	OK       bool `json:"ok"`
+	// Error is what failed, as every failing --json command says it (the
+	// message is the one printed as "ironvise: ..." on stderr); null when
+	// nothing did.
+	Error *jsonerror.Detail `json:"error"`
 }
 
 // runVerification is the short form of verify-session's result.
@@ -76,7 +79,7 @@ func addResultFlags(cmd *cobra.Command, asJSON, quiet *bool) {
 // newResultOutput checks the two flags: together they are a usage error.
 func newResultOutput(asJSON, quiet bool) (*resultOutput, error) {
 	if asJSON && quiet {
-		return nil, exitCode(ExitUsage, errors.New("--json and --quiet exclude each other: --json already carries the session id (.session_id)"))
+		return nil, failedWith(jsonerror.KindUsage, "", exitCode(ExitUsage, errors.New("--json and --quiet exclude each other: --json already carries the session id (.session_id)")))
 	}
 	return &resultOutput{json: asJSON, quiet: quiet}, nil
 }
@@ -152,20 +155,21 @@ func (r *resultOutput) finish(a *app, err error) error {
 		switch {
 		case errors.As(err, &ee):
 			res.ExitCode = ee.code
-			if ee.err != nil {
-				msg := ee.err.Error()
-				res.Error = &msg
-			}
 		case err != nil:
 			res.ExitCode = ExitUsage
-			msg := err.Error()
-			res.Error = &msg
+		}
+		res.OK = res.ExitCode == ExitOK
+		// A command that ran and exited non-zero is not a failure of
+		// IronVise's: exit_code says it, and error stays null.
+		if err != nil && (ee == nil || ee.err != nil) {
+			d, _ := failureDetail(err, res.ExitCode)
+			res.Error = &d
 		}
 		if r.recordErr != nil {
 			fmt.Fprintf(a.stderr, "ironvise: WARNING: %v\n", r.recordErr)
 			if res.Error == nil {
-				msg := r.recordErr.Error()
-				res.Error = &msg
+				d, _ := failureDetail(r.recordErr, res.ExitCode)
+				res.Error = &d
 			}
 		}
 		if perr := a.printJSON(res); perr != nil && err == nil {

@@ -84,12 +84,12 @@ func TestExecJSONAndQuiet(t *testing.T) {
 	}
 	code, out, _ = runCLI(t, env, "", "exec", "--workspace", missing, "--json", "--no-daemon", "--", "true")
 	r = decodeResult(t, out)
-	if code != ExitUsage || r.ExitCode != ExitUsage || r.SessionID != nil || r.Status != nil || r.Verification != nil || r.Error == nil || !strings.Contains(*r.Error, "does not exist") {
+	if code != ExitUsage || r.ExitCode != ExitUsage || r.SessionID != nil || r.Status != nil || r.Verification != nil || r.Error == nil || !strings.Contains(r.Error.Message, "does not exist") || r.OK {
 		t.Fatalf("--json without a session: exit %d, result %+v", code, r)
 	}
 
 	code, out, errOut = runCLI(t, env, "", "exec", "--json", "--quiet", "--", "true")
-	if code != ExitUsage || out != "" || !strings.Contains(errOut, "--json and --quiet exclude each other") {
+	if code != ExitUsage || !strings.Contains(errOut, "--json and --quiet exclude each other") || jsonFailure(t, out)["error"].(map[string]any)["kind"] != "usage" {
 		t.Fatalf("--json --quiet: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
@@ -180,7 +180,7 @@ func TestExecJSONWhenDaemonRefuses(t *testing.T) {
 	fakeDaemon(t, env, &localsock.Response{Code: ExitUsage, Error: "daemon: bad request", NotStarted: true})
 	code, out, _ := runCLI(t, env, "", "exec", "--json", "--workspace", t.TempDir(), "--", "true")
 	r := decodeResult(t, out)
-	if code != ExitUsage || r.ExitCode != ExitUsage || r.SessionID != nil || r.Error == nil || *r.Error != "daemon: bad request" {
+	if code != ExitUsage || r.ExitCode != ExitUsage || r.SessionID != nil || r.Error == nil || r.Error.Message != "daemon: bad request" {
 		t.Fatalf("exit %d, result %+v", code, r)
 	}
 }
@@ -255,11 +255,11 @@ func TestAuditJSONAndQuiet(t *testing.T) {
 
 	// Before a session: a configuration error.
 	code, out, _ = runCLI(t, cliEnv(t, "LLM_BACKEND", "ollama"), "", "audit", "goal", "--workspace", ws, "--json")
-	if r := decodeResult(t, out); code != ExitUsage || r.ExitCode != ExitUsage || r.SessionID != nil || r.Error == nil || !strings.Contains(*r.Error, "GUARD_LLM_BACKEND") {
+	if r := decodeResult(t, out); code != ExitUsage || r.ExitCode != ExitUsage || r.SessionID != nil || r.Error == nil || !strings.Contains(r.Error.Message, "GUARD_LLM_BACKEND") || r.Error.Kind != "config" {
 		t.Fatalf("a configuration error with --json: exit %d, result %+v", code, r)
 	}
 	code, out, errOut = runCLI(t, env, "", "audit", "goal", "--json", "--quiet")
-	if code != ExitUsage || out != "" || !strings.Contains(errOut, "exclude each other") {
+	if code != ExitUsage || !strings.Contains(errOut, "exclude each other") || jsonFailure(t, out)["error"].(map[string]any)["kind"] != "usage" {
 		t.Fatalf("--json --quiet: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }
