@@ -17,6 +17,7 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/llm"
 	"github.com/ironvise/ironvise/internal/session"
+	"github.com/ironvise/ironvise/internal/waitline"
 )
 
 func (a *app) auditCommand() *cobra.Command {
@@ -72,10 +73,14 @@ func (a *app) runAudit(o auditOptions) error {
 	if o.maxStepsSet && (o.maxSteps < 1 || o.maxSteps > 100000) {
 		return exitCode(ExitUsage, fmt.Errorf("--max-steps %d: must be from 1 to 100000", o.maxSteps))
 	}
-	client, err := session.NewLLM(cfg.LLM, a.logger())
+	// On a terminal, a live line shows how long the model has been
+	// thinking; the retry warnings go through it so the two never mix.
+	wait := waitline.ForWriter(a.stderr)
+	client, err := session.NewLLM(cfg.LLM, slog.New(slog.NewTextHandler(wait, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return exitCode(ExitUsage, err)
 	}
+	client = llm.WithWait(client, func() func() { return wait.Start("waiting for the model") })
 	g, err := a.startGuard(cfg, o.guardFlags)
 	if err != nil {
 		return err

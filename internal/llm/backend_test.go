@@ -494,7 +494,7 @@ func TestBackendRetryBudgetExhausted(t *testing.T) {
 			if !errors.As(err, &se) || se.StatusCode != 503 {
 				t.Fatalf("err = %v, want a 503 StatusError", err)
 			}
-			if !strings.Contains(err.Error(), "giving up after 4 attempts") || !strings.Contains(err.Error(), "overloaded") {
+			if !strings.Contains(err.Error(), "(4 attempts)") || !strings.Contains(err.Error(), "overloaded") {
 				t.Errorf("err = %q, want the attempt count and the API's message", err)
 			}
 			if srv.callCount() != DefaultMaxAttempts || len(clk.waits()) != DefaultMaxAttempts-1 {

@@ -4,12 +4,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/ironvise/ironvise/internal/config"
 )
 
 // New returns the primary model client that cfg selects (LLM_BACKEND).
+// Unless opt sets a Timeout, each call is bounded by LLM_TIMEOUT_SECS.
 func New(cfg config.LLM, opt Options) (Client, error) {
+	if opt.Timeout <= 0 && cfg.TimeoutSecs > 0 {
+		opt.Timeout, opt.TimeoutVar = time.Duration(cfg.TimeoutSecs)*time.Second, "LLM_TIMEOUT_SECS"
+	}
 	switch cfg.Backend {
 	case BackendOllama:
 		return newOllama(cfg.OllamaBaseURL, cfg.OllamaModel, "OLLAMA_MODEL", opt)
