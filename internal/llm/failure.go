@@ -31,16 +31,24 @@ type CallError struct {
 
 // Error implements error.
 func (e *CallError) Error() string {
-	cause := e.Err.Error()
-	var se *StatusError
-	if errors.As(e.Err, &se) && se == e.Err {
-		cause = se.status() // the hint is in Check
+	s := "llm: the " + e.Backend + " backend at " + e.BaseURL + " " + e.What
+	if e.Err != context.DeadlineExceeded && e.Err != context.Canceled { // What says it all
+		s += ": " + reason(e.Err)
 	}
-	s := "llm: the " + e.Backend + " backend at " + e.BaseURL + " " + e.What + ": " + cause
 	if e.Check != "" {
 		s += "; " + e.Check
 	}
 	return s
+}
+
+// reason is err's text for a message that names the backend already: a
+// *StatusError without its "llm: backend:" prefix and hint (the message
+// says what to check).
+func reason(err error) string {
+	if se, ok := err.(*StatusError); ok {
+		return se.status()
+	}
+	return err.Error()
 }
 
 // Unwrap returns the cause.
@@ -64,7 +72,7 @@ func (t *transport) failed(attempts int, err error, note string) error {
 		e.Check = "wait and retry, or check the account's rate limits"
 	case errors.As(err, &se) && se.StatusCode >= 500:
 		e.What = "answered with a server error" + tries
-		e.Check = "the server is up but failing: check its logs, and that " + t.ep.modelVar + " names a model it serves"
+		e.Check = "the server is up but failing: check its logs"
 	case errors.As(err, &se):
 		e.What = "refused the request" + tries
 		e.Check = se.Hint
@@ -83,15 +91,23 @@ func (t *transport) failed(attempts int, err error, note string) error {
 // deadline or cancellation.
 func (t *transport) interrupted(parent context.Context, err error) error {
 	e := &CallError{Backend: t.ep.backend, BaseURL: t.base, Err: err}
+	slow := func(variable string) string {
+		check := "check that the server is running and that " + t.ep.urlVar + " points at it"
+		if variable != "" {
+			check += ", or raise " + variable + " for a slow model"
+		}
+		return check
+	}
 	switch {
 	case parent.Err() == nil:
 		e.What = "did not answer within " + t.timeout.String()
-		e.Check = "check that the server is running and that " + t.ep.urlVar + " points at it"
-		if t.timeoutVar != "" {
-			e.Check += "; a slow model needs a larger " + t.timeoutVar
-		}
+		e.Check = slow(t.timeoutVar)
 	case errors.Is(parent.Err(), context.DeadlineExceeded):
 		e.What = "did not answer before the caller's deadline"
+		if t.deadlineVar != "" {
+			e.What = "did not answer in the time " + t.deadlineVar + " allows"
+			e.Check = slow(t.deadlineVar)
+		}
 	default:
 		e.What = "was interrupted"
 	}

@@ -9,8 +9,10 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -76,7 +78,10 @@ type Options struct {
 	// TimeoutVar names the variable that sets Timeout (LLM_TIMEOUT_SECS),
 	// for the error of a call that runs out of it; "" names none.
 	TimeoutVar string
-	Retry      RetryPolicy
+	// DeadlineVar names the variable behind the caller's deadlines, when
+	// one does (the guard worker's budget comes from GUARD_TIMEOUT_SECS).
+	DeadlineVar string
+	Retry       RetryPolicy
 	// BuiltinScript is the mock script replayed when MOCK_LLM_SCRIPT is not
 	// set (the demo scenario). Nil means an empty script.
 	BuiltinScript []byte
@@ -142,14 +147,16 @@ type transport struct {
 	retry      RetryPolicy
 	timeout    time.Duration
 	timeoutVar string
-	key        *config.Secret // a pointer: printing t never shows the key
-	sleep      func(ctx context.Context, d time.Duration) error
-	now        func() time.Time
+	// deadlineVar names the variable behind the caller's deadline.
+	deadlineVar string
+	key         *config.Secret // a pointer: printing t never shows the key
+	sleep       func(ctx context.Context, d time.Duration) error
+	now         func() time.Time
 }
 
 func newTransport(ep endpoint, base string, key *config.Secret, opt Options) *transport {
 	t := &transport{ep: ep, base: redactURL(base), client: opt.HTTPClient, log: opt.Logger, retry: opt.Retry.withDefaults(),
-		timeout: opt.Timeout, timeoutVar: opt.TimeoutVar, key: key, sleep: opt.Sleep, now: opt.Now}
+		timeout: opt.Timeout, timeoutVar: opt.TimeoutVar, deadlineVar: opt.DeadlineVar, key: key, sleep: opt.Sleep, now: opt.Now}
 	if t.client == nil {
 		t.client = &http.Client{}
 	}
@@ -229,9 +236,9 @@ func (t *transport) post(parent context.Context, rawURL string, header http.Head
 			// answer that caused the retry.
 			return t.failed(attempt, err, fmt.Sprintf("a retry in %s would pass the time limit", roundDelay(delay)))
 		}
-		t.log.Warn(fmt.Sprintf("llm: the %s backend at %s: attempt %d of %d failed: %s; retrying in %s",
-			t.ep.backend, t.base, attempt, t.retry.MaxAttempts, redactString(err.Error(), t.key), roundDelay(delay)),
-			"backend", t.ep.backend, "attempt", attempt, "max_attempts", t.retry.MaxAttempts, "delay", delay)
+		t.log.Warn(fmt.Sprintf("llm: %s at %s: attempt %d of %d failed (%s); retrying in %s",
+			t.ep.backend, t.base, attempt, t.retry.MaxAttempts, redactString(reason(err), t.key), roundDelay(delay)),
+			"backend", t.ep.backend, "attempt", attempt)
 		if serr := t.sleep(ctx, delay); serr != nil {
 			return t.interrupted(parent, fmt.Errorf("waiting to retry: %w (last failure: %w)", serr, err))
 		}
@@ -270,16 +277,16 @@ func (t *transport) attempt(ctx context.Context, rawURL, shown string, header ht
 	resp, err := t.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return noRetry, fmt.Errorf("POST %s: %w", shown, ctx.Err())
+			return noRetry, ctx.Err() // the caller names the limit
 		}
 		// A refused or reset connection is often a restarting server.
-		return retryInfo{retry: true}, fmt.Errorf("POST %s: %w", shown, stripURL(err))
+		return retryInfo{retry: true}, netCause(err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
 		if ctx.Err() != nil {
-			return noRetry, fmt.Errorf("reading the response: %w", ctx.Err())
+			return noRetry, ctx.Err()
 		}
 		return retryInfo{retry: true}, fmt.Errorf("reading the response: %w", err)
 	}
@@ -377,6 +384,22 @@ func redactURL(raw string) string {
 		return "(unparseable URL)"
 	}
 	return u.Redacted()
+}
+
+// netCause reduces a failed connection to what went wrong: "connection
+// refused", or the DNS error, else the error without its URL wrapper. The
+// messages built from it name the base URL already, and must stay short
+// enough for a one-line step log to show the hint after them.
+func netCause(err error) error {
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return dnsErr
+	}
+	var sysErr *os.SyscallError
+	if errors.As(err, &sysErr) {
+		return sysErr.Err
+	}
+	return stripURL(err)
 }
 
 // stripURL drops the *url.Error wrapper, whose text repeats the URL
