@@ -78,7 +78,7 @@ func (t *transport) failed(attempts int, err error, note string) error {
 		e.Check = se.Hint
 	case errors.Is(err, ErrBadResponse):
 		e.What = "answered in an unexpected format" + tries
-		e.Check = "check that " + t.ep.urlVar + " points at a " + t.ep.backend + " API"
+		e.Check = "check that " + t.ep.urlVar + " points at a server that speaks the " + t.ep.backend + " API"
 	default:
 		e.What = "did not answer" + tries
 		e.Check = "check that the server is running and that " + t.ep.urlVar + " points at it"

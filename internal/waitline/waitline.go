@@ -28,8 +28,8 @@ const erase = "\r\x1b[K"
 // Line is a status line on one writer. Its methods are safe for concurrent
 // use.
 type Line struct {
-	w    io.Writer
-	tty  bool
+	w     io.Writer
+	tty   bool
 	tick  time.Duration // how often the line is redrawn
 	quiet time.Duration // how long a wait is before the line appears
 	now   func() time.Time
