@@ -32,7 +32,11 @@ sandbox tier) and their output scanned and recorded. The session ends when the
 agent completes, a limit is reached, or you press Ctrl-C; it is then sealed.
 
 The guard (a second LLM) is required unless GUARD_REQUIRED=false or both
---no-guard and --no-guard-confirmed are given.`,
+--no-guard and --no-guard-confirmed are given.
+
+Each model call may take LLM_TIMEOUT_SECS (default 120), retries included;
+the guard's calls GUARD_TIMEOUT_SECS (default 30). On a terminal a live
+"waiting for the model (12 s)" line shows on stderr while the model thinks.`,
 		Example: `  LLM_BACKEND=openai OPENAI_MODEL=gpt-4o-mini GUARD_LLM_BACKEND=openai GUARD_LLM_MODEL=gpt-4o \
     ironvise audit "Review ./deploy for exposed secrets" --workspace ./service --policy soc2-audit
 
