@@ -9,24 +9,6 @@ import (
 	"time"
 )
 
-// buffer is a goroutine-safe bytes.Buffer.
-type buffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // fakeClock is a clock the test moves by hand.
 type fakeClock struct {
 	mu sync.Mutex
@@ -46,36 +28,42 @@ func (c *fakeClock) add(d time.Duration) {
 }
 
 // testLine returns a Line that ticks every few milliseconds on a clock the
-// test moves, so "12 s" shows without waiting 12 seconds.
-func testLine(w *buffer, tty bool) (*Line, *fakeClock) {
+// test moves, so "12 s" shows without waiting 12 seconds, and a function
+// that returns what the Line wrote (read under the Line's lock, which each
+// of its writes holds).
+func testLine(tty bool) (*Line, *fakeClock, func() string) {
 	clk := &fakeClock{t: time.Unix(1000, 0)}
-	l := New(w, tty)
+	var b bytes.Buffer
+	l := New(&b, tty)
 	l.tick, l.now = 5*time.Millisecond, clk.now
-	return l, clk
+	return l, clk, func() string {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return b.String()
+	}
 }
 
 // waitFor polls until out holds want, or fails after a generous bound (the
 // bound only stops a broken test; no assertion depends on timing).
-func waitFor(t *testing.T, out *buffer, want string) {
+func waitFor(t *testing.T, out func() string, want string) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if strings.Contains(out.String(), want) {
+		if strings.Contains(out(), want) {
 			return
 		}
 	}
-	t.Fatalf("output %q never held %q", out.String(), want)
+	t.Fatalf("output %q never held %q", out(), want)
 }
 
 func TestLineOnTerminal(t *testing.T) {
-	var out buffer
-	l, clk := testLine(&out, true)
+	l, clk, out := testLine(true)
 	done := l.Start("waiting for the model")
 	clk.add(12 * time.Second)
-	waitFor(t, &out, "\r\x1b[Kwaiting for the model (12 s)")
+	waitFor(t, out, "\r\x1b[Kwaiting for the model (12 s)")
 	clk.add(time.Second)
-	waitFor(t, &out, "\r\x1b[Kwaiting for the model (13 s)")
+	waitFor(t, out, "\r\x1b[Kwaiting for the model (13 s)")
 	done()
-	s := out.String()
+	s := out()
 	if !strings.HasSuffix(s, erase) {
 		t.Fatalf("output %q: the line must be erased when the wait ends", s)
 	}
@@ -83,28 +71,26 @@ func TestLineOnTerminal(t *testing.T) {
 		t.Fatalf("output %q: the line is rewritten in place, never with a newline", s)
 	}
 	done() // a second call is harmless
-	n := len(out.String())
+	n := len(out())
 	clk.add(time.Second)
 	time.Sleep(30 * time.Millisecond)
-	if len(out.String()) != n {
-		t.Fatalf("output %q: drawn after the wait ended", out.String())
+	if len(out()) != n {
+		t.Fatalf("output %q: drawn after the wait ended", out())
 	}
 }
 
 func TestLineQuickAnswerDrawsNothing(t *testing.T) {
-	var out buffer
-	l, _ := testLine(&out, true)
+	l, _, out := testLine(true)
 	done := l.Start("waiting for the model")
 	time.Sleep(30 * time.Millisecond) // ticks pass, but the clock stays below a second
 	done()
-	if s := out.String(); strings.Contains(s, "waiting") {
+	if s := out(); strings.Contains(s, "waiting") {
 		t.Fatalf("output %q: nothing must be drawn in the first second", s)
 	}
 }
 
 func TestLineNotTerminal(t *testing.T) {
-	var out buffer
-	l, clk := testLine(&out, false)
+	l, clk, out := testLine(false)
 	done := l.Start("waiting for the model")
 	clk.add(5 * time.Second)
 	time.Sleep(30 * time.Millisecond)
@@ -112,22 +98,21 @@ func TestLineNotTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	done()
-	if s := out.String(); s != "level=WARN msg=retrying\n" {
+	if s := out(); s != "level=WARN msg=retrying\n" {
 		t.Fatalf("output %q: a non-terminal gets the log line only", s)
 	}
 }
 
 func TestLineLogLinesDoNotMix(t *testing.T) {
-	var out buffer
-	l, clk := testLine(&out, true)
+	l, clk, out := testLine(true)
 	done := l.Start("waiting for the model")
 	defer done()
 	clk.add(3 * time.Second)
-	waitFor(t, &out, "(3 s)")
+	waitFor(t, out, "(3 s)")
 	if _, err := l.Write([]byte("retrying in 1s\n")); err != nil {
 		t.Fatal(err)
 	}
-	s := out.String()
+	s := out()
 	i := strings.LastIndex(s, "retrying in 1s\n")
 	if i < len(erase) || s[i-len(erase):i] != erase {
 		t.Fatalf("output %q: the status line must be erased before a log line", s)
@@ -138,15 +123,14 @@ func TestLineLogLinesDoNotMix(t *testing.T) {
 }
 
 func TestLineOneWaitAtATime(t *testing.T) {
-	var out buffer
-	l, clk := testLine(&out, true)
+	l, clk, out := testLine(true)
 	done := l.Start("first")
 	inner := l.Start("second")
 	clk.add(2 * time.Second)
-	waitFor(t, &out, "first (2 s)")
+	waitFor(t, out, "first (2 s)")
 	inner()
 	done()
-	if s := out.String(); strings.Contains(s, "second") || !strings.HasSuffix(s, erase) {
+	if s := out(); strings.Contains(s, "second") || !strings.HasSuffix(s, erase) {
 		t.Fatalf("output %q", s)
 	}
 }
