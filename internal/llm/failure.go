@@ -12,7 +12,6 @@ import (
 // newcomer whose server is down or slow is pointed at the setting to fix:
 //
 //	llm: the openai backend at http://127.0.0.1:9/v1 did not answer (4 attempts):
-//	POST http://127.0.0.1:9/v1/chat/completions: dial tcp 127.0.0.1:9: connect:
 //	connection refused; check that the server is running and that
 //	OPENAI_BASE_URL points at it
 //
