@@ -17,6 +17,7 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/llm"
 	"github.com/ironvise/ironvise/internal/session"
+	"github.com/ironvise/ironvise/internal/waitline"
 )
 
 func (a *app) auditCommand() *cobra.Command {
@@ -32,6 +33,10 @@ agent completes, a limit is reached, or you press Ctrl-C; it is then sealed.
 
 The guard (a second LLM) is required unless GUARD_REQUIRED=false or both
 --no-guard and --no-guard-confirmed are given.
+
+Each model call may take LLM_TIMEOUT_SECS (default 120), retries included;
+the guard's calls GUARD_TIMEOUT_SECS (default 30). On a terminal a live
+"waiting for the model (12 s)" line shows on stderr while the model thinks.
 
 In scripts, --quiet prints only the session id on stdout and --json one JSON
 object with the session id, status, step, denial and finding counts, the
@@ -94,10 +99,14 @@ func (a *app) runAudit(o auditOptions, res *resultOutput) error {
 	if o.maxStepsSet && (o.maxSteps < 1 || o.maxSteps > 100000) {
 		return exitCode(ExitUsage, fmt.Errorf("--max-steps %d: must be from 1 to 100000", o.maxSteps))
 	}
-	client, err := session.NewLLM(cfg.LLM, a.logger())
+	// On a terminal, a live line shows how long the model has been
+	// thinking; the retry warnings go through it so the two never mix.
+	wait := waitline.ForWriter(a.stderr)
+	client, err := session.NewLLM(cfg.LLM, slog.New(slog.NewTextHandler(wait, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return exitCode(ExitUsage, err)
 	}
+	client = llm.WithWait(client, func() func() { return wait.Start("waiting for the model") })
 	g, err := a.startGuard(cfg, o.guardFlags)
 	if err != nil {
 		return err

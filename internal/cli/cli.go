@@ -25,7 +25,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +33,7 @@ import (
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/sandbox/native"
 	"github.com/ironvise/ironvise/internal/secretpaths"
+	"github.com/ironvise/ironvise/internal/waitline"
 	"github.com/ironvise/ironvise/internal/webhook"
 )
 
@@ -255,11 +255,4 @@ recorded in a signed, hash-chained ledger that an auditor can verify offline.`,
 
 // isTerminal reports whether w is a character device (a TTY), for colour
 // and progress output.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
+func isTerminal(w io.Writer) bool { return waitline.IsTerminal(w) }

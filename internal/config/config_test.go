@@ -40,7 +40,7 @@ func TestLoadDefaults(t *testing.T) {
 	c := mustLoad(t, "HOME", "/home/u")
 	if c.DataDir != "/home/u/.local/share/ironvise" || c.Scanner.Sensitivity != "medium" || c.Agent.MaxSteps != 20 || c.Agent.MaxStepsSet ||
 		c.Agent.CheckDenialLimit != 5 || c.Agent.JustificationFailureLimit != 3 || c.Agent.GuardDenialLimit != 3 || c.Agent.LLMErrorLimit != 5 ||
-		!c.Guard.Required || c.Guard.TimeoutSecs != 30 || c.LLM.Backend != "ollama" || c.LLM.OllamaModel != "mistral" || c.Sandbox.Permissive {
+		!c.Guard.Required || c.Guard.TimeoutSecs != 30 || c.LLM.Backend != "ollama" || c.LLM.OllamaModel != "mistral" || c.LLM.TimeoutSecs != 120 || c.Sandbox.Permissive {
 		t.Fatalf("defaults: %+v", c)
 	}
 	c, _ = Load(MapLookup(map[string]string{"HOME": "/h", "XDG_DATA_HOME": "/x"}))
@@ -59,6 +59,9 @@ func TestLoadErrorsNameVariableAndAcceptedValues(t *testing.T) {
 		{"AGENT_MAX_STEPS", "0", `AGENT_MAX_STEPS="0": not an integer in range (accepted: 1 to 100000)`},
 		{"AGENT_CHECK_DENIAL_LIMIT", "five", `AGENT_CHECK_DENIAL_LIMIT="five"`},
 		{"GUARD_TIMEOUT_SECS", "-1", `GUARD_TIMEOUT_SECS="-1"`},
+		{"LLM_TIMEOUT_SECS", "2m", `LLM_TIMEOUT_SECS="2m": not an integer in range (accepted: 1 to 3600)`},
+		{"LLM_TIMEOUT_SECS", "0", `LLM_TIMEOUT_SECS="0": not an integer in range (accepted: 1 to 3600)`},
+		{"LLM_TIMEOUT_SECS", "1.5", `LLM_TIMEOUT_SECS="1.5"`},
 		{"LLM_BACKEND", "gpt", `LLM_BACKEND="gpt": unknown value (accepted: ollama, openai, anthropic, mock)`},
 		{"ECTO_SANDBOX_PERMISSIVE", "yes", `ECTO_SANDBOX_PERMISSIVE="yes": unknown value (accepted: true, false, or unset)`},
 		{"ECTO_SANDBOX_PERMISSIVE", "TRUE", `ECTO_SANDBOX_PERMISSIVE="TRUE"`},

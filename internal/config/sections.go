@@ -121,6 +121,10 @@ func (g Guard) Validate(primaryBackend string) (Guard, error) {
 	return g, nil
 }
 
+// DefaultLLMTimeoutSecs is LLM_TIMEOUT_SECS's default: two minutes, room
+// for a large local model on modest hardware.
+const DefaultLLMTimeoutSecs = 120
+
 var llmBackends = []string{"ollama", "openai", "anthropic", "mock"}
 
 // Secret is a string that never prints: its String and GoString methods and
@@ -177,6 +181,10 @@ type LLM struct {
 	AnthropicModel  string
 	MockScript      string
 	MockScriptIsSet bool
+	// TimeoutSecs bounds one call to the primary model, retries included
+	// (LLM_TIMEOUT_SECS). The guard's calls are bounded by
+	// GUARD_TIMEOUT_SECS instead.
+	TimeoutSecs int
 }
 
 func loadLLM(r *reader) LLM {
@@ -191,5 +199,6 @@ func loadLLM(r *reader) LLM {
 	l.AnthropicModel = r.str("ANTHROPIC_MODEL", "")
 	l.MockScript = r.str("MOCK_LLM_SCRIPT", "")
 	l.MockScriptIsSet = l.MockScript != ""
+	l.TimeoutSecs, _ = r.intRange("LLM_TIMEOUT_SECS", DefaultLLMTimeoutSecs, 1, 3600)
 	return l
 }

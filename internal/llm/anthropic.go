@@ -82,7 +82,7 @@ func newAnthropic(baseURL string, key config.Secret, model, modelVar string, opt
 		}
 		return e.Error.Message
 	}}
-	return &anthropic{remote: remote{newTransport(ep, &key, opt), BackendAnthropic, base + "/v1/messages", model}, key: &key}, nil
+	return &anthropic{remote: remote{newTransport(ep, base, &key, opt), BackendAnthropic, base + "/v1/messages", model}, key: &key}, nil
 }
 
 // Complete implements Client. The Messages API has no JSON mode, so

@@ -17,8 +17,9 @@
 //   - mock: deterministic and offline (backend "mock", model "mock-v1"); it
 //     replays a script, see "Mock script" below.
 //
-// Every HTTP backend shares one transport: the caller's context bounds the
-// whole call (a default timeout applies when it has no deadline), 429 and
+// Every HTTP backend shares one transport: [Options].Timeout
+// (LLM_TIMEOUT_SECS for [New]) and the caller's context bound the whole
+// call, retries included, the earlier deadline winning; 429 and
 // 5xx answers and transient network errors are retried with exponential
 // backoff and jitter, a Retry-After header (seconds or HTTP date) is honoured
 // up to a cap, and any other 4xx fails at once. Token usage is returned when
@@ -58,7 +59,16 @@
 //
 // API keys are [config.Secret] values, revealed only into the request
 // header. Error texts never contain them: a response body quoted in an error
-// has every occurrence of the key replaced, and URLs are printed redacted.
+// has the key replaced (redact.Values: everywhere when it is 8 bytes or
+// longer, as a whole token when shorter), and URLs are printed redacted.
+//
+// # Failures
+//
+// A failed call returns a [*CallError] naming the backend, its base URL,
+// what happened and what to check (the base URL variable, the key, or
+// LLM_TIMEOUT_SECS / GUARD_TIMEOUT_SECS for a slow model). Each retry logs
+// one warning with the attempt number, the number allowed and the reason.
+// [WithWait] lets a front end show how long a call has been waiting.
 //
 // # Limitations
 //

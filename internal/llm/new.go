@@ -4,12 +4,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/ironvise/ironvise/internal/config"
 )
 
 // New returns the primary model client that cfg selects (LLM_BACKEND).
+// Unless opt sets a Timeout, each call is bounded by LLM_TIMEOUT_SECS.
 func New(cfg config.LLM, opt Options) (Client, error) {
+	if opt.Timeout <= 0 && cfg.TimeoutSecs > 0 {
+		opt.Timeout, opt.TimeoutVar = time.Duration(cfg.TimeoutSecs)*time.Second, "LLM_TIMEOUT_SECS"
+	}
 	switch cfg.Backend {
 	case BackendOllama:
 		return newOllama(cfg.OllamaBaseURL, cfg.OllamaModel, "OLLAMA_MODEL", opt)
@@ -32,7 +37,18 @@ func New(cfg config.LLM, opt Options) (Client, error) {
 // with the primary backend settings in l. g must be the effective guard
 // returned by config.Guard.Validate, so a mock primary with no guard backend
 // arrives here as the mock.
+//
+// The guard worker bounds each call by a budget a little under
+// GUARD_TIMEOUT_SECS, so a call that runs out of it names that variable;
+// the client's own limit is the whole GUARD_TIMEOUT_SECS, which never cuts
+// the worker's budget short.
 func NewGuard(g config.Guard, l config.LLM, opt Options) (Client, error) {
+	if opt.Timeout <= 0 && g.TimeoutSecs > 0 {
+		opt.Timeout = time.Duration(g.TimeoutSecs) * time.Second
+	}
+	if opt.DeadlineVar == "" {
+		opt.DeadlineVar = "GUARD_TIMEOUT_SECS"
+	}
 	switch g.Backend {
 	case BackendOllama:
 		return newOllama(l.OllamaBaseURL, g.Model, "GUARD_LLM_MODEL", opt)

@@ -61,7 +61,7 @@ func newOllama(baseURL, model, modelVar string, opt Options) (Client, error) {
 		_ = json.Unmarshal(b, &e)
 		return e.Error
 	}}
-	return &ollama{remote{newTransport(ep, nil, opt), BackendOllama, base + "/api/chat", model}}, nil
+	return &ollama{remote{newTransport(ep, base, nil, opt), BackendOllama, base + "/api/chat", model}}, nil
 }
 
 // Complete implements Client.

@@ -84,7 +84,7 @@ func newOpenAI(baseURL string, key config.Secret, model, modelVar string, opt Op
 		_ = json.Unmarshal(b, &e)
 		return e.Error.Message
 	}}
-	return &openai{remote: remote{newTransport(ep, &key, opt), BackendOpenAI, base + "/chat/completions", model}, key: &key}, nil
+	return &openai{remote: remote{newTransport(ep, base, &key, opt), BackendOpenAI, base + "/chat/completions", model}, key: &key}, nil
 }
 
 // Complete implements Client.

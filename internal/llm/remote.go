@@ -1,6 +1,9 @@
 package llm
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+)
 
 // remote is what the HTTP backends share: the transport to their server,
 // the endpoint URL and the model, and how a client prints.
@@ -43,3 +46,29 @@ func hostedBase(backend, urlVar, baseURL, def, model, modelVar, example string) 
 	}
 	return base, nil
 }
+
+// WithWait returns c with wait called as each call starts and the function
+// wait returns called when the call ends, whatever its outcome: a front end
+// shows a live "waiting for the model" line this way (internal/waitline)
+// without the backends knowing about terminals.
+func WithWait(c Client, wait func() (done func())) Client {
+	return &waited{Client: c, wait: wait}
+}
+
+type waited struct {
+	Client
+	wait func() func()
+}
+
+// Complete implements Client.
+func (w *waited) Complete(ctx context.Context, req Request) (Response, error) {
+	done := w.wait()
+	defer done()
+	return w.Client.Complete(ctx, req)
+}
+
+// String implements fmt.Stringer like the wrapped client.
+func (w *waited) String() string { return fmt.Sprint(w.Client) }
+
+// GoString implements fmt.GoStringer like String.
+func (w *waited) GoString() string { return w.String() }

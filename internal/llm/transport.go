@@ -9,14 +9,17 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
 	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/redact"
 )
 
 // RetryPolicy bounds the retries of one call. Zero fields take the defaults.
@@ -37,7 +40,7 @@ const (
 	DefaultBaseDelay     = 500 * time.Millisecond
 	DefaultMaxDelay      = 8 * time.Second
 	DefaultMaxRetryAfter = 30 * time.Second
-	// DefaultTimeout bounds a call whose context has no deadline.
+	// DefaultTimeout bounds a call when Options.Timeout is zero.
 	DefaultTimeout = 2 * time.Minute
 	// maxResponseBytes bounds what is read of a response body, so a broken
 	// or hostile endpoint cannot exhaust memory.
@@ -69,10 +72,16 @@ type Options struct {
 	HTTPClient *http.Client
 	// Logger receives retry warnings; nil discards them.
 	Logger *slog.Logger
-	// Timeout bounds a call whose context has no deadline; default
-	// DefaultTimeout.
+	// Timeout bounds each call, retries included (a caller's earlier
+	// deadline still wins); default DefaultTimeout.
 	Timeout time.Duration
-	Retry   RetryPolicy
+	// TimeoutVar names the variable that sets Timeout (LLM_TIMEOUT_SECS),
+	// for the error of a call that runs out of it; "" names none.
+	TimeoutVar string
+	// DeadlineVar names the variable behind the caller's deadlines, when
+	// one does (the guard worker's budget comes from GUARD_TIMEOUT_SECS).
+	DeadlineVar string
+	Retry       RetryPolicy
 	// BuiltinScript is the mock script replayed when MOCK_LLM_SCRIPT is not
 	// set (the demo scenario). Nil means an empty script.
 	BuiltinScript []byte
@@ -95,12 +104,19 @@ type StatusError struct {
 
 // Error implements error.
 func (e *StatusError) Error() string {
-	s := fmt.Sprintf("llm: %s: HTTP %d %s", e.Backend, e.StatusCode, http.StatusText(e.StatusCode))
-	if e.Message != "" {
-		s += ": " + e.Message
-	}
+	s := "llm: " + e.Backend + ": " + e.status()
 	if e.Hint != "" {
 		s += " (" + e.Hint + ")"
+	}
+	return s
+}
+
+// status is the answer without backend and hint: "HTTP 500 Internal
+// Server Error: overloaded".
+func (e *StatusError) status() string {
+	s := fmt.Sprintf("HTTP %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+	if e.Message != "" {
+		s += ": " + e.Message
 	}
 	return s
 }
@@ -124,19 +140,23 @@ type endpoint struct {
 
 // transport is the HTTP machinery shared by the backends.
 type transport struct {
-	ep      endpoint
-	client  *http.Client
-	log     *slog.Logger
-	retry   RetryPolicy
-	timeout time.Duration
-	key     *config.Secret // a pointer: printing t never shows the key
-	sleep   func(ctx context.Context, d time.Duration) error
-	now     func() time.Time
+	ep         endpoint
+	base       string // the configured base URL, printable (no password)
+	client     *http.Client
+	log        *slog.Logger
+	retry      RetryPolicy
+	timeout    time.Duration
+	timeoutVar string
+	// deadlineVar names the variable behind the caller's deadline.
+	deadlineVar string
+	key         *config.Secret // a pointer: printing t never shows the key
+	sleep       func(ctx context.Context, d time.Duration) error
+	now         func() time.Time
 }
 
-func newTransport(ep endpoint, key *config.Secret, opt Options) *transport {
-	t := &transport{ep: ep, client: opt.HTTPClient, log: opt.Logger, retry: opt.Retry.withDefaults(),
-		timeout: opt.Timeout, key: key, sleep: opt.Sleep, now: opt.Now}
+func newTransport(ep endpoint, base string, key *config.Secret, opt Options) *transport {
+	t := &transport{ep: ep, base: redactURL(base), client: opt.HTTPClient, log: opt.Logger, retry: opt.Retry.withDefaults(),
+		timeout: opt.Timeout, timeoutVar: opt.TimeoutVar, deadlineVar: opt.DeadlineVar, key: key, sleep: opt.Sleep, now: opt.Now}
 	if t.client == nil {
 		t.client = &http.Client{}
 	}
@@ -181,26 +201,26 @@ func (t *transport) postJSON(ctx context.Context, rawURL string, header http.Hea
 	return &redactedError{err: err, key: t.key}
 }
 
-func (t *transport) post(ctx context.Context, rawURL string, header http.Header, body, out any) error {
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, t.timeout)
-		defer cancel()
-	}
+func (t *transport) post(parent context.Context, rawURL string, header http.Header, body, out any) error {
+	// The call's own limit applies even under a caller's deadline; the
+	// earlier of the two wins.
+	ctx, cancel := context.WithTimeout(parent, t.timeout)
+	defer cancel()
 	payload, err := json.Marshal(body)
 	if err != nil {
 		return bug(fmt.Errorf("llm: %s: encode request: %w", t.ep.backend, err))
 	}
 	shown := redactURL(rawURL)
-	var last error
 	for attempt := 1; ; attempt++ {
 		r, err := t.attempt(ctx, rawURL, shown, header, payload, out)
 		if err == nil {
 			return nil
 		}
-		last = err
+		if ctx.Err() != nil {
+			return t.interrupted(parent, err)
+		}
 		if !r.retry {
-			return last
+			return t.failed(attempt, err, "")
 		}
 		delay := t.backoff(attempt - 1)
 		if r.afterSet {
@@ -209,18 +229,28 @@ func (t *transport) post(ctx context.Context, rawURL string, header http.Header,
 			delay = min(r.after, t.retry.MaxRetryAfter)
 		}
 		if attempt >= t.retry.MaxAttempts {
-			return fmt.Errorf("llm: %s: giving up after %d attempts: %w", t.ep.backend, attempt, last)
+			return t.failed(attempt, err, "")
 		}
 		if dl, ok := ctx.Deadline(); ok && t.now().Add(delay).After(dl) {
 			// Waiting would only end in the deadline: fail now with the
 			// answer that caused the retry.
-			return fmt.Errorf("llm: %s: retry in %s would pass the deadline: %w", t.ep.backend, delay, last)
+			return t.failed(attempt, err, fmt.Sprintf("a retry in %s would pass the time limit", roundDelay(delay)))
 		}
-		t.log.Warn("llm call failed, retrying", "backend", t.ep.backend, "attempt", attempt, "delay", delay, "error", redactString(last.Error(), t.key))
-		if err := t.sleep(ctx, delay); err != nil {
-			return fmt.Errorf("llm: %s: waiting to retry: %w (last failure: %w)", t.ep.backend, err, last)
+		t.log.Warn(fmt.Sprintf("llm: %s at %s: attempt %d of %d failed (%s); retrying in %s",
+			t.ep.backend, t.base, attempt, t.retry.MaxAttempts, redactString(reason(err), t.key), roundDelay(delay)),
+			"backend", t.ep.backend, "attempt", attempt)
+		if serr := t.sleep(ctx, delay); serr != nil {
+			return t.interrupted(parent, fmt.Errorf("waiting to retry: %w (last failure: %w)", serr, err))
 		}
 	}
+}
+
+// roundDelay prints a backoff readably: 350ms, 1.2s, 8s.
+func roundDelay(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(100 * time.Millisecond)
 }
 
 // retryInfo says whether a failed attempt is worth retrying and whether the
@@ -237,7 +267,7 @@ var noRetry = retryInfo{}
 func (t *transport) attempt(ctx context.Context, rawURL, shown string, header http.Header, payload []byte, out any) (retryInfo, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rawURL, bytes.NewReader(payload))
 	if err != nil {
-		return noRetry, fmt.Errorf("llm: %s: build request for %s: %w", t.ep.backend, shown, err)
+		return noRetry, fmt.Errorf("build request for %s: %w", shown, err)
 	}
 	for k, vs := range header {
 		req.Header[k] = vs
@@ -247,21 +277,21 @@ func (t *transport) attempt(ctx context.Context, rawURL, shown string, header ht
 	resp, err := t.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return noRetry, fmt.Errorf("llm: %s: POST %s: %w", t.ep.backend, shown, ctx.Err())
+			return noRetry, ctx.Err() // the caller names the limit
 		}
 		// A refused or reset connection is often a restarting server.
-		return retryInfo{retry: true}, fmt.Errorf("llm: %s: POST %s: %w", t.ep.backend, shown, stripURL(err))
+		return retryInfo{retry: true}, netCause(err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
 		if ctx.Err() != nil {
-			return noRetry, fmt.Errorf("llm: %s: read response: %w", t.ep.backend, ctx.Err())
+			return noRetry, ctx.Err()
 		}
-		return retryInfo{retry: true}, fmt.Errorf("llm: %s: read response: %w", t.ep.backend, err)
+		return retryInfo{retry: true}, fmt.Errorf("reading the response: %w", err)
 	}
 	if len(data) > maxResponseBytes {
-		return noRetry, fmt.Errorf("llm: %s: response exceeds %d bytes: %w", t.ep.backend, maxResponseBytes, ErrBadResponse)
+		return noRetry, fmt.Errorf("the response exceeds %d bytes: %w", maxResponseBytes, ErrBadResponse)
 	}
 	if resp.StatusCode/100 != 2 {
 		se := &StatusError{Backend: t.ep.backend, StatusCode: resp.StatusCode, Message: t.errorText(data), Hint: t.hint(resp.StatusCode)}
@@ -272,7 +302,7 @@ func (t *transport) attempt(ctx context.Context, rawURL, shown string, header ht
 		return retryInfo{retry: true, after: d, afterSet: ok}, se
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return noRetry, fmt.Errorf("llm: %s: decode response: %w: %w", t.ep.backend, ErrBadResponse, err)
+		return noRetry, fmt.Errorf("decoding the response: %w: %w", ErrBadResponse, err)
 	}
 	return noRetry, nil
 }
@@ -356,6 +386,22 @@ func redactURL(raw string) string {
 	return u.Redacted()
 }
 
+// netCause reduces a failed connection to what went wrong: "connection
+// refused", or the DNS error, else the error without its URL wrapper. The
+// messages built from it name the base URL already, and must stay short
+// enough for a one-line step log to show the hint after them.
+func netCause(err error) error {
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return dnsErr
+	}
+	var sysErr *os.SyscallError
+	if errors.As(err, &sysErr) {
+		return sysErr.Err
+	}
+	return stripURL(err)
+}
+
 // stripURL drops the *url.Error wrapper, whose text repeats the URL
 // (already printed, redacted, by the caller).
 func stripURL(err error) error {
@@ -366,14 +412,14 @@ func stripURL(err error) error {
 	return err
 }
 
+// redactString removes the API key from s: everywhere when it is long, as
+// a whole token when it is short, so that a one-letter test key does not
+// blank out every "k" of an error (redact.Values).
 func redactString(s string, key *config.Secret) string {
 	if key == nil {
 		return s
 	}
-	if k := key.Reveal(); k != "" {
-		s = strings.ReplaceAll(s, k, "[redacted]")
-	}
-	return s
+	return redact.Values(s, key.Reveal())
 }
 
 // redactedError prints its wrapped error with the API key removed.

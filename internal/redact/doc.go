@@ -46,6 +46,14 @@
 // or [Confirm] in Go. The same secret gets different tags in different
 // sessions, so tags cannot be matched across sessions.
 //
+// # Known secret values
+//
+// [Values] replaces secrets whose values the process holds (the model API
+// keys) with "[redacted]": one of MinSubstringSecret (8) bytes or more
+// wherever it occurs, a shorter one only as a whole token, so a one-letter
+// test key does not blank out every "k" of a message. The reasoning is in
+// docs/threat-model.md#redaction-of-known-secret-values.
+//
 // # Usage
 //
 //	r := redact.ForSession(sessionID.String())
