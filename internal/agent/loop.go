@@ -317,7 +317,9 @@ func (s *Session) account(st *loopState, res *StepResult, out *Outcome) StepRepo
 	// A step that reaches execution resets every counter.
 	st.Counters = counters{}
 	st.LastDenial = ""
-	out.Executed++
+	if res.Executed() {
+		out.Executed++
+	}
 	if res.Sandbox != nil {
 		rep.Tier, rep.ExitCode, rep.Signal = string(res.Sandbox.Tier), res.Sandbox.ExitCode, res.Sandbox.Signal
 	}

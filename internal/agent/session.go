@@ -17,6 +17,7 @@ import (
 
 	"github.com/ironvise/ironvise/internal/action"
 	"github.com/ironvise/ironvise/internal/check"
+	"github.com/ironvise/ironvise/internal/evidence"
 	"github.com/ironvise/ironvise/internal/intent"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/policy"
@@ -148,6 +149,22 @@ type StepResult struct {
 	Halted string
 	// Completed reports a committed complete action.
 	Completed bool
+	// DeniedAtExecution reports that the tripwire stopped a committed
+	// read_file or http_get as it ran (an execute-phase deny verdict).
+	DeniedAtExecution bool
+}
+
+// Executed reports whether the step's action counts as executed
+// (evidence.ActionExecuted, the definition every count uses).
+func (r *StepResult) Executed() bool {
+	if !r.Committed || r.Check == nil || r.Check.Intent == nil {
+		return false
+	}
+	status := ""
+	if r.Sandbox != nil {
+		status = string(r.Sandbox.Status)
+	}
+	return evidence.ActionExecuted(string(r.Check.Intent.Action), status, r.DeniedAtExecution)
 }
 
 // Observation is a recorded observation.
@@ -323,6 +340,7 @@ func (s *Session) execute(ctx, rctx context.Context, res *StepResult, in *intent
 	case intent.ReadFile:
 		out, denied, err := action.ReadFile(s.cfg.Tripwire, in.Path)
 		if denied != nil {
+			res.DeniedAtExecution = true
 			if err := s.stageVerdict(res, *denied); err != nil {
 				return "", err
 			}
@@ -345,6 +363,7 @@ func (s *Session) execute(ctx, rctx context.Context, res *StepResult, in *intent
 			}
 		}
 		if n := len(verdicts); n > 0 && verdicts[n-1].Denied() {
+			res.DeniedAtExecution = true
 			last := verdicts[n-1]
 			return fmt.Sprintf("[http_get denied at execution by tripwire: %s: %s]", last.Code, last.Message), nil
 		}
