@@ -140,6 +140,10 @@ type StepResult struct {
 	// SandboxSeq is the sequence of its sandbox_result.
 	Sandbox    *sandbox.Result
 	SandboxSeq *uint64
+	// SandboxNotes are IronVise's lines about the run (the memory hint,
+	// the explanation of a failure the sandbox's rules caused), as the
+	// observation carries them after its headline, credentials redacted.
+	SandboxNotes []string
 	// sandboxRef is the staged sandbox_result, until it commits.
 	sandboxRef *seqRef
 	// Observation is the recorded observation, when one was written.
@@ -336,7 +340,10 @@ func (s *Session) execute(ctx, rctx context.Context, res *StepResult, in *intent
 			return "", err
 		}
 		res.sandboxRef = ref
-		return sr.Observation(), nil
+		for _, n := range sr.Notes(s.cfg.Workspace) {
+			res.SandboxNotes = append(res.SandboxNotes, s.red.String(n))
+		}
+		return sr.ObservationIn(s.cfg.Workspace), nil
 	case intent.ReadFile:
 		out, denied, err := action.ReadFile(s.cfg.Tripwire, in.Path)
 		if denied != nil {

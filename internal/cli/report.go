@@ -27,7 +27,9 @@ func (a *app) reportCommand() *cobra.Command {
 
   json                session, findings, verdict summary and chain status (default)
   sarif               SARIF 2.1.0: findings and denials as results (GitHub code scanning)
-  html                a self-contained human report (no external resources)
+  html                a self-contained human report (no external resources): the
+                      session with its policy name and issuer key id, the executed
+                      actions, findings and denials
   certificate         the .elc audit certificate, signed by the issuer key; verify it
                       anywhere with 'ironvise verify-certificate' or 'verify-cert'
   github_actions      workflow commands (::error / ::warning / ::notice)
