@@ -68,9 +68,8 @@ type (
 	}
 	sandboxPayload struct {
 		IntentID string `json:"intent_id"`
-		Status   string `json:"status"`
-		Reason   string `json:"reason"`
 		Tier     string `json:"tier"`
+		Run
 	}
 	haltPayload struct {
 		Code    string `json:"code"`

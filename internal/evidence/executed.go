@@ -51,34 +51,30 @@ type Action struct {
 	Verdict string `json:"verdict"`
 	// Executed is ActionExecuted's answer; Summary.Executed counts them.
 	Executed bool `json:"executed"`
-	// Status is the sandbox_result status of a run_command ("" for the
-	// actions IronVise runs itself, or when no result was recorded).
-	Status string `json:"status,omitempty"`
-	// Reason says why the sandbox aborted or timed out.
-	Reason string `json:"reason,omitempty"`
-	// ExitCode is the command's exit code (nil when it has none).
-	ExitCode *int `json:"exit_code"`
-	// Signal names the signal that ended the command.
-	Signal string `json:"signal,omitempty"`
-	// DurationMS is the command's wall-clock time (nil when not recorded).
-	DurationMS *int64 `json:"duration_ms"`
+	// Run is how a run_command ended (empty for the actions IronVise
+	// runs itself, or when no sandbox_result was recorded).
+	Run
 }
 
-// actionResult is what a sandbox_result says of how a command ended.
-type actionResult struct {
-	IntentID   string  `json:"intent_id"`
-	Status     string  `json:"status"`
-	Reason     *string `json:"reason"`
-	ExitCode   *int    `json:"exit_code"`
-	Signal     *string `json:"signal"`
-	DurationMS *int64  `json:"duration_ms"`
+// Run is how a command ended, as its sandbox_result records it.
+type Run struct {
+	// Status is the sandbox_result status; Reason says why the sandbox
+	// aborted or timed out.
+	Status string `json:"status,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// ExitCode is the command's exit code (nil when it has none); Signal
+	// names the signal that ended it.
+	ExitCode *int   `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+	// DurationMS is the command's wall-clock time (nil when not recorded).
+	DurationMS *int64 `json:"duration_ms"`
 }
 
 // committedActions lists the actions IronVise committed in a chain, other
 // than complete, with their outcome: the one walk behind both
 // Report.Actions and Summary.Executed.
 func committedActions(evs []ledger.Event) []Action {
-	results := map[string]actionResult{}
+	results := map[string]sandboxPayload{}
 	deniedAtExec := map[string]bool{}
 	approved := map[string]bool{}
 	proposed := map[uint64]string{} // intent_proposed sequence → intent_id
@@ -96,7 +92,7 @@ func committedActions(evs []ledger.Event) []Action {
 				proposed[ev.Seq] = p.IntentID
 			}
 		case ledger.TypeSandboxResult:
-			var r actionResult
+			var r sandboxPayload
 			if json.Unmarshal(ev.Payload, &r) == nil && r.IntentID != "" {
 				results[r.IntentID] = r
 			}
@@ -142,13 +138,7 @@ func committedActions(evs []ledger.Event) []Action {
 			act.Verdict = "denied at execution"
 		}
 		if r, ok := results[a.IntentID]; ok && a.IntentID != "" {
-			act.Status, act.ExitCode, act.DurationMS = r.Status, r.ExitCode, r.DurationMS
-			if r.Reason != nil {
-				act.Reason = *r.Reason
-			}
-			if r.Signal != nil {
-				act.Signal = *r.Signal
-			}
+			act.Run = r.Run
 		}
 		act.Executed = ActionExecuted(a.Name, act.Status, deniedAtExec[a.IntentID])
 		out = append(out, act)

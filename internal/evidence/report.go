@@ -49,23 +49,15 @@ func (r *Report) Gate() bool {
 // SessionInfo is the session header (docs/design/api.md#session-shape field
 // names).
 type SessionInfo struct {
-	ID         string  `json:"id"`
-	Goal       string  `json:"goal"`
-	GoalHash   string  `json:"goal_hash"`
-	Status     string  `json:"status"`
-	LLMBackend *string `json:"llm_backend"`
-	LLMModel   *string `json:"llm_model"`
-	CreatedAt  string  `json:"created_at"`
-	FinishedAt *string `json:"finished_at"`
-	PolicyHash *string `json:"policy_hash"`
-	// PolicyName names the shipped pack or data-directory policy whose
-	// bytes have the recorded hash; nil when none does, or the report was
-	// built without a way to look (ReportOptions.PolicyName). The ledger
-	// records only the hash, so the name is matched, never signed.
-	PolicyName *string `json:"policy_name"`
-	// IssuerKeyID names the instance issuer key that signs the session's
-	// seal and its certificate (ledger.KeyID).
-	IssuerKeyID      string  `json:"issuer_key_id"`
+	ID               string  `json:"id"`
+	Goal             string  `json:"goal"`
+	GoalHash         string  `json:"goal_hash"`
+	Status           string  `json:"status"`
+	LLMBackend       *string `json:"llm_backend"`
+	LLMModel         *string `json:"llm_model"`
+	CreatedAt        string  `json:"created_at"`
+	FinishedAt       *string `json:"finished_at"`
+	PolicyHash       *string `json:"policy_hash"`
 	SessionPublicKey string  `json:"session_public_key"`
 	SessionDID       string  `json:"session_did"`
 	Sealed           bool    `json:"sealed"`
@@ -73,6 +65,14 @@ type SessionInfo struct {
 	EventCount       int     `json:"event_count"`
 	AgentLoop        bool    `json:"agent_loop"`
 	SandboxTier      string  `json:"sandbox_tier"`
+	// PolicyName names the shipped pack or data-directory policy whose
+	// bytes have the recorded hash; nil when none does, or the report was
+	// built without a way to look (ReportOptions.PolicyName). The ledger
+	// records only the hash, so the name is matched, never signed.
+	PolicyName *string `json:"policy_name"`
+	// IssuerKeyID names the instance issuer key that signs the session's
+	// seal and its certificate (ledger.KeyID).
+	IssuerKeyID string `json:"issuer_key_id"`
 }
 
 // Finding is one finding of a complete action
