@@ -76,6 +76,9 @@ type StepReport struct {
 	ExitCode *int
 	Signal   string
 	Preview  string // the observation, truncated
+	// SandboxNotes are IronVise's own lines about a command's run
+	// (StepResult.SandboxNotes), shown apart from its output.
+	SandboxNotes []string
 	// Labels are the scanner and policy labels of the observation;
 	// Redactions counts the spans replaced in it.
 	Labels     []string
@@ -317,9 +320,12 @@ func (s *Session) account(st *loopState, res *StepResult, out *Outcome) StepRepo
 	// A step that reaches execution resets every counter.
 	st.Counters = counters{}
 	st.LastDenial = ""
-	out.Executed++
+	if res.Executed() {
+		out.Executed++
+	}
 	if res.Sandbox != nil {
 		rep.Tier, rep.ExitCode, rep.Signal = string(res.Sandbox.Tier), res.Sandbox.ExitCode, res.Sandbox.Signal
+		rep.SandboxNotes = res.SandboxNotes
 	}
 	if res.Observation != nil {
 		rep.Preview = res.Observation.Content

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ironvise/ironvise/internal/evidence"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
@@ -98,7 +99,6 @@ func ResumeExternal(s *Session, o ExternalOptions, evs []ledger.Event) (*Externa
 				e.st.RecentActions = e.st.RecentActions[len(e.st.RecentActions)-6:]
 			}
 			e.st.Counters, e.st.LastDenial = counters{}, ""
-			e.out.Executed++
 			if st.completed {
 				e.ended = &Stop{ledger.StatusCompleted, "complete", "the agent completed the goal"}
 			}
@@ -118,6 +118,7 @@ func ResumeExternal(s *Session, o ExternalOptions, evs []ledger.Event) (*Externa
 			}
 		}
 	}
+	e.out.Executed = evidence.CountExecuted(evs)
 	return e, nil
 }
 

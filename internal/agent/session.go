@@ -17,6 +17,7 @@ import (
 
 	"github.com/ironvise/ironvise/internal/action"
 	"github.com/ironvise/ironvise/internal/check"
+	"github.com/ironvise/ironvise/internal/evidence"
 	"github.com/ironvise/ironvise/internal/intent"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/policy"
@@ -139,6 +140,10 @@ type StepResult struct {
 	// SandboxSeq is the sequence of its sandbox_result.
 	Sandbox    *sandbox.Result
 	SandboxSeq *uint64
+	// SandboxNotes are IronVise's lines about the run (the memory hint,
+	// the explanation of a failure the sandbox's rules caused), as the
+	// observation carries them after its headline, credentials redacted.
+	SandboxNotes []string
 	// sandboxRef is the staged sandbox_result, until it commits.
 	sandboxRef *seqRef
 	// Observation is the recorded observation, when one was written.
@@ -148,6 +153,22 @@ type StepResult struct {
 	Halted string
 	// Completed reports a committed complete action.
 	Completed bool
+	// DeniedAtExecution reports that the tripwire stopped a committed
+	// read_file or http_get as it ran (an execute-phase deny verdict).
+	DeniedAtExecution bool
+}
+
+// Executed reports whether the step's action counts as executed
+// (evidence.ActionExecuted, the definition every count uses).
+func (r *StepResult) Executed() bool {
+	if !r.Committed || r.Check == nil || r.Check.Intent == nil {
+		return false
+	}
+	status := ""
+	if r.Sandbox != nil {
+		status = string(r.Sandbox.Status)
+	}
+	return evidence.ActionExecuted(string(r.Check.Intent.Action), status, r.DeniedAtExecution)
 }
 
 // Observation is a recorded observation.
@@ -319,10 +340,14 @@ func (s *Session) execute(ctx, rctx context.Context, res *StepResult, in *intent
 			return "", err
 		}
 		res.sandboxRef = ref
-		return sr.Observation(), nil
+		for _, n := range sr.Notes(s.cfg.Workspace) {
+			res.SandboxNotes = append(res.SandboxNotes, s.red.String(n))
+		}
+		return sr.ObservationIn(s.cfg.Workspace), nil
 	case intent.ReadFile:
 		out, denied, err := action.ReadFile(s.cfg.Tripwire, in.Path)
 		if denied != nil {
+			res.DeniedAtExecution = true
 			if err := s.stageVerdict(res, *denied); err != nil {
 				return "", err
 			}
@@ -345,6 +370,7 @@ func (s *Session) execute(ctx, rctx context.Context, res *StepResult, in *intent
 			}
 		}
 		if n := len(verdicts); n > 0 && verdicts[n-1].Denied() {
+			res.DeniedAtExecution = true
 			last := verdicts[n-1]
 			return fmt.Sprintf("[http_get denied at execution by tripwire: %s: %s]", last.Code, last.Message), nil
 		}

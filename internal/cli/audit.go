@@ -222,6 +222,7 @@ func (p *stepPrinter) step(r agent.StepReport) {
 	if r.Preview != "" {
 		fmt.Fprintf(p.w, "     └ %s\n", oneLine(r.Preview, 110))
 	}
+	printSandboxNotes(p.w, "     ⓘ ironvise: ", r.SandboxNotes)
 	var notes []string
 	if len(r.Labels) > 0 {
 		notes = append(notes, "flagged: "+strings.Join(r.Labels, ", "))

@@ -46,6 +46,12 @@ The exit code is the command's own, 126 when a check denied it, 125 when the
 sandbox aborted it, 128 + N when signal N killed it (the wall-clock timeout
 included), 2 on a usage or configuration error.
 
+The workspace is read-only inside the sandbox; the command writes under $TMPDIR.
+When it fails because of the sandbox's rules (a write into the workspace, a
+refused system call, a tool not on the sandbox's PATH), a line of IronVise's own
+follows its output on stderr ("ironvise: the workspace is read-only …"); see
+docs/reference/sandboxing.md, "When a command fails because of the sandbox".
+
 A single COMMAND argument is a shell script ('ls -la | wc -l'); several
 arguments are quoted and joined into one command line.
 
@@ -213,9 +219,7 @@ func (a *app) execOutcome(ctx context.Context, sess *session.Session, res *agent
 		red := sess.Agent.Redactor()
 		fmt.Fprint(stdout, red.String(sr.Stdout))
 		fmt.Fprint(stderr, red.String(sr.Stderr))
-		if hint := sr.MemoryHint(); hint != "" {
-			fmt.Fprintf(stderr, "ironvise: %s\n", hint)
-		}
+		printSandboxNotes(stderr, "ironvise: ", res.SandboxNotes)
 		code = sr.ProcessExitCode()
 		switch sr.Status {
 		case sandbox.StatusAborted:

@@ -15,6 +15,7 @@ import (
 	"github.com/ironvise/ironvise/internal/evidence"
 	"github.com/ironvise/ironvise/internal/jsonerror"
 	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/policy"
 )
 
 func (a *app) reportCommand() *cobra.Command {
@@ -26,7 +27,9 @@ func (a *app) reportCommand() *cobra.Command {
 
   json                session, findings, verdict summary and chain status (default)
   sarif               SARIF 2.1.0: findings and denials as results (GitHub code scanning)
-  html                a self-contained human report (no external resources)
+  html                a self-contained human report (no external resources): the
+                      session with its policy name and issuer key id, the executed
+                      actions, findings and denials
   certificate         the .elc audit certificate, signed by the issuer key; verify it
                       anywhere with 'ironvise verify-certificate' or 'verify-cert'
   github_actions      workflow commands (::error / ::warning / ::notice)
@@ -64,7 +67,7 @@ that fails verification). The file is written even when the gate fails.`,
 				}
 			}
 			var buf bytes.Buffer
-			gate, err := evidence.ExportFor(a.ctx, l, id, f, &buf, note)
+			gate, err := evidence.ExportWith(a.ctx, l, id, f, &buf, note, a.reportOptions())
 			if errors.Is(err, ledger.ErrNotFound) {
 				return exitCode(ExitUsage, fmt.Errorf("session %s is not in this ledger (check DATABASE_URL and ECTO_DATA_DIR; 'ironvise sessions' lists what is there)", id))
 			}
@@ -88,6 +91,25 @@ that fails verification). The file is written even when the gate fails.`,
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of standard output")
 	cmd.Flags().StringVar(&checkpoint, "checkpoint", "", "certificate format: an auditor's checkpoint (from 'ironvise checkpoint latest') to include a consistency proof for")
 	return cmd
+}
+
+// reportOptions names a session's policy after the shipped pack or
+// data-directory policy whose bytes have the hash the session recorded
+// (the ledger keeps only the hash).
+func (a *app) reportOptions() evidence.ReportOptions {
+	return evidence.ReportOptions{PolicyName: func(hash string) string {
+		cfg, err := a.config()
+		if err != nil {
+			return ""
+		}
+		entries, _ := policy.List(cfg.DataDir)
+		for _, e := range entries {
+			if e.Err == nil && e.SHA256 == hash {
+				return e.Name
+			}
+		}
+		return ""
+	}}
 }
 
 // writeOutput writes data to path atomically (temporary file, then

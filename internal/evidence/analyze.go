@@ -68,9 +68,8 @@ type (
 	}
 	sandboxPayload struct {
 		IntentID string `json:"intent_id"`
-		Status   string `json:"status"`
-		Reason   string `json:"reason"`
 		Tier     string `json:"tier"`
+		Run
 	}
 	haltPayload struct {
 		Code    string `json:"code"`
@@ -267,11 +266,6 @@ func assemble(s *ledger.Session, evs []ledger.Event, chain ChainStatus, now time
 			if v.Check == "prompt_scan" {
 				sum.Stop = &Stop{Sequence: ev.Seq, Code: v.Code, Message: v.Message}
 			}
-		case ledger.TypeAction:
-			var a actionPayload
-			if json.Unmarshal(ev.Payload, &a) == nil && a.Name != "complete" {
-				sum.Executed++
-			}
 		case ledger.TypeSandboxResult:
 			var p sandboxPayload
 			if json.Unmarshal(ev.Payload, &p) == nil {
@@ -293,6 +287,12 @@ func assemble(s *ledger.Session, evs []ledger.Event, chain ChainStatus, now time
 			}
 		case ledger.TypeVerifiableCredential:
 			sum.Credential = true
+		}
+	}
+	r.Actions = committedActions(evs)
+	for _, a := range r.Actions {
+		if a.Executed {
+			sum.Executed++
 		}
 	}
 	fs, problem := extractFindings(evs)

@@ -88,6 +88,7 @@ func writeHTML(w io.Writer, r *Report) error {
 	h.session(&r.Session)
 	h.verification(&r.Chain)
 	h.summary(&r.Summary)
+	h.actions(r.Actions, r.Summary.Executed)
 	h.findings(r.Findings)
 	h.denials(r.Denials)
 	h.clientEvents(r.ClientEvents)
@@ -132,6 +133,7 @@ func (h *htmlWriter) session(s *SessionInfo) {
 	h.raw("<h2>Session</h2>\n<table>\n")
 	h.row("Goal", s.Goal, "pre")
 	h.row("Goal hash", s.GoalHash, "mono")
+	h.row("Policy", policyLabel(s), "")
 	h.row("Policy hash", strOr(s.PolicyHash, "no policy"), "mono")
 	h.row("Status", s.Status, "")
 	h.row("Created", s.CreatedAt, "mono")
@@ -140,6 +142,7 @@ func (h *htmlWriter) session(s *SessionInfo) {
 	h.row("Model", strOr(s.LLMBackend, "—")+" / "+strOr(s.LLMModel, "—"), "")
 	h.row("Sandbox tier", s.SandboxTier, "")
 	h.row("Session key", s.SessionDID, "mono")
+	h.row("Issuer key id", strOr(nonEmpty(s.IssuerKeyID), "—"), "mono")
 	h.row("Events", strconv.Itoa(s.EventCount), "")
 	h.raw("</table>\n")
 }
@@ -186,6 +189,74 @@ func (h *htmlWriter) summary(sum *Summary) {
 	}
 	h.row("Verifiable credential", map[bool]string{true: "issued", false: "none"}[sum.Credential], "")
 	h.raw("</table>\n")
+}
+
+// policyLabel is the policy's name, or why the report cannot name it.
+func policyLabel(s *SessionInfo) string {
+	switch {
+	case s.PolicyHash == nil:
+		return "no policy"
+	case s.PolicyName != nil:
+		return *s.PolicyName + " (the pack or data-directory policy with this hash)"
+	}
+	return "name unknown (the session recorded only the hash, and no known policy has it)"
+}
+
+// actions lists the committed actions with how each ended; the count is
+// Summary.Executed, the one definition of an executed action.
+func (h *htmlWriter) actions(as []Action, executed int) {
+	h.raw("<h2>Executed actions</h2>\n")
+	if len(as) == 0 {
+		h.raw("<p class=\"muted\">No action was committed.</p>\n")
+		return
+	}
+	h.raw("<p class=\"muted\">")
+	h.text(fmt.Sprintf("%d of %d committed action(s) executed. A command the sandbox could not start, or a read the tripwire denied at execution, is listed and not counted.", executed, len(as)))
+	h.raw("</p>\n<table>\n<tr><th>Seq</th><th>Step</th><th>Action</th><th>Verdict</th><th>Outcome</th><th>Exit code</th><th>Duration</th></tr>\n")
+	for _, a := range as {
+		h.cells(
+			cell{strconv.FormatUint(a.Sequence, 10), ""},
+			cell{strconv.Itoa(a.Step), ""},
+			cell{a.Action + " " + a.Target, "mono pre"},
+			cell{a.Verdict, ""},
+			cell{actionOutcome(a), "pre"},
+			cell{intOr(a.ExitCode, "—"), ""},
+			cell{durationOr(a.DurationMS), ""},
+		)
+	}
+	h.raw("</table>\n")
+}
+
+// actionOutcome says how a committed action ended.
+func actionOutcome(a Action) string {
+	out := "executed"
+	if !a.Executed {
+		out = "not executed"
+	}
+	if a.Status != "" {
+		out += " · sandbox " + a.Status
+	}
+	if a.Signal != "" {
+		out += " · " + a.Signal
+	}
+	if a.Reason != "" {
+		out += " · " + a.Reason
+	}
+	return out
+}
+
+func intOr(v *int, none string) string {
+	if v == nil {
+		return none
+	}
+	return strconv.Itoa(*v)
+}
+
+func durationOr(ms *int64) string {
+	if ms == nil {
+		return "—"
+	}
+	return strconv.FormatInt(*ms, 10) + " ms"
 }
 
 func (h *htmlWriter) findings(fs []ReportFinding) {

@@ -25,6 +25,10 @@ func redactReport(r *Report, red *redact.Redactor) {
 		d := &r.Denials[i]
 		d.Message, d.Target = red.String(d.Message), red.String(d.Target)
 	}
+	for i := range r.Actions {
+		a := &r.Actions[i]
+		a.Target, a.Reason = red.String(a.Target), red.String(a.Reason)
+	}
 	if st := r.Summary.Stop; st != nil {
 		st.Message = red.String(st.Message)
 	}

@@ -83,6 +83,12 @@ func Export(ctx context.Context, l *ledger.Ledger, id uuid.UUID, f Format, w io.
 // nil) is the auditor's checkpoint, and the certificate carries a
 // consistency proof for it (BuildCertificateFor).
 func ExportFor(ctx context.Context, l *ledger.Ledger, id uuid.UUID, f Format, w io.Writer, auditorNote []byte) (gate bool, err error) {
+	return ExportWith(ctx, l, id, f, w, auditorNote, ReportOptions{})
+}
+
+// ExportWith is ExportFor; the formats rendered from a report add what opt
+// supplies (the policy's name).
+func ExportWith(ctx context.Context, l *ledger.Ledger, id uuid.UUID, f Format, w io.Writer, auditorNote []byte, opt ReportOptions) (gate bool, err error) {
 	if _, err := ParseFormat(string(f)); err != nil {
 		return false, fmt.Errorf("evidence: export: %w", err)
 	}
@@ -108,7 +114,7 @@ func ExportFor(ctx context.Context, l *ledger.Ledger, id uuid.UUID, f Format, w 
 	if err := verifyForExport(ctx, l, id); err != nil {
 		return false, err
 	}
-	r, err := BuildReport(ctx, l, id)
+	r, err := BuildReportWith(ctx, l, id, opt)
 	if err != nil {
 		return false, err
 	}

@@ -24,6 +24,9 @@ type Report struct {
 	// Findings are those of the session's complete action(s), in order.
 	Findings []ReportFinding `json:"findings"`
 	Summary  Summary         `json:"summary"`
+	// Actions lists every action IronVise committed other than complete,
+	// in ledger order, each with whether it counts as executed.
+	Actions []Action `json:"actions"`
 	// Denials lists every deny verdict, in ledger order.
 	Denials []Denial `json:"denials"`
 	// ClientEvents lists, labelled, the events a client appended through
@@ -62,6 +65,14 @@ type SessionInfo struct {
 	EventCount       int     `json:"event_count"`
 	AgentLoop        bool    `json:"agent_loop"`
 	SandboxTier      string  `json:"sandbox_tier"`
+	// PolicyName names the shipped pack or data-directory policy whose
+	// bytes have the recorded hash; nil when none does, or the report was
+	// built without a way to look (ReportOptions.PolicyName). The ledger
+	// records only the hash, so the name is matched, never signed.
+	PolicyName *string `json:"policy_name"`
+	// IssuerKeyID names the instance issuer key that signs the session's
+	// seal and its certificate (ledger.KeyID).
+	IssuerKeyID string `json:"issuer_key_id"`
 }
 
 // Finding is one finding of a complete action
@@ -139,7 +150,8 @@ type Summary struct {
 	// Steps is the highest step number; Intents counts proposals.
 	Steps   int `json:"steps"`
 	Intents int `json:"intents"`
-	// Executed counts committed actions other than complete.
+	// Executed counts the executed actions (ActionExecuted): committed,
+	// not complete, and actually started.
 	Executed int `json:"executed"`
 	// Denied counts deny verdicts; DeniedBy by check (every check listed).
 	Denied   int            `json:"denied"`
@@ -230,10 +242,29 @@ func exportedSession(ctx context.Context, l *ledger.Ledger, id uuid.UUID, what s
 	return s, nil
 }
 
+// ReportOptions adds what the ledger does not hold to a report.
+type ReportOptions struct {
+	// PolicyName returns the name of the policy whose SHA-256 hex is
+	// hash, or "" when none is known; nil leaves the name out.
+	PolicyName func(hash string) string
+}
+
 // BuildReport reads and verifies a session and builds its report. An
 // unknown session is ledger.ErrNotFound.
 func BuildReport(ctx context.Context, l *ledger.Ledger, id uuid.UUID) (*Report, error) {
-	return buildReport(ctx, l, id, time.Now())
+	return BuildReportWith(ctx, l, id, ReportOptions{})
+}
+
+// BuildReportWith is BuildReport with the additions of opt.
+func BuildReportWith(ctx context.Context, l *ledger.Ledger, id uuid.UUID, opt ReportOptions) (*Report, error) {
+	r, err := buildReport(ctx, l, id, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	if opt.PolicyName != nil && r.Session.PolicyHash != nil {
+		r.Session.PolicyName = nonEmpty(opt.PolicyName(*r.Session.PolicyHash))
+	}
+	return r, nil
 }
 
 func buildReport(ctx context.Context, l *ledger.Ledger, id uuid.UUID, now time.Time) (*Report, error) {
@@ -249,7 +280,9 @@ func buildReport(ctx context.Context, l *ledger.Ledger, id uuid.UUID, now time.T
 	if err != nil {
 		return nil, fmt.Errorf("evidence: report: %w", err)
 	}
-	return assemble(s, evs, chainStatus(&vr), now), nil
+	r := assemble(s, evs, chainStatus(&vr), now)
+	r.Session.IssuerKeyID = ledger.KeyID(l.IssuerPublicKey())
+	return r, nil
 }
 
 // IsNotFound reports whether err means the session does not exist.

@@ -51,7 +51,51 @@ func goldenReport(t *testing.T) *Report {
 	}
 	s.CreatedAt, s.FinishedAt = parse(&c.Session.CreatedAt), parse(c.Session.FinishedAt)
 	s.LLMBackend, s.LLMModel, s.SandboxTier, s.AgentLoop = c.Session.LLMBackend, c.Session.LLMModel, c.Session.SandboxTier, c.Session.AgentLoop
-	return assemble(&s, in.Events, chainStatus(&vr), time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	r := assemble(&s, in.Events, chainStatus(&vr), time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	r.Session.IssuerKeyID = c.Issuer.KeyID
+	fixture := "fixture"
+	r.Session.PolicyName = &fixture
+	return r
+}
+
+// TestReportNamesPolicyAndIssuer: the report names the policy whose hash
+// the session recorded (when the caller can match it) and the issuer key,
+// and the HTML page shows both with the committed actions.
+func TestReportNamesPolicyAndIssuer(t *testing.T) {
+	l := newTestLedger(t)
+	id := buildFixture(t, l)
+	ctx := context.Background()
+	want := sum("[policy]\nname = \"fixture\"\n")
+	r, err := BuildReportWith(ctx, l, id, ReportOptions{PolicyName: func(hash string) string {
+		if hash == want {
+			return "fixture"
+		}
+		return ""
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Session.PolicyName == nil || *r.Session.PolicyName != "fixture" || r.Session.IssuerKeyID != ledger.KeyID(testIssuerPub(t)) {
+		t.Fatalf("session header: policy name %v, issuer key id %q", r.Session.PolicyName, r.Session.IssuerKeyID)
+	}
+	var page bytes.Buffer
+	if _, err := ExportWith(ctx, l, id, FormatHTML, &page, nil, ReportOptions{PolicyName: func(string) string { return "fixture" }}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{
+		"<th>Policy</th><td class=\"\">fixture (", "<th>Issuer key id</th><td class=\"mono\">" + ledger.KeyID(testIssuerPub(t)),
+		"<h2>Executed actions</h2>", "run_command ls -la</td><td>allow</td><td class=\"pre\">executed · sandbox ok</td><td>0</td><td>12 ms</td>",
+		"2 of 3 committed action(s) executed",
+	} {
+		if !strings.Contains(page.String(), s) {
+			t.Fatalf("html report lacks %q:\n%s", s, page.String())
+		}
+	}
+	// Without a match the report says the name is unknown, never guesses.
+	r, err = BuildReportWith(ctx, l, id, ReportOptions{PolicyName: func(string) string { return "" }})
+	if err != nil || r.Session.PolicyName != nil {
+		t.Fatalf("unmatched policy named %v (%v)", r.Session.PolicyName, err)
+	}
 }
 
 var goldenFormats = map[Format]string{
@@ -92,8 +136,15 @@ func TestReportContent(t *testing.T) {
 	}
 	if len(r.Findings) != 4 || len(r.Denials) != 3 || r.Summary.Denied != 3 || r.Summary.DeniedBy["tripwire"] != 1 ||
 		r.Summary.DeniedBy["policy"] != 1 || r.Summary.DeniedBy["guard"] != 1 || r.Summary.SandboxRuns["aborted"] != 1 ||
-		r.Summary.SandboxRuns["ok"] != 1 || r.Summary.Executed != 3 || r.Summary.Intents != 7 || !r.Summary.Credential {
+		r.Summary.SandboxRuns["ok"] != 1 || r.Summary.Executed != 2 || r.Summary.Intents != 7 || !r.Summary.Credential {
 		t.Fatalf("summary: %+v", r.Summary)
+	}
+	// The read and ls ran; the command the sandbox aborted is listed and
+	// not counted (docs/evidence.md#executed-actions).
+	if len(r.Actions) != 3 || !r.Actions[0].Executed || !r.Actions[1].Executed || r.Actions[2].Executed ||
+		r.Actions[1].Status != "ok" || r.Actions[1].ExitCode == nil || *r.Actions[1].DurationMS != 12 ||
+		r.Actions[2].Status != "aborted" || r.Actions[2].Target != "mount --bind / /mnt" {
+		t.Fatalf("actions: %+v", r.Actions)
 	}
 	f := r.Findings[0]
 	if f.Severity != "critical" || len(f.Locations) != 1 || !f.Locations[0].Verified || f.Locations[0].Path() != "config/app.yaml" || f.Locations[0].Line != 3 {

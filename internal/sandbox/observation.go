@@ -34,20 +34,26 @@ func (r Result) Headline() string {
 }
 
 // Observation composes the text the agent sees from the result
-// (docs/design/sandbox.md#sandbox-result): the headline; when
-// [Result.MemoryHint] has something to say, a line "[sandbox: …]" with it;
-// then stdout, then — if stderr is non-empty — a line "--- stderr ---" and
-// stderr. The hint comes right after the headline so that no cut of a long
-// output can drop it. The streams are already capped; the scanner
-// (docs/design/checks.md#output-scanner) runs on this text afterwards.
-func (r Result) Observation() string {
+// (docs/design/sandbox.md#sandbox-result): the headline; then each of
+// IronVise's notes ([Result.Notes]: the memory hint, the explanation of a
+// failure the sandbox's rules caused) on a line "[sandbox: …]"; then
+// stdout, then — if stderr is non-empty — a line "--- stderr ---" and
+// stderr. The notes come right after the headline so that no cut of a long
+// output can drop them, and the streams follow unchanged. The streams are
+// already capped; the scanner (docs/design/checks.md#output-scanner) runs
+// on this text afterwards. Without the workspace only relative paths count
+// as the workspace's: ObservationIn knows it.
+func (r Result) Observation() string { return r.ObservationIn("") }
+
+// ObservationIn is Observation for a command that ran in workspace.
+func (r Result) ObservationIn(workspace string) string {
 	var b strings.Builder
-	b.Grow(len(r.Stdout) + len(r.Stderr) + 256)
+	b.Grow(len(r.Stdout) + len(r.Stderr) + 512)
 	b.WriteString(r.Headline())
 	b.WriteByte('\n')
-	if hint := r.MemoryHint(); hint != "" {
+	for _, note := range r.Notes(workspace) {
 		b.WriteString("[sandbox: ")
-		b.WriteString(hint)
+		b.WriteString(note)
 		b.WriteString("]\n")
 	}
 	b.WriteString(r.Stdout)

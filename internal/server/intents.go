@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ironvise/ironvise/internal/agent"
-	"github.com/ironvise/ironvise/internal/intent"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/sandbox"
 )
@@ -159,16 +158,12 @@ func buildIntentResult(res *agent.StepResult, evs []ledger.Event) intentResult {
 		out.Tier = str(string(sr.Tier))
 		out.ExitCode = sr.ExitCode
 		out.Permissive = sr.Status == sandbox.StatusPermissive
-		switch sr.Status {
-		case sandbox.StatusAborted:
+		if sr.Status == sandbox.StatusAborted {
 			out.Verdict, out.Check, out.Rule = "abort", str("sandbox"), nil
 			out.Reason = str("the sandbox could not be applied, nothing ran: " + sr.Reason)
-		default:
-			out.Executed = true
 		}
-	} else if res.Committed && out.Verdict == "allow" && cr != nil && cr.Intent != nil && cr.Intent.Action != intent.Complete {
-		out.Executed = true // read_file and http_get run in IronVise itself
 	}
+	out.Executed = res.Executed()
 	if o := res.Observation; o != nil {
 		// The submitting agent is a model: it reads what the loop's model
 		// reads, with injection attempts withheld (the ledger keeps them).

@@ -159,8 +159,10 @@ func TestRunRecordsEndsAndSeals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Status != ledger.StatusCompleted || out.Executed != 2 {
-		t.Fatalf("outcome %s (%s: %s), %d executed; want completed with 2 executed", out.Status, out.Stop, out.StopMessage, out.Executed)
+	// complete runs nothing: only the command counts as executed
+	// (docs/evidence.md#executed-actions).
+	if out.Status != ledger.StatusCompleted || out.Executed != 1 {
+		t.Fatalf("outcome %s (%s: %s), %d executed; want completed with 1 executed", out.Status, out.Stop, out.StopMessage, out.Executed)
 	}
 	if len(reports) != 2 || reports[0].Tier != string(sandbox.TierNativeLinux) || !strings.Contains(reports[0].Preview, "PermitRootLogin") {
 		t.Fatalf("step reports %+v; want the command's output from the native tier, then the completion", reports)
