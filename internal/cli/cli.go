@@ -106,9 +106,9 @@ type app struct {
 	// invoked is args[0] of the command line, how the user ran this
 	// binary: hints name it (see program).
 	invoked string
-	stdin      io.Reader
-	stdout     io.Writer
-	stderr     io.Writer
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
 	// lookup reads the environment; tests replace it.
 	lookup config.Lookup
 	cfg    *config.Config
