@@ -45,46 +45,6 @@ func runAs(t *testing.T, env map[string]string, prog string, args ...string) (co
 	return code, out.String(), errb.String()
 }
 
-// TestProgramNamesWhatTheUserRan: a hint says "ironvise" only when that
-// runs this very binary; otherwise it names the path the user typed.
-func TestProgramNamesWhatTheUserRan(t *testing.T) {
-	pathDir, installed, built := hintBins(t)
-	link := filepath.Join(t.TempDir(), "ironvise")
-	if err := os.Symlink(installed, link); err != nil {
-		t.Skip("no symbolic links here:", err)
-	}
-	spaced := filepath.Join(t.TempDir(), "my tools", "ironvise")
-	if err := os.MkdirAll(filepath.Dir(spaced), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(spaced, nil, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name, invoked, path, want string
-	}{
-		{"found on PATH by name", "ironvise", pathDir, "ironvise"},
-		{"renamed and found on PATH", "iv", pathDir, "iv"},
-		{"no name at all", "", "", "ironvise"},
-		{"the PATH binary by its path", installed, pathDir, "ironvise"},
-		{"a link to the PATH binary", link, pathDir, "ironvise"},
-		{"a build that is not the one on PATH", built, pathDir, built},
-		{"no ironvise on PATH", built, "", built},
-		{"relative PATH entries are not searched", built, "." + string(os.PathListSeparator) + "bin", built},
-		{"a path that needs quoting", spaced, pathDir, "'" + spaced + "'"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			a := &app{invoked: tc.invoked, lookup: config.MapLookup(map[string]string{"PATH": tc.path})}
-			if got := a.program(); got != tc.want {
-				t.Fatalf("program() = %q; want %q", got, tc.want)
-			}
-			if got, want := a.command("verify-session", "ID"), tc.want+" verify-session ID"; got != want {
-				t.Fatalf("command() = %q; want %q", got, want)
-			}
-		})
-	}
-}
-
 // TestHintsNameTheBinaryRun: the usage hint and the hints inside errors,
 // the CLI's own and those other packages return, name ./bin/ironvise when
 // that is what was run and a different ironvise is on PATH, and stay
