@@ -14,7 +14,7 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ironvise ./cmd/ironvise
 
-## install: build, then copy ironvise into BINDIR: $$GOBIN when set (the
+## install: build, then copy ironvise into BINDIR: $GOBIN when set (the
 ## environment or `go env GOBIN`), else /usr/local/bin; PREFIX=DIR installs
 ## into DIR/bin instead, BINDIR=DIR into DIR, and DESTDIR is prepended to
 ## either (a package's or a scratch root)
@@ -70,7 +70,7 @@ unit:
 	@mkdir -p '$(dir $(TESTJSON))'
 	@status=0; \
 	$(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary skipped \
-		--jsonfile '$(TESTJSON)' -- -race -count=1 $(PKGS) || status=$$?; \
+		--jsonfile '$(TESTJSON)' --raw-command -- $(GO) test -json -race -count=1 $(PKGS) || status=$$?; \
 	echo; echo "== the $(SLOWEST) slowest tests (subtests count on their own and in their parent)"; \
 	$(GO) tool gotestsum tool slowest --jsonfile '$(TESTJSON)' --threshold 0s --num $(SLOWEST) | sed 's|^$(PKG)/||'; \
 	if [ $$status -ne 0 ]; then echo; echo "== FAIL: go test exited $$status; the failures are listed above under === Failed and === Errors"; fi; \
