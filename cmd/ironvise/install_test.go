@@ -77,7 +77,9 @@ func TestMakeInstall(t *testing.T) {
 		t.Skip("no go tool to build with")
 	}
 	// With GOBIN unset, `go env GOBIN` may still name one (go env -w).
-	out, err := exec.Command(goTool, "env", "GOBIN").Output()
+	goEnv := exec.Command(goTool, "env", "GOBIN")
+	goEnv.Env = makeEnv()
+	out, err := goEnv.Output()
 	if err != nil {
 		t.Fatal(err)
 	}
