@@ -6,13 +6,31 @@ COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X $(PKG)/internal/cli.version=$(VERSION) -X $(PKG)/internal/cli.commit=$(COMMIT)
 BIN       := bin
 
-.PHONY: all build verify-cert demo test lint vet fmt-check doclinks unit cross bench fuzz clean
+.PHONY: all build install uninstall verify-cert demo test lint vet fmt-check doclinks unit cross bench fuzz clean
 
 all: build
 
 ## build: the ironvise binary (pure Go, no cgo) into ./bin
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ironvise ./cmd/ironvise
+
+## install: build, then copy ironvise into BINDIR: $GOBIN when set (the
+## environment or `go env GOBIN`), else /usr/local/bin; PREFIX=DIR installs
+## into DIR/bin instead, BINDIR=DIR into DIR, and DESTDIR is prepended to
+## either (a package's or a scratch root)
+ifeq ($(origin PREFIX),undefined)
+PREFIX    := /usr/local
+INSTALL_GOBIN = $(or $(GOBIN),$(shell $(GO) env GOBIN))
+endif
+BINDIR    ?= $(or $(INSTALL_GOBIN),$(PREFIX)/bin)
+install: build
+	install -d '$(DESTDIR)$(BINDIR)'
+	install -m 0755 '$(BIN)/ironvise' '$(DESTDIR)$(BINDIR)/ironvise'
+	@echo "installed $(DESTDIR)$(BINDIR)/ironvise; tab completion: ironvise completion --help"
+
+## uninstall: remove what install copied
+uninstall:
+	rm -f '$(DESTDIR)$(BINDIR)/ironvise'
 
 ## verify-cert: the standalone offline certificate verifier (no database, no network) into ./bin
 verify-cert:
@@ -41,8 +59,22 @@ lint:
 doclinks:
 	$(GO) run ./scripts/doclinks
 
+## unit: go test -race -count=1 through gotestsum (a tool in go.mod): one line
+## per package as it finishes, each failed test's output, the totals, then the
+## SLOWEST slowest tests; the exit code is go test's. PKGS narrows the run
+## (make unit PKGS=./internal/cli/...); TESTJSON keeps every test event.
+PKGS      ?= ./...
+TESTJSON  ?= $(BIN)/test.json
+SLOWEST   ?= 15
 unit:
-	$(GO) test -race -count=1 ./...
+	@mkdir -p '$(dir $(TESTJSON))'
+	@status=0; \
+	$(GO) tool gotestsum --format pkgname-and-test-fails --format-hide-empty-pkg --hide-summary skipped \
+		--jsonfile '$(TESTJSON)' --raw-command -- $(GO) test -json -race -count=1 $(PKGS) || status=$$?; \
+	echo; echo "== the $(SLOWEST) slowest tests (subtests count on their own and in their parent)"; \
+	$(GO) tool gotestsum tool slowest --jsonfile '$(TESTJSON)' --threshold 0s --num $(SLOWEST) | sed 's|^$(PKG)/||'; \
+	if [ $$status -ne 0 ]; then echo; echo "== FAIL: go test exited $$status; the failures are listed above under === Failed and === Errors"; fi; \
+	exit $$status
 
 ## cross: prove the main binary cross-compiles without cgo
 cross:

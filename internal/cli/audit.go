@@ -159,6 +159,7 @@ func (a *app) runAgentTo(cfg *config.Config, spec session.Spec, res *resultOutpu
 		return out, exitCode(ExitUsage, fmt.Errorf("session %s: %w", s.ID, err))
 	}
 	p.summary(out)
+	fmt.Fprintf(p.w, "  verify: %s\n  export: %s\n", a.command("verify-session", out.SessionID), a.command("report", out.SessionID, "--format", "html", "--output", "report.html"))
 	return out, nil
 }
 
@@ -256,5 +257,4 @@ func (p *stepPrinter) summary(o *agent.Outcome) {
 	for _, f := range o.Findings {
 		fmt.Fprintf(p.w, "  - [%s] %s\n", f.Severity, f.Title)
 	}
-	fmt.Fprintf(p.w, "  verify: ironvise verify-session %s\n  export: ironvise report %s --format html --output report.html\n", o.SessionID, o.SessionID)
 }

@@ -103,9 +103,12 @@ type app struct {
 	// oneCommand is set by a command that runs one sandboxed command and
 	// exits (standalone exec): its tier keeps no launcher ready after it.
 	oneCommand bool
-	stdin      io.Reader
-	stdout     io.Writer
-	stderr     io.Writer
+	// invoked is args[0] of the command line, how the user ran this
+	// binary: hints name it (see program).
+	invoked string
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
 	// lookup reads the environment; tests replace it.
 	lookup config.Lookup
 	cfg    *config.Config
@@ -184,7 +187,7 @@ func (a *app) run(args []string) int {
 	ctx, stdin, stdout, stderr := a.ctx, a.stdin, a.stdout, a.stderr
 	root := a.rootCommand()
 	if len(args) > 0 {
-		args = args[1:]
+		a.invoked, args = args[0], args[1:]
 	}
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -197,7 +200,7 @@ func (a *app) run(args []string) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintf(stderr, "ironvise: %v\n", ee.err)
+			fmt.Fprintf(stderr, "ironvise: %s\n", a.withHints(ee.err.Error()))
 		}
 		a.printFailureJSON(cmd, args, err, ee.code)
 		return ee.code
@@ -205,9 +208,9 @@ func (a *app) run(args []string) int {
 	a.printFailureJSON(cmd, args, err, ExitUsage)
 	// Any other error is a usage error; one cobra returned for the command
 	// line itself (unknown flag, missing argument) gets the usage hint.
-	fmt.Fprintf(stderr, "ironvise: %v\n", err)
+	fmt.Fprintf(stderr, "ironvise: %s\n", a.withHints(err.Error()))
 	if ce := (*commandError)(nil); !errors.As(err, &ce) {
-		fmt.Fprintln(stderr, "Run 'ironvise --help' for usage.")
+		fmt.Fprintf(stderr, "Run '%s' for usage.\n", a.command("--help"))
 	}
 	return ExitUsage
 }
@@ -224,11 +227,18 @@ recorded in a signed, hash-chained ledger that an auditor can verify offline.`,
   echo '{"action":"run_command","params":{"command":"ls -la"},"justification":"list files"}' | ironvise check
 
   # Show the version and the sandbox tiers this build supports
-  ironvise version`,
+  ironvise version
+
+  # Tab completion in this bash (see 'ironvise completion --help' for zsh, fish, PowerShell)
+  source <(ironvise completion bash)`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
+	// cobra's `completion bash|zsh|fish|powershell`: the scripts ask the
+	// binary itself (its hidden __complete command) what to offer, so
+	// hidden commands (guard-worker) and the sandbox launcher's argument,
+	// which is no command at all, are never offered.
+	root.CompletionOptions.HiddenDefaultCmd = false
 	root.AddCommand(
 		a.versionCommand(),
 		a.checkCommand(),

@@ -193,7 +193,7 @@ func (a *app) execSession(r *rules, rt *session.Runtime, o execOptions, result *
 	result.record(ctx, rt.Ledger, sess.ID)
 	result.stdout(a).Write(out.Bytes())
 	a.stderr.Write(errOut.Bytes())
-	fmt.Fprintf(a.stderr, "ironvise: recorded in session %s (verify: ironvise verify-session %s)\n", sess.ID, sess.ID)
+	fmt.Fprintf(a.stderr, "ironvise: recorded in session %s (verify: %s)\n", sess.ID, a.command("verify-session", sess.ID.String()))
 	if code != 0 {
 		return exitCode(code, nil)
 	}

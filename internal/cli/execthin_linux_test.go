@@ -188,7 +188,7 @@ func TestExecThinEndToEnd(t *testing.T) {
 	xdg := t.TempDir()
 	data := filepath.Join(xdg, "ironvise")
 	os.Mkdir(data, 0o700)
-	base := map[string]string{"ECTO_DATA_DIR": data, "HOME": t.TempDir(), "PATH": "/usr/local/bin:/usr/bin:/bin"}
+	base := map[string]string{"ECTO_DATA_DIR": data, "HOME": t.TempDir(), "PATH": filepath.Dir(bin) + ":/usr/local/bin:/usr/bin:/bin"}
 	// serve's configuration; an in-process exec gets the same.
 	daemonEnv := withEnv(base, "LLM_BACKEND", "mock", "GUARD_REQUIRED", "false", "ECTO_BIND_PORT", "0", "ECTO_SANDBOX_TIMEOUT_SECS", "1")
 	defer serveBin(t, bin, ws, daemonEnv)()

@@ -59,6 +59,7 @@ import (
 	"syscall"
 
 	"github.com/ironvise/ironvise/internal/localsock/wire"
+	"github.com/ironvise/ironvise/internal/progname"
 	"github.com/ironvise/ironvise/internal/sandbox/callerenv"
 )
 
@@ -275,7 +276,7 @@ func Thin(args []string) (handled bool, code int) {
 	conn.Close()
 	code, msg = AbortedIfInterrupted(ctx.Err(), code, msg)
 	if msg != nil {
-		os.Stderr.WriteString("ironvise: " + msg.Error() + "\n")
+		os.Stderr.WriteString("ironvise: " + progname.Rewrite(msg.Error(), progname.Name(os.Args[0], os.Getenv("PATH"))) + "\n")
 	}
 	stop()
 	return true, code
