@@ -1,7 +1,7 @@
 package sandbox
 
 import (
-	"path/filepath"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -193,7 +193,10 @@ func (r Result) inWorkspace(line, workspace string) bool {
 		return true
 	}
 	for _, m := range paths {
-		p := filepath.Clean(m[1])
+		// The paths are the command's own words, POSIX paths in every tier
+		// that explains (a container's too, whatever the host): cleaned
+		// with package path, not the host's filepath.
+		p := path.Clean(m[1])
 		if workspace != "" && (p == workspace || strings.HasPrefix(p, workspace+"/")) {
 			return true
 		}
