@@ -118,10 +118,6 @@ func GetRlimit(resource int) (cur, max uint64, err error) {
 	return r.Cur, r.Max, nil
 }
 
-// SetRlimit sets the soft and hard limit of resource for the process.
-func SetRlimit(resource int, cur, max uint64) error {
-	return errno(unix.Prlimit(0, resource, &unix.Rlimit{Cur: cur, Max: max}, nil))
-}
 
 // LandlockABI returns the Landlock ABI version of the running kernel;
 // ENOSYS or EOPNOTSUPP mean Landlock is not built in or not enabled.

@@ -81,3 +81,17 @@ func (x *Execve) Exec() error {
 		uintptr(unsafe.Pointer(&x.argv[0])), uintptr(unsafe.Pointer(&x.envp[0])))
 	return e
 }
+
+// SetRlimit sets the soft and hard limit of resource for the process. It
+// allocates nothing: the launcher sets the address-space cap with it, and
+// the Go runtime cannot map more memory under that cap (an allocation that
+// needs a new mapping aborts the launch). unix.Prlimit would move the
+// limit to the heap; syscall.RawSyscall6 keeps it on the stack.
+func SetRlimit(resource int, cur, max uint64) error {
+	r := unix.Rlimit{Cur: cur, Max: max}
+	_, _, e := syscall.RawSyscall6(unix.SYS_PRLIMIT64, 0, uintptr(resource), uintptr(unsafe.Pointer(&r)), 0, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}

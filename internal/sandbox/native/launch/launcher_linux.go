@@ -58,6 +58,10 @@ func launcherMain(args []string) int {
 	// takes the calling thread's: run the whole launch on one OS thread.
 	// It is never unlocked; the thread becomes the command.
 	runtime.LockOSThread()
+	// A sampled allocation records its stack in memory the profiler maps
+	// for itself; under the address-space cap that mapping fails and the
+	// runtime aborts the launch. The launcher is never profiled.
+	runtime.MemProfileRate = 0
 
 	l := &launcher{}
 	var spec Spec
