@@ -118,7 +118,6 @@ func GetRlimit(resource int) (cur, max uint64, err error) {
 	return r.Cur, r.Max, nil
 }
 
-
 // LandlockABI returns the Landlock ABI version of the running kernel;
 // ENOSYS or EOPNOTSUPP mean Landlock is not built in or not enabled.
 func LandlockABI() (int, error) {
