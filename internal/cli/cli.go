@@ -200,7 +200,7 @@ func (a *app) run(args []string) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintf(stderr, "ironvise: %s\n", a.withHints(ee.err.Error()))
+			fmt.Fprintf(stderr, "ironvise: %s\n", a.withHintsOf(ee.err))
 		}
 		a.printFailureJSON(cmd, args, err, ee.code)
 		return ee.code
@@ -208,7 +208,7 @@ func (a *app) run(args []string) int {
 	a.printFailureJSON(cmd, args, err, ExitUsage)
 	// Any other error is a usage error; one cobra returned for the command
 	// line itself (unknown flag, missing argument) gets the usage hint.
-	fmt.Fprintf(stderr, "ironvise: %s\n", a.withHints(err.Error()))
+	fmt.Fprintf(stderr, "ironvise: %s\n", a.withHintsOf(err))
 	if ce := (*commandError)(nil); !errors.As(err, &ce) {
 		fmt.Fprintf(stderr, "Run '%s' for usage.\n", a.command("--help"))
 	}

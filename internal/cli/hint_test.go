@@ -106,3 +106,20 @@ func TestCompletion(t *testing.T) {
 		t.Errorf("a hidden command or the launcher argument is offered: %q", out)
 	}
 }
+
+// TestHintRewritingSparesPolicyText: a policy file that does not load is
+// quoted in the error as it is written; a string 'ironvise …' in it is the
+// user's text, not a hint, and keeps naming ironvise.
+func TestHintRewritingSparesPolicyText(t *testing.T) {
+	pathDir, _, built := hintBins(t)
+	env := cliEnv(t, "PATH", pathDir)
+	pol := filepath.Join(t.TempDir(), "p.toml")
+	text := "name = \"t\"\nversion = \"1\"\napproval_gates = [ { id = \"g\", when = \"action == 'ironvise serve'\", timeout_seconds = 60 } ]\n"
+	if err := os.WriteFile(pol, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runAs(t, env, built, "check", "--policy", pol)
+	if code != ExitUsage || !strings.Contains(errOut, "unknown action 'ironvise serve'") || strings.Contains(errOut, built+" serve") {
+		t.Fatalf("exit %d, stderr %q; want the policy's 'ironvise serve' quoted unchanged", code, errOut)
+	}
+}

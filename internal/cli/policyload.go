@@ -23,6 +23,12 @@ func (a *app) loadPolicy(cfg *config.Config, ref, pin string) (*policy.Policy, *
 	}
 	p, err := policy.Load(ref, policy.Options{DataDir: cfg.DataDir, SHA256: pin, NoWorkingDir: a.daemonRequest})
 	if err != nil {
+		if !errors.Is(err, policy.ErrNotFound) && !errors.Is(err, policy.ErrAmbiguous) {
+			// The file was found and does not load: the error quotes its
+			// text, which is no hint to rewrite. (A lookup error names
+			// only the reference, and its hints are to be rewritten.)
+			err = &verbatimError{err}
+		}
 		return nil, nil, exitCode(ExitUsage, fmt.Errorf("policy not loaded:\n%w", err))
 	}
 	h := p.SHA256()
