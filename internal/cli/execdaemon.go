@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -101,17 +102,27 @@ func (a *app) daemonExec(ctx context.Context, rt *session.Runtime, req *localsoc
 		}
 		return d.execSession(r, &run, o, res)
 	}()))
-	resp := &localsock.Response{Stdout: out.Bytes(), Stderr: errOut.Bytes()}
+	resp := &localsock.Response{}
 	var ee *exitError
 	switch {
 	case err == nil:
 	case errors.As(err, &ee):
 		resp.Code = ee.code
-		if ee.err != nil {
+		var v *verbatimError
+		switch {
+		case ee.err == nil:
+		case errors.As(ee.err, &v):
+			// The client rewrites the hints in Error (progname.Rewrite),
+			// which would change the text this error quotes from the
+			// user's file; the command's own stderr reaches the client
+			// as written, so the message goes there.
+			fmt.Fprintf(&errOut, "ironvise: %s\n", ee.err.Error())
+		default:
 			resp.Error = ee.err.Error()
 		}
 	default:
 		resp.Code, resp.Error = ExitUsage, err.Error()
 	}
+	resp.Stdout, resp.Stderr = out.Bytes(), errOut.Bytes()
 	return resp
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/ironvise/ironvise/internal/execclient"
 	"github.com/ironvise/ironvise/internal/localsock"
 	"github.com/ironvise/ironvise/internal/localsock/wire"
+	"github.com/ironvise/ironvise/internal/progname"
+	"github.com/ironvise/ironvise/internal/session"
 )
 
 // decodeResult decodes stdout as exactly one --json result object, with
@@ -265,3 +267,26 @@ func TestAuditJSONAndQuiet(t *testing.T) {
 }
 
 func errorsAs(err error, target **exitError) bool { return errors.As(err, target) }
+
+// TestDaemonKeepsPolicyTextAsWritten: the text of a policy file that does
+// not load reaches the exec client as written: the client rewrites the
+// hints in the response's error, so the daemon sends that text with the
+// command's stderr, which the client passes through.
+func TestDaemonKeepsPolicyTextAsWritten(t *testing.T) {
+	pol := filepath.Join(t.TempDir(), "p.toml")
+	text := "name = \"t\"\nversion = \"1\"\napproval_gates = [ { id = \"g\", when = \"action == 'ironvise serve'\", timeout_seconds = 60 } ]\n"
+	if err := os.WriteFile(pol, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := &app{ctx: context.Background(), lookup: config.MapLookup(cliEnv(t))}
+	resp := a.daemonExec(context.Background(), &session.Runtime{}, &localsock.Request{Command: "true", Workspace: t.TempDir(), Policy: pol})
+	// What the client prints: the stderr bytes, then the error with its
+	// hints naming the binary the user ran.
+	shown := string(resp.Stderr)
+	if resp.Error != "" {
+		shown += "ironvise: " + progname.Rewrite(resp.Error, "/opt/x/bin/ironvise") + "\n"
+	}
+	if resp.Code != ExitUsage || !strings.Contains(shown, "policy not loaded") || !strings.Contains(shown, "unknown action 'ironvise serve'") {
+		t.Fatalf("exit %d, the client shows %q; want the policy's 'ironvise serve' unchanged", resp.Code, shown)
+	}
+}
