@@ -55,11 +55,12 @@ func kindOf(err error) string {
 // error, an unknown session — prints the jsonerror object here. The
 // message still goes to stderr too, for a person watching.
 func (a *app) printFailureJSON(cmd *cobra.Command, args []string, err error, code int) {
-	if a.jsonWritten || !wantsJSON(cmd, args) {
+	var ce *commandError
+	ran := errors.As(err, &ce)
+	if a.jsonWritten || !wantsJSON(cmd, args, ran) {
 		return
 	}
-	var ce *commandError
-	if !errors.As(err, &ce) {
+	if !ran {
 		// cobra's: the command line itself
 		err = failedWith(jsonerror.KindUsage, "", err)
 	}
@@ -104,8 +105,10 @@ func failureDetail(err error, code int) (jsonerror.Detail, string) {
 
 // wantsJSON reports whether cmd was run with --json. A command-line error
 // can stop flag parsing before --json is reached, so then the arguments
-// themselves are read.
-func wantsJSON(cmd *cobra.Command, args []string) bool {
+// themselves are read; once the command ran (ran), its flags were parsed
+// and say it alone: an argument "--json" was then another flag's value
+// (--justification --json).
+func wantsJSON(cmd *cobra.Command, args []string, ran bool) bool {
 	if cmd == nil {
 		return false
 	}
@@ -113,7 +116,7 @@ func wantsJSON(cmd *cobra.Command, args []string) bool {
 	if f == nil || f.Value.Type() != "bool" {
 		return false
 	}
-	if f.Changed {
+	if f.Changed || ran {
 		return f.Value.String() == "true"
 	}
 	return jsonArg(args)

@@ -142,3 +142,13 @@ func TestJSONFailureOnlyWithJSON(t *testing.T) {
 		t.Errorf("no command: printed %q", buf.String())
 	}
 }
+
+// TestNoJSONFailureWithoutJSONFlag: a command that ran without --json
+// prints no JSON on failure, even when an argument "--json" was the value
+// of another flag.
+func TestNoJSONFailureWithoutJSONFlag(t *testing.T) {
+	code, out, errOut := runCLI(t, cliEnv(t), "", "exec", "--no-daemon", "--justification", "--json", "--policy", "no-such-pack", "--", "true")
+	if code != ExitUsage || out != "" || !strings.Contains(errOut, "policy not loaded") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d, no stdout", code, out, errOut, ExitUsage)
+	}
+}
