@@ -157,9 +157,10 @@ func NewRequest(o Options, look func(string) (string, bool)) (*wire.Request, err
 	switch {
 	case pol == "":
 	case containsSeparator(pol):
-		// A path, taken from this working directory; the daemon applies
-		// the same .toml fallback to the absolute form.
-		if pol, err = abs(pol); err != nil {
+		// A path, taken from this working directory and not cleaned, so
+		// that the daemon opens the file an in-process exec opens; the
+		// daemon applies the same .toml fallback to the absolute form.
+		if pol, err = absAsOpened(pol); err != nil {
 			return nil, err
 		}
 	case namesLocalFile(pol):

@@ -218,9 +218,9 @@ func TestNewRequest(t *testing.T) {
 		ws, pol, wantWS, wantPol string
 	}{
 		{"", "", dir, ""},
-		{"sub/../w", "./local.yaml", filepath.Join(dir, "w"), filepath.Join(dir, "local.yaml")},
+		{"sub/../w", "./local.yaml", filepath.Join(dir, "w"), dir + "/./local.yaml"},
 		{"/abs//x/", "strict", "/abs/x", "strict"},
-		{".", "./missing.yaml", dir, filepath.Join(dir, "missing.yaml")},
+		{".", "./missing.yaml", dir, dir + "/./missing.yaml"},
 		{".", "sub/team", dir, filepath.Join(dir, "sub/team")},
 	} {
 		o := Options{Command: "ls", Session: "s", Workspace: c.ws, Policy: c.pol, PolicySHA256: "ab", Justification: "why"}
@@ -303,5 +303,30 @@ func TestDialNothingListens(t *testing.T) {
 	}
 	if _, err := Dial(context.Background(), "/"+strings.Repeat("x", 200)); err == nil {
 		t.Fatal("Dial to a path too long for a socket succeeded")
+	}
+}
+
+// TestNewRequestPolicyPathAsOpened: the daemon opens the --policy path the
+// client sends, and an in-process exec opens the path as typed; both must
+// name the same file. Cleaning the path as text does not: through a
+// symbolic link, dir/.. is the link target's parent, and a trailing slash
+// makes a file's path fail to open.
+func TestNewRequestPolicyPathAsOpened(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	t.Chdir(dir)
+	os.MkdirAll("real/sub", 0o700)
+	os.Symlink("real/sub", "link")
+	os.WriteFile("p.toml", []byte("working directory"), 0o600)
+	os.WriteFile("real/p.toml", []byte("beside the link's target"), 0o600)
+	for _, pol := range []string{"link/../p.toml", dir + "/link/../p.toml", "./p.toml/", dir + "/p.toml/."} {
+		req, err := NewRequest(Options{Command: "ls", Policy: pol}, config.MapLookup(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wantErr := os.ReadFile(pol)
+		got, gotErr := os.ReadFile(req.Policy)
+		if string(got) != string(want) || (gotErr == nil) != (wantErr == nil) {
+			t.Errorf("--policy %s sent as %s, which reads %q (%v); the path as typed reads %q (%v)", pol, req.Policy, got, gotErr, want, wantErr)
+		}
 	}
 }
