@@ -184,6 +184,15 @@ func NewRequest(o Options, look func(string) (string, bool)) (*wire.Request, err
 	return req, nil
 }
 
+// SetProgram makes the hints the daemon writes for req name prog, how the
+// client's hints name this program (progname.Name), as an in-process
+// exec's do; the word ironvise is the daemon's default and is not sent.
+func SetProgram(req *wire.Request, prog string) {
+	if prog != progname.Default {
+		req.Program = prog
+	}
+}
+
 // ErrLocalPolicy is NewRequest's answer for a bare --policy name that
 // names a file in the working directory: the command runs in-process.
 var ErrLocalPolicy = errors.New("execclient: --policy names a file in the working directory")
@@ -270,6 +279,8 @@ func Thin(args []string) (handled bool, code int) {
 	if err != nil {
 		return false, 0
 	}
+	prog := progname.Name(os.Args[0], os.Getenv("PATH"))
+	SetProgram(req, prog)
 	// The full command line catches these two signals from the start of
 	// main; here from the connect on, the first moment one matters.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -277,7 +288,7 @@ func Thin(args []string) (handled bool, code int) {
 	conn.Close()
 	code, msg = AbortedIfInterrupted(ctx.Err(), code, msg)
 	if msg != nil {
-		os.Stderr.WriteString("ironvise: " + progname.Rewrite(msg.Error(), progname.Name(os.Args[0], os.Getenv("PATH"))) + "\n")
+		os.Stderr.WriteString("ironvise: " + progname.Rewrite(msg.Error(), prog) + "\n")
 	}
 	stop()
 	return true, code
