@@ -57,6 +57,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/ironvise/ironvise/internal/localsock/wire"
 	"github.com/ironvise/ironvise/internal/progname"
@@ -173,6 +174,17 @@ func NewRequest(o Options, look func(string) (string, bool)) (*wire.Request, err
 		Command: o.Command, Session: o.Session, Workspace: ws, Policy: pol, PolicySHA256: o.PolicySHA256,
 		Justification: o.Justification, Env: callerenv.Candidates(look),
 	}
+	// Paths and variables the daemon would read as other ones
+	// (ErrNotUTF8). The command and the justification need no check: an
+	// in-process exec records them as JSON too, with the same U+FFFD.
+	if !utf8.ValidString(ws) || !utf8.ValidString(pol) {
+		return nil, ErrNotUTF8
+	}
+	for _, kv := range req.Env {
+		if !utf8.ValidString(kv) {
+			return nil, ErrNotUTF8
+		}
+	}
 	switch {
 	case o.JSON && o.Quiet:
 		return nil, errors.New("--json and --quiet exclude each other")
@@ -192,6 +204,12 @@ func SetProgram(req *wire.Request, prog string) {
 		req.Program = prog
 	}
 }
+
+// ErrNotUTF8 is NewRequest's answer for a workspace, a policy path or a
+// sandbox variable that is not valid UTF-8: the daemon's JSON decoder
+// would read it as U+FFFD, another directory, file or value, so the
+// command runs in-process, which takes them as they are.
+var ErrNotUTF8 = errors.New("execclient: a path or variable is not valid UTF-8")
 
 // ErrLocalPolicy is NewRequest's answer for a bare --policy name that
 // names a file in the working directory: the command runs in-process.

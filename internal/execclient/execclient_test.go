@@ -2,6 +2,7 @@ package execclient
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -327,6 +328,41 @@ func TestNewRequestPolicyPathAsOpened(t *testing.T) {
 		got, gotErr := os.ReadFile(req.Policy)
 		if string(got) != string(want) || (gotErr == nil) != (wantErr == nil) {
 			t.Errorf("--policy %s sent as %s, which reads %q (%v); the path as typed reads %q (%v)", pol, req.Policy, got, gotErr, want, wantErr)
+		}
+	}
+}
+
+// TestNewRequestReadsTheSameOnTheWire: the daemon reads the request with
+// encoding/json, which takes invalid UTF-8 as U+FFFD; a workspace, policy
+// path or variable that is not UTF-8 would name another directory, file or
+// value there. Such a request is either refused (the command runs
+// in-process, which reads them as they are) or read as sent.
+func TestNewRequestReadsTheSameOnTheWire(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	t.Chdir(dir)
+	os.Mkdir("caf\xe9", 0o700)
+	for _, c := range []struct {
+		o   Options
+		env map[string]string
+	}{
+		{Options{Command: "ls", Workspace: "caf\xe9"}, nil},
+		{Options{Command: "ls", Policy: "./caf\xe9.toml"}, nil},
+		{Options{Command: "ls"}, map[string]string{"LANG": "fr_FR.ISO-8859-1", "TZ": "Europe/Z\xfcrich"}},
+		{Options{Command: "ls", Workspace: "café", Policy: "./café.toml"}, map[string]string{"TZ": "Europe/Zürich"}},
+	} {
+		req, err := NewRequest(c.o, config.MapLookup(c.env))
+		if errors.Is(err, ErrNotUTF8) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got wire.Request
+		if err := json.Unmarshal(wire.AppendRequest(nil, req), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Workspace != req.Workspace || got.Policy != req.Policy || !slices.Equal(got.Env, req.Env) {
+			t.Errorf("sent %q %q %q; the daemon reads %q %q %q", req.Workspace, req.Policy, req.Env, got.Workspace, got.Policy, got.Env)
 		}
 	}
 }
