@@ -125,6 +125,9 @@ type app struct {
 	// the request's policy name was looked up in the client's directory,
 	// never the daemon's (loadPolicy).
 	daemonRequest bool
+	// hintProgram, when set, is how hints name the program: the client
+	// of an exec request says how its own hints name it.
+	hintProgram string
 	// jsonWritten is set once a JSON value went to stdout, so a failing
 	// --json command prints its error object only if it printed nothing
 	// (printFailureJSON).

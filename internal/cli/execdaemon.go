@@ -33,6 +33,7 @@ func (a *app) execViaDaemon(o execOptions, res *resultOutput) (handled bool, err
 	if err != nil {
 		return false, nil // the in-process path reports it
 	}
+	execclient.SetProgram(req, a.program())
 	conn, err := execclient.Dial(a.ctx, cfg.DataDir)
 	if err != nil {
 		return false, nil
@@ -84,7 +85,7 @@ func (a *app) daemonExec(ctx context.Context, rt *session.Runtime, req *localsoc
 	// protect is serve's list, read once at start and shared with its tier:
 	// recomputing it per request would cost the stat walk again and could
 	// let the tripwire and the tier disagree.
-	d := &app{ctx: ctx, stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, lookup: a.lookup, cfg: a.cfg, timing: a.timing, protect: a.protect, daemonRequest: true}
+	d := &app{ctx: ctx, stdin: strings.NewReader(""), stdout: &out, stderr: &errOut, lookup: a.lookup, cfg: a.cfg, timing: a.timing, protect: a.protect, daemonRequest: true, hintProgram: req.Program}
 	env := map[string]string{}
 	for _, kv := range req.Env {
 		if k, v, ok := strings.Cut(kv, "="); ok {

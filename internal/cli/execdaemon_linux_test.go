@@ -230,3 +230,24 @@ func benchExec(b *testing.B, daemon bool) {
 
 func BenchmarkExecDaemon(b *testing.B)    { benchExec(b, true) }
 func BenchmarkExecInProcess(b *testing.B) { benchExec(b, false) }
+
+// TestExecDaemonHintsNameTheProgram: the hints in the output of an exec
+// the daemon ran name the binary the client ran, as an in-process exec's
+// do, not the word ironvise (here no ironvise is on PATH at all).
+func TestExecDaemonHintsNameTheProgram(t *testing.T) {
+	ws, _ := filepath.EvalSymlinks(t.TempDir())
+	env := cliEnv(t)
+	defer startServe(t, env, ws)()
+	const prog = "/opt/other/ironvise"
+	want := "(verify: " + prog + " verify-session "
+	var out, errb bytes.Buffer
+	a := &app{ctx: context.Background(), invoked: prog, stdin: strings.NewReader(""), stdout: &out, stderr: &errb, lookup: config.MapLookup(env)}
+	o := execOptions{Command: "true", Workspace: ws, Justification: execclient.DefaultJustification}
+	if handled, err := a.execViaDaemon(o, &resultOutput{}); !handled || err != nil || !strings.Contains(errb.String(), want) {
+		t.Fatalf("through the daemon: handled %v, %v, stderr %q; want it to contain %q", handled, err, errb.String(), want)
+	}
+	errb.Reset()
+	if code := run(context.Background(), []string{prog, "exec", "--no-daemon", "--workspace", ws, "--", "true"}, strings.NewReader(""), &out, &errb, config.MapLookup(env)); code != 0 || !strings.Contains(errb.String(), want) {
+		t.Fatalf("in-process: exit %d, stderr %q; want it to contain %q", code, errb.String(), want)
+	}
+}

@@ -11,6 +11,9 @@ import (
 // user ran when the ironvise on the command's PATH is missing or another
 // file (see internal/progname).
 func (a *app) program() string {
+	if a.hintProgram != "" {
+		return a.hintProgram
+	}
 	path, _ := a.lookup("PATH")
 	return progname.Name(a.invoked, path)
 }

@@ -27,3 +27,18 @@ func containsSeparator(p string) bool {
 	}
 	return false
 }
+
+// absAsOpened is p made absolute without cleaning it: the kernel reads
+// "dir/.." through a symbolic link as the link target's parent, and a
+// trailing slash or "." after a file's name as an error, where path.Clean
+// would drop both and name another file.
+func absAsOpened(p string) (string, error) {
+	if path.IsAbs(p) {
+		return p, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	return wd + "/" + p, nil
+}

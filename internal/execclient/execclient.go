@@ -57,6 +57,7 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/ironvise/ironvise/internal/localsock/wire"
 	"github.com/ironvise/ironvise/internal/progname"
@@ -157,9 +158,10 @@ func NewRequest(o Options, look func(string) (string, bool)) (*wire.Request, err
 	switch {
 	case pol == "":
 	case containsSeparator(pol):
-		// A path, taken from this working directory; the daemon applies
-		// the same .toml fallback to the absolute form.
-		if pol, err = abs(pol); err != nil {
+		// A path, taken from this working directory and not cleaned, so
+		// that the daemon opens the file an in-process exec opens; the
+		// daemon applies the same .toml fallback to the absolute form.
+		if pol, err = absAsOpened(pol); err != nil {
 			return nil, err
 		}
 	case namesLocalFile(pol):
@@ -172,6 +174,17 @@ func NewRequest(o Options, look func(string) (string, bool)) (*wire.Request, err
 		Command: o.Command, Session: o.Session, Workspace: ws, Policy: pol, PolicySHA256: o.PolicySHA256,
 		Justification: o.Justification, Env: callerenv.Candidates(look),
 	}
+	// Paths and variables the daemon would read as other ones
+	// (ErrNotUTF8). The command and the justification need no check: an
+	// in-process exec records them as JSON too, with the same U+FFFD.
+	if !utf8.ValidString(ws) || !utf8.ValidString(pol) {
+		return nil, ErrNotUTF8
+	}
+	for _, kv := range req.Env {
+		if !utf8.ValidString(kv) {
+			return nil, ErrNotUTF8
+		}
+	}
 	switch {
 	case o.JSON && o.Quiet:
 		return nil, errors.New("--json and --quiet exclude each other")
@@ -182,6 +195,21 @@ func NewRequest(o Options, look func(string) (string, bool)) (*wire.Request, err
 	}
 	return req, nil
 }
+
+// SetProgram makes the hints the daemon writes for req name prog, how the
+// client's hints name this program (progname.Name), as an in-process
+// exec's do; the word ironvise is the daemon's default and is not sent.
+func SetProgram(req *wire.Request, prog string) {
+	if prog != progname.Default {
+		req.Program = prog
+	}
+}
+
+// ErrNotUTF8 is NewRequest's answer for a workspace, a policy path or a
+// sandbox variable that is not valid UTF-8: the daemon's JSON decoder
+// would read it as U+FFFD, another directory, file or value, so the
+// command runs in-process, which takes them as they are.
+var ErrNotUTF8 = errors.New("execclient: a path or variable is not valid UTF-8")
 
 // ErrLocalPolicy is NewRequest's answer for a bare --policy name that
 // names a file in the working directory: the command runs in-process.
@@ -269,6 +297,8 @@ func Thin(args []string) (handled bool, code int) {
 	if err != nil {
 		return false, 0
 	}
+	prog := progname.Name(os.Args[0], os.Getenv("PATH"))
+	SetProgram(req, prog)
 	// The full command line catches these two signals from the start of
 	// main; here from the connect on, the first moment one matters.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -276,7 +306,7 @@ func Thin(args []string) (handled bool, code int) {
 	conn.Close()
 	code, msg = AbortedIfInterrupted(ctx.Err(), code, msg)
 	if msg != nil {
-		os.Stderr.WriteString("ironvise: " + progname.Rewrite(msg.Error(), progname.Name(os.Args[0], os.Getenv("PATH"))) + "\n")
+		os.Stderr.WriteString("ironvise: " + progname.Rewrite(msg.Error(), prog) + "\n")
 	}
 	stop()
 	return true, code

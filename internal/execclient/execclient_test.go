@@ -2,6 +2,7 @@ package execclient
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -218,9 +219,9 @@ func TestNewRequest(t *testing.T) {
 		ws, pol, wantWS, wantPol string
 	}{
 		{"", "", dir, ""},
-		{"sub/../w", "./local.yaml", filepath.Join(dir, "w"), filepath.Join(dir, "local.yaml")},
+		{"sub/../w", "./local.yaml", filepath.Join(dir, "w"), dir + "/./local.yaml"},
 		{"/abs//x/", "strict", "/abs/x", "strict"},
-		{".", "./missing.yaml", dir, filepath.Join(dir, "missing.yaml")},
+		{".", "./missing.yaml", dir, dir + "/./missing.yaml"},
 		{".", "sub/team", dir, filepath.Join(dir, "sub/team")},
 	} {
 		o := Options{Command: "ls", Session: "s", Workspace: c.ws, Policy: c.pol, PolicySHA256: "ab", Justification: "why"}
@@ -303,5 +304,65 @@ func TestDialNothingListens(t *testing.T) {
 	}
 	if _, err := Dial(context.Background(), "/"+strings.Repeat("x", 200)); err == nil {
 		t.Fatal("Dial to a path too long for a socket succeeded")
+	}
+}
+
+// TestNewRequestPolicyPathAsOpened: the daemon opens the --policy path the
+// client sends, and an in-process exec opens the path as typed; both must
+// name the same file. Cleaning the path as text does not: through a
+// symbolic link, dir/.. is the link target's parent, and a trailing slash
+// makes a file's path fail to open.
+func TestNewRequestPolicyPathAsOpened(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	t.Chdir(dir)
+	os.MkdirAll("real/sub", 0o700)
+	os.Symlink("real/sub", "link")
+	os.WriteFile("p.toml", []byte("working directory"), 0o600)
+	os.WriteFile("real/p.toml", []byte("beside the link's target"), 0o600)
+	for _, pol := range []string{"link/../p.toml", dir + "/link/../p.toml", "./p.toml/", dir + "/p.toml/."} {
+		req, err := NewRequest(Options{Command: "ls", Policy: pol}, config.MapLookup(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, wantErr := os.ReadFile(pol)
+		got, gotErr := os.ReadFile(req.Policy)
+		if string(got) != string(want) || (gotErr == nil) != (wantErr == nil) {
+			t.Errorf("--policy %s sent as %s, which reads %q (%v); the path as typed reads %q (%v)", pol, req.Policy, got, gotErr, want, wantErr)
+		}
+	}
+}
+
+// TestNewRequestReadsTheSameOnTheWire: the daemon reads the request with
+// encoding/json, which takes invalid UTF-8 as U+FFFD; a workspace, policy
+// path or variable that is not UTF-8 would name another directory, file or
+// value there. Such a request is either refused (the command runs
+// in-process, which reads them as they are) or read as sent.
+func TestNewRequestReadsTheSameOnTheWire(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	t.Chdir(dir)
+	os.Mkdir("caf\xe9", 0o700)
+	for _, c := range []struct {
+		o   Options
+		env map[string]string
+	}{
+		{Options{Command: "ls", Workspace: "caf\xe9"}, nil},
+		{Options{Command: "ls", Policy: "./caf\xe9.toml"}, nil},
+		{Options{Command: "ls"}, map[string]string{"LANG": "fr_FR.ISO-8859-1", "TZ": "Europe/Z\xfcrich"}},
+		{Options{Command: "ls", Workspace: "café", Policy: "./café.toml"}, map[string]string{"TZ": "Europe/Zürich"}},
+	} {
+		req, err := NewRequest(c.o, config.MapLookup(c.env))
+		if errors.Is(err, ErrNotUTF8) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got wire.Request
+		if err := json.Unmarshal(wire.AppendRequest(nil, req), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Workspace != req.Workspace || got.Policy != req.Policy || !slices.Equal(got.Env, req.Env) {
+			t.Errorf("sent %q %q %q; the daemon reads %q %q %q", req.Workspace, req.Policy, req.Env, got.Workspace, got.Policy, got.Env)
+		}
 	}
 }

@@ -58,8 +58,11 @@ type Request struct {
 	// Output is how exec reports its result on stdout: "" as usual,
 	// OutputJSON or OutputQuiet (exec's --json and --quiet). The daemon
 	// renders the result, so it is the same with --no-daemon.
-	Output string   `json:"output,omitempty"`
-	Env    []string `json:"env,omitempty"`
+	Output string `json:"output,omitempty"`
+	// Program is how the hints in the output name the binary the client
+	// ran (package progname); empty: ironvise.
+	Program string   `json:"program,omitempty"`
+	Env     []string `json:"env,omitempty"`
 }
 
 // Values of Request.Output.
@@ -89,6 +92,7 @@ func AppendRequest(dst []byte, r *Request) []byte {
 	dst = appendMember(dst, "policy_sha256", r.PolicySHA256, true)
 	dst = appendMember(dst, "justification", r.Justification, false)
 	dst = appendMember(dst, "output", r.Output, true)
+	dst = appendMember(dst, "program", r.Program, true)
 	if len(r.Env) > 0 {
 		dst = append(dst, `,"env":[`...)
 		for i, kv := range r.Env {
