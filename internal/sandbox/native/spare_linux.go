@@ -4,6 +4,7 @@ package native
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -45,10 +46,27 @@ type launcherKey struct {
 	userNS     bool
 	noNetNS    bool
 	uid, gid   int // IronVise's, mapped into the user namespace
+	// mounts is the digest of IronVise's mount table (mountsOK: it could
+	// be read). Security: the launcher's mount namespace is a copy of
+	// that table taken at its clone, and where mounts do not propagate
+	// (a private root, as in most containers) a mount made or removed
+	// since is not in the copy: the command would see files the host
+	// has covered since, or miss a workspace mounted since. A launcher
+	// started under another table, or when it could not be read, is
+	// stale.
+	mounts   [sha256.Size]byte
+	mountsOK bool
 }
 
+// launcherKey is the tier's current key. It is taken before a launcher is
+// cloned, so a mount made in between makes that launcher stale (discarded)
+// rather than current.
 func (t *Tier) launcherKey() launcherKey {
-	return launcherKey{executable: t.executable, userNS: t.userNS, noNetNS: t.noNetNS, uid: os.Geteuid(), gid: os.Getegid()}
+	k := launcherKey{executable: t.executable, userNS: t.userNS, noNetNS: t.noNetNS, uid: os.Geteuid(), gid: os.Getegid()}
+	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		k.mounts, k.mountsOK = sha256.Sum256(b), true
+	}
+	return k
 }
 
 // launcher is one launcher process, ready or running its command.
@@ -250,7 +268,7 @@ func (t *Tier) takeSpare(k launcherKey) *launcher {
 	l := p.ready
 	p.ready = nil
 	p.mu.Unlock()
-	if l != nil && l.key != k {
+	if l != nil && (l.key != k || !k.mountsOK) {
 		p.retire(l)
 		return nil
 	}
