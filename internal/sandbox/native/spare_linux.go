@@ -280,7 +280,9 @@ func (t *Tier) takeSpare(k launcherKey) *launcher {
 // a launcher. A failed start is not reported: the next Run starts its own
 // launcher and reports why that failed.
 func (t *Tier) keepReady(k launcherKey) {
-	if t.seccompErr != nil || !launch.Dispatches() {
+	// A key without the mount table's digest never matches (takeSpare):
+	// a launcher started under it would only be discarded.
+	if t.seccompErr != nil || !launch.Dispatches() || !k.mountsOK {
 		return
 	}
 	p := t.spares
