@@ -58,15 +58,21 @@ type launcherKey struct {
 	mountsOK bool
 }
 
-// launcherKey is the tier's current key. It is taken before a launcher is
-// cloned, so a mount made in between makes that launcher stale (discarded)
-// rather than current.
+// launcherKey is the tier's current key.
 func (t *Tier) launcherKey() launcherKey {
 	k := launcherKey{executable: t.executable, userNS: t.userNS, noNetNS: t.noNetNS, uid: os.Geteuid(), gid: os.Getegid()}
-	if b, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
-		k.mounts, k.mountsOK = sha256.Sum256(b), true
-	}
+	k.mounts, k.mountsOK = mountTable()
 	return k
+}
+
+// mountTable is the digest of IronVise's mount table; false when it cannot
+// be read.
+func mountTable() ([sha256.Size]byte, bool) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return [sha256.Size]byte{}, false
+	}
+	return sha256.Sum256(b), true
 }
 
 // launcher is one launcher process, ready or running its command.
@@ -87,8 +93,12 @@ type launcher struct {
 }
 
 // startLauncher starts a launcher that waits for its specification; it is
-// ready once awaitReady returned.
+// ready once awaitReady returned. Its key's mount table is the one read
+// just before and after the clone (k's may be older: a ready launcher is
+// started when the previous command ended); a table that changed across
+// the clone leaves the launcher without a usable key.
 func startLauncher(k launcherKey) (*launcher, error) {
+	k.mounts, k.mountsOK = mountTable()
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -127,6 +137,9 @@ func startLauncher(k launcherKey) (*launcher, error) {
 		specW.Close()
 		statusR.Close()
 		return nil, err
+	}
+	if m, ok := mountTable(); !ok || m != k.mounts {
+		l.key.mountsOK = false
 	}
 	l.cmd = cmd
 	go func() {
