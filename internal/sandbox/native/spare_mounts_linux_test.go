@@ -14,13 +14,10 @@ import (
 	"github.com/ironvise/ironvise/internal/sandbox"
 )
 
-// TestSpareSeesMountsMadeAfterItStarted: a launcher's mount namespace is
-// a copy of IronVise's taken when it starts; where mounts do not
-// propagate, one made afterwards (here a tmpfs covering part of the
-// workspace) is missing from that copy. A command must see the mount
-// table as it is when the command starts — not the files the host has
-// covered since, and not miss the ones it has added.
-func TestSpareSeesMountsMadeAfterItStarted(t *testing.T) {
+// coverFixture is a fixture whose workspace has a directory "cover"
+// holding covered.txt, for a test to mount over.
+func coverFixture(t *testing.T) (*fixture, string) {
+	t.Helper()
 	fx := newFixture(t)
 	cover := filepath.Join(fx.ws, "cover")
 	if err := os.Mkdir(cover, 0o755); err != nil {
@@ -29,6 +26,17 @@ func TestSpareSeesMountsMadeAfterItStarted(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(cover, "covered.txt"), []byte("covered\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return fx, cover
+}
+
+// TestSpareSeesMountsMadeAfterItStarted: a launcher's mount namespace is
+// a copy of IronVise's taken when it starts; where mounts do not
+// propagate, one made afterwards (here a tmpfs covering part of the
+// workspace) is missing from that copy. A command must see the mount
+// table as it is when the command starts — not the files the host has
+// covered since, and not miss the ones it has added.
+func TestSpareSeesMountsMadeAfterItStarted(t *testing.T) {
+	fx, cover := coverFixture(t)
 	tier := newTestTier(t, sandbox.Options{})
 	waitReady(t, tier)
 	if err := unix.Mount("tmpfs", cover, "tmpfs", 0, "size=1m"); err != nil {
@@ -50,14 +58,7 @@ func TestSpareSeesMountsMadeAfterItStarted(t *testing.T) {
 // that still has it, although the table is back to what it was before
 // the first command.
 func TestSpareKeyIsTheTableItCopied(t *testing.T) {
-	fx := newFixture(t)
-	cover := filepath.Join(fx.ws, "cover")
-	if err := os.Mkdir(cover, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(cover, "covered.txt"), []byte("covered\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	fx, cover := coverFixture(t)
 	tier := newTestTier(t, sandbox.Options{})
 	first := waitReady(t, tier)
 	mounted := make(chan error, 1)
