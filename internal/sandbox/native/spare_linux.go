@@ -4,6 +4,7 @@ package native
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -45,10 +46,33 @@ type launcherKey struct {
 	userNS     bool
 	noNetNS    bool
 	uid, gid   int // IronVise's, mapped into the user namespace
+	// mounts is the digest of IronVise's mount table (mountsOK: it could
+	// be read). Security: the launcher's mount namespace is a copy of
+	// that table taken at its clone, and where mounts do not propagate
+	// (a private root, as in most containers) a mount made or removed
+	// since is not in the copy: the command would see files the host
+	// has covered since, or miss a workspace mounted since. A launcher
+	// started under another table, or when it could not be read, is
+	// stale.
+	mounts   [sha256.Size]byte
+	mountsOK bool
 }
 
+// launcherKey is the tier's current key.
 func (t *Tier) launcherKey() launcherKey {
-	return launcherKey{executable: t.executable, userNS: t.userNS, noNetNS: t.noNetNS, uid: os.Geteuid(), gid: os.Getegid()}
+	k := launcherKey{executable: t.executable, userNS: t.userNS, noNetNS: t.noNetNS, uid: os.Geteuid(), gid: os.Getegid()}
+	k.mounts, k.mountsOK = mountTable()
+	return k
+}
+
+// mountTable is the digest of IronVise's mount table; false when it cannot
+// be read.
+func mountTable() ([sha256.Size]byte, bool) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return [sha256.Size]byte{}, false
+	}
+	return sha256.Sum256(b), true
 }
 
 // launcher is one launcher process, ready or running its command.
@@ -69,8 +93,12 @@ type launcher struct {
 }
 
 // startLauncher starts a launcher that waits for its specification; it is
-// ready once awaitReady returned.
+// ready once awaitReady returned. Its key's mount table is the one read
+// just before and after the clone (k's may be older: a ready launcher is
+// started when the previous command ended); a table that changed across
+// the clone leaves the launcher without a usable key.
 func startLauncher(k launcherKey) (*launcher, error) {
+	k.mounts, k.mountsOK = mountTable()
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -109,6 +137,9 @@ func startLauncher(k launcherKey) (*launcher, error) {
 		specW.Close()
 		statusR.Close()
 		return nil, err
+	}
+	if m, ok := mountTable(); !ok || m != k.mounts {
+		l.key.mountsOK = false
 	}
 	l.cmd = cmd
 	go func() {
@@ -250,7 +281,7 @@ func (t *Tier) takeSpare(k launcherKey) *launcher {
 	l := p.ready
 	p.ready = nil
 	p.mu.Unlock()
-	if l != nil && l.key != k {
+	if l != nil && (l.key != k || !k.mountsOK) {
 		p.retire(l)
 		return nil
 	}
@@ -262,7 +293,9 @@ func (t *Tier) takeSpare(k launcherKey) *launcher {
 // a launcher. A failed start is not reported: the next Run starts its own
 // launcher and reports why that failed.
 func (t *Tier) keepReady(k launcherKey) {
-	if t.seccompErr != nil || !launch.Dispatches() {
+	// A key without the mount table's digest never matches (takeSpare):
+	// a launcher started under it would only be discarded.
+	if t.seccompErr != nil || !launch.Dispatches() || !k.mountsOK {
 		return
 	}
 	p := t.spares
