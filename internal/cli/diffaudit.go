@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ironvise/ironvise/internal/evidence"
-	"github.com/ironvise/ironvise/internal/ledger"
 )
 
 func (a *app) diffAuditCommand() *cobra.Command {
@@ -82,9 +81,7 @@ func (a *app) runDiffAudit(baseline, current, output string) error {
 		if reps[i], err = evidence.BuildReport(a.ctx, l, id); err != nil {
 			return exitCode(ExitUsage, fmt.Errorf("session %s: %w", id, err))
 		}
-		if acts[i], err = executedActions(a, l, id); err != nil {
-			return exitCode(ExitUsage, err)
-		}
+		acts[i] = executedActions(reps[i])
 	}
 	d := auditDiff{Baseline: ids[0].String(), Current: ids[1].String()}
 	d.ActionsAdded, d.ActionsRemoved = setDiff(acts[1], acts[0]), setDiff(acts[0], acts[1])
@@ -125,28 +122,18 @@ func (a *app) runDiffAudit(baseline, current, output string) error {
 	return nil
 }
 
-// executedActions returns "name target" of every committed action but
-// complete.
-func executedActions(a *app, l *ledger.Ledger, id uuid.UUID) (map[string]bool, error) {
-	evs, err := l.Events(a.ctx, id, 0, 1<<20)
-	if err != nil {
-		return nil, fmt.Errorf("read session %s: %w", id, err)
-	}
+// executedActions is "action target" of every executed action of r, by
+// the one definition the report, the summaries and the API count with
+// (docs/evidence.md#executed-actions): a command the sandbox aborted, a
+// read the tripwire stopped at execution and complete never ran.
+func executedActions(r *evidence.Report) map[string]bool {
 	out := map[string]bool{}
-	for _, e := range evs {
-		if e.Type != ledger.TypeAction {
-			continue
+	for _, a := range r.Actions {
+		if a.Executed {
+			out[a.Action+" "+a.Target] = true
 		}
-		var p struct {
-			Name   string            `json:"name"`
-			Params map[string]string `json:"params"`
-		}
-		if json.Unmarshal(e.Payload, &p) != nil || p.Name == "complete" {
-			continue
-		}
-		out[p.Name+" "+p.Params["command"]+p.Params["path"]+p.Params["url"]] = true
 	}
-	return out, nil
+	return out
 }
 
 func denialSet(r *evidence.Report) map[string]bool {
