@@ -117,20 +117,16 @@ func (r *resultOutput) record(ctx context.Context, l *ledger.Ledger, id uuid.UUI
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	rep, err := evidence.BuildReport(ctx, l, id)
+	// One read and one verification of the chain give both.
+	rep, v, err := evidence.ReportAndVerification(ctx, l, id)
 	if err != nil {
-		r.recordErr = fmt.Errorf("read the summary of session %s: %w", id, err)
+		r.recordErr = fmt.Errorf("read and verify session %s: %w", id, err)
 		return
 	}
 	sum := rep.Summary
 	r.result.Status = &sum.Status
 	r.result.Steps, r.result.Executed, r.result.Denied = sum.Steps, sum.Executed, sum.Denied
 	r.result.DeniedBy, r.result.Findings = sum.DeniedBy, sum.Findings
-	v, err := evidence.VerifySession(ctx, l, id)
-	if err != nil {
-		r.recordErr = fmt.Errorf("verify session %s: %w", id, err)
-		return
-	}
 	r.result.Verification = &runVerification{OK: v.OK, Sealed: v.Sealed, Error: v.Error}
 }
 

@@ -268,21 +268,39 @@ func BuildReportWith(ctx context.Context, l *ledger.Ledger, id uuid.UUID, opt Re
 }
 
 func buildReport(ctx context.Context, l *ledger.Ledger, id uuid.UUID, now time.Time) (*Report, error) {
+	r, _, _, err := readReport(ctx, l, id, now)
+	return r, err
+}
+
+// ReportAndVerification is BuildReport and VerifySession of session id
+// from one read of its events and one verification of its chain (a
+// `--json` result carries both).
+func ReportAndVerification(ctx context.Context, l *ledger.Ledger, id uuid.UUID) (*Report, *Verification, error) {
+	r, vr, evs, err := readReport(ctx, l, id, time.Now())
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, verification(vr, findingsCheckOf(id, evs)), nil
+}
+
+// readReport builds the report of session id, returning with it the
+// ledger's verification and the events it was built from.
+func readReport(ctx context.Context, l *ledger.Ledger, id uuid.UUID, now time.Time) (*Report, *ledger.Report, []ledger.Event, error) {
 	s, err := exportedSession(ctx, l, id, "report")
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	evs, err := l.Events(ctx, id, 0, 0)
 	if err != nil {
-		return nil, fmt.Errorf("evidence: report: %w", err)
+		return nil, nil, nil, fmt.Errorf("evidence: report: %w", err)
 	}
 	vr, err := l.VerifySession(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("evidence: report: %w", err)
+		return nil, nil, nil, fmt.Errorf("evidence: report: %w", err)
 	}
 	r := assemble(s, evs, chainStatus(&vr), now)
 	r.Session.IssuerKeyID = ledger.KeyID(l.IssuerPublicKey())
-	return r, nil
+	return r, &vr, evs, nil
 }
 
 // IsNotFound reports whether err means the session does not exist.
