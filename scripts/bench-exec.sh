@@ -50,7 +50,8 @@ trap cleanup EXIT
 mkdir "$work/ws"
 if [ ${#bins[@]} -eq 0 ]; then
   command -v go >/dev/null || { echo "bench-exec: no go toolchain to build ironvise; pass --bin PATH" >&2; exit 1; }
-  go build -o "$work/ironvise" ./cmd/ironvise
+  # Built as the release is (Makefile build): static, no cgo.
+  CGO_ENABLED=0 go build -trimpath -o "$work/ironvise" ./cmd/ironvise
   bins=("$work/ironvise")
 fi
 
@@ -68,7 +69,10 @@ for i in "${!bins[@]}"; do
   # command without a shell (-N). A build with the daemon path is told to
   # run in-process here; its daemon row follows.
   nodaemon=""
-  "$b" exec --help 2>/dev/null | grep -q -- --no-daemon && nodaemon="--no-daemon"
+  # The help is read whole first: grep -q would stop reading early, and
+  # under pipefail the writer's SIGPIPE would read as "no such flag".
+  help=$("$b" exec --help 2>/dev/null || true)
+  case $help in *--no-daemon*) nodaemon="--no-daemon" ;; esac
   cmds+=("env ECTO_DATA_DIR=$data $b exec $nodaemon --workspace $work/ws -- /bin/true")
   if [ -n "$nodaemon" ]; then
     # The daemon path: a serve of this build on its own data directory,
