@@ -128,6 +128,13 @@ func (l *Ledger) runBatch(reqs []*request) {
 	for _, r := range live {
 		close(r.done)
 	}
+	if err == nil {
+		// After the waiters are released: the file is a lower bound for
+		// the rollback check, so a crash before it is written loses
+		// nothing the database does not hold, and its write and fsync
+		// stay off the latency of the commit (an exec's reply).
+		l.rememberCommitted(b)
+	}
 }
 
 // maxCachedChains bounds the per-process caches of session keys and goal
@@ -421,18 +428,12 @@ func (b *batch) createInstanceSession() error {
 	return err
 }
 
-// afterCommit publishes a committed batch's cache entries and its newest
-// checkpoint (remembered beside the keys, and given to OnCheckpoint).
+// afterCommit publishes a committed batch's cache entries and gives its
+// newest checkpoint to OnCheckpoint; rememberCommitted keeps it beside the
+// keys.
 func (l *Ledger) afterCommit(b *batch) {
 	if n := len(b.ch.Checkpoints); n > 0 {
 		cp := b.ch.Checkpoints[n-1]
-		if l.cpFile != "" {
-			// The checkpoint is committed either way; a file that could
-			// not be written only weakens the rollback check, so say so.
-			if err := l.rememberCheckpoint(cp); err != nil {
-				l.log.Warn("could not remember the newest checkpoint outside the database", "err", err)
-			}
-		}
 		if l.onCheckpoint != nil {
 			for i := range b.ch.Events {
 				if ev := &b.ch.Events[i]; ev.LogIndex == cp.EventLogIndex && ev.Type == TypeCheckpoint {
@@ -497,4 +498,18 @@ func ownPayload(typ string, v any) ([]byte, error) {
 		return nil, bug(err)
 	}
 	return p, nil
+}
+
+// rememberCommitted writes a committed batch's newest checkpoint to the
+// remembered-checkpoint file, when the ledger keeps one.
+func (l *Ledger) rememberCommitted(b *batch) {
+	n := len(b.ch.Checkpoints)
+	if n == 0 || l.cpFile == "" {
+		return
+	}
+	// The checkpoint is committed either way; a file that could not be
+	// written only weakens the rollback check, so say so.
+	if err := l.rememberCheckpoint(b.ch.Checkpoints[n-1]); err != nil {
+		l.log.Warn("could not remember the newest checkpoint outside the database", "err", err)
+	}
 }

@@ -116,6 +116,9 @@ type Ledger struct {
 	// process last read or wrote it (committer goroutine and New only).
 	cpNote       []byte
 	onCheckpoint func(Checkpoint, Event)
+	// beforeRemember, when set (by tests only), runs before the
+	// remembered-checkpoint file is written.
+	beforeRemember func()
 	// keks holds the available key-encryption keys by kind; writeKEK
 	// encrypts new session keys.
 	keks     map[string]*kek
@@ -360,6 +363,7 @@ func (l *Ledger) initialize(ctx context.Context) error {
 			return err
 		}
 		l.afterCommit(b)
+		l.rememberCommitted(b)
 		cp, err := tx.LatestCheckpoint(ctx)
 		if err == nil {
 			l.lastCP = cp.TreeSize

@@ -55,6 +55,9 @@ func (l *Ledger) rememberCheckpoint(cp Checkpoint) error {
 		// last): rewriting it would cost an fsync and change nothing.
 		return nil
 	}
+	if l.beforeRemember != nil {
+		l.beforeRemember()
+	}
 	dir := filepath.Dir(l.cpFile)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("ledger: remember checkpoint %d: %w", cp.TreeSize, err)
