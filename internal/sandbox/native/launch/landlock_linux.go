@@ -91,6 +91,13 @@ func (l *launcher) applyLandlock() (int, error) {
 	if abi < 1 {
 		return 0, stepErr(StepLandlock, fmt.Errorf("kernel reports Landlock ABI %d", abi), LandlockFix)
 	}
+	// Security: without a PID or network namespace, signals, abstract
+	// Unix sockets and TCP towards IronVise and the container are
+	// stopped by Landlock alone; an older ABI would leave them open.
+	if l.spec.Container && abi < ContainerModeLandlockABI {
+		return 0, stepErr(StepLandlock, fmt.Errorf("container mode needs Landlock ABI %d or newer (signal and abstract Unix socket scoping), the kernel has %d", ContainerModeLandlockABI, abi),
+			"use Linux 6.12 or newer, or unset ECTO_SANDBOX_CONTAINER_MODE and allow the namespaces")
+	}
 	cfg := LandlockConfig(abi)
 	rules := landlockRules(cfg, l.spec.Workspace, l.spec.Scratch, l.shm)
 	// Security: with the full preset, everything not granted below is
