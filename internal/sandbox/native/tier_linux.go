@@ -38,7 +38,7 @@ type Tier struct {
 	userNS     bool   // IronVise lacks CAP_SYS_ADMIN: a user namespace is needed
 	// container is container mode (sandbox.Options.ContainerMode): no
 	// namespaces, the launcher under a reaper (launch.ReaperArg).
-	container bool
+	container  bool
 	switchUser bool
 	uid, gid   int    // the command's user when switchUser
 	userName   string // USER and LOGNAME of the command, if known
@@ -548,5 +548,12 @@ func (t *Tier) enforced(a *launch.Applied, scratch string) *sandbox.Enforced {
 	return e
 }
 
-// Compile-time check.
-var _ sandbox.Tier = (*Tier)(nil)
+// DelegatesToContainer implements sandbox.Delegating: true in container
+// mode.
+func (t *Tier) DelegatesToContainer() bool { return t.container }
+
+// Compile-time checks.
+var (
+	_ sandbox.Tier       = (*Tier)(nil)
+	_ sandbox.Delegating = (*Tier)(nil)
+)
