@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -396,29 +397,40 @@ func (p *prober) containerVerdicts(ctx context.Context, v verdicts, e *Enforced)
 
 // pidsLimit is the tightest pids.max of IronVise's cgroup and its
 // ancestors, as "pids.max N of /sys/fs/cgroup/…"; "" when none is set or
-// it cannot be read (cgroup v2 only).
+// none can be read. Under cgroup v2 the unified hierarchy is read, under
+// v1 the pids controller's; inside a container the hierarchy is mounted at
+// the container's own cgroup, which the walk up from IronVise's path
+// reaches.
 func pidsLimit() string {
 	b, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return ""
 	}
-	var dir string
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "0::"); ok {
-			dir = filepath.Join("/sys/fs/cgroup", rest)
-		}
-	}
 	best, where := -1, ""
-	for dir != "" && strings.HasPrefix(dir, "/sys/fs/cgroup") {
-		if b, err := os.ReadFile(filepath.Join(dir, "pids.max")); err == nil {
-			if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && (best < 0 || n < best) {
-				best, where = n, dir
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		base := ""
+		switch {
+		case f[0] == "0" && f[1] == "":
+			base = "/sys/fs/cgroup"
+		case slices.Contains(strings.Split(f[1], ","), "pids"):
+			base = "/sys/fs/cgroup/pids"
+		default:
+			continue
+		}
+		for dir := filepath.Join(base, f[2]); ; dir = filepath.Dir(dir) {
+			if b, err := os.ReadFile(filepath.Join(dir, "pids.max")); err == nil {
+				if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && (best < 0 || n < best) {
+					best, where = n, dir
+				}
+			}
+			if dir == base || !strings.HasPrefix(dir, base) {
+				break
 			}
 		}
-		if dir == "/sys/fs/cgroup" {
-			break
-		}
-		dir = filepath.Dir(dir)
 	}
 	if best < 0 {
 		return ""
