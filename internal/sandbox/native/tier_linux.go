@@ -100,6 +100,15 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 	// Built once: every launcher installs these bytes (and checks their
 	// hash). A build failure is reported by Available and aborts each Run.
 	t.seccomp, t.seccompErr = seccomp.Build()
+	if t.container && !t.switchUser {
+		// Security: container mode has no read-only mounts, and a
+		// command running as IronVise's own uid (root, usually) owns
+		// the files outside its reach: it gets no call that changes a
+		// file's mode, owner or extended attributes. A command switched
+		// to a user of its own (ECTO_SANDBOX_USER) owns nothing
+		// outside its scratch directory, and keeps them.
+		t.seccomp, t.seccompErr = seccomp.BuildOwnerless()
+	}
 	t.hidden = sandbox.HiddenPaths(opts.Hidden)
 	// The roots as written and resolved (/bin is often /usr/bin), so that
 	// a protected path under either name is found.
@@ -370,6 +379,7 @@ func (t *Tier) masks(ws string, reqHidden []string) ([]string, error) {
 // mount namespace and went with it.
 type hostScratch struct {
 	dir     string
+	plain   bool // container mode: a plain directory, not a tmpfs's mount point
 	log     *slog.Logger
 	removed bool
 	outcome string // what remove reported
@@ -380,7 +390,53 @@ func (t *Tier) newScratch() (*hostScratch, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &hostScratch{dir: dir, log: t.log}, nil
+	return &hostScratch{dir: dir, log: t.log, plain: t.container}, nil
+}
+
+// maxUnlockDepth bounds unlockTree's recursion (one descriptor per level).
+const maxUnlockDepth = 4096
+
+// unlockTree gives the owner full access to dir and every directory below
+// it. Security: the tree is the command's, so nothing in it is followed:
+// each directory is opened O_PATH|O_NOFOLLOW, and changed through its
+// descriptor's /proc/self/fd link, never by name, so that a symlink the
+// command planted cannot redirect a chmod to a file outside.
+func unlockTree(dir string, depth int) error {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	return unlockAt(fd, depth)
+}
+
+func unlockAt(fd, depth int) error {
+	defer unix.Close(fd)
+	if depth > maxUnlockDepth {
+		return fmt.Errorf("directories nested over %d levels", maxUnlockDepth)
+	}
+	if err := unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), 0o700); err != nil {
+		return err
+	}
+	rd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(rd), "scratch")
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		sub, err := unix.Openat(fd, n, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue // not a directory, or a symlink
+		}
+		if err := unlockAt(sub, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // remove deletes the directory, once, and reports the outcome for
@@ -390,7 +446,16 @@ func (s *hostScratch) remove() string {
 		return s.outcome
 	}
 	s.removed, s.outcome = true, sandbox.ScratchRemoved
-	if err := os.RemoveAll(s.dir); err != nil {
+	err := os.RemoveAll(s.dir)
+	if err != nil && s.plain {
+		// The command's files are on disk here, and a tree it left
+		// without permissions (chmod 000) stops RemoveAll when IronVise
+		// is their owner without CAP_DAC_OVERRIDE.
+		if uerr := unlockTree(s.dir, 0); uerr == nil {
+			err = os.RemoveAll(s.dir)
+		}
+	}
+	if err != nil {
 		s.log.Warn("sandbox: remove scratch directory", "dir", s.dir, "err", err)
 		s.outcome = fmt.Sprintf("left %s: %v", s.dir, err)
 	}
