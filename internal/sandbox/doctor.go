@@ -244,7 +244,7 @@ func windowsGuarantees() ([]Guarantee, []string) {
 // prober holds the fixtures of one doctor run.
 type prober struct {
 	t         Tier
-	container bool // the tier runs in container mode (Delegating)
+	container bool   // the tier runs in container mode (Delegating)
 	base      string // fixture root, outside every sandbox root
 	ws        string // the probe workspace
 	outside   string // a world-writable directory outside the workspace
