@@ -301,3 +301,53 @@ func TestHelperNoSysAdmin(t *testing.T) {
 		t.Fatalf("container mode with ECTO_SANDBOX_USER: %s", r.Observation())
 	}
 }
+
+// TestDoctorContainerMode: doctor lists every guarantee in container mode:
+// the namespace-backed ones as delegated to the container, the rest
+// enforced and probed, the protected paths by the refusal probe, and the
+// signal probe aimed at IronVise's real pid.
+func TestDoctorContainerMode(t *testing.T) {
+	tier := newTestTier(t, sandbox.Options{ContainerMode: true})
+	rep := sandbox.Doctor(context.Background(), tier, true)
+	if !rep.Usable() {
+		t.Fatalf("doctor: %s", rep.Problem)
+	}
+	if rep.Enforced == nil || rep.Enforced.Isolation != sandbox.IsolationContainer {
+		t.Fatalf("enforced %+v; want isolation container", rep.Enforced)
+	}
+	delegated := map[string]bool{sandbox.GNetNamespace: true, sandbox.GScratchCapped: true}
+	for i, g := range rep.Guarantees {
+		if g.Name != sandbox.GuaranteeNames()[i] {
+			t.Fatalf("guarantee %d is %q; want %q", i, g.Name, sandbox.GuaranteeNames()[i])
+		}
+		switch {
+		case delegated[g.Name]:
+			if g.State != sandbox.StateDelegated || !strings.Contains(g.Evidence, "container") {
+				t.Errorf("%s: %s (%s); want delegated to the container", g.Name, g.State, g.Evidence)
+			}
+		case g.Name == sandbox.GLimitProcesses:
+			// Root is exempt from RLIMIT_NPROC: the cgroup's pids limit
+			// decides, and a host without one is reported as such.
+			if g.State == sandbox.StateEnforced && os.Geteuid() == 0 {
+				t.Errorf("%s enforced for root: %s", g.Name, g.Evidence)
+			}
+			if !g.Probed {
+				t.Errorf("%s was not probed", g.Name)
+			}
+		default:
+			if g.State != sandbox.StateEnforced || !g.Probed {
+				t.Errorf("%s: %s, probed %v (%s)", g.Name, g.State, g.Probed, g.Evidence)
+			}
+		}
+	}
+	byName := map[string]sandbox.Guarantee{}
+	for _, g := range rep.Guarantees {
+		byName[g.Name] = g
+	}
+	if ev := byName[sandbox.GProtectedHidden].Evidence; !strings.Contains(ev, "kept out by construction") {
+		t.Errorf("protected paths: %s", ev)
+	}
+	if ev := byName[sandbox.GSignalsScoped].Evidence; strings.Contains(ev, "PID namespace") || !strings.Contains(ev, "pid "+strconv.Itoa(os.Getpid())) {
+		t.Errorf("signals: %s; want the probe of IronVise's own pid", ev)
+	}
+}
