@@ -17,7 +17,8 @@
 // # The launch
 //
 // The parent starts the launcher in fresh PID, mount and network
-// namespaces (plus a user namespace when IronVise is not root) before it
+// namespaces (plus a user namespace when IronVise lacks CAP_SYS_ADMIN), or,
+// in container mode, in IronVise's own under a reaper ([ReaperArg]), before it
 // knows the command, with a close-on-exec status pipe as descriptor
 // [StatusFD], a specification pipe as [SpecFD], and the command's stdout
 // and stderr pipes as 1 and 2. The launcher is then kept ready: its clone,
@@ -34,6 +35,8 @@
 //  2. setsid, then builds its mount view (no propagation to the host,
 //     secrets under /etc masked, a /proc of its own PID namespace,
 //     everything read-only and nosuid except the scratch directory);
+//     container mode skips the mount view (Landlock grants /etc around
+//     those secrets instead);
 //  3. sets no_new_privs, drops every capability set including the bounding
 //     set, locks the securebits, and switches user if asked;
 //  4. applies the rlimits (the address-space cap last, just before exec);
