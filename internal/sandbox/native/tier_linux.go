@@ -252,9 +252,12 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	}
 	if t.container && len(masks) > 0 {
 		// Security: container mode has no mount namespace to mask
-		// them in, and Landlock can only allow, never carve a path out
-		// of a root it allows: a protected path the command could
-		// reach makes the run fail closed.
+		// them in, and Landlock can only allow: a root it grants
+		// grants everything below it. (The launcher grants /etc entry
+		// by entry around its own fixed list of secrets; a run's
+		// protected paths are the operator's and IronVise's, and are
+		// not carved out of the workspace or a root.) A protected path
+		// the command could reach makes the run fail closed.
 		return abort("%s", containerReachable(ws, masks))
 	}
 	scratch, err := t.newScratch()
