@@ -225,11 +225,17 @@ func describeEnforced(e *sandbox.Enforced) string {
 	if len(e.Namespaces) > 0 {
 		parts = append(parts, "namespaces "+strings.Join(e.Namespaces, ", "))
 	}
+	container := e.Isolation == sandbox.IsolationContainer
+	if container {
+		parts = append(parts, "container mode: no namespaces of its own")
+	}
 	if e.Network != "" {
 		parts = append(parts, "network "+e.Network)
 	}
-	if sc := e.Scratch; sc != nil {
+	if sc := e.Scratch; sc != nil && !container {
 		parts = append(parts, fmt.Sprintf("scratch tmpfs %d MiB, %d inodes", sc.MiB, sc.Inodes))
+	} else if container {
+		parts = append(parts, "scratch directory "+e.ScratchDir+" (no tmpfs)")
 	}
 	if e.HiddenPaths != nil {
 		parts = append(parts, fmt.Sprintf("protected paths masked: %d", *e.HiddenPaths))

@@ -23,6 +23,10 @@ type Sandbox struct {
 	// User is ECTO_SANDBOX_USER: when IronVise runs as root, the native
 	// Linux tier runs commands as this user (a name or a numeric uid).
 	User string
+	// ContainerMode is ECTO_SANDBOX_CONTAINER_MODE=true: the native Linux
+	// tier creates no namespaces and leaves that isolation to the
+	// container IronVise runs in (sandboxing.md#inside-a-container).
+	ContainerMode bool
 	// DockerImage is ECTO_DOCKER_IMAGE and FCBinary is ECTO_FC_BINARY;
 	// setting them selects the tier (docs/design/sandbox.md#tier-selection).
 	DockerImage string
@@ -104,6 +108,9 @@ func loadSandbox(r *reader) Sandbox {
 	// command's scratch should ever hold, and below 1 MiB nothing fits.
 	s.ScratchMiB, _ = r.intRange("ECTO_SANDBOX_SCRATCH_MIB", DefaultSandboxScratchMiB, 1, MaxSandboxScratchMiB)
 	s.User = r.str("ECTO_SANDBOX_USER", "")
+	// Strictly true or false: it hands isolation to the container, and
+	// a typo must not decide that either way.
+	s.ContainerMode = r.switchVar("ECTO_SANDBOX_CONTAINER_MODE", false, wordsTrueFalse)
 	s.DockerImage = r.str("ECTO_DOCKER_IMAGE", "")
 	s.FCBinary = r.absPath("ECTO_FC_BINARY", "")
 	s.Docker = loadDocker(r)

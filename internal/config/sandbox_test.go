@@ -7,17 +7,18 @@ import (
 func TestSandboxDefaultsAndOverrides(t *testing.T) {
 	c := mustLoad(t, "HOME", "/h")
 	s := c.Sandbox
-	if s.TimeoutSecs != 30 || s.CPUSecs != 30 || s.MemMiB != 512 || s.NoFile != 64 || s.ScratchMiB != 256 || s.User != "" || s.DockerImage != "" || s.FCBinary != "" {
+	if s.TimeoutSecs != 30 || s.CPUSecs != 30 || s.MemMiB != 512 || s.NoFile != 64 || s.ScratchMiB != 256 || s.User != "" || s.DockerImage != "" || s.FCBinary != "" || s.ContainerMode {
 		t.Fatalf("defaults: %+v", s)
 	}
 	c = mustLoad(t,
 		"HOME", "/h", "ECTO_SANDBOX_TIMEOUT_SECS", "5", "ECTO_SANDBOX_CPU_SECS", "2", "ECTO_SANDBOX_MEM_MIB", "2048",
 		"ECTO_SANDBOX_NOFILE", "256", "ECTO_SANDBOX_USER", "nobody", "ECTO_DOCKER_IMAGE", "alpine:3.19",
 		"ECTO_FC_BINARY", "/usr/local/bin/firecracker", "ECTO_SANDBOX_TIER", "Docker", "ECTO_SANDBOX_SCRATCH_MIB", "1024",
+		"ECTO_SANDBOX_CONTAINER_MODE", "true",
 	)
 	s = c.Sandbox
 	if s.TimeoutSecs != 5 || s.CPUSecs != 2 || s.MemMiB != 2048 || s.NoFile != 256 || s.ScratchMiB != 1024 || s.User != "nobody" ||
-		s.DockerImage != "alpine:3.19" || s.FCBinary != "/usr/local/bin/firecracker" || s.Tier != "docker" {
+		s.DockerImage != "alpine:3.19" || s.FCBinary != "/usr/local/bin/firecracker" || s.Tier != "docker" || !s.ContainerMode {
 		t.Fatalf("overrides: %+v", s)
 	}
 }
@@ -36,6 +37,10 @@ func TestSandboxRejectsMalformedValues(t *testing.T) {
 		{"ECTO_SANDBOX_SCRATCH_MIB", "65537", `ECTO_SANDBOX_SCRATCH_MIB="65537": not an integer in range (accepted: 1 to 65536)`},
 		{"ECTO_SANDBOX_SCRATCH_MIB", "256M", `ECTO_SANDBOX_SCRATCH_MIB="256M"`},
 		{"ECTO_SANDBOX_SCRATCH_MIB", "1.5", `ECTO_SANDBOX_SCRATCH_MIB="1.5"`},
+		{"ECTO_SANDBOX_CONTAINER_MODE", "yes", `ECTO_SANDBOX_CONTAINER_MODE="yes"`},
+		{"ECTO_SANDBOX_CONTAINER_MODE", "1", `ECTO_SANDBOX_CONTAINER_MODE="1"`},
+		{"ECTO_SANDBOX_CONTAINER_MODE", "True", `ECTO_SANDBOX_CONTAINER_MODE="True"`},
+		{"ECTO_SANDBOX_CONTAINER_MODE", " true", `ECTO_SANDBOX_CONTAINER_MODE=" true"`},
 		{"ECTO_SANDBOX_SCRATCH_MIB", "99999999999999999999", `ECTO_SANDBOX_SCRATCH_MIB="99999999999999999999"`},
 	}
 	for _, tc := range cases {

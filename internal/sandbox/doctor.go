@@ -55,7 +55,26 @@ const (
 	StateEnforced      State = "enforced"
 	StateNotEnforced   State = "not_enforced"
 	StateNotApplicable State = "not_applicable"
+	// StateDelegated is a guarantee IronVise leaves to the container it
+	// runs in (the native Linux tier's container mode); the evidence
+	// says what the container must provide.
+	StateDelegated State = "delegated"
 )
+
+// Delegating is implemented by a tier that can leave part of the isolation
+// to the container IronVise runs in: the native Linux tier in container
+// mode (ECTO_SANDBOX_CONTAINER_MODE=true).
+type Delegating interface {
+	// DelegatesToContainer reports whether the tier runs commands in
+	// IronVise's own PID, mount and network namespaces.
+	DelegatesToContainer() bool
+}
+
+// delegates reports whether t runs in container mode.
+func delegates(t Tier) bool {
+	d, ok := t.(Delegating)
+	return ok && d.DelegatesToContainer()
+}
 
 // Guarantee is one probed guarantee.
 type Guarantee struct {
@@ -152,6 +171,11 @@ func Doctor(ctx context.Context, t Tier, selected bool) TierReport {
 		rep.Problem = err.Error()
 	}
 	rep.Notes = tierNotes(t.Name(), rep.Enforced)
+	if p.container {
+		rep.Notes = append(rep.Notes,
+			"container mode: the command shares the container's PID, mount and network namespaces; the guarantees marked delegated hold only as far as the container provides them",
+			"container mode: run IronVise's container with a pids limit (podman's default is 2048; docker run --pids-limit): RLIMIT_NPROC does not bind root of the initial user namespace")
+	}
 	return rep
 }
 
@@ -220,6 +244,7 @@ func windowsGuarantees() ([]Guarantee, []string) {
 // prober holds the fixtures of one doctor run.
 type prober struct {
 	t         Tier
+	container bool   // the tier runs in container mode (Delegating)
 	base      string // fixture root, outside every sandbox root
 	ws        string // the probe workspace
 	outside   string // a world-writable directory outside the workspace
@@ -240,7 +265,7 @@ type prober struct {
 }
 
 func newProber(t Tier) (*prober, error) {
-	p := &prober{t: t}
+	p := &prober{t: t, container: delegates(t)}
 	var err error
 	if p.base, err = os.MkdirTemp("", "ironvise-doctor-"); err != nil {
 		return nil, fmt.Errorf("doctor: create fixtures: %w", err)

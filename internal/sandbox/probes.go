@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,7 +36,14 @@ const ptraceAttach = 16 // PTRACE_ATTACH
 // in-sandbox probes, then the host checks what reached it, then the limit
 // and scratch probes run commands of their own.
 func (p *prober) run(ctx context.Context) ([]Guarantee, *Enforced, error) {
-	main := p.t.Run(ctx, Request{Command: p.script(), Workspace: p.ws, Timeout: 60 * time.Second, Hidden: []string{p.protected}})
+	hidden := []string{p.protected}
+	if p.container {
+		// Container mode refuses a workspace holding a protected path
+		// (probed below by protectedRefused): the main probe runs
+		// without one.
+		hidden = nil
+	}
+	main := p.t.Run(ctx, Request{Command: p.script(), Workspace: p.ws, Timeout: 60 * time.Second, Hidden: hidden})
 	if main.Status != StatusOK && main.Status != StatusPermissive {
 		return nil, main.Enforced, fmt.Errorf("doctor: the probe command did not run: %s", main.Headline())
 	}
@@ -53,6 +61,9 @@ func (p *prober) run(ctx context.Context) ([]Guarantee, *Enforced, error) {
 	judgeProcesses(&v, f, perl)
 	v = append(v, p.limitProbes(ctx, f, perl)...)
 	judgeCredentials(&v, f)
+	if p.container {
+		v = p.containerVerdicts(ctx, v, main.Enforced)
+	}
 	if len(survivors) > 0 {
 		v.add(GNoSurvivors, false, true, fmt.Sprintf("background processes outlived the command: pids %v (killed by doctor)", survivors))
 	} else {
@@ -107,6 +118,10 @@ func (p *prober) script() string {
 		w(`  kill "$sp" 2>/dev/null; fi`)
 	}
 	// Signals towards IronVise itself (signal 0 only tests reachability).
+	// IronVise's pid means IronVise only in its own PID namespace: the
+	// command reports its namespace, and doctor compares it with its
+	// own before it trusts the answer either way.
+	w(`P pidns "$(readlink /proc/self/ns/pid 2>&1)"`)
 	w(`P signal "$( { kill -0 %d && echo SIGNALLED; } 2>&1 | first)"`, os.Getpid())
 	// Survivors: a detached process and a plain background one.
 	w(`if command -v setsid >/dev/null 2>&1; then setsid sleep %s >/dev/null 2>&1 </dev/null & fi`, p.marker)
@@ -199,7 +214,23 @@ func judgeProcesses(v *verdicts, f findings, perl bool) {
 	default:
 		v.add(GPtraceDenied, true, false, "no perl in the sandbox to call ptrace with")
 	}
-	v.add(GSignalsScoped, !strings.Contains(f.get("signal"), "SIGNALLED"), true, fmt.Sprintf("kill -0 of IronVise (pid %d): %s", os.Getpid(), f.get("signal")))
+	judgeSignals(v, f)
+}
+
+// judgeSignals checks the signal probe. In the command's own PID
+// namespace IronVise has no pid at all: the number it has in its own names
+// some process of the command's (the command itself is pid 1 there), so
+// a delivered signal says nothing, and nothing it can name lies outside
+// the sandbox.
+func judgeSignals(v *verdicts, f findings) {
+	own, _ := os.Readlink("/proc/self/ns/pid")
+	theirs := f.get("pidns")
+	attempt := fmt.Sprintf("kill -0 of IronVise (pid %d): %s", os.Getpid(), f.get("signal"))
+	if own != "" && strings.HasPrefix(theirs, "pid:") && theirs != own {
+		v.add(GSignalsScoped, true, true, fmt.Sprintf("the command runs in PID namespace %s, IronVise in %s: no process outside the sandbox has a pid there to signal (%s, a process of the sandbox's own)", theirs, own, attempt))
+		return
+	}
+	v.add(GSignalsScoped, !strings.Contains(f.get("signal"), "SIGNALLED"), true, attempt)
 }
 
 // judgeCredentials reads the capabilities and no_new_privs the kernel
@@ -278,11 +309,15 @@ func (p *prober) limitProbes(ctx context.Context, f findings, perl bool) []Guara
 // scratchProbes fill the scratch space past its cap, leave behind a tree
 // its own user cannot remove, and check what is left on the host.
 func (p *prober) scratchProbes(ctx context.Context) []Guarantee {
+	fill := `i=0; while [ $i -lt 16 ]; do head -c 67108864 /dev/zero > "$TMPDIR/fill$i" 2>/dev/null || break; i=$((i+1)); done; ` +
+		`printf '@@scratch:%s\n' "$(du -sm "$TMPDIR" 2>/dev/null | cut -f1)"; `
+	if p.container {
+		// No scratch cap to probe (containerVerdicts): filling the
+		// container's disk proves nothing.
+		fill = ""
+	}
 	r := p.t.Run(ctx, Request{
-		Command: `i=0; while [ $i -lt 16 ]; do head -c 67108864 /dev/zero > "$TMPDIR/fill$i" 2>/dev/null || break; i=$((i+1)); done; ` +
-			`printf '@@scratch:%s
-' "$(du -sm "$TMPDIR" 2>/dev/null | cut -f1)"; ` +
-			`mkdir -p "$TMPDIR/locked/deep" && chmod 000 "$TMPDIR/locked/deep" "$TMPDIR/locked"; echo @@done:yes`,
+		Command:   fill + `mkdir -p "$TMPDIR/locked/deep" && chmod 000 "$TMPDIR/locked/deep" "$TMPDIR/locked"; echo @@done:yes`,
 		Workspace: p.ws, Timeout: 60 * time.Second,
 	})
 	if r.Status != StatusOK && r.Status != StatusPermissive {
@@ -321,6 +356,86 @@ func (p *prober) scratchProbes(ctx context.Context) []Guarantee {
 			Evidence: "the scratch space lives inside the " + string(p.t.Name()) + " and goes with it"})
 	}
 	return v
+}
+
+// containerVerdicts restate, for container mode, the guarantees whose
+// isolation the container provides, and probe how protected paths are
+// kept out instead of masked.
+func (p *prober) containerVerdicts(ctx context.Context, v verdicts, e *Enforced) verdicts {
+	set := func(name string, st State, probed bool, ev string) {
+		for i := range v {
+			if v[i].Name == name {
+				v[i] = Guarantee{Name: name, State: st, Evidence: ev, Probed: probed}
+			}
+		}
+	}
+	r := p.t.Run(ctx, Request{Command: "cat ./.ironvise-protected/key", Workspace: p.ws, Timeout: 60 * time.Second, Hidden: []string{p.protected}})
+	refused := r.Status == StatusAborted && strings.Contains(r.Reason, p.protected) && !strings.Contains(r.Stdout+r.Stderr, p.protTxt)
+	st := StateNotEnforced
+	if refused {
+		st = StateEnforced
+	}
+	set(GProtectedHidden, st, true, "kept out by construction, not masked: a run whose workspace holds a protected directory: "+r.Headline())
+	set(GNetNamespace, StateDelegated, false, "the container's network namespace, which the command shares with IronVise; seccomp refuses the command socket(2) of every family")
+	fsize := DefaultFSizeMiB
+	if e != nil && e.RLimits != nil {
+		fsize = e.RLimits.FSizeMiB
+	}
+	set(GScratchCapped, StateDelegated, false, fmt.Sprintf("the container's storage: the scratch directory is a plain directory in %s (no tmpfs of its own); RLIMIT_FSIZE caps each file at %d MiB", os.TempDir(), fsize))
+	for _, g := range v {
+		if g.Name != GLimitProcesses || g.State == StateEnforced {
+			continue
+		}
+		if limit := pidsLimit(); limit != "" {
+			set(GLimitProcesses, StateDelegated, true, "the container's pids limit ("+limit+"): RLIMIT_NPROC is set but does not bind root of the initial user namespace; "+g.Evidence)
+		} else {
+			set(GLimitProcesses, StateNotEnforced, true, "no pids limit on IronVise's cgroup, and RLIMIT_NPROC does not bind root of the initial user namespace; "+g.Evidence)
+		}
+	}
+	return v
+}
+
+// pidsLimit is the tightest pids.max of IronVise's cgroup and its
+// ancestors, as "pids.max N of /sys/fs/cgroup/…"; "" when none is set or
+// none can be read. Under cgroup v2 the unified hierarchy is read, under
+// v1 the pids controller's; inside a container the hierarchy is mounted at
+// the container's own cgroup, which the walk up from IronVise's path
+// reaches.
+func pidsLimit() string {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return ""
+	}
+	best, where := -1, ""
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		base := ""
+		switch {
+		case f[0] == "0" && f[1] == "":
+			base = "/sys/fs/cgroup"
+		case slices.Contains(strings.Split(f[1], ","), "pids"):
+			base = "/sys/fs/cgroup/pids"
+		default:
+			continue
+		}
+		for dir := filepath.Join(base, f[2]); ; dir = filepath.Dir(dir) {
+			if b, err := os.ReadFile(filepath.Join(dir, "pids.max")); err == nil {
+				if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && (best < 0 || n < best) {
+					best, where = n, dir
+				}
+			}
+			if dir == base || !strings.HasPrefix(dir, base) {
+				break
+			}
+		}
+	}
+	if best < 0 {
+		return ""
+	}
+	return fmt.Sprintf("pids.max %d of %s", best, where)
 }
 
 // findings are the "@@key:value" lines of a probe's stdout.

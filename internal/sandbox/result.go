@@ -84,6 +84,12 @@ type Enforced struct {
 
 	// IronVise additions.
 
+	// Isolation is how the native Linux tier isolated the command beyond
+	// Landlock, seccomp and rlimits: IsolationNamespaces (PID, mount and
+	// network namespaces of its own) or IsolationContainer (container
+	// mode: the container IronVise runs in provides them). Empty in
+	// records written before it existed, which were all namespaces.
+	Isolation string `json:"isolation,omitempty"`
 	// Namespaces lists the Linux namespaces the command ran in ("pid",
 	// "mount", "user").
 	Namespaces []string `json:"namespaces,omitempty"`
@@ -121,6 +127,12 @@ type Scratch struct {
 	// the host, otherwise what was left and why it could not be removed.
 	Cleanup string `json:"cleanup"`
 }
+
+// The values of Enforced.Isolation.
+const (
+	IsolationNamespaces = "namespaces"
+	IsolationContainer  = "container"
+)
 
 // ScratchRemoved is Scratch.Cleanup when nothing was left behind.
 const ScratchRemoved = "removed"

@@ -220,6 +220,12 @@ type Options struct {
 	// ScratchMiB is ECTO_SANDBOX_SCRATCH_MIB: the size cap of the
 	// per-command scratch tmpfs; zero means DefaultScratchMiB.
 	ScratchMiB int
+	// ContainerMode is ECTO_SANDBOX_CONTAINER_MODE=true: the native
+	// Linux tier creates no namespaces and leaves the PID, mount and
+	// network isolation to the container IronVise runs in
+	// (docs/reference/sandboxing.md#inside-a-container). Only ever set
+	// explicitly.
+	ContainerMode bool
 	// Container configures the Docker / Podman tier
 	// (docs/design/sandbox.md#container-tier).
 	Container ContainerOptions

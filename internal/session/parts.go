@@ -56,7 +56,7 @@ func TierOptions(c config.Sandbox, tier string, log *slog.Logger) sandbox.Option
 		Tier: tier, DockerImage: c.DockerImage, FCBinary: c.FCBinary, Permissive: c.Permissive,
 		Timeout: time.Duration(c.TimeoutSecs) * time.Second,
 		Limits:  sandbox.Limits{CPUSecs: c.CPUSecs, MemMiB: c.MemMiB, NoFile: c.NoFile},
-		User:    c.User, Logger: log, ScratchMiB: c.ScratchMiB,
+		User:    c.User, Logger: log, ScratchMiB: c.ScratchMiB, ContainerMode: c.ContainerMode,
 		Container: sandbox.ContainerOptions{
 			Runtime: c.Docker.Runtime, Memory: c.Docker.Memory, MemoryBytes: c.Docker.MemoryBytes,
 			CPUs: c.Docker.CPUs, Timeout: time.Duration(c.Docker.TimeoutSecs) * time.Second,

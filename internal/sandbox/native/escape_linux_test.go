@@ -422,6 +422,9 @@ func runEscapeSuite(t *testing.T, opts sandbox.Options, keyOnly bool) {
 			continue
 		}
 		t.Run(tc.name, func(t *testing.T) {
+			if why, ok := notInContainerMode(tc.name, opts); ok {
+				t.Skip(why)
+			}
 			for _, tool := range tc.tools {
 				requireTool(t, tool)
 			}

@@ -149,7 +149,7 @@ func TestLauncherFailuresAbort(t *testing.T) {
 				t.Fatalf("launcher without a specification did not say it was ready: %q", out)
 			}
 		}
-		_, se := readStatus(bytes.NewReader(out))
+		_, _, se := readStatus(bytes.NewReader(out))
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != launch.ExitFailed || se == nil || se.Step != launch.StepSpec {
 			t.Fatalf("launcher %q: err %v, status %+v", args, err, se)

@@ -9,8 +9,9 @@
 // Go cannot run code between fork and exec, and the Go runtime is
 // multithreaded, so the tier re-executes the ironvise binary itself
 // (/proc/self/exe) as a small launcher (package launch) in fresh PID and
-// mount namespaces, plus a user namespace when IronVise is not root. The
-// launcher is dispatched before any other work of the binary: from package
+// mount namespaces, plus a user namespace when IronVise lacks
+// CAP_SYS_ADMIN (a normal user, or root in a container). The launcher is
+// dispatched before any other work of the binary: from package
 // early's initialisation in cmd/ironvise, and again at the very start of
 // cli.Run ([IsLauncher] / [LauncherMain]) for binaries that do not import
 // early. The launcher, in order:
@@ -35,6 +36,16 @@
 // its namespace: when it exits, or when the wall-clock timeout kills it, the
 // kernel kills every process left in the namespace, setsid'd grandchildren
 // included, and the parent's wait returns only once they are gone.
+//
+// Container mode (sandbox.Options.ContainerMode) creates no namespaces: the
+// process started is a child subreaper (launch.ReaperArg) that starts the
+// launcher, which skips step 2's mount view (Landlock grants /etc around
+// its secrets; the tier refuses a run that could reach a protected path,
+// and, for a command running as IronVise's uid, uses the ownerless seccomp
+// profile against chmod and the like) and needs Landlock ABI 6 for the
+// scoping that stands in for the PID and network namespaces. The reaper
+// kills every descendant left when the command ends or times out
+// (docs/reference/sandboxing.md#inside-a-container).
 //
 //	tier, err := native.New(opts)
 //	res := tier.Run(ctx, sandbox.Request{Command: "make test", Workspace: dir})
@@ -75,7 +86,8 @@
 // # Limitations
 //
 // Linux needs Landlock (5.13+), seccomp, and the right to create PID and
-// mount namespaces (root, or unprivileged user namespaces). The rlimits are
+// mount namespaces (CAP_SYS_ADMIN, or user namespaces), or container mode
+// with Landlock ABI 6. The rlimits are
 // per process, not per sandbox: many processes can together use more memory
 // than the address-space cap; use the container or microVM tier for
 // aggregate limits. As uid 0 the process-count backstop relies on the

@@ -45,6 +45,7 @@ type launcherKey struct {
 	executable string
 	userNS     bool
 	noNetNS    bool
+	container  bool
 	uid, gid   int // IronVise's, mapped into the user namespace
 	// mounts is the digest of IronVise's mount table (mountsOK: it could
 	// be read). Security: the launcher's mount namespace is a copy of
@@ -60,7 +61,7 @@ type launcherKey struct {
 
 // launcherKey is the tier's current key.
 func (t *Tier) launcherKey() launcherKey {
-	k := launcherKey{executable: t.executable, userNS: t.userNS, noNetNS: t.noNetNS, uid: os.Geteuid(), gid: os.Getegid()}
+	k := launcherKey{executable: t.executable, userNS: t.userNS, noNetNS: t.noNetNS, container: t.container, uid: os.Geteuid(), gid: os.Getegid()}
 	k.mounts, k.mountsOK = mountTable()
 	return k
 }
@@ -112,6 +113,10 @@ func startLauncher(k launcherKey) (*launcher, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &launcher{key: k, spec: specW, status: statusR, kill: cancel, exited: make(chan struct{})}
 	cmd := exec.CommandContext(ctx, k.executable, launch.Arg)
+	if k.container {
+		// The process started is the reaper; it starts the launcher.
+		cmd.Args = append(cmd.Args, launch.ReaperArg)
+	}
 	// The launcher changes to the workspace itself once its mounts are
 	// in place; until then it needs no directory of the host's.
 	cmd.Dir = "/"
@@ -124,6 +129,11 @@ func startLauncher(k launcherKey) (*launcher, error) {
 	cmd.Stdout, cmd.Stderr = &l.stdout, &l.stderr
 	cmd.SysProcAttr = k.sysProcAttr()
 	cmd.Cancel = func() error {
+		if k.container {
+			// The reaper kills every process of the command, then
+			// reports and exits; WaitDelay's SIGKILL is the backstop.
+			return cmd.Process.Signal(syscall.SIGTERM)
+		}
 		// The command is PID 1 of its namespace: killing it makes the
 		// kernel kill every other process in the namespace.
 		return cmd.Process.Signal(syscall.SIGKILL)
@@ -203,6 +213,12 @@ func (l *launcher) discard() {
 // namespaces, and in a user namespace mapping only IronVise's own uid when
 // IronVise is not root.
 func (k launcherKey) sysProcAttr() *syscall.SysProcAttr {
+	if k.container {
+		// Container mode: no namespaces. If IronVise dies, the reaper
+		// is told to kill the command's processes (SIGTERM); SIGKILL
+		// would leave them to the container's init.
+		return &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	}
 	a := &syscall.SysProcAttr{
 		// Security: a network namespace of its own hides the host's
 		// interfaces, routes, sockets (/proc/net) and abstract Unix

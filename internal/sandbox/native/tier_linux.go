@@ -20,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/sandbox/native/launch"
 	"github.com/ironvise/ironvise/internal/sandbox/native/seccomp"
@@ -33,7 +35,10 @@ type Tier struct {
 	log        *slog.Logger
 	executable string // the ironvise binary to re-execute
 	scratchDir string // parent of the per-command scratch directories
-	userNS     bool   // IronVise is not root: a user namespace is needed
+	userNS     bool   // IronVise lacks CAP_SYS_ADMIN: a user namespace is needed
+	// container is container mode (sandbox.Options.ContainerMode): no
+	// namespaces, the launcher under a reaper (launch.ReaperArg).
+	container  bool
 	switchUser bool
 	uid, gid   int    // the command's user when switchUser
 	userName   string // USER and LOGNAME of the command, if known
@@ -63,15 +68,21 @@ type Tier struct {
 
 // New returns the native Linux tier. It fails only on configuration the
 // tier cannot act on (an unknown ECTO_SANDBOX_USER, or one given while
-// IronVise is not root); whether the kernel can apply the tier is reported
-// by Available, SelfTest and each Run.
+// IronVise cannot switch users); whether the kernel can apply the tier is
+// reported by Available, SelfTest and each Run.
 func New(opts sandbox.Options) (sandbox.Tier, error) {
 	opts = opts.WithDefaults()
 	t := &Tier{opts: opts, log: opts.Logger, executable: "/proc/self/exe", scratchDir: os.TempDir(),
-		userNS: os.Geteuid() != 0, path: sandbox.CommandPath()}
+		container: opts.ContainerMode, path: sandbox.CommandPath()}
+	t.userNS = !t.container && needsUserNS()
 	if opts.User != "" {
-		if t.userNS {
+		switch {
+		case os.Geteuid() != 0:
 			return nil, fmt.Errorf("native: ECTO_SANDBOX_USER=%q: switching user needs IronVise to run as root; unset it or run as root", opts.User)
+		case t.userNS:
+			// The user namespace maps IronVise's uid alone: no other
+			// user exists in it to switch to.
+			return nil, fmt.Errorf("native: ECTO_SANDBOX_USER=%q: switching user needs CAP_SYS_ADMIN, and IronVise runs as root without it (in a container), so the sandbox uses a user namespace that maps root alone; unset ECTO_SANDBOX_USER, or set ECTO_SANDBOX_CONTAINER_MODE=true (the launcher then switches user in the container's own user namespace)", opts.User)
 		}
 		u, err := lookupUser(opts.User)
 		if err != nil {
@@ -89,6 +100,15 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 	// Built once: every launcher installs these bytes (and checks their
 	// hash). A build failure is reported by Available and aborts each Run.
 	t.seccomp, t.seccompErr = seccomp.Build()
+	if t.container && !t.switchUser {
+		// Security: container mode has no read-only mounts, and a
+		// command running as IronVise's own uid (root, usually) owns
+		// the files outside its reach: it gets no call that changes a
+		// file's mode, owner or extended attributes. A command switched
+		// to a user of its own (ECTO_SANDBOX_USER) owns nothing
+		// outside its scratch directory, and keeps them.
+		t.seccomp, t.seccompErr = seccomp.BuildOwnerless()
+	}
 	t.hidden = sandbox.HiddenPaths(opts.Hidden)
 	// The roots as written and resolved (/bin is often /usr/bin), so that
 	// a protected path under either name is found.
@@ -104,6 +124,36 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 	runtime.AddCleanup(t, (*spares).close, t.spares)
 	t.keepReady(t.launcherKey())
 	return t, nil
+}
+
+// needsUserNS reports whether the launcher needs a user namespace to create
+// its PID, mount and network namespaces: IronVise lacks CAP_SYS_ADMIN in
+// its effective set. Root in a container usually does (podman's and
+// docker's default capability sets leave it out), and is then as
+// unprivileged as any user for this purpose. Where the set cannot be read,
+// only root is assumed to hold it.
+func needsUserNS() bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err == nil {
+		if eff, ok := capEff(string(b)); ok {
+			return eff&(1<<capSysAdmin) == 0
+		}
+	}
+	return os.Geteuid() != 0
+}
+
+// capSysAdmin is CAP_SYS_ADMIN's bit (linux/capability.h).
+const capSysAdmin = 21
+
+// capEff parses the CapEff line of /proc/<pid>/status.
+func capEff(status string) (uint64, bool) {
+	for line := range strings.SplitSeq(status, "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }
 
 type userIDs struct{ uid, gid int }
@@ -144,6 +194,10 @@ func (t *Tier) Available(context.Context) error {
 	if err != nil || abi < 1 {
 		return unavailable("Landlock is not supported by this kernel or not enabled at boot", launch.LandlockFix, err)
 	}
+	if t.container && abi < launch.ContainerModeLandlockABI {
+		return unavailable(fmt.Sprintf("container mode (ECTO_SANDBOX_CONTAINER_MODE=true) needs Landlock ABI %d or newer for the scoping of signals and abstract Unix sockets; this kernel has ABI %d", launch.ContainerModeLandlockABI, abi),
+			"use Linux 6.12 or newer, or unset ECTO_SANDBOX_CONTAINER_MODE and run IronVise where it can create namespaces", err)
+	}
 	if t.seccompErr != nil {
 		return unavailable("no seccomp profile for this architecture", "use linux/amd64 or linux/arm64, or set ECTO_DOCKER_IMAGE", t.seccompErr)
 	}
@@ -152,8 +206,8 @@ func (t *Tier) Available(context.Context) error {
 	}
 	if t.userNS {
 		if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil && strings.TrimSpace(string(b)) == "0" {
-			return unavailable("IronVise is not root and user namespaces are disabled (user.max_user_namespaces=0)",
-				"run IronVise as root, or allow user namespaces: sysctl -w user.max_user_namespaces=15000", nil)
+			return unavailable("IronVise lacks CAP_SYS_ADMIN and user namespaces are disabled (user.max_user_namespaces=0)",
+				"run IronVise as root, or allow user namespaces: sysctl -w user.max_user_namespaces=15000; "+launch.ContainerFix, nil)
 		}
 	}
 	if _, err := os.Stat("/bin/sh"); err != nil {
@@ -196,9 +250,26 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if err != nil {
 		return abort("%v", err)
 	}
+	if t.container && len(masks) > 0 {
+		// Security: container mode has no mount namespace to mask
+		// them in, and Landlock can only allow: a root it grants
+		// grants everything below it. (The launcher grants /etc entry
+		// by entry around its own fixed list of secrets; a run's
+		// protected paths are the operator's and IronVise's, and are
+		// not carved out of the workspace or a root.) A protected path
+		// the command could reach makes the run fail closed.
+		return abort("%s", containerReachable(ws, masks))
+	}
 	scratch, err := t.newScratch()
 	if err != nil {
 		return abort("create scratch directory: %v; fix: make %s writable", err, t.scratchDir)
+	}
+	if t.container && t.switchUser {
+		// A plain directory here, not a tmpfs mounted for the command:
+		// it must be the command's own.
+		if err := os.Chown(scratch.dir, t.uid, t.gid); err != nil {
+			return abort("chown scratch directory %s to the command's user: %v", scratch.dir, err)
+		}
 	}
 	// The scratch directory never outlives the command.
 	defer scratch.remove()
@@ -218,7 +289,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	defer l.status.Close()
 	stop := context.AfterFunc(rctx, l.kill)
 	defer stop()
-	applied, setupErr := readStatus(l.status)
+	applied, outcome, setupErr := readStatus(l.status)
 	<-l.exited
 	if !t.opts.OneCommand {
 		t.keepReady(l.key)
@@ -237,6 +308,17 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		return sandbox.Aborted(sandbox.TierNativeLinux, "wait for command: "+waitErr.Error(), dur)
 	}
 	res.ExitCode, res.Signal = sandbox.ProcessOutcome(cmd.ProcessState)
+	if t.container {
+		// The launcher's process is the reaper: the command's own end
+		// is its last record, written once none of its processes was
+		// left.
+		if outcome == nil && rctx.Err() == nil {
+			return sandbox.Aborted(sandbox.TierNativeLinux, "the reaper did not report how the command ended ("+cmd.ProcessState.String()+"): "+sandbox.FirstLine(res.Stderr, 200), dur)
+		}
+		if outcome != nil {
+			res.ExitCode, res.Signal = outcomeOf(outcome)
+		}
+	}
 	if rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 		res.TimedOut(timeout, dur, "every process of the command was killed")
 	} else if ctx.Err() != nil {
@@ -244,6 +326,27 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		res.Reason = "run cancelled: " + ctx.Err().Error()
 	}
 	return res
+}
+
+// containerReachable explains a refused container-mode run: protected
+// paths the command could read.
+func containerReachable(ws string, paths []string) string {
+	var in, under []string
+	for _, p := range paths {
+		if secretpaths.Within(p, ws) {
+			in = append(in, p)
+		} else {
+			under = append(under, p)
+		}
+	}
+	msg := "container mode keeps protected paths out of the command's reach by construction and cannot mask them"
+	if len(in) > 0 {
+		msg += fmt.Sprintf("; the workspace %s contains %s; fix: choose a workspace that holds no protected path (IronVise's data directory, key and secret directories)", ws, strings.Join(in, ", "))
+	}
+	if len(under) > 0 {
+		msg += fmt.Sprintf("; %s lie under a system directory every command may read; fix: move them out of %s", strings.Join(under, ", "), strings.Join(launch.SystemReadRoots(), ", "))
+	}
+	return msg
 }
 
 // masks are the protected paths the launcher covers for a command in ws:
@@ -261,6 +364,13 @@ func (t *Tier) masks(ws string, reqHidden []string) ([]string, error) {
 	var visible []string
 	for _, h := range hidden {
 		if secretpaths.Within(h, ws) || slices.ContainsFunc(t.readRoots, func(r string) bool { return secretpaths.Within(h, r) }) {
+			if t.container {
+				// Nothing to read where nothing exists; a mount
+				// namespace masks a missing path as a no-op too.
+				if _, err := os.Lstat(h); err != nil {
+					continue
+				}
+			}
 			visible = append(visible, h)
 		}
 	}
@@ -272,6 +382,7 @@ func (t *Tier) masks(ws string, reqHidden []string) ([]string, error) {
 // mount namespace and went with it.
 type hostScratch struct {
 	dir     string
+	plain   bool // container mode: a plain directory, not a tmpfs's mount point
 	log     *slog.Logger
 	removed bool
 	outcome string // what remove reported
@@ -282,7 +393,53 @@ func (t *Tier) newScratch() (*hostScratch, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &hostScratch{dir: dir, log: t.log}, nil
+	return &hostScratch{dir: dir, log: t.log, plain: t.container}, nil
+}
+
+// maxUnlockDepth bounds unlockTree's recursion (one descriptor per level).
+const maxUnlockDepth = 4096
+
+// unlockTree gives the owner full access to dir and every directory below
+// it. Security: the tree is the command's, so nothing in it is followed:
+// each directory is opened O_PATH|O_NOFOLLOW, and changed through its
+// descriptor's /proc/self/fd link, never by name, so that a symlink the
+// command planted cannot redirect a chmod to a file outside.
+func unlockTree(dir string, depth int) error {
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	return unlockAt(fd, depth)
+}
+
+func unlockAt(fd, depth int) error {
+	defer unix.Close(fd)
+	if depth > maxUnlockDepth {
+		return fmt.Errorf("directories nested over %d levels", maxUnlockDepth)
+	}
+	if err := unix.Chmod("/proc/self/fd/"+strconv.Itoa(fd), 0o700); err != nil {
+		return err
+	}
+	rd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(rd), "scratch")
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		sub, err := unix.Openat(fd, n, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue // not a directory, or a symlink
+		}
+		if err := unlockAt(sub, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // remove deletes the directory, once, and reports the outcome for
@@ -292,7 +449,16 @@ func (s *hostScratch) remove() string {
 		return s.outcome
 	}
 	s.removed, s.outcome = true, sandbox.ScratchRemoved
-	if err := os.RemoveAll(s.dir); err != nil {
+	err := os.RemoveAll(s.dir)
+	if err != nil && s.plain {
+		// The command's files are on disk here, and a tree it left
+		// without permissions (chmod 000) stops RemoveAll when IronVise
+		// is their owner without CAP_DAC_OVERRIDE.
+		if uerr := unlockTree(s.dir, 0); uerr == nil {
+			err = os.RemoveAll(s.dir)
+		}
+	}
+	if err != nil {
 		s.log.Warn("sandbox: remove scratch directory", "dir", s.dir, "err", err)
 		s.outcome = fmt.Sprintf("left %s: %v", s.dir, err)
 	}
@@ -311,7 +477,7 @@ func (t *Tier) launchSpec(req sandbox.Request, ws, scratch string, masks []strin
 	return launch.Spec{
 		Command: req.Command, Argv: argv, Workspace: ws, Scratch: scratch, Limits: launchLimits(t.opts.Limits.Tighten(req.Limits)),
 		Hide: masks, ScratchMiB: t.opts.ScratchMiB,
-		SwitchUser: t.switchUser, UID: t.uid, GID: t.gid, UserNS: t.userNS, Inject: t.inject,
+		SwitchUser: t.switchUser, UID: t.uid, GID: t.gid, UserNS: t.userNS, Container: t.container, Inject: t.inject,
 		Seccomp: t.seccomp.Bytes(), SeccompSHA256: t.seccomp.SHA256,
 		Env: sandbox.CommandEnv(req.Env, t.commandEnv(ws, scratch)),
 	}
@@ -360,34 +526,66 @@ func (t *Tier) commandEnv(ws, scratch string) map[string]string {
 // startFailure explains a failed clone/exec of the launcher.
 func startFailure(err error, userNS bool) string {
 	if errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EINVAL) {
-		if userNS {
-			return fmt.Sprintf("cannot create the sandbox namespaces: %v; fix: run IronVise as root, or allow unprivileged user namespaces (sysctl -w kernel.unprivileged_userns_clone=1; on Ubuntu also kernel.apparmor_restrict_unprivileged_userns=0)", err)
+		where := ""
+		if c := containerHint(); c != "" {
+			where = " (IronVise runs in a container: " + c + ")"
 		}
-		return fmt.Sprintf("cannot create the sandbox namespaces: %v; fix: run IronVise with CAP_SYS_ADMIN (as root) outside a restrictive container seccomp profile", err)
+		if userNS {
+			return fmt.Sprintf("cannot create the sandbox namespaces%s: %v; fix: %s; on a host, run IronVise as root, or allow unprivileged user namespaces (sysctl -w kernel.unprivileged_userns_clone=1; on Ubuntu also kernel.apparmor_restrict_unprivileged_userns=0)", where, err, launch.ContainerFix)
+		}
+		return fmt.Sprintf("cannot create the sandbox namespaces%s: %v; fix: run IronVise with CAP_SYS_ADMIN (as root) outside a restrictive seccomp profile; %s", where, err, launch.ContainerFix)
 	}
 	return fmt.Sprintf("start the sandbox launcher: %v", err)
+}
+
+// containerHint names the file that shows IronVise runs in a container
+// ("" when none does). It only improves messages: nothing is decided by
+// it, so that a container is never a reason to enforce less.
+func containerHint() string {
+	for _, f := range []string{"/run/.containerenv", "/.dockerenv"} {
+		if _, err := os.Stat(f); err == nil {
+			return f + " exists"
+		}
+	}
+	return ""
+}
+
+// outcomeOf is the exit code or signal name of a reaper's record.
+func outcomeOf(o *launch.Outcome) (*int, string) {
+	if o.Signal != 0 {
+		if name := unix.SignalName(syscall.Signal(o.Signal)); name != "" {
+			return nil, name
+		}
+		return nil, sandbox.SignalName(o.Signal)
+	}
+	code := o.Exit
+	return &code, ""
 }
 
 // readStatus reads the launcher's status records until the pipe closes
 // (at exec, or when the launcher dies). A missing applied record means
 // the sandbox was not confirmed: the caller aborts.
-func readStatus(r io.Reader) (*launch.Applied, *launch.SetupError) {
+func readStatus(r io.Reader) (*launch.Applied, *launch.Outcome, *launch.SetupError) {
 	var applied *launch.Applied
+	var outcome *launch.Outcome
 	sc := bufio.NewScanner(io.LimitReader(r, 1<<16))
 	sc.Buffer(make([]byte, 0, 4096), 1<<16)
 	for sc.Scan() {
 		rec, err := launch.ParseStatus(sc.Bytes())
 		if err != nil {
-			return nil, &launch.SetupError{Step: "status", Message: "malformed status record from the launcher: " + err.Error()}
+			return nil, nil, &launch.SetupError{Step: "status", Message: "malformed status record from the launcher: " + err.Error()}
 		}
 		if rec.Error != nil {
-			return nil, rec.Error
+			return nil, nil, rec.Error
 		}
 		if rec.Applied != nil {
 			applied = rec.Applied
 		}
+		if rec.Outcome != nil {
+			outcome = rec.Outcome
+		}
 	}
-	return applied, nil
+	return applied, outcome, nil
 }
 
 // enforced converts the launcher's record for the sandbox_result.
@@ -402,7 +600,14 @@ func (t *Tier) enforced(a *launch.Applied, scratch string) *sandbox.Enforced {
 		LandlockABI: &abi, SeccompProfileSHA256: a.SeccompSHA256, RLimits: &rl, UID: &uid,
 		Capabilities: caps, NoNewPrivs: &nnp, Network: "none", ScratchDir: scratch,
 		Namespaces: a.Namespaces, HiddenPaths: &a.Hidden, Verified: a.Verified,
-		Scratch: &sandbox.Scratch{MiB: a.ScratchMiB, Inodes: a.ScratchInodes},
+		Scratch: &sandbox.Scratch{MiB: a.ScratchMiB, Inodes: a.ScratchInodes}, Isolation: sandbox.IsolationNamespaces,
+	}
+	if t.container {
+		// No scratch tmpfs and no masks: the scratch directory is a
+		// plain one on the container's disk, and the protected paths
+		// were kept out of reach, not masked.
+		e.Isolation, e.HiddenPaths = sandbox.IsolationContainer, nil
+		e.Scratch = &sandbox.Scratch{}
 	}
 	if a.PidMax > 0 {
 		pm := a.PidMax
@@ -411,5 +616,12 @@ func (t *Tier) enforced(a *launch.Applied, scratch string) *sandbox.Enforced {
 	return e
 }
 
-// Compile-time check.
-var _ sandbox.Tier = (*Tier)(nil)
+// DelegatesToContainer implements sandbox.Delegating: true in container
+// mode.
+func (t *Tier) DelegatesToContainer() bool { return t.container }
+
+// Compile-time checks.
+var (
+	_ sandbox.Tier       = (*Tier)(nil)
+	_ sandbox.Delegating = (*Tier)(nil)
+)

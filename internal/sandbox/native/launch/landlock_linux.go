@@ -5,7 +5,9 @@ package launch
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
@@ -91,8 +93,15 @@ func (l *launcher) applyLandlock() (int, error) {
 	if abi < 1 {
 		return 0, stepErr(StepLandlock, fmt.Errorf("kernel reports Landlock ABI %d", abi), LandlockFix)
 	}
+	// Security: without a PID or network namespace, signals, abstract
+	// Unix sockets and TCP towards IronVise and the container are
+	// stopped by Landlock alone; an older ABI would leave them open.
+	if l.spec.Container && abi < ContainerModeLandlockABI {
+		return 0, stepErr(StepLandlock, fmt.Errorf("container mode needs Landlock ABI %d or newer (signal and abstract Unix socket scoping), the kernel has %d", ContainerModeLandlockABI, abi),
+			"use Linux 6.12 or newer, or unset ECTO_SANDBOX_CONTAINER_MODE and allow the namespaces")
+	}
 	cfg := LandlockConfig(abi)
-	rules := landlockRules(cfg, l.spec.Workspace, l.spec.Scratch, l.shm)
+	rules := landlockRules(cfg, l.spec.Workspace, l.spec.Scratch, l.shm, l.spec.Container)
 	// Security: with the full preset, everything not granted below is
 	// denied: writes anywhere but the scratch directory, reads outside the
 	// listed roots, TCP bind/connect (ABI ≥ 4; UDP at ≥ 10), device ioctls
@@ -107,21 +116,80 @@ func (l *launcher) applyLandlock() (int, error) {
 // landlockRules grants the roots of docs/design/sandbox.md#linux-native-tier,
 // each right intersected with what the ABI handles (a right the ABI does not
 // know cannot be granted, and is not restricted either).
-func landlockRules(cfg landlock.Config, workspace, scratch string, shm bool) []landlock.Rule {
+func landlockRules(cfg landlock.Config, workspace, scratch string, shm, container bool) []landlock.Rule {
 	h := cfg.HandledAccessFS
+	etc := []landlock.Rule{landlock.PathAccess(rightsRead&h, "/etc")}
+	if container {
+		// Security: no mount namespace masks the secrets under /etc
+		// here, and a command running as uid 0 owns them: /etc is
+		// granted entry by entry, around them.
+		etc = rulesExcept("/etc", append(hostKeys(), maskedFiles...), rightsRead&h, ll.AccessFSReadFile&h, 0)
+	}
 	rules := []landlock.Rule{
 		landlock.PathAccess(rightsExec&h, systemExecDirs...).IgnoreIfMissing(),
-		landlock.PathAccess(rightsRead&h, "/etc", "/proc"), // SystemReadRoots
+		landlock.PathAccess(rightsRead&h, "/proc"), // SystemReadRoots, with /etc
+	}
+	rules = append(rules, etc...)
+	rules = append(rules, []landlock.Rule{
 		// The workspace is read-only: read files, list directories.
 		landlock.PathAccess(rightsRead&h, workspace),
 		landlock.PathAccess(rightsDevNull&h, "/dev/null"),
 		landlock.PathAccess(ll.AccessFSReadFile&h, "/dev/zero", "/dev/urandom"),
 		landlock.PathAccess(rightsScratch&h, scratch),
-	}
+	}...)
 	if shm {
 		// /dev/shm is the scratch tmpfs here (mountScratch); the host's
 		// is never granted.
 		rules = append(rules, landlock.PathAccess(rightsScratch&h, devShm))
+	}
+	return rules
+}
+
+// maxSplitDepth bounds rulesExcept's descent (the excluded paths are a few
+// levels below /etc).
+const maxSplitDepth = 8
+
+// rulesExcept grants dirRights on dir, or, when an excluded path lies
+// below it, on each of its entries but the excluded ones, splitting the
+// directories that hold excluded paths further. A file entry gets
+// fileRights (a directory right on a file is an error). The grant is as
+// the tree is now: an entry added to a split directory later is not
+// readable, which fails closed. dir itself cannot be listed once split.
+func rulesExcept(dir string, excluded []string, dirRights, fileRights landlock.AccessFSSet, depth int) []landlock.Rule {
+	below := false
+	for _, e := range excluded {
+		if e == dir {
+			return nil
+		}
+		if strings.HasPrefix(e, dir+"/") {
+			below = true
+		}
+	}
+	if !below || depth > maxSplitDepth {
+		if depth > maxSplitDepth {
+			return nil // deeper than any excluded path: grant nothing
+		}
+		return []landlock.Rule{landlock.PathAccess(dirRights, dir).IgnoreIfMissing()}
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var rules []landlock.Rule
+	for _, ent := range ents {
+		p := dir + "/" + ent.Name()
+		if slices.Contains(excluded, p) {
+			continue
+		}
+		fi, err := os.Stat(p) // the rule follows a symlink too
+		switch {
+		case err != nil:
+			continue
+		case fi.IsDir():
+			rules = append(rules, rulesExcept(p, excluded, dirRights, fileRights, depth+1)...)
+		default:
+			rules = append(rules, landlock.PathAccess(fileRights, p).IgnoreIfMissing())
+		}
 	}
 	return rules
 }

@@ -17,7 +17,8 @@
 // # The launch
 //
 // The parent starts the launcher in fresh PID, mount and network
-// namespaces (plus a user namespace when IronVise is not root) before it
+// namespaces (plus a user namespace when IronVise lacks CAP_SYS_ADMIN), or,
+// in container mode, in IronVise's own under a reaper ([ReaperArg]), before it
 // knows the command, with a close-on-exec status pipe as descriptor
 // [StatusFD], a specification pipe as [SpecFD], and the command's stdout
 // and stderr pipes as 1 and 2. The launcher is then kept ready: its clone,
@@ -34,6 +35,8 @@
 //  2. setsid, then builds its mount view (no propagation to the host,
 //     secrets under /etc masked, a /proc of its own PID namespace,
 //     everything read-only and nosuid except the scratch directory);
+//     container mode skips the mount view (Landlock grants /etc around
+//     those secrets instead);
 //  3. sets no_new_privs, drops every capability set including the bounding
 //     set, locks the securebits, and switches user if asked;
 //  4. applies the rlimits (the address-space cap last, just before exec);
@@ -126,8 +129,15 @@ type Spec struct {
 	UID        int
 	GID        int
 	// UserNS says the launcher runs in a user namespace of its own (the
-	// parent is not root).
+	// parent lacks CAP_SYS_ADMIN).
 	UserNS bool
+	// Container is container mode (ECTO_SANDBOX_CONTAINER_MODE): the
+	// launcher runs in IronVise's namespaces, under a reaper (see
+	// [ReaperArg]), and confines the command with Landlock (ABI 6 or
+	// newer), seccomp, rlimits and dropped privileges only; the
+	// container IronVise runs in provides the PID, mount and network
+	// isolation.
+	Container bool
 	// Seccomp is the filter program (seccomp.Profile.Bytes), built once by
 	// the parent; SeccompSHA256 is its hash, checked before install.
 	Seccomp       []byte
@@ -181,6 +191,18 @@ type Limits struct {
 type Status struct {
 	Applied *Applied
 	Error   *SetupError
+	// Outcome is the reaper's last record in container mode: how the
+	// command ended, written once none of its processes is left.
+	Outcome *Outcome
+}
+
+// Outcome is how a command run under the reaper ended: its exit code, or
+// the signal that killed it, and how many processes outlived it and were
+// killed.
+type Outcome struct {
+	Exit   int
+	Signal int
+	Killed int
 }
 
 // Applied is what the launcher put in force, written just before exec.
@@ -262,7 +284,17 @@ const (
 	StepScratch  = "scratch"
 	StepVerify   = "verify"
 	StepExec     = "exec"
+	StepReaper   = "reaper"
 )
+
+// ContainerFix is the fix named when IronVise in a container cannot build
+// the command's namespaces.
+const ContainerFix = "if IronVise runs in a container, either allow the namespaces it needs (podman run --security-opt unmask=ALL; docker run --security-opt systempaths=unconfined --security-opt seccomp=unconfined, untested) or set ECTO_SANDBOX_CONTAINER_MODE=true to let the container provide the PID, mount and network isolation (docs/reference/sandboxing.md#inside-a-container)"
+
+// ContainerModeLandlockABI is the Landlock ABI container mode needs: TCP
+// rules (4) and the scoping of signals and abstract Unix sockets (6)
+// stand in for the namespaces it does without.
+const ContainerModeLandlockABI = 6
 
 // LandlockFix is the fix named when the kernel has no usable Landlock.
 const LandlockFix = "use Linux 5.13 or newer built with CONFIG_SECURITY_LANDLOCK=y and list landlock in the lsm= boot parameter (for example lsm=landlock,lockdown,yama,apparmor,bpf), or set ECTO_DOCKER_IMAGE to use the container tier"

@@ -39,6 +39,16 @@ type launcher struct {
 	applied Applied
 	// shm says /dev/shm is a view of the scratch tmpfs.
 	shm bool
+	// keepBounding says the bounding set could not be dropped (container
+	// mode without privilege, see dropPrivileges).
+	keepBounding bool
+}
+
+// hasCap reports whether the launcher holds capability c in its
+// effective set.
+func (l *launcher) hasCap(c int) bool {
+	eff, _, _, err := kernel.Capabilities()
+	return err == nil && eff&(1<<uint(c)) != 0
 }
 
 // call runs a kernel step, or returns the injected errno instead (test
@@ -54,6 +64,9 @@ func (l *launcher) call(step string, f func() error) error {
 }
 
 func launcherMain(args []string) int {
+	if len(args) == 3 && args[2] == ReaperArg {
+		return reaperMain("/proc/self/exe")
+	}
 	// Credentials, no_new_privs and seccomp are per thread, and execve
 	// takes the calling thread's: run the whole launch on one OS thread.
 	// It is never unlocked; the thread becomes the command.
@@ -150,30 +163,14 @@ func (l *launcher) launch() error {
 	if err := l.call(StepSetsid, kernel.Setsid); err != nil {
 		return stepErr(StepSetsid, fmt.Errorf("setsid: %w", err), "")
 	}
-	// Security: the command's network namespace is its own (the parent
-	// cloned it): /proc/net, interface ioctls and abstract Unix sockets
-	// show nothing of the host's, and there is no route anywhere. Only
-	// loopback exists, brought up so that tools binding 127.0.0.1 work.
-	if err := l.call(StepNetwork, kernel.LoopbackUp); err != nil {
-		return stepErr(StepNetwork, fmt.Errorf("bring up loopback in the command's network namespace: %w", err), "run IronVise as root, or allow unprivileged user namespaces")
-	}
-	if err := l.call(StepMounts, func() error { return setupMounts(s.Workspace, s.Scratch) }); err != nil {
-		return stepErr(StepMounts, err, "IronVise needs to create a mount namespace: run as root or enable unprivileged user namespaces")
-	}
-	if err := l.mountScratch(); err != nil {
-		return err
-	}
-	if err := l.hide(); err != nil {
-		return err
-	}
-	if err := l.call(StepMounts, mountProc); err != nil {
-		return stepErr(StepMounts, err, "")
-	}
-	if err := l.setPidMax(); err != nil {
-		return err
-	}
-	if err := l.call(StepMounts, func() error { return readOnlyRoot(s.Workspace, s.Scratch, l.shm) }); err != nil {
-		return stepErr(StepMounts, err, "use Linux 5.12 or newer (mount_setattr)")
+	// In container mode the launcher has no namespaces of its own: the
+	// container's mount and network namespaces are the command's, and
+	// the tier kept the protected paths out of its reach instead of
+	// masking them.
+	if !s.Container {
+		if err := l.namespaceSetup(); err != nil {
+			return err
+		}
 	}
 	if err := kernel.Chdir(s.Workspace); err != nil {
 		return stepErr(StepMounts, fmt.Errorf("chdir %s: %w", s.Workspace, err), "check that the workspace exists and is a directory")
@@ -224,6 +221,46 @@ func (l *launcher) launch() error {
 	return l.exec()
 }
 
+// namespaceSetup builds the command's view in its own network and mount
+// namespaces: loopback up, the mounts, the scratch tmpfs, the masks, a
+// /proc of its PID namespace, pid_max and the read-only remount.
+func (l *launcher) namespaceSetup() error {
+	s := &l.spec
+	// Security: the command's network namespace is its own (the parent
+	// cloned it): /proc/net, interface ioctls and abstract Unix sockets
+	// show nothing of the host's, and there is no route anywhere. Only
+	// loopback exists, brought up so that tools binding 127.0.0.1 work.
+	if err := l.call(StepNetwork, kernel.LoopbackUp); err != nil {
+		return stepErr(StepNetwork, fmt.Errorf("bring up loopback in the command's network namespace: %w", err), "run IronVise as root, or allow unprivileged user namespaces")
+	}
+	if err := l.call(StepMounts, func() error { return setupMounts(s.Workspace, s.Scratch) }); err != nil {
+		return stepErr(StepMounts, err, "IronVise needs to create a mount namespace: run as root or enable unprivileged user namespaces")
+	}
+	if err := l.mountScratch(); err != nil {
+		return err
+	}
+	if err := l.hide(); err != nil {
+		return err
+	}
+	if err := l.call(StepMounts, mountProc); err != nil {
+		fix := ""
+		if s.UserNS {
+			// In a user namespace the kernel refuses a fresh procfs
+			// while paths of the current one are covered, as container
+			// runtimes cover /proc/kcore and others.
+			fix = ContainerFix
+		}
+		return stepErr(StepMounts, err, fix)
+	}
+	if err := l.setPidMax(); err != nil {
+		return err
+	}
+	if err := l.call(StepMounts, func() error { return readOnlyRoot(s.Workspace, s.Scratch, l.shm) }); err != nil {
+		return stepErr(StepMounts, err, "use Linux 5.12 or newer (mount_setattr)")
+	}
+	return nil
+}
+
 // dropPrivileges clears every capability set and switches user if asked.
 func (l *launcher) dropPrivileges() error {
 	s := &l.spec
@@ -234,13 +271,21 @@ func (l *launcher) dropPrivileges() error {
 	// Security: the bounding set caps what any later exec (a setuid or
 	// file-capability binary) could regain; empty, root keeps only plain
 	// file ownership.
-	if err := l.call(StepCaps, func() error { return kernel.DropBoundingSet(last) }); err != nil {
-		return stepErr(StepCaps, fmt.Errorf("drop bounding set: %w", err), "")
-	}
-	// Security: uid 0 would otherwise get a full permitted set back at
-	// execve; NOROOT (locked) stops that.
-	if err := l.call(StepCaps, func() error { return kernel.SetSecurebits(lockedSecurebits) }); err != nil {
-		return stepErr(StepCaps, fmt.Errorf("prctl PR_SET_SECUREBITS: %w", err), "")
+	// In container mode a launcher that is not root and holds no
+	// capability (IronVise run with --user) cannot change the bounding
+	// set or the securebits, and needs neither: it has nothing to drop,
+	// and no_new_privs (set above) keeps any exec from gaining a
+	// capability. verify then skips the bounding set.
+	l.keepBounding = s.Container && os.Geteuid() != 0 && !l.hasCap(unix.CAP_SETPCAP)
+	if !l.keepBounding {
+		if err := l.call(StepCaps, func() error { return kernel.DropBoundingSet(last) }); err != nil {
+			return stepErr(StepCaps, fmt.Errorf("drop bounding set: %w", err), "")
+		}
+		// Security: uid 0 would otherwise get a full permitted set back
+		// at execve; NOROOT (locked) stops that.
+		if err := l.call(StepCaps, func() error { return kernel.SetSecurebits(lockedSecurebits) }); err != nil {
+			return stepErr(StepCaps, fmt.Errorf("prctl PR_SET_SECUREBITS: %w", err), "")
+		}
 	}
 	if s.SwitchUser {
 		if err := l.call(StepUser, func() error { return kernel.SetUser(s.UID, s.GID, []int{}) }); err != nil {
@@ -408,6 +453,9 @@ func (l *launcher) exec() error {
 	}
 	l.applied.RLimits.ASMiB = int(asCur / mib)
 	l.applied.Namespaces = []string{"mount", "pid", "net"}
+	if s.Container {
+		l.applied.Namespaces = nil
+	}
 	if s.UserNS {
 		l.applied.Namespaces = append(l.applied.Namespaces, "user")
 	}

@@ -29,6 +29,7 @@ const (
 	keyLimits     = "limits"
 	keyUser       = "user"
 	keyUserNS     = "userns"
+	keyContainer  = "container"
 	keySeccomp    = "seccomp"
 	keySHA256     = "seccomp_sha256"
 	keyInject     = "inject"
@@ -55,6 +56,9 @@ func (s Spec) Args() ([]string, error) {
 	}
 	if s.UserNS {
 		args = append(args, keyUserNS+"=1")
+	}
+	if s.Container {
+		args = append(args, keyContainer+"=1")
 	}
 	args = append(args, keyScratchMiB+"="+strconv.Itoa(s.ScratchMiB))
 	for _, a := range s.Argv {
@@ -146,6 +150,11 @@ func ParseArgs(args []string) (Spec, error) {
 				err = errors.New("want 1")
 			}
 			s.UserNS = true
+		case keyContainer:
+			if v != "1" {
+				err = errors.New("want 1")
+			}
+			s.Container = true
 		case keySeccomp:
 			s.Seccomp, err = base64.StdEncoding.DecodeString(v)
 		case keySHA256:
@@ -178,6 +187,11 @@ func ParseArgs(args []string) (Spec, error) {
 func (st Status) Marshal() []byte {
 	var b []byte
 	switch {
+	case st.Outcome != nil:
+		b = append(b, "outcome"...)
+		b = appendInt(b, "exit", st.Outcome.Exit)
+		b = appendInt(b, "signal", st.Outcome.Signal)
+		b = appendInt(b, "killed", st.Outcome.Killed)
 	case st.Error != nil:
 		e := st.Error
 		b = append(b, "error"...)
@@ -220,6 +234,16 @@ func ParseStatus(line []byte) (Status, error) {
 	}
 	num := func(k string) (int, error) { return strconv.Atoi(fields[k]) }
 	switch kind {
+	case "outcome":
+		o := &Outcome{}
+		var e1, e2, e3 error
+		o.Exit, e1 = num("exit")
+		o.Signal, e2 = num("signal")
+		o.Killed, e3 = num("killed")
+		if err := errors.Join(e1, e2, e3); err != nil {
+			return Status{}, fmt.Errorf("launch: status outcome: %w", err)
+		}
+		return Status{Outcome: o}, nil
 	case "error":
 		e := &SetupError{Step: fields["step"], Message: fields["message"], Fix: fields["fix"]}
 		if e.Errno, err = num("errno"); err != nil {
@@ -274,7 +298,7 @@ func ParseStatus(line []byte) (Status, error) {
 		}
 		return Status{Applied: a}, nil
 	}
-	return Status{}, fmt.Errorf("launch: status record %q is neither applied nor error", clip(kind))
+	return Status{}, fmt.Errorf("launch: status record %q is neither applied, error nor outcome", clip(kind))
 }
 
 // parseFields splits ` key=value key="quoted"…` into a map; a key given

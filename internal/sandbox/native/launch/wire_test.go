@@ -14,7 +14,7 @@ func testSpec() Spec {
 		Workspace: "/srv/ws with space", Scratch: "/tmp/ironvise-scratch-1",
 		Env:        []string{"PATH=/usr/bin:/bin", "HOME=/tmp/x", "EMPTY=", "WEIRD=a=b=c"},
 		Limits:     Limits{CPUSecs: 30, MemMiB: 512, NoFile: 64, NProc: 512, FSizeMiB: 256},
-		SwitchUser: true, UID: 1000, GID: 1001, UserNS: true,
+		SwitchUser: true, UID: 1000, GID: 1001, UserNS: true, Container: true,
 		Seccomp:       []byte{0x20, 0, 0, 0, 4, 0, 0, 0, 0xff, 0x06},
 		SeccompSHA256: strings.Repeat("ab", 32),
 		Inject:        map[string]int{StepLandlock: 38, StepExec: 2, StepSeccomp: InjectSkip},
@@ -89,6 +89,8 @@ func TestParseArgsRejects(t *testing.T) {
 		{"bad base64", slices.Concat(without("seccomp="), []string{"seccomp=@@@"}), "seccomp"},
 		{"bad user", slices.Concat(without("user="), []string{"user=1000"}), "user"},
 		{"bad userns", slices.Concat(without("userns="), []string{"userns=yes"}), "userns"},
+		{"bad container", slices.Concat(without("container="), []string{"container=true"}), "container"},
+		{"container twice", slices.Concat(good, []string{"container=1"}), "container given twice"},
 		{"bad inject", slices.Concat(good, []string{"inject=landlock"}), "inject"},
 		{"no scratch cap", without("scratch_mib="), "scratch_mib is missing"},
 		{"zero scratch cap", slices.Concat(without("scratch_mib="), []string{"scratch_mib=0"}), "positive"},
@@ -116,6 +118,8 @@ func TestStatusRoundTrip(t *testing.T) {
 		{"applied without namespaces", Status{Applied: &Applied{LandlockABI: 1, SeccompSHA256: "x", Exec: ExecShell}}},
 		{"error", Status{Error: &SetupError{Step: StepMounts, Errno: 1, Message: "mount /proc: \"quoted\"\nsecond line", Fix: "run as root"}}},
 		{"error without errno or fix", Status{Error: &SetupError{Step: StepSpec, Message: "missing launch specification"}}},
+		{"outcome exit", Status{Outcome: &Outcome{Exit: 3, Killed: 2}}},
+		{"outcome signal", Status{Outcome: &Outcome{Exit: -1, Signal: 9}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,6 +151,8 @@ func TestParseStatusRejects(t *testing.T) {
 		"error step=\"x\" step=\"y\" errno=0",
 		"error =1",
 		"exit code=0",
+		"outcome exit=0 signal=0",
+		"outcome exit=x signal=0 killed=0",
 		strings.Replace(string(testStatusApplied().Marshal()), `exec="argv"`, `exec="sh"`, 1),
 		strings.Replace(string(testStatusApplied().Marshal()), ` exec="argv"`, ``, 1),
 	} {

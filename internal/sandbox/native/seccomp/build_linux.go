@@ -71,6 +71,36 @@ func Build() (*Profile, error) {
 	return assemble(r)
 }
 
+// BuildOwnerless assembles the commands' filter without the calls that
+// change a file's metadata by ownership alone (see [MetadataDenied]): the
+// native tier's container mode, where no read-only mount stops them and
+// the command owns the files outside its reach.
+func BuildOwnerless() (*Profile, error) {
+	r, err := commandRules()
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range MetadataDenied() {
+		if _, ok := r[name]; !ok {
+			return nil, bug(fmt.Errorf("syscall %q of the metadata list is not in the command profile", name))
+		}
+		r[name] = []bpf.Instruction{retEPERM}
+	}
+	for name, arg := range metadataNowOnly {
+		// Setting the times to now (a NULL times pointer) is what
+		// touch does; explicit times are refused.
+		r[name] = []bpf.Instruction{
+			bpf.LoadAbsolute{Off: argLow(arg), Size: 4},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipFalse: 3},
+			bpf.LoadAbsolute{Off: argLow(arg) + 4, Size: 4},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipFalse: 1},
+			retAllow,
+			retEPERM,
+		}
+	}
+	return assemble(r)
+}
+
 // BuildHTTPSClient assembles the HTTPS-client filter for the process pid
 // (the caller's own: kill and tgkill are allowed towards it only).
 func BuildHTTPSClient(pid int) (*Profile, error) {

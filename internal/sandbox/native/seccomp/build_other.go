@@ -19,6 +19,10 @@ func Build() (*Profile, error) {
 	return nil, fmt.Errorf("seccomp: no profile for %s/%s: %w", runtime.GOOS, runtime.GOARCH, errors.ErrUnsupported)
 }
 
+// BuildOwnerless fails closed: there is no seccomp profile for this
+// platform.
+func BuildOwnerless() (*Profile, error) { return Build() }
+
 // BuildHTTPSClient fails closed: there is no seccomp profile for this
 // platform.
 func BuildHTTPSClient(int) (*Profile, error) {

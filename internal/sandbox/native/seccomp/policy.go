@@ -89,6 +89,25 @@ func Allowed() []string { return slices.Clone(allowed) }
 // an AF_UNIX stream pair only, prlimit64 on the caller itself.
 func ArgChecked() []string { return []string{"clone", "ioctl", "socketpair", "prlimit64"} }
 
+// MetadataDenied are the calls the ownerless profile (BuildOwnerless)
+// refuses: changing a file's mode, owner or extended attributes. The
+// kernel allows them to a file's owner without any capability, and
+// Landlock does not govern them; where no read-only mount stands in the
+// way, a command running as uid 0 could make any root-owned file setuid
+// or world-writable. Besides these, the utime family is allowed only to
+// set the times to now (touch), not to a chosen time.
+func MetadataDenied() []string { return slices.Clone(metadataDenied) }
+
+var metadataDenied = []string{
+	"chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat",
+	"setxattr", "lsetxattr", "fsetxattr", "removexattr", "lremovexattr", "fremovexattr",
+	"setxattrat", "removexattrat",
+}
+
+// metadataNowOnly maps the utime calls to the argument holding their times
+// pointer, which must be NULL in the ownerless profile.
+var metadataNowOnly = map[string]uint32{"utime": 1, "utimes": 1, "utimensat": 2, "futimesat": 2}
+
 // HTTPSClientAllowed is the plain allowlist of the HTTPS-client profile.
 func HTTPSClientAllowed() []string { return slices.Clone(httpsClientAllowed) }
 
