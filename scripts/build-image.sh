@@ -116,5 +116,13 @@ fi
 pull=()
 [ -z "${BASE:-}" ] && [ "$engine" = podman ] && pull=(--pull=never)
 echo "build-image: $engine build $image on $base"
+old=$("$engine" image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
 "$engine" build --quiet "${pull[@]}" --build-arg "BASE=$base" -f Containerfile -t "$image" . >/dev/null
+# The image this tag named before is left without a name; remove it so that
+# repeated builds (every CI run) do not pile up. A container still using it
+# keeps it.
+new=$("$engine" image inspect --format '{{.Id}}' "$image")
+if [ -n "$old" ] && [ "$old" != "$new" ]; then
+	"$engine" rmi "$old" >/dev/null 2>&1 || true
+fi
 echo "build-image: $image is ready ($("$engine" image inspect --format '{{.Size}}' "$image") bytes)"
