@@ -123,13 +123,13 @@ func podman(t *testing.T, timeout time.Duration, args ...string) result {
 	return r
 }
 
-// containerName returns a fresh name and removes that container when the
-// test ends, whatever happened.
+// containerName returns a fresh name and removes that container, with its
+// anonymous data-dir volume, when the test ends, whatever happened.
 func containerName(t *testing.T) string {
 	t.Helper()
 	name := "ironvise-imagetest-" + randomHex(t, 6)
 	t.Cleanup(func() {
-		_ = exec.Command("podman", "rm", "-f", "-t", "0", name).Run()
+		_ = exec.Command("podman", "rm", "-f", "-v", "-t", "0", name).Run()
 	})
 	return name
 }
@@ -147,10 +147,7 @@ func randomHex(t *testing.T, n int) string {
 // by the image's user, holding files.
 func workspace(t *testing.T, files map[string]string) string {
 	t.Helper()
-	ws, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws := t.TempDir()
 	if err := os.Chmod(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}
