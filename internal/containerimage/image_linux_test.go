@@ -264,6 +264,12 @@ func TestDoctor(t *testing.T) {
 					namespaces = tier.Enforced.Namespaces
 					for _, g := range tier.Guarantees {
 						states[g.Name] = g.State
+						// Each guarantee is IronVise's or, in container mode,
+						// the container's: none may be simply missing in the
+						// image IronVise ships.
+						if g.State == "not_enforced" {
+							t.Errorf("%s is not enforced: %s", g.Name, g.Evidence)
+						}
 					}
 				}
 			}
@@ -310,7 +316,9 @@ true
 ls -la ` + dataDir + ` ` + dataDir + `/keys
 true
 `,
+	// A listener the container itself reaches, and IronVise's own API.
 	"network.sh": `wget -qO- http://127.0.0.1:7777/notes.txt
+wget -qO- http://127.0.0.1:` + servePort + `/healthz
 perl -MSocket -e 'socket(my $s, PF_INET, SOCK_STREAM, 0) or die "socket: $!\n"; connect($s, pack_sockaddr_in(7777, inet_aton("127.0.0.1"))) or die "connect: $!\n"; print "CONNECTED\n"'
 true
 `,
@@ -324,6 +332,10 @@ echo started
 	"bomb.sh":     `sh "$0" & sh "$0" & wait` + "\n",
 	"run-bomb.sh": "sh ./bomb.sh &\nsleep 3\necho after\n",
 }
+
+// sandboxTimeout is ECTO_SANDBOX_TIMEOUT_SECS in the escape cases' container:
+// what bounds a fork bomb at the latest.
+const sandboxTimeout = 10 * time.Second
 
 func TestExec(t *testing.T) {
 	img := testImage(t)
@@ -347,29 +359,17 @@ func testExec(t *testing.T, img string, w way) {
 	}
 
 	// The escape cases run in one long-lived container, so that what is
-	// left behind after each exec can be inspected. Its first process only
-	// waits; IronVise runs through podman exec with the same environment.
-	ctr := containerName(t)
-	if r := podman(t, time.Minute, runArgs(w, "-d", "--name", ctr, "-v", mount, "--entrypoint", "/bin/sleep", img, "900")...); r.code != 0 {
-		t.Fatalf("starting the container: %s", r)
-	}
+	// left behind after each exec can be inspected: IronVise's serve is its
+	// first process, as in production, and each case runs twice through
+	// podman exec — handed to serve over the data dir's socket, and in the
+	// exec process itself (--no-daemon).
+	ctr := startServe(t, img, w, mount, "-e", fmt.Sprintf("ECTO_SANDBOX_TIMEOUT_SECS=%d", int(sandboxTimeout.Seconds())))
 	inCtr := func(timeout time.Duration, args ...string) result {
 		return podman(t, timeout, append([]string{"exec", ctr}, args...)...)
 	}
-	ironviseExec := func(script string, env ...string) result {
-		args := []string{"exec"}
-		for _, e := range env {
-			args = append(args, "-e", e)
-		}
-		args = append(args, ctr, "ironvise", "exec", "--", "sh", "./"+script)
-		return podman(t, 90*time.Second, args...)
-	}
 
-	// The first exec creates the data dir's issuer key; its PEM body is what
-	// must never reach a command's output.
-	if r := inCtr(time.Minute, "ironvise", "exec", "--", "true"); r.code != 0 {
-		t.Fatalf("the first exec: %s", r)
-	}
+	// serve created the data dir's issuer key; its PEM body is what must
+	// never reach a command's output.
 	key := inCtr(time.Minute, "cat", dataDir+"/keys/issuer.ed25519")
 	keyLines := strings.Split(strings.TrimSpace(key.stdout), "\n")
 	if key.code != 0 || len(keyLines) < 3 || !strings.Contains(keyLines[0], "PRIVATE KEY") {
@@ -393,87 +393,195 @@ func testExec(t *testing.T, img string, w way) {
 		t.Fatalf("the control listener does not answer the container itself: %s", control)
 	}
 
-	t.Run("write-outside", func(t *testing.T) {
-		r := ironviseExec("write-outside.sh")
-		for _, p := range []string{dataDir + "/escaped", workDir + "/escaped", "./escaped"} {
-			if strings.Contains(r.stdout, "WROTE "+p+"\n") {
-				t.Errorf("the command wrote %s: %s", p, r)
-			}
+	for _, path := range []struct {
+		name  string
+		flags []string
+	}{{"daemon", nil}, {"in-process", []string{"--no-daemon"}}} {
+		ironviseExec := func(args ...string) result {
+			full := append([]string{"exec", ctr, "ironvise", "exec"}, path.flags...)
+			return podman(t, sandboxTimeout+time.Minute, append(full, args...)...)
 		}
-		// A private /tmp inside the sandbox may take the write; the
-		// container's own must not see it, nor the data dir or the workspace.
-		if left := inCtr(time.Minute, "sh", "-c", "ls "+dataDir+"/escaped /tmp/escaped "+workDir+"/escaped 2>/dev/null"); left.stdout != "" {
-			t.Errorf("files written from inside the sandbox are in the container: %s", left)
-		}
-		if _, err := os.Stat(filepath.Join(ws, "escaped")); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("the command wrote into the host's workspace: %v", err)
-		}
-	})
+		t.Run(path.name, func(t *testing.T) {
+			t.Run("write-outside", func(t *testing.T) {
+				r := ironviseExec("--", "sh", "./write-outside.sh")
+				for _, p := range []string{dataDir + "/escaped", workDir + "/escaped", "./escaped"} {
+					if strings.Contains(r.stdout, "WROTE "+p+"\n") {
+						t.Errorf("the command wrote %s: %s", p, r)
+					}
+				}
+				// A private /tmp inside the sandbox may take the write; the
+				// container's own must not see it, nor the data dir or the workspace.
+				if left := inCtr(time.Minute, "sh", "-c", "ls "+dataDir+"/escaped /tmp/escaped "+workDir+"/escaped 2>/dev/null"); left.stdout != "" {
+					t.Errorf("files written from inside the sandbox are in the container: %s", left)
+				}
+				if _, err := os.Stat(filepath.Join(ws, "escaped")); !errors.Is(err, os.ErrNotExist) {
+					t.Errorf("the command wrote into the host's workspace: %v", err)
+				}
+			})
 
-	t.Run("read-data-dir", func(t *testing.T) {
-		r := ironviseExec("read-data-dir.sh")
-		if strings.Contains(r.stdout+r.stderr, keyBody) || strings.Contains(r.stdout, "checkpoint.last") {
-			t.Errorf("the command read the data dir: %s", r)
-		}
-		// A workspace that contains the data dir: refused, or the data dir
-		// stays out of reach. The path is built at run time so that the
-		// tripwire, which refuses the literal, lets it through to the sandbox.
-		r = inCtr(90*time.Second, "ironvise", "exec", "--workspace", "/var/lib", "--",
-			`d=iron; cat "${d}vise/keys/issuer.ed25519"; ls -la "${d}vise" "${d}vise/keys"`)
-		if r.code == 0 || strings.Contains(r.stdout+r.stderr, keyBody) || strings.Contains(r.stdout, "checkpoint.last") {
-			t.Errorf("a workspace holding the data dir let the command read it: %s", r)
-		}
-	})
+			t.Run("read-data-dir", func(t *testing.T) {
+				r := ironviseExec("--", "sh", "./read-data-dir.sh")
+				if strings.Contains(r.stdout+r.stderr, keyBody) || strings.Contains(r.stdout, "checkpoint.last") {
+					t.Errorf("the command read the data dir: %s", r)
+				}
+				// A workspace that contains the data dir: refused, or the data
+				// dir stays out of reach. The path is built at run time so that
+				// the tripwire, which refuses the literal, lets it through to
+				// the sandbox.
+				r = ironviseExec("--workspace", "/var/lib", "--",
+					`d=iron; cat "${d}vise/keys/issuer.ed25519"; ls -la "${d}vise" "${d}vise/keys"`)
+				if r.code == 0 || strings.Contains(r.stdout+r.stderr, keyBody) || strings.Contains(r.stdout, "checkpoint.last") {
+					t.Errorf("a workspace holding the data dir let the command read it: %s", r)
+				}
+			})
 
-	t.Run("network", func(t *testing.T) {
-		r := ironviseExec("network.sh")
-		if strings.Contains(r.stdout, "workspace file") || strings.Contains(r.stdout, "CONNECTED") {
-			t.Errorf("the command reached the container's listener on 127.0.0.1:7777: %s", r)
-		}
-	})
+			t.Run("network", func(t *testing.T) {
+				r := ironviseExec("--", "sh", "./network.sh")
+				if strings.Contains(r.stdout, "workspace file") || strings.Contains(r.stdout, "CONNECTED") ||
+					strings.Contains(r.stdout, `"status"`) {
+					t.Errorf("the command reached a listener of the container (127.0.0.1:7777 or serve's :%s): %s", servePort, r)
+				}
+			})
 
-	t.Run("survivors", func(t *testing.T) {
-		r := ironviseExec("survivors.sh")
-		if r.code != 0 || !strings.Contains(r.stdout, "started") {
-			t.Fatalf("survivors.sh: %s", r)
-		}
-		if left := alive(t, ctr, "sleep 30"); len(left) > 0 {
-			t.Errorf("processes outlived the exec that started them: %q", left)
-		}
-	})
+			t.Run("survivors", func(t *testing.T) {
+				before := zombies(t, ctr)
+				r := ironviseExec("--", "sh", "./survivors.sh")
+				if r.code != 0 || !strings.Contains(r.stdout, "started") {
+					t.Fatalf("survivors.sh: %s", r)
+				}
+				if left := leftBehind(t, ctr, "sleep 30", before); len(left) > 0 {
+					t.Errorf("processes outlived the exec that started them: %q", left)
+				}
+			})
 
-	t.Run("fork-bomb", func(t *testing.T) {
-		start := time.Now()
-		r := ironviseExec("run-bomb.sh", "ECTO_SANDBOX_TIMEOUT_SECS=30")
-		t.Logf("the fork bomb's exec returned after %s with exit %d", time.Since(start).Round(time.Millisecond), r.code)
-		if left := alive(t, ctr, "bomb.sh"); len(left) > 0 {
-			t.Errorf("%d fork bomb processes outlived the exec, e.g. %q", len(left), left[0])
-		}
-		// IronVise and the container are still usable.
-		if r := inCtr(time.Minute, "ironvise", "exec", "--", "echo", "still here"); r.code != 0 || !strings.Contains(r.stdout, "still here") {
-			t.Errorf("an ordinary exec after the fork bomb: %s", r)
-		}
-	})
+			t.Run("fork-bomb", func(t *testing.T) {
+				before := zombies(t, ctr)
+				start := time.Now()
+				r := ironviseExec("--", "sh", "./run-bomb.sh")
+				took := time.Since(start)
+				t.Logf("the fork bomb's exec returned after %s with exit %d", took.Round(time.Millisecond), r.code)
+				r.stdout, r.stderr = clip(r.stdout), clip(r.stderr)
+				if took > sandboxTimeout+20*time.Second {
+					t.Errorf("the fork bomb's exec took %s, more than the sandbox timeout of %s", took, sandboxTimeout)
+				}
+				if left := leftBehind(t, ctr, "bomb.sh", before); len(left) > 0 {
+					t.Errorf("%d fork bomb processes outlived the exec, e.g. %q", len(left), left[0])
+				}
+				// IronVise and the container are still usable.
+				if r := ironviseExec("--", "echo", "still here"); r.code != 0 || !strings.Contains(r.stdout, "still here") {
+					t.Errorf("an ordinary exec after the fork bomb: %s", r)
+				}
+			})
+		})
+	}
 }
 
-// alive lists the live processes of the container whose command line
-// contains substr. Zombies are dead: the container's first process in these
-// tests is sleep, which does not reap orphans.
-func alive(t *testing.T, ctr, substr string) []string {
+// leftBehind lists the processes of the container whose command line
+// contains substr, and every zombie not in before: a killed process nobody
+// reaps is left behind too, a slot of the container's pids limit and of the
+// user's RLIMIT_NPROC that never comes back. Zombies are given a moment to be
+// reaped.
+func leftBehind(t *testing.T, ctr, substr string, before map[string]bool) []string {
 	t.Helper()
-	r := podman(t, time.Minute, "exec", ctr, "sh", "-c",
-		`for d in /proc/[0-9]*; do s=$(cut -d' ' -f3 "$d/stat" 2>/dev/null) || continue; c=$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null); echo "${d#/proc/} $s $c"; done`)
+	var out []string
+	for range 20 {
+		out = out[:0]
+		zombie := false
+		for _, p := range processes(t, ctr) {
+			switch {
+			case p.state == "Z" && !before[p.pid]:
+				zombie = true
+				out = append(out, p.String())
+			case p.state != "Z" && strings.Contains(p.cmdline, substr):
+				out = append(out, p.String())
+			}
+		}
+		if !zombie {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return out
+}
+
+// zombies returns the pids of the container's zombies.
+func zombies(t *testing.T, ctr string) map[string]bool {
+	t.Helper()
+	z := map[string]bool{}
+	for _, p := range processes(t, ctr) {
+		if p.state == "Z" {
+			z[p.pid] = true
+		}
+	}
+	return z
+}
+
+type process struct{ pid, state, ppid, cmdline string }
+
+func (p process) String() string {
+	return fmt.Sprintf("pid %s state %s ppid %s: %s", p.pid, p.state, p.ppid, p.cmdline)
+}
+
+// processes lists the container's processes from /proc (the image's ps
+// need not be there), leaving out the listing's own shell.
+func processes(t *testing.T, ctr string) []process {
+	t.Helper()
+	const list = `for d in /proc/[0-9]*; do set -- $(cat "$d/stat" 2>/dev/null) || continue; c=$(tr '\0' ' ' <"$d/cmdline" 2>/dev/null); echo "$1 $3 $4 $c"; done`
+	r := podman(t, time.Minute, "exec", ctr, "sh", "-c", list)
 	if r.code != 0 {
 		t.Fatalf("listing the container's processes: %s", r)
 	}
-	var out []string
+	var ps []process
 	for line := range strings.Lines(r.stdout) {
-		f := strings.SplitN(strings.TrimSpace(line), " ", 3)
-		if len(f) == 3 && f[1] != "Z" && f[1] != "X" && strings.Contains(f[2], substr) && !strings.Contains(f[2], "/proc/[0-9]") {
-			out = append(out, strings.TrimSpace(line))
+		f := strings.SplitN(strings.TrimRight(line, " \n"), " ", 4)
+		if len(f) < 3 || f[1] == "X" {
+			continue
+		}
+		p := process{pid: f[0], state: f[1], ppid: f[2]}
+		if len(f) == 4 {
+			p.cmdline = f[3]
+		}
+		if !strings.Contains(p.cmdline, "/proc/[0-9]") {
+			ps = append(ps, p)
 		}
 	}
-	return out
+	return ps
+}
+
+// clip shortens a fork bomb's output (thousands of "can't fork" lines) for
+// the failure message.
+func clip(s string) string {
+	if len(s) <= 2000 {
+		return s
+	}
+	return s[:1000] + "\n…\n" + s[len(s)-1000:]
+}
+
+// startServe starts `ironvise serve` detached in the way w, with the
+// workspace mount and extra podman flags, and returns the container's name
+// once serve listens.
+func startServe(t *testing.T, img string, w way, mount string, extra ...string) string {
+	t.Helper()
+	ctr := containerName(t)
+	args := runArgs(w, "-d", "--name", ctr, "-v", mount, "-e", "LLM_BACKEND=mock", "-e", "GUARD_REQUIRED=false")
+	args = append(append(args, extra...), img, "serve")
+	if r := podman(t, time.Minute, args...); r.code != 0 {
+		t.Fatalf("starting serve: %s", r)
+	}
+	// serve prints its listening line only after the ledger, the tokens and
+	// the sandbox self-test are ready.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		logs := podman(t, time.Minute, "logs", ctr)
+		if strings.Contains(logs.stderr+logs.stdout, "listening on") {
+			return ctr
+		}
+		state := podman(t, time.Minute, "inspect", "--format", "{{.State.Running}}", ctr)
+		if strings.TrimSpace(state.stdout) != "true" || time.Now().After(deadline) {
+			t.Fatalf("serve did not start in the %s way (running: %s):\n%s", w.name, strings.TrimSpace(state.stdout), logs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 func TestServe(t *testing.T) {
@@ -486,27 +594,7 @@ func TestServe(t *testing.T) {
 func testServe(t *testing.T, img string, w way) {
 	ws := workspace(t, map[string]string{"notes.txt": "workspace file\n"})
 	token := randomHex(t, 32)
-	ctr := containerName(t)
-	r := podman(t, time.Minute, runArgs(w, "-d", "--name", ctr, "-p", "127.0.0.1::"+servePort,
-		"-v", ws+":"+workDir, "-e", "OBSERVER_TOKEN="+token, "-e", "LLM_BACKEND=mock", "-e", "GUARD_REQUIRED=false",
-		img, "serve")...)
-	if r.code != 0 {
-		t.Fatalf("starting serve: %s", r)
-	}
-	// serve prints its listening line only after the ledger, the tokens and
-	// the sandbox self-test are ready.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		logs := podman(t, time.Minute, "logs", ctr)
-		if strings.Contains(logs.stderr+logs.stdout, "listening on") {
-			break
-		}
-		state := podman(t, time.Minute, "inspect", "--format", "{{.State.Running}}", ctr)
-		if strings.TrimSpace(state.stdout) != "true" || time.Now().After(deadline) {
-			t.Fatalf("serve did not start in the %s way (running: %s):\n%s", w.name, strings.TrimSpace(state.stdout), logs)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	ctr := startServe(t, img, w, ws+":"+workDir, "-p", "127.0.0.1::"+servePort, "-e", "OBSERVER_TOKEN="+token)
 
 	// From the host through the published port; where podman's port
 	// forwarding does not work on the host, from inside the container.
@@ -552,7 +640,7 @@ func testServe(t *testing.T, img string, w way) {
 
 	// A command run through the daemon the container's serve holds (exec
 	// finds it on the data dir's socket), then seen through the API.
-	r = podman(t, 90*time.Second, "exec", ctr, "ironvise", "exec", "--", "echo", "from-the-daemon")
+	r := podman(t, 90*time.Second, "exec", ctr, "ironvise", "exec", "--", "echo", "from-the-daemon")
 	if r.code != 0 || !strings.Contains(r.stdout, "from-the-daemon") {
 		t.Fatalf("exec inside the serve container: %s", r)
 	}
