@@ -5,8 +5,8 @@
 # Usage: scripts/build-image.sh [IMAGE]        (default localhost/ironvise:latest)
 #
 # 1. Builds the static linux binary (CGO_ENABLED=0, -trimpath) into
-#    bin/image/ironvise, the only file of the build context
-#    (.containerignore).
+#    bin/image/ironvise; bin/image is the build context, so nothing else of
+#    the checkout is sent to the engine (podman and docker alike).
 # 2. Picks the base: $BASE when set (e.g. BASE=docker.io/library/debian:bookworm-slim
 #    with registry access); otherwise a small local base,
 #    localhost/ironvise-base:bookworm, assembled once from Debian packages
@@ -117,7 +117,7 @@ pull=()
 [ -z "${BASE:-}" ] && [ "$engine" = podman ] && pull=(--pull=never)
 echo "build-image: $engine build $image on $base"
 old=$("$engine" image inspect --format '{{.Id}}' "$image" 2>/dev/null || true)
-"$engine" build --quiet "${pull[@]}" --build-arg "BASE=$base" -f Containerfile -t "$image" . >/dev/null
+"$engine" build --quiet "${pull[@]}" --build-arg "BASE=$base" -f Containerfile -t "$image" bin/image >/dev/null
 # The image this tag named before is left without a name; remove it so that
 # repeated builds (every CI run) do not pile up. A container still using it
 # keeps it.
