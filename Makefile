@@ -6,7 +6,7 @@ COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X $(PKG)/internal/cli.version=$(VERSION) -X $(PKG)/internal/cli.commit=$(COMMIT)
 BIN       := bin
 
-.PHONY: all build install uninstall verify-cert demo test lint vet fmt-check doclinks unit cross bench fuzz clean
+.PHONY: all build install uninstall verify-cert image demo test lint vet fmt-check doclinks unit cross bench fuzz clean
 
 all: build
 
@@ -35,6 +35,14 @@ uninstall:
 ## verify-cert: the standalone offline certificate verifier (no database, no network) into ./bin
 verify-cert:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/verify-cert ./cmd/verify-cert
+
+## image: IronVise's own container image (Containerfile) without registry
+## access: the static binary on a small base assembled from Debian packages
+## (scripts/build-image.sh, docs/operate/container.md). IMAGE names it; BASE
+## builds on another base image, ENGINE=docker uses docker instead of podman
+IMAGE     ?= localhost/ironvise:latest
+image:
+	GO='$(GO)' LDFLAGS='$(LDFLAGS)' BASE='$(BASE)' ENGINE='$(ENGINE)' ./scripts/build-image.sh '$(IMAGE)'
 
 ## demo: build and run the main job
 demo: build
