@@ -60,7 +60,7 @@ func (p *prober) run(ctx context.Context) ([]Guarantee, *Enforced, error) {
 	p.judgeNetwork(&v, f, perl, bash)
 	judgeProcesses(&v, f, perl)
 	v = append(v, p.limitProbes(ctx, f, perl)...)
-	judgeCredentials(&v, f)
+	judgeCredentials(&v, f, p.container)
 	if p.container {
 		v = p.containerVerdicts(ctx, v, main.Enforced)
 	}
@@ -235,25 +235,44 @@ func judgeSignals(v *verdicts, f findings) {
 
 // judgeCredentials reads the capabilities and no_new_privs the kernel
 // reported for the command.
-func judgeCredentials(v *verdicts, f findings) {
+//
+// In container mode a non-root IronVise has no CAP_SETPCAP to empty the
+// command's bounding set; the set grants nothing by itself. What matters
+// is that the command holds no capability and can gain none: with
+// no_new_privs execve grants none (set-user-ID and file capabilities are
+// ignored), and the seccomp profile refuses new user namespaces. So there
+// a non-empty bounding set with every other set empty and no_new_privs set
+// counts as dropped, and the evidence says so.
+func judgeCredentials(v *verdicts, f findings, container bool) {
 	status := strings.Join(f.all("status"), ", ")
 	if status == "" {
 		v.add(GCapsDropped, false, false, "/proc/self/status is not readable in the sandbox")
 		v.add(GNoNewPrivs, false, false, "/proc/self/status is not readable in the sandbox")
 		return
 	}
-	capsZero := true
+	capsZero, bndZero := true, true
 	nnp := ""
 	for _, s := range f.all("status") {
 		if strings.HasPrefix(s, "Cap") && strings.Trim(s[strings.IndexByte(s, ':')+1:], "0\t ") != "" {
-			capsZero = false
+			if strings.HasPrefix(s, "CapBnd:") {
+				bndZero = false
+			} else {
+				capsZero = false
+			}
 		}
 		if strings.HasPrefix(s, "NoNewPrivs:") {
 			nnp = s
 		}
 	}
-	v.add(GCapsDropped, capsZero, true, status)
-	v.add(GNoNewPrivs, strings.TrimSpace(strings.TrimPrefix(nnp, "NoNewPrivs:")) == "1", true, nnp)
+	nnpSet := strings.TrimSpace(strings.TrimPrefix(nnp, "NoNewPrivs:")) == "1"
+	evidence := status
+	dropped := capsZero && bndZero
+	if container && capsZero && !bndZero && nnpSet {
+		dropped = true
+		evidence += "; the bounding set is not empty (IronVise has no CAP_SETPCAP to empty it), but no capability can be gained: no_new_privs makes execve grant none and seccomp refuses new user namespaces"
+	}
+	v.add(GCapsDropped, dropped, true, evidence)
+	v.add(GNoNewPrivs, nnpSet, true, nnp)
 }
 
 // limitProbes exceed each limit for real, with lowered per-request limits
@@ -288,7 +307,9 @@ func (p *prober) limitProbes(ctx context.Context, f findings, perl bool) []Guara
 		Workspace: p.ws, Limits: Limits{NProc: 16}, Timeout: 60 * time.Second,
 	})
 	lines := strings.Fields(procs.Stdout)
-	last := ""
+	// The count of sleeps started: none when the first fork was refused
+	// (the limit already reached by the command's own processes).
+	last := "none"
 	if len(lines) > 0 {
 		last = lines[len(lines)-1]
 	}

@@ -139,6 +139,14 @@ func startLauncher(k launcherKey) (*launcher, error) {
 		return cmd.Process.Signal(syscall.SIGKILL)
 	}
 	cmd.WaitDelay = 2 * time.Second
+	if k.container {
+		// The reaper's sweep of a large tree (a fork bomb's hundreds of
+		// processes) can outlast 2 s; a SIGKILL before it ends would leave
+		// what it has not reaped yet to the container's init, which may
+		// not reap them (IronVise itself as PID 1). The sweep ends within
+		// launch.ReapTimeout, whatever happens.
+		cmd.WaitDelay = launch.ReapTimeout + 5*time.Second
+	}
 	err = cmd.Start()
 	statusW.Close()
 	specR.Close()

@@ -40,10 +40,10 @@ import (
 // ptrace outright.
 const ReaperArg = "reaper"
 
-// reapTimeout bounds the reaper's final sweep: SIGKILL cannot be caught,
+// ReapTimeout bounds the reaper's final sweep: SIGKILL cannot be caught,
 // so only a process stuck in the kernel (uninterruptible sleep) can make
 // it last longer.
-const reapTimeout = 30 * time.Second
+const ReapTimeout = 30 * time.Second
 
 // reaperMain is the reaper's whole life; it returns the process's exit
 // code.
@@ -102,7 +102,7 @@ func reaperMain(exe string) int {
 	case ws.Signaled():
 		out.Signal = int(ws.Signal())
 	}
-	killed, err := sweep(reapTimeout)
+	killed, err := sweep(ReapTimeout)
 	out.Killed = killed
 	if err != nil {
 		return fail(err)
@@ -120,6 +120,7 @@ func reaperMain(exe string) int {
 // and the subreaper adopts it.
 func sweep(timeout time.Duration) (int, error) {
 	deadline := time.Now().Add(timeout)
+	freeze(time.Now().Add(freezeTimeout))
 	killed := 0
 	for {
 		killed += killDescendants()
@@ -150,6 +151,35 @@ func sweep(timeout time.Duration) (int, error) {
 			// Killed, not yet dead.
 			time.Sleep(time.Millisecond)
 		}
+	}
+}
+
+// freezeTimeout bounds freeze; the sweep's kills follow either way.
+const freezeTimeout = 5 * time.Second
+
+// freeze stops every descendant of the reaper (SIGSTOP) until one round
+// finds all of them stopped. A stopped process cannot fork, so the tree
+// stops growing and the kills that follow reach all of it; a fork bomb
+// killed without it re-forks faster than a round can list and kill it on
+// a loaded machine, and outlived the sweep's bound.
+func freeze(deadline time.Time) {
+	for time.Now().Before(deadline) {
+		procs := descendants(os.Getpid())
+		for _, p := range procs {
+			_ = unix.Kill(p, unix.SIGSTOP)
+		}
+		all := true
+		for _, p := range procs {
+			if _, state, ok := procStat(p); ok && state != 'T' && state != 't' && state != 'Z' {
+				all = false
+				break
+			}
+		}
+		if all {
+			return
+		}
+		// Signalled, not yet stopped: let them be scheduled.
+		time.Sleep(time.Millisecond)
 	}
 }
 
