@@ -139,6 +139,10 @@ type app struct {
 // write of a step; zero fields keep the defaults.
 type ledgerTiming struct {
 	lease, write time.Duration
+	// owner, when set, is the ledger's lease owner id: a hook's session
+	// outlives each hook process, so its processes share one owner
+	// (hook.go).
+	owner string
 }
 
 // config loads and validates the environment once per run.
@@ -261,6 +265,7 @@ recorded in a signed, hash-chained ledger that an auditor can verify offline.`,
 		a.checkpointCommand(),
 		a.guardWorkerCommand(),
 		a.serveCommand(),
+		a.hookCommand(),
 	)
 	markCommandErrors(root)
 	return root
