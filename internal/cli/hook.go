@@ -65,7 +65,7 @@ contract: exit 0 to let the call go on (with JSON on stdout for "ask" or a
 warning about the tool's output), exit 2 with the reason on stderr to block.
 The workspace is --workspace, else $CLAUDE_PROJECT_DIR, else the event's cwd.`,
 		Example: `  echo '{"session_id":"s1","cwd":"/repo","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}' | ironvise hook ` + string(ag),
-		Args: cobra.NoArgs,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ans := a.hookAnswer(ag, o)
 			stdout, stderr, code := ag.Command(ans)
