@@ -48,7 +48,7 @@ func Tools(a Agent, ev *Event) (*Mapping, error) {
 			return nil, fmt.Errorf("tool_input of %s is not a JSON object: %w", ev.ToolName, err)
 		}
 	}
-	b := builder{agent: a, ev: ev, in: in}
+	b := builder{agent: a, ev: ev, in: in, m: &Mapping{}}
 	switch name := ev.ToolName; {
 	case name == "Bash":
 		// Claude Code's Bash and every shell tool of Codex (shell,
@@ -215,9 +215,6 @@ func (b *builder) write(name string) error {
 // which agent's which tool asked, with the agent's own description of the
 // call when it gave one (Claude Code's Bash has one).
 func (b *builder) add(a intent.Action, params map[string]any, target string) {
-	if b.m == nil {
-		b.m = &Mapping{}
-	}
 	just := fmt.Sprintf("%s %s tool call", b.agent.Title(), b.ev.ToolName)
 	if d, ok := b.in["description"].(string); ok && strings.TrimSpace(d) != "" {
 		just += ": " + strings.TrimSpace(d)
