@@ -351,7 +351,7 @@ func testHookInstall(t *testing.T, h *hookEnv) {
 	var got struct {
 		Model string `json:"model"`
 		Hooks map[string][]struct {
-			Matcher string `json:"matcher"`
+			Matcher string                           `json:"matcher"`
 			Hooks   []struct{ Type, Command string } `json:"hooks"`
 		} `json:"hooks"`
 	}
