@@ -125,3 +125,16 @@ func ParseEvent(raw []byte) (*Event, error) {
 	}
 	return &ev, nil
 }
+
+// EventName reads hook_event_name from a payload that may not parse as an
+// event, so that a block can still be answered in the event's own JSON
+// shape; "" when it cannot be read.
+func EventName(raw []byte) string {
+	var ev struct {
+		HookEventName string `json:"hook_event_name"`
+	}
+	if len(raw) > MaxEventBytes || json.Unmarshal(raw, &ev) != nil {
+		return ""
+	}
+	return ev.HookEventName
+}
