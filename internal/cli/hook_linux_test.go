@@ -182,15 +182,17 @@ func testClaudeCodeHook(t *testing.T, h *hookEnv) {
 	}
 
 	st := h.state(t, cc, sid)
-	if st.Step != 9 || st.Sealed {
-		t.Errorf("state %+v; want 9 steps, running", st)
+	// Ten steps: the unknown tool is recorded too, as the action IronVise
+	// does not know.
+	if st.Step != 10 || st.Sealed {
+		t.Errorf("state %+v; want 10 steps, running", st)
 	}
 	// The session ends with the agent's: sealed, and it verifies.
 	wantAllow(t, "SessionEnd", h.hook(t, cc, h.event(sid, "SessionEnd", "", nil, "")))
 	if st := h.state(t, cc, sid); !st.Sealed {
 		t.Errorf("state after SessionEnd %+v; want sealed", st)
 	}
-	verifyHookSession(t, h, st.Session, 9)
+	verifyHookSession(t, h, st.Session, 10)
 }
 
 // verifyHookSession checks that the session is sealed, verifies, and

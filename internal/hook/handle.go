@@ -56,6 +56,8 @@ func (e *Env) Handle(ctx context.Context, l *Locked, ev *Event) (ans Answer) {
 	}()
 	ans, err := e.handle(ctx, l, ev)
 	if err != nil {
+		// The steps recorded before the failure keep their numbers.
+		_ = l.Save()
 		return Blocked(ev.HookEventName, err)
 	}
 	ans.Event = ev.HookEventName
@@ -139,15 +141,23 @@ func (e *Env) preToolUse(ctx context.Context, l *Locked, ev *Event) (Answer, err
 	if err != nil {
 		return Answer{}, err
 	}
-	if m.Unknown != "" {
-		return Answer{Decision: Deny, Reason: m.Unknown, Session: l.Session}, nil
-	}
 	ap := &askApprover{agent: e.Agent}
 	s, err := e.session(ctx, l, func(uuid.UUID) check.Approver { return ap })
 	if err != nil {
 		return Answer{}, err
 	}
 	ans := Answer{Decision: Allow, Session: s.ID.String()}
+	if m.Unknown != "" {
+		// Recorded as what it is to IronVise, an action it does not
+		// know: the schema check denies it in the ledger.
+		l.Step++
+		raw, _ := json.Marshal(map[string]any{"action": "tool:" + ev.ToolName, "justification": e.Agent.Title() + " tool call"})
+		if _, err := s.Agent.Decide(ctx, l.Step, string(raw)); err != nil {
+			return Answer{}, err
+		}
+		ans.Decision, ans.Reason = Deny, m.Unknown
+		return ans, nil
+	}
 	if l.Halted != "" {
 		ans.Decision, ans.Reason = Deny, fmt.Sprintf("the IronVise session %s was aborted by observation rule %q of the policy: no further tool call runs in this agent session", s.ID, l.Halted)
 		return ans, nil
