@@ -125,3 +125,26 @@ func TestHookRoutes(t *testing.T) {
 		t.Errorf("verify: %v %+v", err, v)
 	}
 }
+
+// TestIntentRefusesWriteFile: a session whose intents IronVise executes
+// refuses write_file at the schema check — IronVise runs no writes — while
+// the same intent is what a hook checks.
+func TestIntentRefusesWriteFile(t *testing.T) {
+	ts := startServer(t, tsOptions{})
+	id := ts.createSession(map[string]any{"goal": "write something", "agent_loop": false})
+	r := ts.call("POST", "/api/sessions/"+id+"/intents", agentTok, `{"action":"write_file","params":{"path":"a.txt"},"justification":"write a file"}`, "Content-Type", "application/json")
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	var res struct {
+		Verdict  string `json:"verdict"`
+		Check    string `json:"check"`
+		Rule     string `json:"rule"`
+		Reason   string `json:"reason"`
+		Executed bool   `json:"executed"`
+	}
+	json.Unmarshal(r.body, &res)
+	if res.Verdict != "deny" || res.Check != "schema" || res.Rule != "schema_unknown_action" || res.Executed || !strings.Contains(res.Reason, "runs no writes") {
+		t.Errorf("write_file submitted to an executing session: %+v", res)
+	}
+}
