@@ -138,6 +138,7 @@ func TestHooks(t *testing.T) {
 	t.Run("codex", func(t *testing.T) { testCodexHook(t, newHookEnv(t, bin)) })
 	t.Run("failures block", func(t *testing.T) { testHookFailures(t, newHookEnv(t, bin)) })
 	t.Run("one session under concurrent hooks", func(t *testing.T) { testHookConcurrency(t, newHookEnv(t, bin)) })
+	t.Run("observation abort rule halts", func(t *testing.T) { testHookHalt(t, newHookEnv(t, bin)) })
 	t.Run("install and doctor", func(t *testing.T) { testHookInstall(t, newHookEnv(t, bin)) })
 }
 
@@ -405,5 +406,32 @@ func testHookInstall(t *testing.T, h *hookEnv) {
 	}
 	if r := h.run(t, nil, nil, "hook", "doctor", "codex"); r.code != 0 {
 		t.Errorf("doctor codex: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// testHookHalt: a policy's observation rule with action abort ends the
+// session aborted when a tool's output matches, and every later call of
+// the agent session is blocked (no new session starts behind the rule).
+func testHookHalt(t *testing.T, h *hookEnv) {
+	const sid = "halted-session"
+	pol := filepath.Join(h.ws, "..", "halt.toml")
+	os.WriteFile(pol, []byte("name = \"halt\"\nobservation_rules = [{ id = \"canary\", label = \"canary\", pattern = \"CANARY-[0-9]+\", action = \"abort\" }]\n"), 0o600)
+	cc := hook.ClaudeCode
+	wantAllow(t, "cat", h.hook(t, cc, h.event(sid, "PreToolUse", "Bash", map[string]any{"command": "cat README"}, "t1"), "--policy", pol))
+	post := bytes.Replace(h.event(sid, "PostToolUse", "Bash", map[string]any{"command": "cat README"}, "t1"), []byte(`"tool_use_id"`), []byte(`"tool_response":{"stdout":"token CANARY-1234\n"},"tool_use_id"`), 1)
+	wantBlock(t, "output matching an abort rule", h.hook(t, cc, post, "--policy", pol), "canary")
+	st := h.state(t, cc, sid)
+	if st.Halted != "canary" || !st.Sealed {
+		t.Fatalf("state %+v; want halted and sealed", st)
+	}
+	wantBlock(t, "a call after the halt", h.hook(t, cc, h.event(sid, "PreToolUse", "Bash", map[string]any{"command": "ls"}, "t2"), "--policy", pol), "aborted by observation rule")
+	if st2 := h.state(t, cc, sid); st2.Session != st.Session {
+		t.Errorf("a new session %s started after the halt of %s", st2.Session, st.Session)
+	}
+	if r := h.run(t, nil, nil, "verify-session", st.Session); r.code != 0 {
+		t.Errorf("verify-session: %d %s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := h.run(t, nil, nil, "sessions", "--status", "aborted"); !strings.Contains(r.stdout, st.Session) {
+		t.Errorf("the halted session is not aborted:\n%s", r.stdout)
 	}
 }

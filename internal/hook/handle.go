@@ -109,7 +109,7 @@ func (e *Env) session(ctx context.Context, l *Locked, approvals func(uuid.UUID) 
 	if err != nil {
 		return nil, err
 	}
-	l.Session, l.Goal, l.Workspace, l.Step, l.Sealed, l.Halted = s.ID.String(), s.Goal, e.Workspace, 0, false, ""
+	l.Session, l.Goal, l.Workspace, l.Step, l.Sealed = s.ID.String(), s.Goal, e.Workspace, 0, false
 	l.Pending = map[string]Pending{}
 	// Saved at once: a later failure of this event must not orphan the
 	// session it created.
@@ -141,6 +141,9 @@ func (e *Env) preToolUse(ctx context.Context, l *Locked, ev *Event) (Answer, err
 	if err != nil {
 		return Answer{}, err
 	}
+	if l.Halted != "" {
+		return Answer{Decision: Deny, Session: l.Session, Reason: halted(l)}, nil
+	}
 	ap := &askApprover{agent: e.Agent}
 	s, err := e.session(ctx, l, func(uuid.UUID) check.Approver { return ap })
 	if err != nil {
@@ -156,10 +159,6 @@ func (e *Env) preToolUse(ctx context.Context, l *Locked, ev *Event) (Answer, err
 			return Answer{}, err
 		}
 		ans.Decision, ans.Reason = Deny, m.Unknown
-		return ans, nil
-	}
-	if l.Halted != "" {
-		ans.Decision, ans.Reason = Deny, fmt.Sprintf("the IronVise session %s was aborted by observation rule %q of the policy: no further tool call runs in this agent session", s.ID, l.Halted)
 		return ans, nil
 	}
 	var last *agent.StepResult
@@ -216,7 +215,17 @@ func pendingKey(ev *Event) string {
 	return "input:" + hex.EncodeToString(sum[:])
 }
 
+// halted is the reason every call of an agent session whose IronVise
+// session an observation rule aborted is blocked. The halt outlives the
+// session: a new one is not started behind the rule's back.
+func halted(l *Locked) string {
+	return fmt.Sprintf("the IronVise session %s was aborted by observation rule %q of the policy: no further tool call runs in this agent session (start a new agent session)", l.Session, l.Halted)
+}
+
 func (e *Env) postToolUse(ctx context.Context, l *Locked, ev *Event) (Answer, error) {
+	if l.Halted != "" {
+		return Answer{Decision: Deny, Warn: true, Session: l.Session, Reason: halted(l)}, nil
+	}
 	s, err := e.session(ctx, l, nil)
 	if err != nil {
 		return Answer{}, err

@@ -26,23 +26,37 @@ import (
 // agent session.
 const hookLockTimeout = 20 * time.Second
 
+// hookDecisionTimeout bounds one answer, below the agents' default hook
+// timeouts.
+const hookDecisionTimeout = 30 * time.Second
+
 // handleHook answers one hook event of agent ag.
 func (s *Server) handleHook(ag hook.Agent) func(*reqCtx) {
 	return func(rc *reqCtx) {
-		ans := s.hookAnswer(rc.r.Context(), ag, rc)
+		// The agent gives up on a slow hook and lets the call run: block
+		// first. The decision still completes its records.
+		done := make(chan hook.Answer, 1)
+		ctx, body, policy := context.WithoutCancel(rc.r.Context()), rc.body, rc.r.URL.Query().Get("policy")
+		go func() { done <- s.hookAnswer(ctx, ag, body, policy) }()
+		var ans hook.Answer
+		select {
+		case ans = <-done:
+		case <-time.After(hookDecisionTimeout):
+			ans = hook.Blocked(hook.EventName(rc.body), fmt.Errorf("no decision within %s", hookDecisionTimeout))
+		}
 		rc.writeRawJSON(http.StatusOK, ag.JSON(ans))
 	}
 }
 
 // hookAnswer decides the event in rc's body; every failure is a block.
-func (s *Server) hookAnswer(ctx context.Context, ag hook.Agent, rc *reqCtx) (ans hook.Answer) {
-	event := hook.EventName(rc.body)
+func (s *Server) hookAnswer(ctx context.Context, ag hook.Agent, body []byte, policyName string) (ans hook.Answer) {
+	event := hook.EventName(body)
 	defer func() {
 		if r := recover(); r != nil {
 			ans = hook.Blocked(event, fmt.Errorf("internal error: %v", r))
 		}
 	}()
-	ev, err := hook.ParseEvent(rc.body)
+	ev, err := hook.ParseEvent(body)
 	if err != nil {
 		return hook.Blocked(event, err)
 	}
@@ -53,7 +67,7 @@ func (s *Server) hookAnswer(ctx context.Context, ag hook.Agent, rc *reqCtx) (ans
 	}
 	fail := func(err error) hook.Answer { return hook.Blocked(ev.HookEventName, err) }
 	cfg := s.sessionConfig()
-	pol, err := s.resolvePolicy(rc.r.URL.Query().Get("policy"), "")
+	pol, err := s.resolvePolicy(policyName, "")
 	if err != nil {
 		return fail(err)
 	}
@@ -78,9 +92,9 @@ func (s *Server) hookAnswer(ctx context.Context, ag hook.Agent, rc *reqCtx) (ans
 	rt := s.sessionRuntime()
 	rt.Tier = hook.AgentTier{}
 	env := &hook.Env{Agent: ag, Runtime: rt, Workspace: s.opts.Workspace, Tripwire: tw, Policy: pol, Guard: g}
-	// The decision is recorded even if the agent hangs up: what was
-	// committed must be complete.
-	return env.Handle(context.WithoutCancel(ctx), st, ev)
+	// ctx does not end when the agent hangs up: what was committed must
+	// be complete.
+	return env.Handle(ctx, st, ev)
 }
 
 // blockHookError answers a failure of a hook route as a block, keeping
