@@ -138,7 +138,7 @@ func TestWriteFileGate(t *testing.T) {
 	e := newEnv(t, "linux")
 	p := mustParse(t, `name = "w"
 path_rules = [
-  { id = "docs-review", glob = "**/docs/**", actions = ["write_file"], decision = "require_approval" },
+  { id = "manual-review", glob = "**/manual/**", actions = ["write_file"], decision = "require_approval" },
   { id = "no-read-keys", glob = "**/*.key", actions = ["read_file"], decision = "deny" },
   { id = "no-lock", glob = "**/*.lock", decision = "deny" },
 ]
@@ -152,8 +152,8 @@ path_rules = [
 		want verdict.Decision
 		code verdict.Code
 	}{
-		{"gated write", wf("docs/guide.md"), verdict.RequireApproval, verdict.PolicyRequiresApproval},
-		{"gated path read", e.rf("docs/guide.md"), verdict.Allow, verdict.OK},
+		{"gated write", wf("manual/guide.md"), verdict.RequireApproval, verdict.PolicyRequiresApproval},
+		{"gated path read", e.rf("manual/guide.md"), verdict.Allow, verdict.OK},
 		{"read rule leaves writes", wf("server.key"), verdict.Allow, verdict.OK},
 		{"rule without actions", wf("go.lock"), verdict.Deny, verdict.PolicyPathRule},
 		{"plain write", wf("main.go"), verdict.Allow, verdict.OK},
@@ -164,7 +164,7 @@ path_rules = [
 			t.Errorf("%s: %s %s (%s); want %s %s", tc.name, v.Decision, v.Code, v.Message, tc.want, tc.code)
 		}
 	}
-	req, ok := p.TriggeredGates(wf("docs/guide.md"), verdict.New(verdict.CheckPolicy, verdict.RequireApproval, verdict.PolicyRequiresApproval, ""))
+	req, ok := p.TriggeredGates(wf("manual/guide.md"), verdict.New(verdict.CheckPolicy, verdict.RequireApproval, verdict.PolicyRequiresApproval, ""))
 	if !ok || len(req.Gates) != 1 {
 		t.Errorf("gates %+v %v; want the default gate", req, ok)
 	}
