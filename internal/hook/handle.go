@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -301,31 +300,16 @@ func ToolOutput(raw json.RawMessage) string {
 		return string(raw)
 	}
 	var b strings.Builder
-	var walk func(any)
-	walk = func(v any) {
-		switch x := v.(type) {
+	walkLeaves(v, func(leaf any) {
+		switch x := leaf.(type) {
+		case nil:
 		case string:
 			b.WriteString(x)
 			b.WriteByte('\n')
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
-		case map[string]any:
-			keys := make([]string, 0, len(x))
-			for k := range x {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			for _, k := range keys {
-				walk(x[k])
-			}
-		case nil:
 		default:
 			fmt.Fprintf(&b, "%v\n", x)
 		}
-	}
-	walk(v)
+	})
 	return b.String()
 }
 

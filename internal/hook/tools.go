@@ -252,30 +252,35 @@ func PatchPaths(patch string) []string {
 // in a stable order.
 func pathArgs(v any) []string {
 	var out []string
-	var walk func(any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case string:
-			if looksLikePath(x) && !slices.Contains(out, x) {
-				out = append(out, x)
-			}
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
-		case map[string]any:
-			keys := make([]string, 0, len(x))
-			for k := range x {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			for _, k := range keys {
-				walk(x[k])
-			}
+	walkLeaves(v, func(leaf any) {
+		if x, ok := leaf.(string); ok && looksLikePath(x) && !slices.Contains(out, x) {
+			out = append(out, x)
 		}
-	}
-	walk(v)
+	})
 	return out
+}
+
+// walkLeaves calls leaf for every value of a decoded JSON value that is
+// not a list or an object, depth first, objects in key order (so the
+// order is stable).
+func walkLeaves(v any, leaf func(any)) {
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			walkLeaves(e, leaf)
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			walkLeaves(x[k], leaf)
+		}
+	default:
+		leaf(x)
+	}
 }
 
 func looksLikePath(s string) bool {
