@@ -125,6 +125,10 @@ type app struct {
 	// the request's policy name was looked up in the client's directory,
 	// never the daemon's (loadPolicy).
 	daemonRequest bool
+	// hookRequest marks a hook's run: its working directory is the
+	// agent's, so neither its .env nor a policy file there is read
+	// (Run, loadPolicy, hook.go).
+	hookRequest bool
 	// hintProgram, when set, is how hints name the program: the client
 	// of an exec request says how its own hints name it.
 	hintProgram string
@@ -175,7 +179,14 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if native.IsLauncher(args) {
 		return native.LauncherMain(args)
 	}
-	look, err := config.OSLookup(".env")
+	// Security: an agent hook runs in the agent's working directory,
+	// which the agent writes: a .env there must not configure the gate
+	// that checks it.
+	dotenv := ".env"
+	if isHookEvent(args) {
+		dotenv = ""
+	}
+	look, err := config.OSLookup(dotenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "ironvise: %v\n", err)
 		return ExitUsage

@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ironvise/ironvise/internal/hook"
 	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/secretpaths"
 	"github.com/ironvise/ironvise/internal/session"
 )
 
@@ -154,9 +157,13 @@ func (a *app) decideHook(ctx context.Context, ag hook.Agent, ev *hook.Event, o h
 	if ws == "" {
 		return fail(errors.New("no workspace: the event has no cwd; pass --workspace DIR"))
 	}
+	a.hookRequest = true
 	r, err := a.loadRules(ws, o.policy, o.policyPin)
 	if err != nil {
 		return fail(unwrapExit(err))
+	}
+	if err := policyOutsideWorkspace(o.policy, r.ws); err != nil {
+		return fail(err)
 	}
 	// One lease owner per agent session: the session outlives this
 	// process, and the next hook process renews its lease.
@@ -191,6 +198,34 @@ func (a *app) decideHook(ctx context.Context, ag hook.Agent, ev *hook.Event, o h
 	defer g.Close()
 	env := &hook.Env{Agent: ag, Runtime: rt, Workspace: r.ws, Tripwire: r.tw, Policy: r.pol, Guard: g}
 	return env.Handle(ctx, st, ev)
+}
+
+// isHookEvent reports whether args run `hook <agent>`: a command that
+// answers an agent's hook event, in the agent's working directory.
+func isHookEvent(args []string) bool {
+	if len(args) < 3 || args[1] != "hook" {
+		return false
+	}
+	_, err := hook.ParseAgent(args[2])
+	return err == nil
+}
+
+// policyOutsideWorkspace refuses a policy file the agent could rewrite.
+func policyOutsideWorkspace(ref, ws string) error {
+	if !strings.ContainsAny(ref, `/`+string(filepath.Separator)) {
+		return nil // a name: the packs and the data directory only (hookRequest)
+	}
+	abs, err := filepath.Abs(ref)
+	if err != nil {
+		return err
+	}
+	if res, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = res
+	}
+	if secretpaths.WithinFold(abs, ws, runtime.GOOS != "linux") {
+		return fmt.Errorf("the policy file %s lies in the workspace %s, which the agent writes: move it out (the data directory's policies/ is protected) or name a shipped pack", abs, ws)
+	}
+	return nil
 }
 
 // unwrapExit is the error inside an exit code, for a block's reason.

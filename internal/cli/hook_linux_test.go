@@ -139,6 +139,7 @@ func TestHooks(t *testing.T) {
 	t.Run("failures block", func(t *testing.T) { testHookFailures(t, newHookEnv(t, bin)) })
 	t.Run("one session under concurrent hooks", func(t *testing.T) { testHookConcurrency(t, newHookEnv(t, bin)) })
 	t.Run("observation abort rule halts", func(t *testing.T) { testHookHalt(t, newHookEnv(t, bin)) })
+	t.Run("the workspace does not configure the gate", func(t *testing.T) { testHookWorkspaceConfig(t, newHookEnv(t, bin)) })
 	t.Run("install and doctor", func(t *testing.T) { testHookInstall(t, newHookEnv(t, bin)) })
 }
 
@@ -434,4 +435,22 @@ func testHookHalt(t *testing.T, h *hookEnv) {
 	if r := h.run(t, nil, nil, "sessions", "--status", "aborted"); !strings.Contains(r.stdout, st.Session) {
 		t.Errorf("the halted session is not aborted:\n%s", r.stdout)
 	}
+}
+
+// testHookWorkspaceConfig: the hook runs in the agent's working directory,
+// which the agent writes. A .env there (read by every other command) and a
+// policy file there must not change what the hook enforces.
+func testHookWorkspaceConfig(t *testing.T, h *hookEnv) {
+	elsewhere := t.TempDir()
+	os.WriteFile(filepath.Join(h.ws, ".env"), []byte("ECTO_DATA_DIR="+elsewhere+"\nGUARD_REQUIRED=false\n"), 0o600)
+	cc := hook.ClaudeCode
+	wantBlock(t, "rm -rf / with a .env", h.hook(t, cc, h.event("dotenv", "PreToolUse", "Bash", map[string]any{"command": "rm -rf /"}, "t1")), "cmd_banned_args")
+	if _, err := os.Stat(filepath.Join(elsewhere, "hooks")); err == nil {
+		t.Error("the hook used the data directory the workspace's .env named")
+	}
+	h.state(t, cc, "dotenv") // in the real data directory
+	// A policy file the agent can rewrite is refused, by path or by name.
+	os.WriteFile(filepath.Join(h.ws, "lax.toml"), []byte("name = \"lax\"\n"), 0o600)
+	wantBlock(t, "policy path in the workspace", h.hook(t, cc, h.event("dotenv", "PreToolUse", "Bash", map[string]any{"command": "ls"}, "t2"), "--policy", filepath.Join(h.ws, "lax.toml")), "lies in the workspace")
+	wantBlock(t, "policy name found in the workspace", h.hook(t, cc, h.event("dotenv", "PreToolUse", "Bash", map[string]any{"command": "ls"}, "t3"), "--policy", "lax"), "policy")
 }
