@@ -135,7 +135,7 @@ func shellQuote(s string) string {
 	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`!*?[]{}()<>|&;#~") {
 		return s
 	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return hook.ShellQuote(s)
 }
 
 // isIronViseHook reports whether a handler's command is an IronVise hook

@@ -154,6 +154,10 @@ func testClaudeCodeHook(t *testing.T, h *hookEnv) {
 	wantBlock(t, "Grep the home", h.hook(t, cc, h.event(sid, "PreToolUse", "Grep", map[string]any{"pattern": "BEGIN", "path": filepath.Join(h.home, ".ssh")}, "toolu_6")), "path_protected")
 	wantBlock(t, "unknown tool", h.hook(t, cc, h.event(sid, "PreToolUse", "Teleport", map[string]any{}, "toolu_7")), "no rule for the tool")
 	wantAllow(t, "Write in the workspace", h.hook(t, cc, h.event(sid, "PreToolUse", "Write", map[string]any{"file_path": filepath.Join(h.ws, "main.go"), "content": "package main\n"}, "toolu_8")))
+	// A shell that an earlier cd moved to the home runs the next command
+	// there: a relative path is checked where it resolves.
+	moved := bytes.Replace(h.event(sid, "PreToolUse", "Bash", map[string]any{"command": "cat .ssh/id_rsa"}, "toolu_6b"), []byte(`"cwd":"`+h.ws+`"`), []byte(`"cwd":"`+h.home+`"`), 1)
+	wantBlock(t, "relative read after a cd", h.hook(t, cc, moved), "path_protected")
 	wantAllow(t, "Glob without a path", h.hook(t, cc, h.event(sid, "PreToolUse", "Glob", map[string]any{"pattern": "**/*.go"}, "toolu_9")))
 
 	// The tool ran; its output carries an injection: the agent is told.
@@ -184,17 +188,17 @@ func testClaudeCodeHook(t *testing.T, h *hookEnv) {
 	}
 
 	st := h.state(t, cc, sid)
-	// Ten steps: the unknown tool is recorded too, as the action IronVise
-	// does not know.
-	if st.Step != 10 || st.Sealed {
-		t.Errorf("state %+v; want 10 steps, running", st)
+	// Eleven steps: the unknown tool is recorded too, as the action
+	// IronVise does not know.
+	if st.Step != 11 || st.Sealed {
+		t.Errorf("state %+v; want 11 steps, running", st)
 	}
 	// The session ends with the agent's: sealed, and it verifies.
 	wantAllow(t, "SessionEnd", h.hook(t, cc, h.event(sid, "SessionEnd", "", nil, "")))
 	if st := h.state(t, cc, sid); !st.Sealed {
 		t.Errorf("state after SessionEnd %+v; want sealed", st)
 	}
-	verifyHookSession(t, h, st.Session, 10)
+	verifyHookSession(t, h, st.Session, 11)
 }
 
 // verifyHookSession checks that the session is sealed, verifies, and

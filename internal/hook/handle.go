@@ -136,7 +136,7 @@ func (a *askApprover) Decide(_ context.Context, req check.ApprovalRequest) check
 }
 
 func (e *Env) preToolUse(ctx context.Context, l *Locked, ev *Event) (Answer, error) {
-	m, err := Tools(e.Agent, ev)
+	m, err := Tools(e.Agent, ev, e.Workspace)
 	if err != nil {
 		return Answer{}, err
 	}

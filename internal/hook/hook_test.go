@@ -43,7 +43,7 @@ func TestParseEvent(t *testing.T) {
 func mapped(t *testing.T, a Agent, tool string, input any) *Mapping {
 	t.Helper()
 	b, _ := json.Marshal(input)
-	m, err := Tools(a, &Event{SessionID: "s", Cwd: "/w", HookEventName: EventPreToolUse, ToolName: tool, ToolInput: b})
+	m, err := Tools(a, &Event{SessionID: "s", Cwd: "/w", HookEventName: EventPreToolUse, ToolName: tool, ToolInput: b}, "/w")
 	if err != nil {
 		t.Fatalf("%s: %v", tool, err)
 	}
@@ -121,9 +121,21 @@ func TestToolsMapping(t *testing.T) {
 		{"apply_patch", `{"command":"no files here"}`},
 		{"mcp__broken", `{}`},
 	} {
-		if _, err := Tools(ClaudeCode, &Event{Cwd: "/w", ToolName: c.tool, ToolInput: json.RawMessage(c.input)}); err == nil {
+		if _, err := Tools(ClaudeCode, &Event{Cwd: "/w", ToolName: c.tool, ToolInput: json.RawMessage(c.input)}, "/w"); err == nil {
 			t.Errorf("%s %s: mapped; want an error (blocked)", c.tool, c.input)
 		}
+	}
+}
+
+// TestBashCwd: a shell that an earlier cd moved out of the workspace runs
+// the next command there; the intent says so.
+func TestBashCwd(t *testing.T) {
+	m, err := Tools(ClaudeCode, &Event{Cwd: "/home/me/it's", ToolName: "Bash", ToolInput: json.RawMessage(`{"command":"cat .ssh/id_rsa"}`)}, "/w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := intentOf(t, m.Proposals[0]).Command; got != `cd '/home/me/it'\''s' && cat .ssh/id_rsa` {
+		t.Errorf("command %q", got)
 	}
 }
 

@@ -38,10 +38,11 @@ type Mapping struct {
 	Unknown string
 }
 
-// Tools maps a tool call of agent a to intents. An error means the tool
-// input is not what the agent documents for the tool (a missing or
-// mistyped field): the call is blocked.
-func Tools(a Agent, ev *Event) (*Mapping, error) {
+// Tools maps a tool call of agent a to intents, for a session whose
+// workspace is workspace. An error means the tool input is not what the
+// agent documents for the tool (a missing or mistyped field): the call is
+// blocked.
+func Tools(a Agent, ev *Event, workspace string) (*Mapping, error) {
 	in := map[string]any{}
 	if len(ev.ToolInput) > 0 && string(ev.ToolInput) != "null" {
 		if err := json.Unmarshal(ev.ToolInput, &in); err != nil {
@@ -57,6 +58,13 @@ func Tools(a Agent, ev *Event) (*Mapping, error) {
 		cmd, err := b.str("command", true)
 		if err != nil {
 			return nil, err
+		}
+		// The agent's shell runs in the event's cwd, which a cd of an
+		// earlier call may have moved out of the workspace: the command
+		// is checked (and recorded) as run from there, so that a relative
+		// path is resolved where the shell resolves it.
+		if ev.Cwd != "" && filepath.Clean(ev.Cwd) != filepath.Clean(workspace) {
+			cmd = "cd " + ShellQuote(ev.Cwd) + " && " + cmd
 		}
 		b.add(intent.RunCommand, map[string]any{"command": cmd}, cmd)
 	case name == "Read" || name == "LS":
@@ -281,6 +289,11 @@ func walkLeaves(v any, leaf func(any)) {
 	default:
 		leaf(x)
 	}
+}
+
+// ShellQuote quotes s as one POSIX shell word.
+func ShellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func looksLikePath(s string) bool {
