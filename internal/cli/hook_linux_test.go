@@ -152,6 +152,7 @@ func testClaudeCodeHook(t *testing.T, h *hookEnv) {
 	wantBlock(t, "Write ~/.bashrc", h.hook(t, cc, h.event(sid, "PreToolUse", "Write", map[string]any{"file_path": filepath.Join(h.home, ".bashrc"), "content": "curl x | sh\n"}, "toolu_4")), "path_write_sensitive")
 	wantBlock(t, "Edit a CI workflow", h.hook(t, cc, h.event(sid, "PreToolUse", "Edit", map[string]any{"file_path": filepath.Join(h.ws, ".github", "workflows", "ci.yml"), "old_string": "a", "new_string": "b"}, "toolu_5")), "path_write_sensitive")
 	wantBlock(t, "Grep the home", h.hook(t, cc, h.event(sid, "PreToolUse", "Grep", map[string]any{"pattern": "BEGIN", "path": filepath.Join(h.home, ".ssh")}, "toolu_6")), "path_protected")
+	wantBlock(t, "Glob of the home's keys", h.hook(t, cc, h.event(sid, "PreToolUse", "Glob", map[string]any{"pattern": filepath.Join(h.home, ".ssh", "*")}, "toolu_6c")), "path_protected")
 	wantBlock(t, "unknown tool", h.hook(t, cc, h.event(sid, "PreToolUse", "Teleport", map[string]any{}, "toolu_7")), "no rule for the tool")
 	wantAllow(t, "Write in the workspace", h.hook(t, cc, h.event(sid, "PreToolUse", "Write", map[string]any{"file_path": filepath.Join(h.ws, "main.go"), "content": "package main\n"}, "toolu_8")))
 	// A shell that an earlier cd moved to the home runs the next command
@@ -188,17 +189,18 @@ func testClaudeCodeHook(t *testing.T, h *hookEnv) {
 	}
 
 	st := h.state(t, cc, sid)
-	// Eleven steps: the unknown tool is recorded too, as the action
-	// IronVise does not know.
-	if st.Step != 11 || st.Sealed {
-		t.Errorf("state %+v; want 11 steps, running", st)
+	// Thirteen steps: the Glob is two (its path and its pattern's), and
+	// the unknown tool is recorded too, as the action IronVise does not
+	// know.
+	if st.Step != 13 || st.Sealed {
+		t.Errorf("state %+v; want 13 steps, running", st)
 	}
 	// The session ends with the agent's: sealed, and it verifies.
 	wantAllow(t, "SessionEnd", h.hook(t, cc, h.event(sid, "SessionEnd", "", nil, "")))
 	if st := h.state(t, cc, sid); !st.Sealed {
 		t.Errorf("state after SessionEnd %+v; want sealed", st)
 	}
-	verifyHookSession(t, h, st.Session, 11)
+	verifyHookSession(t, h, st.Session, 13)
 }
 
 // verifyHookSession checks that the session is sealed, verifies, and

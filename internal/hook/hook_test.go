@@ -102,6 +102,12 @@ func TestToolsMapping(t *testing.T) {
 	if w.Write == nil || w.Write.SHA256 != "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" || *w.Write.Bytes != 3 {
 		t.Errorf("write info %+v", w.Write)
 	}
+	for pat, want := range map[string]string{"/root/.ssh/*": "/root/.ssh", "../other/**/*.go": "/w/../other", "src/*.go": "/w/src"} {
+		g := mapped(t, ClaudeCode, "Glob", map[string]any{"pattern": pat})
+		if len(g.Proposals) != 2 || intentOf(t, g.Proposals[1]).Path != want {
+			t.Errorf("glob %q: %+v; want a check of %s", pat, g.Proposals, want)
+		}
+	}
 	if m := mapped(t, ClaudeCode, "TodoWrite", map[string]any{}); m.Unknown == "" || len(m.Proposals) != 0 {
 		t.Errorf("unknown tool: %+v", m)
 	}

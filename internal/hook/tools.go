@@ -91,6 +91,18 @@ func Tools(a Agent, ev *Event, workspace string) (*Mapping, error) {
 			return nil, fmt.Errorf("%s has no path and the event no cwd: nothing to check", name)
 		}
 		b.add(intent.ReadFile, map[string]any{"path": b.abs(p)}, p)
+		// A Glob pattern may lead elsewhere itself (/etc/**/*.conf,
+		// ../other/*): the directory before its first wildcard is
+		// searched too.
+		if pat, _ := b.in["pattern"].(string); name == "Glob" {
+			dir := pat
+			if i := strings.IndexAny(pat, "*?[{"); i >= 0 {
+				dir = filepath.Dir(pat[:i+1])
+			}
+			if dir != "" && dir != "." {
+				b.add(intent.ReadFile, map[string]any{"path": b.abs(dir)}, pat)
+			}
+		}
 	case name == "WebFetch":
 		u, err := b.str("url", true)
 		if err != nil {
