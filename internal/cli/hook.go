@@ -50,6 +50,11 @@ recorded; the agent is told when it holds a prompt injection.
 Every failure blocks: a payload that is not JSON, a missing tool name, a locked
 or unwritable ledger, a timeout. See docs/integrations.md#hooks.`,
 		Args: cobra.NoArgs,
+		// A settings entry that names no agent must not pass as "go on":
+		// help with exit 0 would let every call run.
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return exitCode(ExitUsage, fmt.Errorf("name the agent: %s hook claude-code|codex (or install, doctor)", a.program()))
+		},
 	}
 	for _, ag := range hook.Agents {
 		cmd.AddCommand(a.hookAgentCommand(ag))

@@ -280,6 +280,13 @@ func testHookFailures(t *testing.T, h *hookEnv) {
 	wantBlock(t, "command not a string", h.hook(t, cc, h.event("s-fail", "PreToolUse", "Bash", map[string]any{"command": []string{"rm", "-rf", "/"}}, "t")), "not a string")
 	big := bytes.Repeat([]byte("a"), hook.MaxEventBytes+1)
 	wantBlock(t, "oversize", h.hook(t, cc, big), "larger than")
+	// A settings entry that lost its agent name is not a silent allow.
+	if r := h.run(t, good, nil, "hook"); r.code != hook.ExitBlock {
+		t.Errorf("hook without an agent: exit %d; want 2", r.code)
+	}
+	if r := h.run(t, good, nil, "hook", "claude"); r.code != hook.ExitBlock {
+		t.Errorf("hook with a misspelled agent: exit %d; want 2", r.code)
+	}
 
 	// The data directory cannot be written (a file stands where it
 	// should be): the call is blocked, not let through.
