@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ironvise/ironvise/internal/intent"
 )
@@ -204,5 +205,28 @@ func TestToolOutput(t *testing.T) {
 	}
 	if ToolOutput(json.RawMessage(`"plain"`)) != "plain\n" || ToolOutput(nil) != "" {
 		t.Error("string output")
+	}
+}
+
+// TestHandlePanicBlocks: a panic while deciding (here, an Env without a
+// ledger) is a block, never an allow, and the state lock is usable after.
+func TestHandlePanicBlocks(t *testing.T) {
+	dir := t.TempDir()
+	l, err := Lock(dir, ClaudeCode, "s", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ev := &Event{SessionID: "s", Cwd: "/w", HookEventName: EventPreToolUse, ToolName: "Bash", ToolInput: json.RawMessage(`{"command":"ls"}`)}
+	ans := (&Env{Agent: ClaudeCode, Workspace: "/w"}).Handle(t.Context(), l, ev)
+	if ans.Decision != Deny || !strings.Contains(ans.Reason, "internal error") {
+		t.Fatalf("answer %+v; want a block for the internal error", ans)
+	}
+	if _, _, code := ClaudeCode.Command(ans); code != ExitBlock {
+		t.Errorf("exit %d; want 2", code)
+	}
+	// A second process waits for the lock, then gives up with a block.
+	if _, err := Lock(dir, ClaudeCode, "s", 50*time.Millisecond); err == nil || !strings.Contains(err.Error(), "held it") {
+		t.Errorf("second lock: %v; want a timeout", err)
 	}
 }
