@@ -48,6 +48,11 @@ type actionEvent struct {
 	IntentID string         `json:"intent_id"`
 	Name     string         `json:"name"`
 	Params   map[string]any `json:"params"`
+	// ExecutedBy is "agent" for a delegated step (delegated.go): the
+	// agent, not IronVise, runs the action, so nothing observed of it is
+	// evidence of an IronVise run (ledger.ExecutedObservation) and it is
+	// not counted as executed (evidence.ActionExecuted).
+	ExecutedBy string `json:"executed_by,omitempty"`
 }
 
 type observationEvent struct {

@@ -224,6 +224,13 @@ type LLMCall struct {
 }
 
 func (s *Session) step(ctx context.Context, step int, raw string, src Source, call *LLMCall) (*StepResult, error) {
+	return s.runStep(ctx, step, raw, src, call, false)
+}
+
+// runStep is step; delegated steps are checked, recorded and committed but
+// never executed: the agent that proposed the intent runs it itself once
+// the answer allows it (Decide).
+func (s *Session) runStep(ctx context.Context, step int, raw string, src Source, call *LLMCall, delegated bool) (*StepResult, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	res := &StepResult{Step: step, IntentID: uuid.NewString()}
@@ -240,6 +247,9 @@ func (s *Session) step(ctx context.Context, step int, raw string, src Source, ca
 		Tripwire: s.cfg.Tripwire, Policy: check.PolicyCheck(s.cfg.Policy),
 		Guard: s.cfg.Guard, GuardDisabled: s.cfg.GuardDisabled, Approver: s.cfg.Approver,
 		Observations: ledgerObservations{ctx: rctx, l: s.env.Ledger, session: s.ID, timeout: s.env.writeTimeout()}, Sink: rec,
+		// IronVise executes no writes: only an agent that runs its own
+		// tools may propose write_file.
+		NoWrite: !delegated,
 	}
 	cr := p.Run(ctx, check.Input{SessionID: s.ID.String(), Step: step, Goal: s.Goal, Raw: raw, SessionFlags: s.flags})
 	res.Check = cr
@@ -269,13 +279,20 @@ func (s *Session) step(ctx context.Context, step int, raw string, src Source, ca
 		if err != nil {
 			return nil, err
 		}
-		return actionEvent{Step: step, IntentSeq: seq, IntentID: res.IntentID, Name: string(in.Action), Params: in.Params()}, nil
+		ev := actionEvent{Step: step, IntentSeq: seq, IntentID: res.IntentID, Name: string(in.Action), Params: in.Params()}
+		if delegated {
+			ev.ExecutedBy = ExecutedByAgent
+		}
+		return ev, nil
 	}, func(ev ledger.Event) { res.Committed, res.ActionSeq = true, ev.Seq })
 	if _, err := s.flush(rctx); err != nil {
 		return res, fmt.Errorf("commit step %d: %w", step, err)
 	}
 	if in.Action == intent.Complete {
 		res.Completed = true
+		return res, nil
+	}
+	if delegated {
 		return res, nil
 	}
 	text, err := s.execute(ctx, rctx, res, in)

@@ -154,6 +154,9 @@ type Pipeline struct {
 	Approver     Approver
 	// Observations resolves findings evidence for complete.
 	Observations intent.Observations
+	// NoWrite makes the schema check refuse write_file: set it where
+	// IronVise itself would have to execute the intent (intent.Options).
+	NoWrite bool
 	// Sink, when set, receives every record as it happens.
 	Sink Sink
 	// Now defaults to time.Now; tests pin it.
@@ -212,7 +215,7 @@ func (p *Pipeline) Run(ctx context.Context, in Input) *Result {
 	// [1] schema
 	var parsed *intent.Intent
 	if !p.stepThen(ctx, res, verdict.CheckSchema, 0, func() verdict.Verdict {
-		in, err := intent.Parse(in.Raw, intent.Options{MinJustification: minJustify, Observations: p.Observations})
+		in, err := intent.Parse(in.Raw, intent.Options{MinJustification: minJustify, Observations: p.Observations, NoWrite: p.NoWrite})
 		if err != nil {
 			var e *intent.Error
 			if errors.As(err, &e) {

@@ -103,7 +103,7 @@ func TestPipelineOrderAndFirstDenyStops(t *testing.T) {
 			[]verdict.Check{"schema", "policy", "tripwire", "guard"}, verdict.GuardAllow, true},
 		{"guard disabled skips", &Pipeline{Tripwire: tw, GuardDisabled: "--no-guard"}, rcLS,
 			[]verdict.Check{"schema", "policy", "tripwire", "guard"}, verdict.GuardDisabled, true},
-		{"schema deny stops", &Pipeline{Tripwire: tw, Guard: guardAllow}, `{"action":"write_file"}`,
+		{"schema deny stops", &Pipeline{Tripwire: tw, Guard: guardAllow}, `{"action":"delete_file"}`,
 			[]verdict.Check{"schema"}, verdict.SchemaUnknownAction, false},
 		{"tripwire deny stops", &Pipeline{Tripwire: tw, Guard: guardAllow}, `{"action":"run_command","params":{"command":"sudo ls"},"justification":"valid reason"}`,
 			[]verdict.Check{"schema", "policy", "tripwire"}, verdict.CmdBannedProgram, false},

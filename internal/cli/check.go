@@ -46,7 +46,9 @@ goes to stderr; with --require-guard, or an explicit GUARD_REQUIRED=true, the
 intent is denied (exit 1) whenever no guard can run.
 
 Use it as a pre-execution hook for any agent: pipe the tool call in, run the
-tool only on exit code 0.`,
+tool only on exit code 0. For Claude Code and Codex use 'ironvise hook'
+instead: it reads their hook events and blocks the way they understand (exit
+code 2; exit code 1 lets the call run).`,
 		Example: `  echo '{"action":"run_command","params":{"command":"ls -la"},"justification":"list files"}' | ironvise check
   echo '{"action":"read_file","params":{"path":"../../etc/passwd"},"justification":"read it"}' | ironvise check --workspace ./project
   ironvise check --policy soc2-audit < intent.json`,

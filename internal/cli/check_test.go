@@ -43,7 +43,9 @@ func TestCheckCommand(t *testing.T) {
 	}{
 		{"allow", `{"action":"run_command","params":{"command":"ls -la"},"justification":"list files"}`, 0, "guard", "guard_not_configured"},
 		{"tripwire deny", `{"action":"run_command","params":{"command":"sudo ls"},"justification":"list files"}`, 1, "tripwire", "cmd_banned_program"},
-		{"schema deny", `{"action":"write_file"}`, 1, "schema", "schema_unknown_action"},
+		{"schema deny", `{"action":"delete_file"}`, 1, "schema", "schema_unknown_action"},
+		// check runs nothing, so it checks an agent's write like any intent.
+		{"write_file outside the workspace", `{"action":"write_file","params":{"path":"/etc/cron.d/x"},"justification":"add a cron job"}`, 1, "tripwire", "path_outside_roots"},
 		{"path escape", `{"action":"read_file","params":{"path":"../../etc/passwd"},"justification":"read it"}`, 1, "tripwire", "path_traversal"},
 		{"malformed JSON", `{"action":`, 1, "schema", "schema_not_json"},
 		{"invalid UTF-8", "{\"action\":\"complete\",\"reasoning\":\"\xff\"}", 1, "schema", "schema_invalid_string"},

@@ -125,6 +125,10 @@ type app struct {
 	// the request's policy name was looked up in the client's directory,
 	// never the daemon's (loadPolicy).
 	daemonRequest bool
+	// hookRequest marks a hook's run: its working directory is the
+	// agent's, so neither its .env nor a policy file there is read
+	// (Run, loadPolicy, hook.go).
+	hookRequest bool
 	// hintProgram, when set, is how hints name the program: the client
 	// of an exec request says how its own hints name it.
 	hintProgram string
@@ -139,6 +143,10 @@ type app struct {
 // write of a step; zero fields keep the defaults.
 type ledgerTiming struct {
 	lease, write time.Duration
+	// owner, when set, is the ledger's lease owner id: a hook's session
+	// outlives each hook process, so its processes share one owner
+	// (hook.go).
+	owner string
 }
 
 // config loads and validates the environment once per run.
@@ -171,7 +179,14 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if native.IsLauncher(args) {
 		return native.LauncherMain(args)
 	}
-	look, err := config.OSLookup(".env")
+	// Security: an agent hook runs in the agent's working directory,
+	// which the agent writes: a .env there must not configure the gate
+	// that checks it.
+	dotenv := ".env"
+	if isHookEvent(args) {
+		dotenv = ""
+	}
+	look, err := config.OSLookup(dotenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "ironvise: %v\n", err)
 		return ExitUsage
@@ -261,6 +276,7 @@ recorded in a signed, hash-chained ledger that an auditor can verify offline.`,
 		a.checkpointCommand(),
 		a.guardWorkerCommand(),
 		a.serveCommand(),
+		a.hookCommand(),
 	)
 	markCommandErrors(root)
 	return root

@@ -21,7 +21,7 @@ func (a *app) loadPolicy(cfg *config.Config, ref, pin string) (*policy.Policy, *
 		}
 		return nil, nil, nil
 	}
-	p, err := policy.Load(ref, policy.Options{DataDir: cfg.DataDir, SHA256: pin, NoWorkingDir: a.daemonRequest})
+	p, err := policy.Load(ref, policy.Options{DataDir: cfg.DataDir, SHA256: pin, NoWorkingDir: a.daemonRequest || a.hookRequest})
 	if err != nil {
 		if !errors.Is(err, policy.ErrNotFound) && !errors.Is(err, policy.ErrAmbiguous) {
 			// The file was found and does not load: the error quotes its

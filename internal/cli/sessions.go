@@ -29,6 +29,7 @@ func (a *app) openLedger() (*ledger.Ledger, error) {
 		CheckpointEvents:   lc.CheckpointEvents,
 		CheckpointInterval: time.Duration(lc.CheckpointSecs) * time.Second,
 		LeaseDuration:      a.timing.lease,
+		OwnerID:            a.timing.owner,
 		// Every checkpoint also goes to the SIEM, so a copy of each tree
 		// head lives outside the operator's database (evidence.md).
 		OnCheckpoint: func(_ ledger.Checkpoint, record ledger.Event) {

@@ -140,7 +140,7 @@ func gitlabIssues(r *Report) []gitlabIssue {
 	}
 	for _, d := range r.Denials {
 		file := r.Session.ID + ".elc"
-		if d.Action == "read_file" && d.Target != "" {
+		if (d.Action == "read_file" || d.Action == actionWriteFile) && d.Target != "" {
 			file = d.Target
 		}
 		desc := "Denied by " + d.Check + " (" + d.Code + "): " + d.Message

@@ -17,6 +17,7 @@ import (
 const (
 	actionComplete   = "complete"
 	actionRunCommand = "run_command"
+	actionWriteFile  = "write_file"
 	sandboxAborted   = "aborted"
 )
 
@@ -33,6 +34,9 @@ func ActionExecuted(action, sandboxStatus string, deniedAtExecution bool) bool {
 		return false
 	case actionRunCommand:
 		return sandboxStatus != "" && sandboxStatus != sandboxAborted
+	case actionWriteFile:
+		// IronVise never writes: an allowed write_file is the agent's.
+		return false
 	}
 	return !deniedAtExecution
 }
@@ -51,6 +55,9 @@ type Action struct {
 	Verdict string `json:"verdict"`
 	// Executed is ActionExecuted's answer; Summary.Executed counts them.
 	Executed bool `json:"executed"`
+	// ExecutedBy is "agent" for an action an agent hook allowed and the
+	// agent ran itself (never counted as executed).
+	ExecutedBy string `json:"executed_by,omitempty"`
 	// Run is how a run_command ended (empty for the actions IronVise
 	// runs itself, or when no sandbox_result was recorded).
 	Run
@@ -121,6 +128,8 @@ func committedActions(evs []ledger.Event) []Action {
 			IntentID  string         `json:"intent_id"`
 			Name      string         `json:"name"`
 			Params    map[string]any `json:"params"`
+			// ExecutedBy is "agent" when an agent hook's agent ran it.
+			ExecutedBy string `json:"executed_by"`
 		}
 		if json.Unmarshal(ev.Payload, &a) != nil || a.Name == actionComplete {
 			continue
@@ -141,6 +150,11 @@ func committedActions(evs []ledger.Event) []Action {
 			act.Run = r.Run
 		}
 		act.Executed = ActionExecuted(a.Name, act.Status, deniedAtExec[a.IntentID])
+		if a.ExecutedBy != "" {
+			// Allowed by the checks and run by the agent itself: IronVise
+			// executed nothing, whatever the action.
+			act.Executed, act.ExecutedBy = false, a.ExecutedBy
+		}
 		out = append(out, act)
 	}
 	return out

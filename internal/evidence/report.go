@@ -121,7 +121,7 @@ type Location struct {
 
 // Path returns the file a location points into: the read_file path, or "".
 func (l Location) Path() string {
-	if l.Action == "read_file" {
+	if l.Action == "read_file" || l.Action == actionWriteFile {
 		return l.Target
 	}
 	return ""

@@ -209,7 +209,7 @@ func sarifLog(r *Report) *sarifDoc {
 			Properties:           sarifRuleProperty{Tags: []string{"security", "ironvise", "denial", d.Check}},
 		})
 		file := ""
-		if d.Action == "read_file" {
+		if d.Action == "read_file" || d.Action == actionWriteFile {
 			file = d.Target
 		}
 		text := "Denied by " + d.Check + ": " + d.Code + ": " + d.Message

@@ -33,7 +33,7 @@ import (
 	"strings"
 )
 
-// Action is one of the four closed actions.
+// Action is one of the closed actions.
 type Action string
 
 // The actions of docs/design/checks.md#intent-model. The set is closed.
@@ -42,12 +42,18 @@ const (
 	ReadFile   Action = "read_file"
 	HTTPGet    Action = "http_get"
 	Complete   Action = "complete"
+	// WriteFile is a file write or edit that an agent proposes and runs
+	// itself once allowed (an agent hook's Write, Edit or apply_patch).
+	// IronVise never executes it: its sessions' workspaces are read-only
+	// in the sandbox, so a session that executes its intents refuses it
+	// (Options.NoWrite).
+	WriteFile Action = "write_file"
 )
 
 // Actions lists the actions in their documented order.
-var Actions = []Action{RunCommand, ReadFile, HTTPGet, Complete}
+var Actions = []Action{RunCommand, ReadFile, HTTPGet, Complete, WriteFile}
 
-// Known reports whether a is one of the four actions.
+// Known reports whether a is one of the actions.
 func (a Action) Known() bool { return slices.Contains(Actions, a) }
 
 // Severity of a finding.
@@ -82,17 +88,31 @@ const (
 	MaxRecommendationRunes = 4000
 	MaxEvidenceRefs        = 20
 	MaxQuoteRunes          = 1000
+	// MaxContentBytes bounds write_file's content_bytes: what a write may
+	// claim to put in a file (1 GiB), so that the number stays exact in
+	// every JSON reader.
+	MaxContentBytes = 1 << 30
 )
 
 // Intent is one parsed, schema-valid proposal.
 type Intent struct {
-	Action        Action
-	Command       string    // run_command
-	Path          string    // read_file
-	URL           string    // http_get
-	Findings      []Finding // complete
+	Action   Action
+	Command  string    // run_command
+	Path     string    // read_file, write_file
+	URL      string    // http_get
+	Findings []Finding // complete
+	// Write describes write_file's content without holding it: the
+	// content never enters an intent, so no record can leak it.
+	Write         *WriteInfo
 	Justification string
 	Reasoning     string
+}
+
+// WriteInfo is what write_file records of the content written: its
+// SHA-256 (lowercase hex) and size, each optional.
+type WriteInfo struct {
+	SHA256 string
+	Bytes  *int64
 }
 
 // Finding is one result reported with the complete action.
@@ -113,6 +133,17 @@ func (in *Intent) Params() map[string]any {
 		return map[string]any{"command": in.Command}
 	case ReadFile:
 		return map[string]any{"path": in.Path}
+	case WriteFile:
+		m := map[string]any{"path": in.Path}
+		if w := in.Write; w != nil {
+			if w.SHA256 != "" {
+				m["content_sha256"] = w.SHA256
+			}
+			if w.Bytes != nil {
+				m["content_bytes"] = *w.Bytes
+			}
+		}
+		return m
 	case HTTPGet:
 		return map[string]any{"url": in.URL}
 	case Complete:
@@ -131,7 +162,7 @@ func (in *Intent) Target() string {
 	switch in.Action {
 	case RunCommand:
 		return in.Command
-	case ReadFile:
+	case ReadFile, WriteFile:
 		return in.Path
 	case HTTPGet:
 		return in.URL

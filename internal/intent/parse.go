@@ -43,6 +43,9 @@ type Options struct {
 	// Observations resolves findings evidence. Nil means the session has
 	// no observations, so any cited sequence is unverified.
 	Observations Observations
+	// NoWrite refuses write_file: a session whose intents IronVise
+	// executes cannot run a write (the agent loop, the API's intents).
+	NoWrite bool
 	// ShapeOnly stops after the justification
 	// (docs/design/checks.md#schema-check steps 2–7), as the output scanner's
 	// strict-schema pass requires.
@@ -56,6 +59,7 @@ var paramKeys = map[Action][]string{
 	ReadFile:   {"path"},
 	HTTPGet:    {"url"},
 	Complete:   {"findings"},
+	WriteFile:  {"path", "content_sha256", "content_bytes"},
 }
 
 var findingKeys = []string{"severity", "title", "evidence", "recommendation", "evidence_sequence", "evidence_quotes"}
@@ -121,6 +125,9 @@ func parse(raw string, opt Options) (*Intent, *Error) {
 	if !in.Action.Known() {
 		return nil, &Error{verdict.SchemaUnknownAction, "$.action", fmt.Sprintf("unknown action %q (allowed: %s)", action, joinActions())}
 	}
+	if in.Action == WriteFile && opt.NoWrite {
+		return nil, &Error{verdict.SchemaUnknownAction, "$.action", "write_file is not executed here: IronVise runs no writes itself (the workspace is read-only in the sandbox); write under $TMPDIR with run_command, or let an agent hook check the agent's own writes"}
+	}
 	// (6) params.
 	if params == nil {
 		params = &strictjson.Node{Kind: strictjson.Object}
@@ -170,6 +177,11 @@ func parseParams(in *Intent, params *strictjson.Node) *Error {
 		in.Command, e = requiredString(params, "command", MaxCommandBytes)
 	case ReadFile:
 		in.Path, e = requiredString(params, "path", MaxPathBytes)
+	case WriteFile:
+		in.Path, e = requiredString(params, "path", MaxPathBytes)
+		if e == nil {
+			in.Write, e = parseWriteInfo(params)
+		}
 	case HTTPGet:
 		in.URL, e = requiredString(params, "url", MaxURLBytes)
 		if e == nil {
@@ -185,6 +197,48 @@ func parseParams(in *Intent, params *strictjson.Node) *Error {
 		}
 	}
 	return e
+}
+
+// parseWriteInfo reads write_file's optional content_sha256 (64 lowercase
+// hex digits) and content_bytes (an integer from 0 to MaxContentBytes).
+func parseWriteInfo(params *strictjson.Node) (*WriteInfo, *Error) {
+	w := &WriteInfo{}
+	if n := params.Get("content_sha256"); n != nil {
+		s, e := stringField(n, "$.params.content_sha256", 0, 64)
+		if e != nil {
+			return nil, e
+		}
+		if !isLowerHex(s, 64) {
+			return nil, &Error{verdict.SchemaInvalidString, "$.params.content_sha256", "must be 64 lowercase hex digits (the SHA-256 of the content, never the content itself)"}
+		}
+		w.SHA256 = s
+	}
+	if n := params.Get("content_bytes"); n != nil {
+		if n.Kind != strictjson.Number {
+			return nil, typeError("$.params.content_bytes", "integer", n)
+		}
+		v, err := strconv.ParseInt(string(n.Num), 10, 64)
+		if err != nil || v < 0 || v > MaxContentBytes {
+			return nil, &Error{verdict.SchemaInvalidString, "$.params.content_bytes", fmt.Sprintf("must be an integer from 0 to %d, got %s", MaxContentBytes, n.Num)}
+		}
+		w.Bytes = &v
+	}
+	if w.SHA256 == "" && w.Bytes == nil {
+		return nil, nil
+	}
+	return w, nil
+}
+
+func isLowerHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // requiredString reads a required, non-empty string param limited in bytes.

@@ -44,7 +44,7 @@ func TestParseSpecCases(t *testing.T) {
 		{"2 params is string", `{"action":"run_command","params":"ls","justification":"list files"}`, verdict.SchemaType, `$.params: expected object, got string`},
 		{"2 justification null", `{"action":"read_file","params":{"path":"a"},"justification":null}`, verdict.SchemaType, `$.justification: expected string, got null`},
 		// #3
-		{"3 unknown action", `{"action":"write_file","params":{"path":"a"},"justification":"write it"}`, verdict.SchemaUnknownAction, `$.action: unknown action "write_file" (allowed: run_command, read_file, http_get, complete)`},
+		{"3 unknown action", `{"action":"delete_file","params":{"path":"a"},"justification":"delete it"}`, verdict.SchemaUnknownAction, `$.action: unknown action "delete_file" (allowed: run_command, read_file, http_get, complete, write_file)`},
 		{"3 short justification", `{"action":"read_file","params":{"path":"a"},"justification":"ok"}`, verdict.SchemaJustificationShort, `$.justification: must be at least 5 visible characters (got 2; spaces, control, zero-width and bidi characters do not count)`},
 		// #4
 		{"4 complete without justification", `{"action":"complete"}`, "", ""},

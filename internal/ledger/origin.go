@@ -66,6 +66,10 @@ func (l *Ledger) AppendClient(ctx context.Context, session uuid.UUID, typ string
 	return evs[0], nil
 }
 
+// ExecutedByAgent is an action's executed_by when the agent that proposed
+// it runs it itself (an agent hook): IronVise only checked it.
+const ExecutedByAgent = "agent"
+
 // Executing actions: the action names whose commit runs something that
 // IronVise then observes. complete executes nothing.
 var executingActions = map[string]bool{"run_command": true, "read_file": true, "http_get": true}
@@ -80,10 +84,11 @@ type observationBinding struct {
 }
 
 type actionBinding struct {
-	Step      *int    `json:"step"`
-	Name      string  `json:"name"`
-	IntentSeq *uint64 `json:"intent_seq"`
-	IntentID  *string `json:"intent_id"`
+	Step       *int    `json:"step"`
+	Name       string  `json:"name"`
+	ExecutedBy string  `json:"executed_by"`
+	IntentSeq  *uint64 `json:"intent_seq"`
+	IntentID   *string `json:"intent_id"`
 }
 
 // ExecutedObservation decides whether the event at seq may serve as
@@ -159,6 +164,9 @@ func ExecutedObservation(span []Event, seq uint64) (content, problem string) {
 	}
 	if ab.IntentSeq == nil || *ab.IntentSeq >= a.Seq {
 		return "", fmt.Sprintf("action %d was not committed by IronVise's checks (it names no proposed intent)", a.Seq)
+	}
+	if ab.ExecutedBy != "" {
+		return "", fmt.Sprintf("action %d was run by the %s (an agent hook's step), not by IronVise: what it returned is not evidence of an IronVise run", a.Seq, ab.ExecutedBy)
 	}
 	if !executingActions[ab.Name] {
 		return "", fmt.Sprintf("action %d is %q, which executes nothing IronVise could observe", a.Seq, ab.Name)

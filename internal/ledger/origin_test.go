@@ -54,6 +54,9 @@ func TestExecutedObservation(t *testing.T) {
 		{"legacy run_command without a run", chain([2]string{"intent_proposed", lIntent}, [2]string{"action", lRunCmd}, [2]string{"observation", strings.Replace(lObs, "11", "11", 1)}), 12, "has no sandbox_result"},
 		{"unknown origin", chain([2]string{"observation", `{"content":"x","event_origin":"someone","type":"observation"}`}), 10, "unknown origin"},
 		{"action outside the span", []Event{{Seq: 12, Type: "observation", Payload: []byte(obsRead)}}, 12, "not in the chain"},
+		// An agent hook's read: IronVise checked it, the agent ran it.
+		{"read_file the agent ran", chain([2]string{"intent_proposed", intent}, [2]string{"action", strings.Replace(readFile, `"name"`, `"executed_by":"agent","name"`, 1)}, [2]string{"observation", obsRead}), 12, "not by IronVise"},
+		{"write_file", chain([2]string{"intent_proposed", intent}, [2]string{"action", `{"event_origin":"ironvise","intent_seq":10,"name":"write_file","params":{"path":"a"},"step":2,"type":"action"}`}, [2]string{"observation", obsRead}), 12, "executes nothing"},
 		{"step mismatch", chain([2]string{"intent_proposed", intent}, [2]string{"action", readFile}, [2]string{"observation", strings.Replace(obsRead, `"step":2`, `"step":3`, 1)}), 12, "of step"},
 	}
 	for _, tc := range cases {

@@ -95,7 +95,7 @@ var (
 	gateIDPattern  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`) })
 	labelPattern   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9_]{1,64}$`) })
 	decisions      = []verdict.Decision{verdict.Allow, verdict.Deny, verdict.RequireApproval}
-	pathKindNames  = map[string]pathKinds{string(tripwire.KindReadFile): pkReadFile, string(tripwire.KindRedirectRead): pkRedirectRead, string(tripwire.KindRedirectWrite): pkRedirectWrite}
+	pathKindNames  = map[string]pathKinds{string(tripwire.KindReadFile): pkReadFile, string(tripwire.KindRedirectRead): pkRedirectRead, string(tripwire.KindRedirectWrite): pkRedirectWrite, string(tripwire.KindWriteFile): pkWriteFile}
 	observeActions = map[string]scan.RuleAction{"redact": scan.RuleRedact, "flag": scan.RuleFlag, "abort": scan.RuleAbort}
 )
 
@@ -534,7 +534,7 @@ func (c *compiler) compilePathRule(p *Policy, i int, r *rawPathRule, ids map[str
 			bit, ok := pathKindNames[s]
 			switch {
 			case !ok:
-				c.fail(elemPath(path+".actions", kidx[k]), "unknown path action %q (allowed: read_file, redirect_read, redirect_write)", s)
+				c.fail(elemPath(path+".actions", kidx[k]), "unknown path action %q (allowed: read_file, redirect_read, redirect_write, write_file)", s)
 			case pr.kinds&bit != 0:
 				c.fail(elemPath(path+".actions", kidx[k]), "duplicate path action %q", s)
 			}

@@ -137,7 +137,7 @@ func (p *Policy) Evaluate(v *tripwire.View) verdict.Verdict {
 	case intent.RunCommand:
 		p.evalCommands(&ev, v.Command)
 		p.evalPaths(&ev, v.Paths)
-	case intent.ReadFile:
+	case intent.ReadFile, intent.WriteFile:
 		p.evalPaths(&ev, v.Paths)
 	case intent.HTTPGet:
 		p.evalDomain(&ev, v.URL)
@@ -211,6 +211,7 @@ func (p *Policy) checkExecutable(a *shell.Analysis, c *shell.Command, name strin
 
 var pathKindBits = map[tripwire.PathKind]pathKinds{
 	tripwire.KindReadFile: pkReadFile, tripwire.KindRedirectRead: pkRedirectRead, tripwire.KindRedirectWrite: pkRedirectWrite,
+	tripwire.KindWriteFile: pkWriteFile,
 }
 
 // evalPaths applies the path rules to the read_file path or the

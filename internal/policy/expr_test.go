@@ -67,7 +67,7 @@ func TestExprErrors(t *testing.T) {
 		{"program_is('a', 'b')", "column 1: program_is takes exactly 1 argument, got 2"},
 		{"program_is('a',)", `column 16: program_is: expected a quoted string argument, got ")"`},
 		{"program_is(a)", `column 12: program_is: expected a quoted string argument, got "a"`},
-		{"action == 'write_file'", "column 11: unknown action 'write_file'"},
+		{"action == 'delete_file'", "column 11: unknown action 'delete_file'"},
 		{"action == read_file", `column 11: expected a quoted action name after ==, got "read_file"`},
 		{"command_matches('(')", "column 17: command_matches: bad regex"},
 		{"path_matches('{a')", "column 14: path_matches: glob \"{a\": unterminated { alternatives"},

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ironvise/ironvise/internal/intent"
 	"github.com/ironvise/ironvise/internal/tripwire"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
@@ -127,5 +128,44 @@ func TestTriggeredGatesFailClosed(t *testing.T) {
 		if !ok || req.TimeoutSeconds != 77 || req.OnTimeout != string(OnTimeoutDeny) || len(req.Gates) != 1 {
 			t.Errorf("gates %v: request %+v, %v; want one gate, 77 s, deny", gates, req, ok)
 		}
+	}
+}
+
+// TestWriteFileGate: a policy gates write_file by path, a path rule for
+// reads leaves writes alone, and a path rule without actions covers
+// writes too.
+func TestWriteFileGate(t *testing.T) {
+	e := newEnv(t, "linux")
+	p := mustParse(t, `name = "w"
+path_rules = [
+  { id = "manual-review", glob = "**/manual/**", actions = ["write_file"], decision = "require_approval" },
+  { id = "no-read-keys", glob = "**/*.key", actions = ["read_file"], decision = "deny" },
+  { id = "no-lock", glob = "**/*.lock", decision = "deny" },
+]
+`)
+	wf := func(path string) *tripwire.View {
+		return e.view(&intent.Intent{Action: intent.WriteFile, Path: path, Justification: "valid reason"})
+	}
+	cases := []struct {
+		name string
+		v    *tripwire.View
+		want verdict.Decision
+		code verdict.Code
+	}{
+		{"gated write", wf("manual/guide.md"), verdict.RequireApproval, verdict.PolicyRequiresApproval},
+		{"gated path read", e.rf("manual/guide.md"), verdict.Allow, verdict.OK},
+		{"read rule leaves writes", wf("server.key"), verdict.Allow, verdict.OK},
+		{"rule without actions", wf("go.lock"), verdict.Deny, verdict.PolicyPathRule},
+		{"plain write", wf("main.go"), verdict.Allow, verdict.OK},
+	}
+	for _, tc := range cases {
+		v := p.Evaluate(tc.v)
+		if v.Decision != tc.want || v.Code != tc.code {
+			t.Errorf("%s: %s %s (%s); want %s %s", tc.name, v.Decision, v.Code, v.Message, tc.want, tc.code)
+		}
+	}
+	req, ok := p.TriggeredGates(wf("manual/guide.md"), verdict.New(verdict.CheckPolicy, verdict.RequireApproval, verdict.PolicyRequiresApproval, ""))
+	if !ok || len(req.Gates) != 1 {
+		t.Errorf("gates %+v %v; want the default gate", req, ok)
 	}
 }

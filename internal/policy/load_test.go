@@ -4,8 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ironvise/ironvise/internal/intent"
 )
 
 // loadErr parses src and returns the load error text, failing the test if
@@ -110,9 +113,9 @@ func TestLoadErrors(t *testing.T) {
 			"p.toml:2: approval_gates[0].on_timeout: unknown value \"approve\" (allowed: deny, allow)"},
 
 		// Actions.
-		{"write_file is not an action", "name = \"x\"\nallowed_actions = [\"run_command\", \"write_file\", \"complete\"]\nforbidden_actions = [\"delete_file\"]\n",
-			"p.toml:2: allowed_actions[1]: unknown action \"write_file\" (allowed: run_command, read_file, http_get, complete)\n" +
-				"p.toml:3: forbidden_actions[0]: unknown action \"delete_file\" (allowed: run_command, read_file, http_get, complete)"},
+		{"delete_file is not an action", "name = \"x\"\nallowed_actions = [\"run_command\", \"delete_file\", \"complete\"]\nforbidden_actions = [\"delete_file\"]\n",
+			"p.toml:2: allowed_actions[1]: unknown action \"delete_file\" (allowed: run_command, read_file, http_get, complete, write_file)\n" +
+				"p.toml:3: forbidden_actions[0]: unknown action \"delete_file\" (allowed: run_command, read_file, http_get, complete, write_file)"},
 		{"allowed without complete", "name = \"x\"\nallowed_actions = [\"read_file\"]\n", "p.toml:2: allowed_actions: must contain \"complete\""},
 		{"allowed empty", "name = \"x\"\nallowed_actions = []\n", "p.toml:2: allowed_actions: must not be empty (it must contain \"complete\")"},
 		{"complete forbidden", "name = \"x\"\nforbidden_actions = [\"complete\"]\n",
@@ -142,7 +145,7 @@ func TestLoadErrors(t *testing.T) {
 		{"both glob and prefix", "name = \"x\"\npath_rules = [{ glob = \"*\", prefix = \"/\", decision = \"deny\" }]\n",
 			"p.toml:2: path_rules[0]: set exactly one of glob or prefix"},
 		{"unknown path action", "name = \"x\"\npath_rules = [{ glob = \"*\", actions = [\"write\"], decision = \"deny\" }]\n",
-			"p.toml:2: path_rules[0].actions[0]: unknown path action \"write\" (allowed: read_file, redirect_read, redirect_write)"},
+			"p.toml:2: path_rules[0].actions[0]: unknown path action \"write\" (allowed: read_file, redirect_read, redirect_write, write_file)"},
 		{"bad CIDRs", "name = \"x\"\ndomain_rules = [{ cidr = [\"10.0.0.0/33\", \"10.0.0.1/8\", \"10.0.0.0\"], decision = \"deny\" }]\n",
 			"p.toml:2: domain_rules[0].cidr[0]: \"10.0.0.0/33\" is not a CIDR: netip.ParsePrefix(\"10.0.0.0/33\"): prefix length out of range\n" +
 				"p.toml:2: domain_rules[0].cidr[1]: \"10.0.0.1/8\" has host bits set (did you mean 10.0.0.0/8?)\n" +
@@ -175,7 +178,7 @@ func TestLoadErrors(t *testing.T) {
 		{"gate expression errors", "name = \"x\"\napproval_gates = [\n" +
 			"  { id = \"a\", when = \"\" },\n" +
 			"  { id = \"b\", when = \"command_contains('x', 'y')\" },\n" +
-			"  { id = \"c\", when = \"action == 'write_file'\" },\n" +
+			"  { id = \"c\", when = \"action == 'delete_file'\" },\n" +
 			"  { id = \"d\", when = \"program_is('[')\" },\n" +
 			"  { id = \"e\", when = \"url_host_in_cidr('10.0.0.0')\" },\n" +
 			"  { id = \"f\", when = \"action == 'http_get' )\" },\n" +
@@ -183,7 +186,7 @@ func TestLoadErrors(t *testing.T) {
 			"]\n",
 			"p.toml:3: approval_gates[0].when: empty expression\n" +
 				"p.toml:4: approval_gates[1].when: column 1: command_contains takes exactly 1 argument, got 2\n" +
-				"p.toml:5: approval_gates[2].when: column 11: unknown action 'write_file' (known: run_command, read_file, http_get, complete)\n" +
+				"p.toml:5: approval_gates[2].when: column 11: unknown action 'delete_file' (known: run_command, read_file, http_get, complete, write_file)\n" +
 				"p.toml:6: approval_gates[3].when: column 12: program_is: bad glob \"[\": syntax error in pattern\n" +
 				"p.toml:7: approval_gates[4].when: column 18: url_host_in_cidr: \"10.0.0.0\" is not a CIDR: netip.ParsePrefix(\"10.0.0.0\"): no '/'\n" +
 				"p.toml:8: approval_gates[5].when: column 22: unexpected \")\" after the end of the expression\n" +
@@ -231,8 +234,8 @@ func TestDefaultsWhenUnset(t *testing.T) {
 	if _, ok := p.MaxSteps(); ok {
 		t.Error("max_steps set; want unset")
 	}
-	if got := p.AllowedActions(); len(got) != 4 {
-		t.Errorf("allowed actions = %v; want all four", got)
+	if got := p.AllowedActions(); !slices.Equal(got, intent.Actions) {
+		t.Errorf("allowed actions = %v; want all of %v", got, intent.Actions)
 	}
 	if _, on := p.Executables(); on {
 		t.Error("executables on; want off")

@@ -138,7 +138,8 @@ const (
 	pkReadFile pathKinds = 1 << iota
 	pkRedirectRead
 	pkRedirectWrite
-	pkAll = pkReadFile | pkRedirectRead | pkRedirectWrite
+	pkWriteFile
+	pkAll = pkReadFile | pkRedirectRead | pkRedirectWrite | pkWriteFile
 )
 
 type pathRule struct {

@@ -74,7 +74,7 @@ func builtinPatterns() []patternDef {
 		inj("llm_template_tags", []string{"sys", "instruction", "inst]", "<|"},
 			`<\s*/?\s*(system|instructions?)\s*>|\[/?inst\]|\[/?sys\]|<<\s*/?sys\s*>>|<\|(im_start|im_end|system|user|assistant|endoftext)\|>`),
 		inj("embedded_action_json", []string{`"action"`},
-			`"action"\s*:\s*"(run_command|read_file|http_get|complete)"`),
+			`"action"\s*:\s*"(run_command|read_file|http_get|complete|write_file)"`),
 		inj("role_injection", []string{"assistant:", "human:", "ai:"},
 			`(?m)^[ \t]*(assistant|human|ai):[ \t]*$`),
 		// "SYSTEM: …" at the start of a line, or a role line that goes

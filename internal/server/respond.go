@@ -121,7 +121,7 @@ func (rc *reqCtx) fail(err error) {
 		if ae.status == http.StatusUnauthorized {
 			rc.w.Header().Set("WWW-Authenticate", `Bearer realm="ironvise"`)
 		}
-		rc.writeJSON(ae.status, map[string]string{"error": ae.msg})
+		rc.answerError(ae.status, ae.msg)
 		return
 	}
 	f := ledger.Classify(err)
@@ -129,6 +129,17 @@ func (rc *reqCtx) fail(err error) {
 	rc.s.errLog.failed(rc.routeName(), f.Kind, rc.id, err)
 	if f.Kind == ledger.FailureUnavailable {
 		rc.w.Header().Set("Retry-After", strconv.Itoa(unavailableRetrySecs))
+	}
+	rc.answerError(status, msg)
+}
+
+// answerError writes an error's body. A route that answers an agent's hook
+// turns it into a block in the agent's contract (hooks.go): an agent takes
+// an HTTP error for "go ahead".
+func (rc *reqCtx) answerError(status int, msg string) {
+	if rc.route != nil && rc.route.blockOnError != nil {
+		rc.route.blockOnError(rc, status, msg)
+		return
 	}
 	rc.writeJSON(status, map[string]string{"error": msg})
 }

@@ -50,6 +50,10 @@ type route struct {
 	// stream marks the SSE routes: HEAD answers the SSE headers and
 	// closes, and no request-duration histogram is kept.
 	stream bool
+	// blockOnError, when set, answers every failure of the route — a
+	// refused token, a body too large — instead of the JSON error
+	// (hooks.go).
+	blockOnError func(rc *reqCtx, status int, msg string)
 }
 
 // pathEntry holds every method of one pattern.

@@ -1,6 +1,10 @@
 package server
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/ironvise/ironvise/internal/hook"
+)
 
 // routes builds the route table of docs/design/api.md#routes.
 func (s *Server) routes() {
@@ -60,4 +64,8 @@ func (s *Server) routes() {
 	add(del, "/api/webhooks/{id}", adminRole, limitGlobal, bodyNone, "delete webhooks", s.handleDeleteWebhook)                      // 43
 	add(post, "/api/admin/reset-demo", adminRole, limitGlobal, bodyNone, "reset the demo ledger", s.handleResetDemo)                // 44
 	add(get, "/api/sandbox", anyRole, limitGlobal, bodyNone, "read the sandbox report", s.handleSandbox)                            // 45
+	for _, ag := range hook.Agents {
+		r := add(post, "/api/hooks/"+string(ag), writeRole, limitGlobal, bodyRawText, "answer agent hooks", s.handleHook(ag))
+		r.blockOnError = blockHookError(ag)
+	}
 }

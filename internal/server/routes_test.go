@@ -63,6 +63,8 @@ var routeCases = []routeCase{
 	{"DELETE", "/api/webhooks/" + someID, adminRole},
 	{"POST", "/api/admin/reset-demo", adminRole},
 	{"GET", "/api/sandbox", anyRole},
+	{"POST", "/api/hooks/claude-code", writeRole},
+	{"POST", "/api/hooks/codex", writeRole},
 }
 
 // TestRouteTableCoversSpec checks that every route of the table above is
@@ -113,6 +115,14 @@ func TestAuthMatrix(t *testing.T) {
 			}
 			for _, tok := range []string{"", "totally-invalid-token-deadbeef"} {
 				r := ts.call(rc.method, rc.path, tok, "<not json", badBody...)
+				if strings.HasPrefix(rc.path, "/api/hooks/") {
+					// An agent lets a call run on an HTTP error: a hook
+					// route answers the refusal as a block (hooks.go).
+					if r.status != http.StatusOK || r.header.Get("X-Ironvise-Error-Status") != "401" || !strings.Contains(string(r.body), `"decision":"block"`) {
+						t.Errorf("token %q: %d %v %s; want 200 with a block", tok, r.status, r.header, r.body)
+					}
+					continue
+				}
 				if r.status != http.StatusUnauthorized {
 					t.Errorf("token %q: %d %s; want 401", tok, r.status, r.body)
 				}
@@ -131,6 +141,12 @@ func TestAuthMatrix(t *testing.T) {
 				r := ts.call(method, rc.path, tok, "<not json", badBody...)
 				if strings.Contains(string(r.body), "ECTO_DEMO_MODE") {
 					return // reset-demo refuses everyone outside demo mode
+				}
+				if refused && strings.HasPrefix(rc.path, "/api/hooks/") {
+					if r.status != http.StatusOK || r.header.Get("X-Ironvise-Error-Status") != "403" || !strings.Contains(string(r.body), "role "+role) {
+						t.Errorf("%s: %d %s; want 200 with a block naming the role", role, r.status, r.body)
+					}
+					return
 				}
 				if refused && r.status != http.StatusForbidden {
 					t.Errorf("%s: %d %s; want 403", role, r.status, r.body)

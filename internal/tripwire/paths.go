@@ -36,6 +36,9 @@ const (
 	KindReadFile      PathKind = "read_file"
 	KindRedirectRead  PathKind = "redirect_read"
 	KindRedirectWrite PathKind = "redirect_write"
+	// KindWriteFile is write_file's path: a file the agent writes itself
+	// once the checks allow it.
+	KindWriteFile PathKind = "write_file"
 )
 
 // Problem is a reason a path or URL cannot pass, as a code and a message.
@@ -195,6 +198,9 @@ func (t *Tripwire) checkPath(v PathView) *Problem {
 			return &Problem{verdict.RedirectWriteDenied, fmt.Sprintf("write to %s is outside writable_roots", v.Resolved)}
 		}
 		return nil
+	}
+	if v.Kind == KindWriteFile {
+		return t.checkWrite(v)
 	}
 	if !t.underAny(v.Resolved, t.cfg.AllowedRoots) && !t.underAny(v.Resolved, t.cfg.WritableRoots) {
 		return &Problem{verdict.PathOutsideRoots, fmt.Sprintf("%s is outside the allowed roots", v.Resolved)}

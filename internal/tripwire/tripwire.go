@@ -133,7 +133,7 @@ type View struct {
 	Intent *intent.Intent
 	// Command is the analysis of a run_command script.
 	Command *shell.Analysis
-	// Paths holds the read_file path, or the redirection targets of a
+	// Paths holds the read_file or write_file path, or the redirection targets of a
 	// run_command in source order (targets without a file are omitted).
 	Paths []PathView
 	// URL is the http_get URL.
@@ -157,6 +157,8 @@ func (t *Tripwire) View(ctx context.Context, in *intent.Intent) *View {
 		v.Paths = t.redirectViews(v)
 	case intent.ReadFile:
 		v.Paths = []PathView{t.pathView(KindReadFile, in.Path)}
+	case intent.WriteFile:
+		v.Paths = []PathView{t.pathView(KindWriteFile, in.Path)}
 	case intent.HTTPGet:
 		v.URL = t.urlView(ctx, in.URL)
 	}
@@ -170,7 +172,7 @@ func (t *Tripwire) Check(v *View) verdict.Verdict {
 	switch v.Intent.Action {
 	case intent.RunCommand:
 		return t.checkCommand(v)
-	case intent.ReadFile:
+	case intent.ReadFile, intent.WriteFile:
 		if p := t.checkPath(v.Paths[0]); p != nil {
 			return verdict.Denial(verdict.CheckTripwire, p.Code, p.Message)
 		}

@@ -52,7 +52,12 @@ const (
 	// PathProtected is an IronVise addition: the path is, or lies inside,
 	// one that no command may see (the data directory, a credential store,
 	// a protected_paths entry; package secretpaths).
-	PathProtected        Code = "path_protected"
+	PathProtected Code = "path_protected"
+	// PathWriteSensitive is an IronVise addition: write_file names a file
+	// that another program runs or that configures a gate (a shell
+	// startup file, git's hooks and config, a CI pipeline, an agent's
+	// hook settings), so writing it is running code later.
+	PathWriteSensitive   Code = "path_write_sensitive"
 	URLInvalid           Code = "url_invalid"
 	URLScheme            Code = "url_scheme"
 	URLUserinfo          Code = "url_userinfo"
