@@ -261,6 +261,7 @@ recorded in a signed, hash-chained ledger that an auditor can verify offline.`,
 		a.checkpointCommand(),
 		a.guardWorkerCommand(),
 		a.serveCommand(),
+		a.mcpCommand(),
 	)
 	markCommandErrors(root)
 	return root
