@@ -92,7 +92,9 @@ type Options struct {
 }
 
 // VerificationURI returns the URI of session id's verification resource.
-func VerificationURI(id uuid.UUID) string { return "ironvise://session/" + id.String() + "/verification" }
+func VerificationURI(id uuid.UUID) string {
+	return "ironvise://session/" + id.String() + "/verification"
+}
 
 // Open records a new session for one MCP connection and returns its
 // server. The caller must Close the Conn when the connection ends: that
