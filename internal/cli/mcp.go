@@ -44,7 +44,7 @@ See docs/integrations.md#mcp for client configuration.`,
 	f.StringVar(&o.Workspace, "workspace", "", "workspace directory, read-only inside the sandbox (default: the current directory)")
 	f.StringVar(&o.Policy, "policy", "", "policy file or shipped pack name (see 'ironvise policy list')")
 	f.StringVar(&o.PolicySHA256, "policy-sha256", "", "refuse the policy unless its SHA-256 is this hex value")
-	// PROXY
+	cmd.AddCommand(a.mcpProxyCommand(), a.mcpPinsCommand())
 	return cmd
 }
 
