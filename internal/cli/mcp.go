@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -66,20 +67,34 @@ func (a *app) runMCP(o mcpOptions) error {
 	if r.cfg.Sandbox.Permissive {
 		fmt.Fprintln(a.stderr, "ironvise: WARNING: ECTO_SANDBOX_PERMISSIVE=true — commands run WITHOUT OS confinement (recorded as permissive)")
 	}
-	spec := session.Spec{Workspace: r.ws, Tripwire: r.tw, Policy: r.pol, Guard: g}
-	c, err := mcpserver.Open(a.ctx, rt, spec, mcpserver.Options{Transport: "stdio", Version: version})
+	svc := mcpserver.New(rt, mcpserver.Options{Transport: "stdio", Version: version,
+		Spec: func(context.Context) (session.Spec, func(), error) {
+			return session.Spec{Workspace: r.ws, Tripwire: r.tw, Policy: r.pol, Guard: g}, func() {}, nil
+		}})
+	ss, err := svc.Server.Connect(a.ctx, &mcp.IOTransport{Reader: io.NopCloser(a.stdin), Writer: nopWriteCloser{a.stdout}}, nil)
 	if err != nil {
+		return exitCode(ExitUsage, fmt.Errorf("mcp: %w", err))
+	}
+	// The session is recorded at once, so its id is known before the
+	// first call.
+	c, err := svc.Conn(a.ctx, ss)
+	if err != nil {
+		ss.Close()
 		return exitCode(ExitUsage, err)
 	}
 	fmt.Fprintf(a.stderr, "ironvise: MCP server on stdio; recording in session %s\n", c.ID)
-	runErr := c.Server.Run(a.ctx, &mcp.IOTransport{Reader: io.NopCloser(a.stdin), Writer: nopWriteCloser{a.stdout}})
-	if err := c.Close(a.ctx); err != nil {
-		return exitCode(ExitUsage, fmt.Errorf("%w (the session's end could not be recorded; 'ironvise verify-session %s' shows its state)", err, c.ID))
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- ss.Wait() }()
+	select {
+	case <-waitErr:
+	case <-a.ctx.Done():
+		ss.Close()
+		<-waitErr
+	}
+	if err := svc.Close(context.WithoutCancel(a.ctx)); err != nil {
+		return exitCode(ExitUsage, fmt.Errorf("%w (the session's end could not be recorded; '%s' shows its state)", err, a.command("verify-session", c.ID.String())))
 	}
 	fmt.Fprintf(a.stderr, "ironvise: session %s sealed (verify: %s)\n", c.ID, a.command("verify-session", c.ID.String()))
-	if runErr != nil && a.ctx.Err() == nil {
-		return exitCode(ExitUsage, fmt.Errorf("mcp: %w", runErr))
-	}
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ironvise/ironvise/internal/mcpserver"
 	"github.com/ironvise/ironvise/internal/mcptest"
 )
 
@@ -78,7 +79,16 @@ func TestMCPServerRunsCallsThroughTheChecks(t *testing.T) {
 		{"run_command", map[string]any{"command": "ls"}, "denied by schema"},
 		{"run_command", map[string]any{"command": 7, "justification": just}, "denied by schema"},
 	}
-	for _, d := range denials {
+	id := mcptest.SessionOf(t, stderr.String())
+	for i, d := range denials {
+		if i == 3 {
+			// An allowed call between the denials: five in a row end the
+			// session (the consecutive-denial circuit breaker).
+			cr, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_command", Arguments: map[string]any{"command": "true", "justification": just}})
+			if err != nil || cr.IsError || cr.Meta[mcpserver.MetaSession] != id {
+				t.Fatalf("a result's _meta does not name the session %s: %v %+v", id, err, cr)
+			}
+		}
 		out, isErr := mcptest.Call(t, cs, d.tool, d.args)
 		if !isErr || !strings.Contains(out, d.want) {
 			t.Errorf("%s %v: error=%v %q; want a tool error %q", d.tool, d.args, isErr, out, d.want)
@@ -88,15 +98,19 @@ func TestMCPServerRunsCallsThroughTheChecks(t *testing.T) {
 		t.Errorf("unknown argument: error=%v %q", isErr, out)
 	}
 
-	res, err := cs.ListResources(ctx, nil)
-	if err != nil || len(res.Resources) != 1 || !strings.HasSuffix(res.Resources[0].URI, "/verification") {
-		t.Fatalf("resources %v %v", res, err)
+	tmpl, err := cs.ListResourceTemplates(ctx, nil)
+	if err != nil || len(tmpl.ResourceTemplates) != 1 || tmpl.ResourceTemplates[0].URITemplate != mcpserver.VerificationTemplate {
+		t.Fatalf("resource templates %+v %v", tmpl, err)
 	}
-	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: res.Resources[0].URI})
-	if err != nil || len(rr.Contents) != 1 || !strings.Contains(rr.Contents[0].Text, `"ok": true`) {
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "ironvise://session/" + id + "/verification"})
+	if err != nil || len(rr.Contents) != 1 || !strings.Contains(rr.Contents[0].Text, `"ok": true`) || !strings.Contains(rr.Contents[0].Text, id) {
 		t.Fatalf("verification resource: %v %+v", err, rr)
 	}
-	id := strings.TrimSuffix(strings.TrimPrefix(res.Resources[0].URI, "ironvise://session/"), "/verification")
+	// Another session's verification is not this connection's to read.
+	other := "ironvise://session/00000000-0000-0000-0000-000000000001/verification"
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: other}); err == nil {
+		t.Fatal("read another session's verification")
+	}
 
 	cs.Close()
 	mcptest.Verify(t, e, bin, id)
@@ -112,8 +126,8 @@ func TestMCPServerRunsCallsThroughTheChecks(t *testing.T) {
 			n++
 		}
 	}
-	if n != 7 {
-		t.Errorf("%d intents recorded; want 7", n)
+	if n != 8 {
+		t.Errorf("%d intents recorded; want 8", n)
 	}
 	if b, _ := json.Marshal(evs); strings.Contains(string(b), "hunter2") {
 		t.Error("the ledger holds the password")

@@ -67,64 +67,146 @@ func (t Tool) inputSchema() map[string]any {
 	}
 }
 
-// Conn is one IronVise session served to one MCP connection.
-type Conn struct {
-	// Server is the MCP server of this connection.
+// Service is an MCP server whose every connection (MCP session) is its
+// own IronVise session: created on the connection's first use, ended and
+// sealed when the connection closes (or when Close is called).
+type Service struct {
+	// Server is the MCP server to serve on a transport.
 	Server *mcp.Server
+
+	rt    *session.Runtime
+	open  func(ctx context.Context) (session.Spec, func(), error)
+	trans string
+
+	mu    sync.Mutex
+	conns map[*mcp.ServerSession]*Conn
+}
+
+// Options configure New.
+type Options struct {
+	// Transport names the connections in their sessions' goal ("stdio",
+	// "http").
+	Transport string
+	// Version is the server version reported to clients.
+	Version string
+	// Spec returns what a new connection's session enforces, and a
+	// function that releases what it holds (its guard worker) once the
+	// session is sealed.
+	Spec func(ctx context.Context) (session.Spec, func(), error)
+}
+
+// New returns the service; rt is what its sessions run on.
+func New(rt *session.Runtime, o Options) *Service {
+	s := &Service{rt: rt, open: o.Spec, trans: o.Transport, conns: map[*mcp.ServerSession]*Conn{}}
+	s.Server = mcp.NewServer(&mcp.Implementation{Name: "ironvise", Version: o.Version}, &mcp.ServerOptions{
+		Instructions: "Every tool call passes IronVise's checks and runs sandboxed, recorded in one IronVise session per connection " +
+			"(its id is in each result's _meta as " + MetaSession + "; its verification is the resource " + VerificationTemplate + "). Give each call a specific justification.",
+	})
+	for _, t := range Tools {
+		s.Server.AddTool(&mcp.Tool{Name: string(t.Action), Description: t.Description, InputSchema: t.inputSchema()}, s.handler(t))
+	}
+	s.Server.AddResourceTemplate(&mcp.ResourceTemplate{
+		URITemplate: VerificationTemplate, Name: "verification", MIMEType: "application/json",
+		Description: "verify-session's result for this connection's IronVise session",
+	}, s.verification)
+	return s
+}
+
+// MetaSession is the _meta key of a tool result that names the session.
+const MetaSession = "ironvise/session_id"
+
+// VerificationTemplate is the URI template of a session's verification.
+const VerificationTemplate = "ironvise://session/{id}/verification"
+
+// Conn is the IronVise session of one MCP connection.
+type Conn struct {
 	// ID is the IronVise session's id.
 	ID uuid.UUID
 
-	l    *ledger.Ledger
-	sess *session.Session
-	ext  *agent.External
+	l       *ledger.Ledger
+	sess    *session.Session
+	ext     *agent.External
+	release func()
 
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// Options configure Open.
-type Options struct {
-	// Transport names the connection in the session's goal ("stdio",
-	// "http").
-	Transport string
-	// Version is the server version reported to clients.
-	Version string
-}
-
 // VerificationURI returns the URI of session id's verification resource.
-func VerificationURI(id uuid.UUID) string {
-	return "ironvise://session/" + id.String() + "/verification"
-}
+func VerificationURI(id uuid.UUID) string { return "ironvise://session/" + id.String() + "/verification" }
 
-// Open records a new session for one MCP connection and returns its
-// server. The caller must Close the Conn when the connection ends: that
-// ends and seals the session.
-func Open(ctx context.Context, rt *session.Runtime, spec session.Spec, o Options) (*Conn, error) {
-	if spec.Goal == "" {
-		spec.Goal = "mcp: tool calls of an MCP client (" + o.Transport + ")"
+// Conn returns the IronVise session of connection ss, recording it first
+// when this is the connection's first use. The session is ended and sealed
+// when ss closes.
+func (s *Service) Conn(ctx context.Context, ss *mcp.ServerSession) (*Conn, error) {
+	if ss == nil {
+		return nil, errors.New("no MCP session")
 	}
-	sess, err := session.Create(ctx, rt, spec)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.conns[ss]; ok {
+		if c == nil {
+			return nil, errors.New("the connection is closing")
+		}
+		return c, nil
+	}
+	spec, release, err := s.open(ctx)
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{ID: sess.ID, l: rt.Ledger, sess: sess, ext: sess.External()}
-	c.Server = mcp.NewServer(&mcp.Implementation{Name: "ironvise", Version: o.Version}, &mcp.ServerOptions{
-		Instructions: "Every tool call passes IronVise's checks and runs sandboxed; it is recorded in session " + sess.ID.String() +
-			" (verification: " + VerificationURI(sess.ID) + "). Give each call a specific justification.",
-	})
-	for _, t := range Tools {
-		c.Server.AddTool(&mcp.Tool{Name: string(t.Action), Description: t.Description, InputSchema: t.inputSchema()}, c.handler(t))
+	if spec.Goal == "" {
+		spec.Goal = "mcp: tool calls of an MCP client (" + s.trans + ")"
 	}
-	c.Server.AddResource(&mcp.Resource{
-		URI: VerificationURI(sess.ID), Name: "verification", MIMEType: "application/json",
-		Description: "verify-session's result for this connection's IronVise session",
-	}, c.verification)
+	sess, err := session.Create(ctx, s.rt, spec)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	c := &Conn{ID: sess.ID, l: s.rt.Ledger, sess: sess, ext: sess.External(), release: release}
+	s.conns[ss] = c
+	go func() {
+		_ = ss.Wait()
+		if err := s.closeConn(context.Background(), ss); err != nil && s.rt.Logger != nil {
+			s.rt.Logger.Error("mcp: end the session of a closed connection", "session", c.ID.String(), "err", err)
+		}
+	}()
 	return c, nil
 }
 
+// closeConn ends and seals the session of connection ss, if it has one.
+func (s *Service) closeConn(ctx context.Context, ss *mcp.ServerSession) error {
+	s.mu.Lock()
+	c := s.conns[ss]
+	s.conns[ss] = nil // a late call on a closing connection is refused
+	s.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.Close(ctx)
+}
+
+// Close ends and seals the session of every connection still open.
+func (s *Service) Close(ctx context.Context) error {
+	s.mu.Lock()
+	var all []*mcp.ServerSession
+	for ss := range s.conns {
+		all = append(all, ss)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, ss := range all {
+		errs = append(errs, s.closeConn(ctx, ss))
+	}
+	return errors.Join(errs...)
+}
+
 // handler runs one tool call as one intent.
-func (c *Conn) handler(t Tool) mcp.ToolHandler {
+func (s *Service) handler(t Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		c, err := s.Conn(ctx, req.Session)
+		if err != nil {
+			return toolError("ironvise: internal error: no IronVise session for this connection, nothing was run: %v", err), nil
+		}
 		raw, err := intentJSON(t, req.Params.Arguments)
 		if err != nil {
 			return toolError("ironvise: %v", err), nil
@@ -146,6 +228,7 @@ func (c *Conn) handler(t Tool) mcp.ToolHandler {
 			out.IsError = true
 			out.Content = append(out.Content, &mcp.TextContent{Text: fmt.Sprintf("ironvise: the session ended (%s: %s: %s); later calls are refused", stop.Status, stop.Code, stop.Message)})
 		}
+		out.Meta = mcp.Meta{MetaSession: c.ID.String()}
 		return out, nil
 	}
 }
@@ -226,7 +309,13 @@ func toolError(format string, args ...any) *mcp.CallToolResult {
 }
 
 // verification is the resource handler of the session's verification.
-func (c *Conn) verification(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+func (s *Service) verification(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	c, err := s.Conn(ctx, req.Session)
+	if err != nil {
+		return nil, err
+	}
+	// Only the connection's own session: over HTTP other connections
+	// belong to other clients.
 	if req.Params.URI != VerificationURI(c.ID) {
 		return nil, mcp.ResourceNotFoundError(req.Params.URI)
 	}
@@ -242,9 +331,11 @@ func (c *Conn) verification(ctx context.Context, req *mcp.ReadResourceRequest) (
 }
 
 // Close ends the session (completed, unless a limit or an abort ended it
-// already) and seals it. It is safe to call more than once.
+// already) and seals it, then releases what it held. It is safe to call
+// more than once.
 func (c *Conn) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() {
+		defer c.release()
 		if c.ext.Ended() == nil {
 			_, c.closeErr = c.sess.End(ctx, ledger.StatusCompleted, Actor)
 			return
