@@ -67,8 +67,9 @@ func (a *app) runMCP(o mcpOptions) error {
 	if r.cfg.Sandbox.Permissive {
 		fmt.Fprintln(a.stderr, "ironvise: WARNING: ECTO_SANDBOX_PERMISSIVE=true — commands run WITHOUT OS confinement (recorded as permissive)")
 	}
-	svc := mcpserver.New(rt, mcpserver.Options{Transport: "stdio", Version: version,
-		Spec: func(context.Context) (session.Spec, func(), error) {
+	svc := mcpserver.New(mcpserver.Options{Transport: "stdio", Version: version,
+		Runtime: func() *session.Runtime { return rt },
+		Spec: func(context.Context, *mcp.RequestExtra) (session.Spec, func(), error) {
 			return session.Spec{Workspace: r.ws, Tripwire: r.tw, Policy: r.pol, Guard: g}, func() {}, nil
 		}})
 	ss, err := svc.Server.Connect(a.ctx, &mcp.IOTransport{Reader: io.NopCloser(a.stdin), Writer: nopWriteCloser{a.stdout}}, nil)
@@ -77,7 +78,7 @@ func (a *app) runMCP(o mcpOptions) error {
 	}
 	// The session is recorded at once, so its id is known before the
 	// first call.
-	c, err := svc.Conn(a.ctx, ss)
+	c, err := svc.Conn(a.ctx, ss, nil)
 	if err != nil {
 		ss.Close()
 		return exitCode(ExitUsage, err)

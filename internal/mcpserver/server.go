@@ -74,8 +74,8 @@ type Service struct {
 	// Server is the MCP server to serve on a transport.
 	Server *mcp.Server
 
-	rt    *session.Runtime
-	open  func(ctx context.Context) (session.Spec, func(), error)
+	rt    func() *session.Runtime
+	open  func(ctx context.Context, extra *mcp.RequestExtra) (session.Spec, func(), error)
 	trans string
 
 	mu    sync.Mutex
@@ -89,15 +89,18 @@ type Options struct {
 	Transport string
 	// Version is the server version reported to clients.
 	Version string
+	// Runtime returns what a new connection's session runs on.
+	Runtime func() *session.Runtime
 	// Spec returns what a new connection's session enforces, and a
 	// function that releases what it holds (its guard worker) once the
-	// session is sealed.
-	Spec func(ctx context.Context) (session.Spec, func(), error)
+	// session is sealed. extra is the first request's (nil when the
+	// session is opened before any request).
+	Spec func(ctx context.Context, extra *mcp.RequestExtra) (session.Spec, func(), error)
 }
 
-// New returns the service; rt is what its sessions run on.
-func New(rt *session.Runtime, o Options) *Service {
-	s := &Service{rt: rt, open: o.Spec, trans: o.Transport, conns: map[*mcp.ServerSession]*Conn{}}
+// New returns the service.
+func New(o Options) *Service {
+	s := &Service{rt: o.Runtime, open: o.Spec, trans: o.Transport, conns: map[*mcp.ServerSession]*Conn{}}
 	s.Server = mcp.NewServer(&mcp.Implementation{Name: "ironvise", Version: o.Version}, &mcp.ServerOptions{
 		Instructions: "Every tool call passes IronVise's checks and runs sandboxed, recorded in one IronVise session per connection " +
 			"(its id is in each result's _meta as " + MetaSession + "; its verification is the resource " + VerificationTemplate + "). Give each call a specific justification.",
@@ -133,12 +136,14 @@ type Conn struct {
 }
 
 // VerificationURI returns the URI of session id's verification resource.
-func VerificationURI(id uuid.UUID) string { return "ironvise://session/" + id.String() + "/verification" }
+func VerificationURI(id uuid.UUID) string {
+	return "ironvise://session/" + id.String() + "/verification"
+}
 
 // Conn returns the IronVise session of connection ss, recording it first
 // when this is the connection's first use. The session is ended and sealed
 // when ss closes.
-func (s *Service) Conn(ctx context.Context, ss *mcp.ServerSession) (*Conn, error) {
+func (s *Service) Conn(ctx context.Context, ss *mcp.ServerSession, extra *mcp.RequestExtra) (*Conn, error) {
 	if ss == nil {
 		return nil, errors.New("no MCP session")
 	}
@@ -150,24 +155,25 @@ func (s *Service) Conn(ctx context.Context, ss *mcp.ServerSession) (*Conn, error
 		}
 		return c, nil
 	}
-	spec, release, err := s.open(ctx)
+	spec, release, err := s.open(ctx, extra)
 	if err != nil {
 		return nil, err
 	}
 	if spec.Goal == "" {
 		spec.Goal = "mcp: tool calls of an MCP client (" + s.trans + ")"
 	}
-	sess, err := session.Create(ctx, s.rt, spec)
+	rt := s.rt()
+	sess, err := session.Create(ctx, rt, spec)
 	if err != nil {
 		release()
 		return nil, err
 	}
-	c := &Conn{ID: sess.ID, l: s.rt.Ledger, sess: sess, ext: sess.External(), release: release}
+	c := &Conn{ID: sess.ID, l: rt.Ledger, sess: sess, ext: sess.External(), release: release}
 	s.conns[ss] = c
 	go func() {
 		_ = ss.Wait()
-		if err := s.closeConn(context.Background(), ss); err != nil && s.rt.Logger != nil {
-			s.rt.Logger.Error("mcp: end the session of a closed connection", "session", c.ID.String(), "err", err)
+		if err := s.closeConn(context.Background(), ss); err != nil && rt.Logger != nil {
+			rt.Logger.Error("mcp: end the session of a closed connection", "session", c.ID.String(), "err", err)
 		}
 	}()
 	return c, nil
@@ -203,7 +209,7 @@ func (s *Service) Close(ctx context.Context) error {
 // handler runs one tool call as one intent.
 func (s *Service) handler(t Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		c, err := s.Conn(ctx, req.Session)
+		c, err := s.Conn(ctx, req.Session, req.Extra)
 		if err != nil {
 			return toolError("ironvise: internal error: no IronVise session for this connection, nothing was run: %v", err), nil
 		}
@@ -310,7 +316,7 @@ func toolError(format string, args ...any) *mcp.CallToolResult {
 
 // verification is the resource handler of the session's verification.
 func (s *Service) verification(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	c, err := s.Conn(ctx, req.Session)
+	c, err := s.Conn(ctx, req.Session, req.Extra)
 	if err != nil {
 		return nil, err
 	}

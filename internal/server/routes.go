@@ -60,4 +60,8 @@ func (s *Server) routes() {
 	add(del, "/api/webhooks/{id}", adminRole, limitGlobal, bodyNone, "delete webhooks", s.handleDeleteWebhook)                      // 43
 	add(post, "/api/admin/reset-demo", adminRole, limitGlobal, bodyNone, "reset the demo ledger", s.handleResetDemo)                // 44
 	add(get, "/api/sandbox", anyRole, limitGlobal, bodyNone, "read the sandbox report", s.handleSandbox)                            // 45
+	// MCP over streamable HTTP (docs/integrations.md#mcp).
+	add(post, "/mcp", writeRole, limitGlobal, bodyJSON, "use MCP", s.handleMCP)
+	add(get, "/mcp", writeRole, limitSSE, bodyNone, "use MCP", s.handleMCP).stream = true
+	add(del, "/mcp", writeRole, limitGlobal, bodyNone, "use MCP", s.handleMCP)
 }

@@ -63,6 +63,9 @@ var routeCases = []routeCase{
 	{"DELETE", "/api/webhooks/" + someID, adminRole},
 	{"POST", "/api/admin/reset-demo", adminRole},
 	{"GET", "/api/sandbox", anyRole},
+	{"POST", "/mcp", writeRole},
+	{"GET", "/mcp", writeRole},
+	{"DELETE", "/mcp", writeRole},
 }
 
 // TestRouteTableCoversSpec checks that every route of the table above is
