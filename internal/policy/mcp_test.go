@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -105,6 +106,40 @@ func TestMCPToolRulesStrict(t *testing.T) {
 		_, err := Parse("bad.toml", []byte("name = \"bad\"\n"+c.body), Options{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: error %v; want %q", c.body, err, c.want)
+		}
+	}
+}
+
+// The example of docs/policies.md#mcp-tool-rules loads and decides as the
+// page says.
+func TestMCPToolRulesDocExample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/policies.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(doc), "## MCP tool rules\n")
+	_, block, ok2 := strings.Cut(sec, "```toml\n")
+	block, _, ok3 := strings.Cut(block, "```\n")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("docs/policies.md has no toml example under ## MCP tool rules")
+	}
+	p, err := Parse("doc.toml", []byte(block), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		server, tool string
+		args         map[string]any
+		want         verdict.Decision
+	}{
+		{"github", "delete_file", nil, verdict.Deny},
+		{"fs", "read_text_file", map[string]any{"path": "/etc/passwd"}, verdict.Deny},
+		{"fs", "read_text_file", map[string]any{"path": "/srv/app/README"}, verdict.Allow},
+		{"github", "create_issue", map[string]any{"body": "token ghp_0123456789abcdefghijABCDEFGHIJ"}, verdict.Deny},
+		{"github", "create_issue", map[string]any{"body": "hello"}, verdict.Allow},
+	} {
+		if v := p.EvaluateMCPTool(c.server, c.tool, c.args); v.Decision != c.want {
+			t.Errorf("%s/%s %v: %+v; want %s", c.server, c.tool, c.args, v, c.want)
 		}
 	}
 }

@@ -100,6 +100,18 @@ func (s *Server) handleMCP(rc *reqCtx) {
 			}()
 		}
 	}
+	if rc.r.Method == http.MethodHead {
+		// HEAD answers as GET would, without holding a stream open.
+		if sid != "" {
+			rc.w.Header().Set("Content-Type", "text/event-stream")
+			rc.w.Header().Set("Cache-Control", "no-cache")
+			rc.w.WriteHeader(http.StatusOK)
+			rc.status = http.StatusOK
+			return
+		}
+		rc.r = rc.r.Clone(rc.r.Context())
+		rc.r.Method = http.MethodGet
+	}
 	if rc.r.Method == http.MethodPost {
 		// The body stage has read and checked the body; the SDK reads it
 		// again.
