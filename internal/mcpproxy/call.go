@@ -33,10 +33,17 @@ func (p *Proxy) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTo
 	}
 	p.mu.Lock()
 	p.step++
-	step, pin, upErr := p.step, p.pins[name], p.upErr
+	step, pin, upErr, up := p.step, p.pins[name], p.upErr, p.up
 	p.mu.Unlock()
 
 	vs := p.check(ctx, name, args)
+	if pin.Withheld || pin.Pinned == "" {
+		// Withheld since the client listed it (a changed definition seen
+		// mid-run): the server no longer offers it, and a call that raced
+		// the change is refused here.
+		vs = append([]verdict.Verdict{verdict.Denial(verdict.CheckTripwire, verdict.Code("mcp_tool_withheld"),
+			fmt.Sprintf("tool %q is withheld: %s", name, pin.Reason))}, vs...)
+	}
 	decisive := vs[len(vs)-1]
 	decision := verdict.Allow
 	for _, v := range vs {
@@ -62,7 +69,7 @@ func (p *Proxy) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTo
 	var res *mcp.CallToolResult
 	err := upErr
 	if err == nil {
-		res, err = p.up.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(raw)})
+		res, err = up.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(raw)})
 	}
 	if err != nil {
 		re.Error = p.red.String(err.Error())

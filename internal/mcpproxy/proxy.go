@@ -144,6 +144,12 @@ func Open(ctx context.Context, o Options) (*Proxy, error) {
 			// A definition may change mid-run: it is pinned and checked
 			// again before the client sees it.
 			go func() {
+				p.mu.Lock()
+				started := p.up != nil
+				p.mu.Unlock()
+				if !started {
+					return // Open lists the tools once connected
+				}
 				if err := p.sync(context.WithoutCancel(ctx)); err != nil {
 					p.log.Warn("mcp proxy: re-list the wrapped server's tools", "err", err)
 				}
@@ -155,7 +161,9 @@ func Open(ctx context.Context, o Options) (*Proxy, error) {
 		err = fmt.Errorf("mcp proxy: start and initialise the wrapped server %q: %w", o.Name, err)
 		return nil, p.abort(ctx, err)
 	}
+	p.mu.Lock()
 	p.up = up
+	p.mu.Unlock()
 	go func() {
 		werr := up.Wait()
 		p.mu.Lock()
@@ -218,8 +226,11 @@ func (p *Proxy) Close(ctx context.Context) error {
 func (p *Proxy) sync(ctx context.Context) error {
 	p.syncMu.Lock()
 	defer p.syncMu.Unlock()
+	p.mu.Lock()
+	up := p.up
+	p.mu.Unlock()
 	var tools []*mcp.Tool
-	for t, err := range p.up.Tools(ctx, nil) {
+	for t, err := range up.Tools(ctx, nil) {
 		if err != nil {
 			return fmt.Errorf("mcp proxy: list the tools of %q: %w", p.o.Name, err)
 		}
