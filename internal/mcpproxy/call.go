@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -167,12 +169,7 @@ func shapedArgs(args map[string]any) (out []shaped, over bool) {
 		}
 		switch x := v.(type) {
 		case map[string]any:
-			keys := make([]string, 0, len(x))
-			for k := range x {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
 				walk(x[k], arg+"."+k, strings.ReplaceAll(strings.ToLower(k), "-", "_"), depth+1)
 			}
 		case []any:

@@ -4,7 +4,6 @@ package mcpproxy_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,20 +18,8 @@ import (
 var bin, upstream string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ironvise-mcp-proxy-test")
-	if err == nil {
-		bin, err = mcptest.Build(dir, "github.com/ironvise/ironvise/cmd/ironvise", "ironvise")
-	}
-	if err == nil {
-		upstream, err = mcptest.Build(dir, "github.com/ironvise/ironvise/internal/mcpproxy/testdata/upstream", "upstream")
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	mcptest.Main(m, mcptest.Binary{Pkg: mcptest.Ironvise, Path: &bin},
+		mcptest.Binary{Pkg: "github.com/ironvise/ironvise/internal/mcpproxy/testdata/upstream", Path: &upstream})
 }
 
 // pinsOf returns `ironvise mcp pins --name demo --json`'s pins by tool.

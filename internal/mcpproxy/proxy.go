@@ -24,7 +24,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -131,7 +133,9 @@ func Open(ctx context.Context, o Options) (*Proxy, error) {
 	p := &Proxy{ID: s.ID, o: o, red: redact.ForSession(s.ID.String()), log: log.With("session", s.ID.String()),
 		pins: prior.Pins, offered: map[string]string{}}
 	p.Server = mcp.NewServer(&mcp.Implementation{Name: "ironvise-proxy-" + o.Name, Version: o.Version}, &mcp.ServerOptions{
-		HasTools: true,
+		// Tools are offered even while none passed (yet): a tool added or
+		// approved later appears with a list-changed notification.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		Instructions: fmt.Sprintf("The tools of MCP server %q, checked by IronVise and recorded in session %s. A tool whose definition changed since it was pinned, or whose description looks like a prompt injection, is not offered.",
 			o.Name, s.ID),
 	})
@@ -359,12 +363,7 @@ func definitionText(t *mcp.Tool) string {
 				walk(e, depth+1)
 			}
 		case map[string]any:
-			keys := make([]string, 0, len(x))
-			for k := range x {
-				keys = append(keys, k)
-			}
-			sort.Strings(keys)
-			for _, k := range keys {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
 				walk(x[k], depth+1)
 			}
 		}

@@ -5,7 +5,6 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,19 +20,7 @@ import (
 // real command over stdio, as an MCP client would.
 var bin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ironvise-mcp-test")
-	if err == nil {
-		bin, err = mcptest.Build(dir, "github.com/ironvise/ironvise/cmd/ironvise", "ironvise")
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { mcptest.Main(m, mcptest.Binary{Pkg: mcptest.Ironvise, Path: &bin}) }
 
 func TestMCPServerRunsCallsThroughTheChecks(t *testing.T) {
 	e := mcptest.Env(t)

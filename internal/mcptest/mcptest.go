@@ -163,3 +163,32 @@ func WaitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// Binary is a program Main builds: the package's import path, and where
+// to store the built binary's path.
+type Binary struct {
+	Pkg  string
+	Path *string
+}
+
+// Main builds bins into a temporary directory, runs the tests and exits;
+// call it from TestMain.
+func Main(m *testing.M, bins ...Binary) {
+	dir, err := os.MkdirTemp("", "ironvise-mcptest")
+	for _, b := range bins {
+		if err != nil {
+			break
+		}
+		*b.Path, err = Build(dir, b.Pkg, filepath.Base(b.Pkg))
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// Ironvise is the import path of the ironvise command.
+const Ironvise = "github.com/ironvise/ironvise/cmd/ironvise"
