@@ -16,8 +16,8 @@ import (
 )
 
 type mcpProxyOptions struct {
-	Name                            string
-	Workspace, Policy, PolicySHA256 string
+	mcpOptions
+	Name string
 }
 
 func (a *app) mcpProxyCommand() *cobra.Command {

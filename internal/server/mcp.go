@@ -30,16 +30,16 @@ type mcpHTTP struct {
 	handler http.Handler
 
 	mu sync.Mutex
-	// owners maps an MCP session id to the hash of the token that
-	// initialised it: another token cannot use the session.
-	owners map[string]string
+	// owners maps an MCP session id to the token that initialised it:
+	// another token cannot use the session.
+	owners map[string]principal
 }
 
 // mcpService returns the /mcp transport, built on first use.
 func (s *Server) mcpService() *mcpHTTP {
 	m := &s.mcp
 	m.once.Do(func() {
-		m.owners = map[string]string{}
+		m.owners = map[string]principal{}
 		m.svc = mcpserver.New(mcpserver.Options{Transport: "http", Version: s.opts.Version,
 			Runtime: s.sessionRuntime, Spec: s.mcpSpec})
 		m.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return m.svc.Server },
@@ -52,29 +52,49 @@ func (s *Server) mcpService() *mcpHTTP {
 	return m
 }
 
-// mcpSpec is what the session of a new MCP connection enforces.
-func (s *Server) mcpSpec(ctx context.Context, extra *mcp.RequestExtra) (session.Spec, func(), error) {
-	cfg := s.sessionConfig()
-	plan, err := guard.Resolve(cfg.Guard, cfg.LLM.Backend, s.opts.GuardFlags)
-	if err != nil {
-		return session.Spec{}, nil, errf(http.StatusServiceUnavailable, "the guard is required but not configured: %v", err)
-	}
-	_, tw, err := s.sessionTripwire(cfg)
-	if err != nil {
-		return session.Spec{}, nil, err
-	}
-	g, err := s.startGuard(plan, cfg)
-	if err != nil {
-		return session.Spec{}, nil, err
-	}
-	spec := s.sessionSpec(cfg, tw, nil, g)
+// mcpSpec is what the session of a new MCP connection enforces. It takes
+// a place under the caps of sessions waiting for intents
+// (ECTO_MAX_IDLE_SESSIONS, ECTO_MAX_IDLE_SESSIONS_PER_TOKEN), as an API
+// session without the loop does, until the session is sealed.
+func (s *Server) mcpSpec(ctx context.Context, extra *mcp.RequestExtra) (spec session.Spec, release func(), err error) {
+	var who principal
+	ok := false
 	if extra != nil {
 		m := &s.mcp
 		m.mu.Lock()
-		spec.CreatedBy = m.owners[extra.Header.Get("Mcp-Session-Id")]
+		who, ok = m.owners[extra.Header.Get("Mcp-Session-Id")]
 		m.mu.Unlock()
 	}
-	return spec, g.Close, nil
+	if !ok {
+		return spec, nil, errf(http.StatusUnauthorized, "the MCP session has no owner token")
+	}
+	cfg := s.sessionConfig()
+	if err := s.runners.reserve(who.actor(), cfg.Server.MaxIdleSessions, cfg.Server.MaxIdleSessionsPerToken); err != nil {
+		return spec, nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.runners.unreserve(who.actor())
+		}
+	}()
+	plan, err := guard.Resolve(cfg.Guard, cfg.LLM.Backend, s.opts.GuardFlags)
+	if err != nil {
+		return spec, nil, errf(http.StatusServiceUnavailable, "the guard is required but not configured: %v", err)
+	}
+	_, tw, err := s.sessionTripwire(cfg)
+	if err != nil {
+		return spec, nil, err
+	}
+	g, err := s.startGuard(plan, cfg)
+	if err != nil {
+		return spec, nil, err
+	}
+	spec = s.sessionSpec(cfg, tw, nil, g)
+	spec.CreatedBy = who.hash
+	return spec, func() {
+		g.Close()
+		s.runners.unreserve(who.actor())
+	}, nil
 }
 
 // handleMCP serves /mcp: POST (messages), GET (the server's stream) and
@@ -86,7 +106,7 @@ func (s *Server) handleMCP(rc *reqCtx) {
 		m.mu.Lock()
 		owner, ok := m.owners[sid]
 		m.mu.Unlock()
-		if !ok || owner != rc.who.hash {
+		if !ok || owner.hash != rc.who.hash {
 			// Unknown, or another token's: the same answer, so a session
 			// id reveals nothing.
 			rc.fail(errf(http.StatusNotFound, "no MCP session %q for this token: initialise a new one (POST /mcp without Mcp-Session-Id)", sid))
@@ -118,7 +138,7 @@ func (s *Server) handleMCP(rc *reqCtx) {
 		rc.r.Body = io.NopCloser(bytes.NewReader(rc.body))
 		rc.r.ContentLength = int64(len(rc.body))
 	}
-	w := &mcpOwnerWriter{ResponseWriter: rc.w, m: m, owner: rc.who.hash, known: sid != ""}
+	w := &mcpOwnerWriter{ResponseWriter: rc.w, m: m, owner: *rc.who, known: sid != ""}
 	m.handler.ServeHTTP(w, rc.r)
 	rc.status = w.status
 }
@@ -136,7 +156,7 @@ func (s *Server) closeMCP(ctx context.Context) error {
 type mcpOwnerWriter struct {
 	http.ResponseWriter
 	m      *mcpHTTP
-	owner  string
+	owner  principal
 	known  bool
 	status int
 }

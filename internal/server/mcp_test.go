@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ironvise/ironvise/internal/mcpserver"
@@ -77,6 +78,15 @@ func TestMCPOverHTTP(t *testing.T) {
 	if s["status"] != "running" {
 		t.Fatalf("session %v", s)
 	}
+	// The session belongs to the token that opened the MCP session (token
+	// scopes read it).
+	ls, err := ts.ledger().Session(ctx, uuid.MustParse(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ls.CreatedBy != TokenHash(agentTok) {
+		t.Fatalf("created_by %q; want the agent token's hash", ls.CreatedBy)
+	}
 
 	// Another token cannot use this MCP session, even knowing its id.
 	sid := cs.ID()
@@ -101,4 +111,40 @@ func TestMCPOverHTTP(t *testing.T) {
 	if v["ok"] != true {
 		t.Fatalf("verify: %v", v)
 	}
+}
+
+// MCP sessions count against the caps of sessions waiting for intents,
+// and give their place back when they end.
+func TestMCPSessionsAreCapped(t *testing.T) {
+	ts := startServer(t, tsOptions{env: map[string]string{"ECTO_MAX_IDLE_SESSIONS_PER_TOKEN": "1"}})
+	ctx := context.Background()
+	args := map[string]any{"path": "notes.txt", "justification": "read the notes for the audit"}
+	first, err := mcpConnect(ts, agentTok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := first.CallTool(ctx, &mcp.CallToolParams{Name: "read_file", Arguments: args}); err != nil || res.IsError {
+		t.Fatalf("first: %v %+v", err, res)
+	}
+	second, err := mcpConnect(ts, agentTok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := second.CallTool(ctx, &mcp.CallToolParams{Name: "read_file", Arguments: args})
+	if err != nil || !res.IsError || !strings.Contains(mcpText(res), "ECTO_MAX_IDLE_SESSIONS_PER_TOKEN=1") {
+		t.Fatalf("second connection over the cap: %v %+v", err, res)
+	}
+	first.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res, err = second.CallTool(ctx, &mcp.CallToolParams{Name: "read_file", Arguments: args})
+		if err == nil && !res.IsError {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the place of a closed connection was not given back: %v %+v", err, res)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	second.Close()
 }
