@@ -78,8 +78,9 @@ type Service struct {
 	open  func(ctx context.Context, extra *mcp.RequestExtra) (session.Spec, func(), error)
 	trans string
 
-	mu    sync.Mutex
-	conns map[*mcp.ServerSession]*Conn
+	mu     sync.Mutex
+	conns  map[*mcp.ServerSession]*connEntry
+	closed bool
 }
 
 // Options configure New.
@@ -100,7 +101,7 @@ type Options struct {
 
 // New returns the service.
 func New(o Options) *Service {
-	s := &Service{rt: o.Runtime, open: o.Spec, trans: o.Transport, conns: map[*mcp.ServerSession]*Conn{}}
+	s := &Service{rt: o.Runtime, open: o.Spec, trans: o.Transport, conns: map[*mcp.ServerSession]*connEntry{}}
 	s.Server = mcp.NewServer(&mcp.Implementation{Name: "ironvise", Version: o.Version}, &mcp.ServerOptions{
 		Instructions: "Every tool call passes IronVise's checks and runs sandboxed, recorded in one IronVise session per connection " +
 			"(its id is in each result's _meta as " + MetaSession + "; its verification is the resource " + VerificationTemplate + "). Give each call a specific justification.",
@@ -140,20 +141,48 @@ func VerificationURI(id uuid.UUID) string {
 	return "ironvise://session/" + id.String() + "/verification"
 }
 
+// connEntry is one connection's place in the service.
+type connEntry struct {
+	// mu serialises the creation of the connection's session (other
+	// connections are not held up by it) and its close.
+	mu   sync.Mutex
+	c    *Conn
+	gone bool // the connection closed: no session is created any more
+}
+
 // Conn returns the IronVise session of connection ss, recording it first
 // when this is the connection's first use. The session is ended and sealed
-// when ss closes.
+// when ss closes. A failed creation is retried by the next call.
 func (s *Service) Conn(ctx context.Context, ss *mcp.ServerSession, extra *mcp.RequestExtra) (*Conn, error) {
 	if ss == nil {
 		return nil, errors.New("no MCP session")
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.conns[ss]; ok {
-		if c == nil {
-			return nil, errors.New("the connection is closing")
-		}
-		return c, nil
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errors.New("the MCP service is shutting down")
+	}
+	e := s.conns[ss]
+	if e == nil {
+		e = &connEntry{}
+		s.conns[ss] = e
+		go func() {
+			_ = ss.Wait()
+			if err := s.closeConn(context.Background(), ss); err != nil {
+				if log := s.rt().Logger; log != nil {
+					log.Error("mcp: end the session of a closed connection", "err", err)
+				}
+			}
+		}()
+	}
+	s.mu.Unlock()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case e.c != nil:
+		return e.c, nil
+	case e.gone:
+		return nil, errors.New("the connection has closed")
 	}
 	spec, release, err := s.open(ctx, extra)
 	if err != nil {
@@ -168,32 +197,42 @@ func (s *Service) Conn(ctx context.Context, ss *mcp.ServerSession, extra *mcp.Re
 		release()
 		return nil, err
 	}
-	c := &Conn{ID: sess.ID, l: rt.Ledger, sess: sess, ext: sess.External(), release: release}
-	s.conns[ss] = c
-	go func() {
-		_ = ss.Wait()
-		if err := s.closeConn(context.Background(), ss); err != nil && rt.Logger != nil {
-			rt.Logger.Error("mcp: end the session of a closed connection", "session", c.ID.String(), "err", err)
-		}
-	}()
-	return c, nil
+	e.c = &Conn{ID: sess.ID, l: rt.Ledger, sess: sess, ext: sess.External(), release: release}
+	return e.c, nil
 }
 
 // closeConn ends and seals the session of connection ss, if it has one.
+// The entry leaves the service only once the seal is recorded: a
+// concurrent caller (the connection's watcher and Close at exit) waits in
+// Conn.Close for the one that records it.
 func (s *Service) closeConn(ctx context.Context, ss *mcp.ServerSession) error {
 	s.mu.Lock()
-	c := s.conns[ss]
-	s.conns[ss] = nil // a late call on a closing connection is refused
+	e := s.conns[ss]
 	s.mu.Unlock()
-	if c == nil {
+	if e == nil {
 		return nil
 	}
-	return c.Close(ctx)
+	e.mu.Lock() // waits for a creation in progress
+	c := e.c
+	e.gone = true
+	e.mu.Unlock()
+	var err error
+	if c != nil {
+		if err = c.Close(ctx); err != nil {
+			err = fmt.Errorf("session %s: %w", c.ID, err)
+		}
+	}
+	s.mu.Lock()
+	delete(s.conns, ss)
+	s.mu.Unlock()
+	return err
 }
 
-// Close ends and seals the session of every connection still open.
+// Close ends and seals the session of every connection still open, and
+// refuses new ones.
 func (s *Service) Close(ctx context.Context) error {
 	s.mu.Lock()
+	s.closed = true
 	var all []*mcp.ServerSession
 	for ss := range s.conns {
 		all = append(all, ss)
