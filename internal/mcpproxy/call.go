@@ -39,11 +39,15 @@ func (p *Proxy) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTo
 	p.mu.Unlock()
 
 	vs := p.check(ctx, name, args)
-	if pin.Withheld || pin.Pinned == "" {
-		// Withheld since the client listed it (a changed definition seen
-		// mid-run): the server no longer offers it, and a call that raced
-		// the change is refused here.
-		vs = append([]verdict.Verdict{verdict.Denial(verdict.CheckTripwire, verdict.Code("mcp_tool_withheld"),
+	switch {
+	case pin.Status == "" || pin.Status == PinAbsent:
+		vs = append([]verdict.Verdict{verdict.Denial(verdict.CheckTripwire, CodeToolUnknown,
+			fmt.Sprintf("tool %q is not offered by MCP server %q", name, p.o.Name))}, vs...)
+	case pin.Withheld || pin.Pinned == "":
+		// Withheld (a poisoned description, or a definition changed since
+		// it was pinned, perhaps after the client listed it): never
+		// forwarded.
+		vs = append([]verdict.Verdict{verdict.Denial(verdict.CheckTripwire, CodeToolWithheld,
 			fmt.Sprintf("tool %q is withheld: %s", name, pin.Reason))}, vs...)
 	}
 	decisive := vs[len(vs)-1]
@@ -86,6 +90,14 @@ func (p *Proxy) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTo
 	}
 	return out, nil
 }
+
+// Verdict codes of calls the proxy refuses before any rule.
+const (
+	// CodeToolWithheld: the tool's pin or description withholds it.
+	CodeToolWithheld verdict.Code = "mcp_tool_withheld"
+	// CodeToolUnknown: the wrapped server does not offer the tool.
+	CodeToolUnknown verdict.Code = "mcp_tool_unknown"
+)
 
 func toolError(format string, args ...any) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}

@@ -101,8 +101,12 @@ func TestProxyPinsChecksAndRecords(t *testing.T) {
 		!strings.Contains(out, "image content was withheld") || !strings.Contains(out, "region=eu-west-1") {
 		t.Fatalf("leak: error=%v; want the credentials redacted, the injection withheld and flagged, the image withheld:\n%s", isErr, out)
 	}
-	if _, isErr, err := mcptest.TryCall(cs, "poisoned", map[string]any{"a": "1", "b": "2"}); err == nil && !isErr {
-		t.Fatal("the poisoned tool was callable")
+	// Calls of tools that are not offered are refused, and recorded.
+	if out, isErr := mcptest.Call(t, cs, "poisoned", map[string]any{"a": "1", "b": "2"}); !isErr || !strings.Contains(out, "mcp_tool_withheld") || !strings.Contains(out, "prompt injection") {
+		t.Fatalf("the poisoned tool: error=%v %q", isErr, out)
+	}
+	if out, isErr := mcptest.Call(t, cs, "nope", nil); !isErr || !strings.Contains(out, "mcp_tool_unknown") {
+		t.Fatalf("an unknown tool: error=%v %q", isErr, out)
 	}
 	cs.Close()
 	id1 := mcptest.SessionOf(t, stderr.String())
@@ -122,8 +126,8 @@ func TestProxyPinsChecksAndRecords(t *testing.T) {
 	for _, ev := range evs {
 		count[ev.Type]++
 	}
-	if count["mcp_tool_pin"] != 8 || count["mcp_tool_call"] != 10 || count["mcp_tool_result"] != 4 {
-		t.Errorf("recorded %v; want 8 pins, 10 calls (the poisoned tool's call never reached the proxy's checks), 4 results", count)
+	if count["mcp_tool_pin"] != 8 || count["mcp_tool_call"] != 12 || count["mcp_tool_result"] != 4 {
+		t.Errorf("recorded %v; want 8 pins, 12 calls, 4 results (only the allowed calls were forwarded)", count)
 	}
 	pins := pinsOf(t, env)
 	if p := pins["changing"]; p["status"] != "first_seen" || p["withheld"] != false || p["pinned_sha256"] != p["sha256"] {

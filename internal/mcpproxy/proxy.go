@@ -139,6 +139,18 @@ func Open(ctx context.Context, o Options) (*Proxy, error) {
 		Instructions: fmt.Sprintf("The tools of MCP server %q, checked by IronVise and recorded in session %s. A tool whose definition changed since it was pinned, or whose description looks like a prompt injection, is not offered.",
 			o.Name, s.ID),
 	})
+	// A call of a tool that is not offered (withheld, or never listed)
+	// goes through the same checks and record as any other, and is denied
+	// there: the attempt is evidence, and the client gets a tool error
+	// that says why, not a bare protocol error.
+	p.Server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if ctr, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && ctr.Params != nil && !p.isOffered(ctr.Params.Name) {
+				return p.call(ctx, ctr)
+			}
+			return next(ctx, method, req)
+		}
+	})
 	t := o.Transport
 	if t == nil {
 		t = &mcp.CommandTransport{Command: o.Command, TerminateDuration: 2 * time.Second}
@@ -374,6 +386,15 @@ func definitionText(t *mcp.Tool) string {
 	}
 	walk(schema, 0)
 	return strings.Join(parts, "\n")
+}
+
+// isOffered reports whether the client may call tool name: its pin is
+// accepted and it is not withheld.
+func (p *Proxy) isOffered(name string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pin, ok := p.pins[name]
+	return ok && !pin.Withheld && pin.Pinned != "" && pin.Status != PinAbsent
 }
 
 // offer adds t to the tools the client sees, with the wrapped server's own

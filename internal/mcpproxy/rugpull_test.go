@@ -86,8 +86,9 @@ func TestProxyWithholdsAToolChangedMidRun(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search", Arguments: map[string]any{"q": "x"}}); err == nil && !res.IsError {
-		t.Fatal("the changed tool is still callable")
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search", Arguments: map[string]any{"q": "x"}}); err != nil || !res.IsError ||
+		!strings.Contains(res.Content[0].(*mcp.TextContent).Text, "mcp_tool_withheld") {
+		t.Fatalf("the changed tool: %v %+v; want a tool error naming the withholding", err, res)
 	}
 	cs.Close()
 	if err := p.Close(ctx); err != nil {
