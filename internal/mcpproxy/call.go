@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"sort"
@@ -29,9 +30,16 @@ func (p *Proxy) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTo
 	if len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
-		if err := dec.Decode(&args); err != nil || args == nil {
-			return toolError("ironvise: the arguments of %s must be a JSON object; the call was not forwarded", name), nil
+		if err := dec.Decode(&args); err != nil || args == nil || dec.Decode(&struct{}{}) != io.EOF {
+			return toolError("ironvise: the arguments of %s must be one JSON object; the call was not forwarded", name), nil
 		}
+	}
+	// What is forwarded is what was checked, re-encoded: a second value
+	// of a repeated key, which another JSON reader might take instead of
+	// the one checked, cannot reach the wrapped server.
+	fwd, err := json.Marshal(args)
+	if err != nil {
+		return toolError("ironvise: the arguments of %s cannot be re-encoded (%v); the call was not forwarded", name, err), nil
 	}
 	p.mu.Lock()
 	p.step++
@@ -73,9 +81,9 @@ func (p *Proxy) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTo
 	}
 	re := resultEvent{Step: step, Tool: name, Contents: []scannedText{}, Labels: []string{}}
 	var res *mcp.CallToolResult
-	err := upErr
+	err = upErr
 	if err == nil {
-		res, err = up.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(raw)})
+		res, err = up.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(fwd)})
 	}
 	if err != nil {
 		re.Error = p.red.String(err.Error())

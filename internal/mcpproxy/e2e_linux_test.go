@@ -3,12 +3,15 @@
 package mcpproxy_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ironvise/ironvise/internal/mcptest"
 )
@@ -101,6 +104,12 @@ func TestProxyPinsChecksAndRecords(t *testing.T) {
 		!strings.Contains(out, "image content was withheld") || !strings.Contains(out, "region=eu-west-1") {
 		t.Fatalf("leak: error=%v; want the credentials redacted, the injection withheld and flagged, the image withheld:\n%s", isErr, out)
 	}
+	// A repeated key: the value checked is the value forwarded, and the
+	// other one never reaches the server.
+	dup, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "read_note", Arguments: json.RawMessage(`{"path":"/etc/shadow","path":"notes.txt"}`)})
+	if err != nil || dup.IsError {
+		t.Fatalf("repeated key: %v %+v", err, dup)
+	}
 	// Calls of tools that are not offered are refused, and recorded.
 	if out, isErr := mcptest.Call(t, cs, "poisoned", map[string]any{"a": "1", "b": "2"}); !isErr || !strings.Contains(out, "mcp_tool_withheld") || !strings.Contains(out, "prompt injection") {
 		t.Fatalf("the poisoned tool: error=%v %q", isErr, out)
@@ -126,8 +135,8 @@ func TestProxyPinsChecksAndRecords(t *testing.T) {
 	for _, ev := range evs {
 		count[ev.Type]++
 	}
-	if count["mcp_tool_pin"] != 8 || count["mcp_tool_call"] != 12 || count["mcp_tool_result"] != 4 {
-		t.Errorf("recorded %v; want 8 pins, 12 calls, 4 results (only the allowed calls were forwarded)", count)
+	if count["mcp_tool_pin"] != 8 || count["mcp_tool_call"] != 13 || count["mcp_tool_result"] != 5 {
+		t.Errorf("recorded %v; want 8 pins, 13 calls, 5 results (only the allowed calls were forwarded)", count)
 	}
 	pins := pinsOf(t, env)
 	if p := pins["changing"]; p["status"] != "first_seen" || p["withheld"] != false || p["pinned_sha256"] != p["sha256"] {
