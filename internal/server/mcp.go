@@ -5,7 +5,9 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,8 +28,9 @@ const mcpSessionTimeout = 30 * time.Minute
 // without one).
 type mcpHTTP struct {
 	once    sync.Once
-	svc     *mcpserver.Service
 	handler http.Handler
+	// svc is set once the transport is built (by the first request).
+	svc atomic.Pointer[mcpserver.Service]
 
 	mu sync.Mutex
 	// owners maps an MCP session id to the token that initialised it:
@@ -40,9 +43,10 @@ func (s *Server) mcpService() *mcpHTTP {
 	m := &s.mcp
 	m.once.Do(func() {
 		m.owners = map[string]principal{}
-		m.svc = mcpserver.New(mcpserver.Options{Transport: "http", Version: s.opts.Version,
+		svc := mcpserver.New(mcpserver.Options{Transport: "http", Version: s.opts.Version,
 			Runtime: s.sessionRuntime, Spec: s.mcpSpec})
-		m.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return m.svc.Server },
+		m.svc.Store(svc)
+		m.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return svc.Server },
 			&mcp.StreamableHTTPOptions{SessionTimeout: mcpSessionTimeout, Logger: s.log,
 				// The API's own checks run first (token, rate limits, CORS,
 				// body limits), as on every route; the SDK's Host check would
@@ -143,12 +147,26 @@ func (s *Server) handleMCP(rc *reqCtx) {
 	rc.status = w.status
 }
 
-// closeMCP ends and seals the session of every open MCP connection.
+// endMCPConnections closes every open MCP connection at shutdown, before
+// the HTTP server waits for its requests: a client's server stream (GET
+// /mcp) would otherwise hold the shutdown for its whole grace period.
+func (s *Server) endMCPConnections() {
+	svc := s.mcp.svc.Load()
+	if svc == nil {
+		return
+	}
+	for _, ss := range slices.Collect(svc.Server.Sessions()) {
+		ss.Close()
+	}
+}
+
+// closeMCP ends and seals the session of every MCP connection.
 func (s *Server) closeMCP(ctx context.Context) error {
-	if s.mcp.svc == nil {
+	svc := s.mcp.svc.Load()
+	if svc == nil {
 		return nil
 	}
-	return s.mcp.svc.Close(ctx)
+	return svc.Close(ctx)
 }
 
 // mcpOwnerWriter records the owner of the session id an initialisation

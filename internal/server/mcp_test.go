@@ -10,6 +10,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/ledger/ledgerdb"
 	"github.com/ironvise/ironvise/internal/mcpserver"
 )
 
@@ -147,4 +149,46 @@ func TestMCPSessionsAreCapped(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	second.Close()
+}
+
+// Shutdown ends open MCP connections (their server streams included) at
+// once and seals their sessions; it does not wait out the grace period
+// for them.
+func TestMCPShutdownSealsOpenConnections(t *testing.T) {
+	// The ledger in the data directory, so the session can be read after
+	// the server closed it.
+	ts := startServer(t, tsOptions{env: map[string]string{"DATABASE_URL": "<unset>"}})
+	ctx := context.Background()
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.url + "/mcp",
+		HTTPClient: &http.Client{Transport: &bearer{tok: agentTok, base: http.DefaultTransport}}, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read_file", Arguments: map[string]any{"path": "notes.txt", "justification": "read the notes for the audit"}})
+	if err != nil || res.IsError {
+		t.Fatalf("read_file: %v %+v", err, res)
+	}
+	id := uuid.MustParse(res.Meta[mcpserver.MetaSession].(string))
+	time.Sleep(200 * time.Millisecond) // the client's server stream is open
+	start := time.Now()
+	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	// Shutdown returns the seal's error, if any: the session's end is
+	// recorded before the ledger closes.
+	if err := ts.Shutdown(sctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if d := time.Since(start); d >= ShutdownGrace/2 {
+		t.Errorf("shutdown took %v with an MCP connection open (grace %v)", d, ShutdownGrace)
+	}
+	l, err := ledgerdb.Open(ctx, "", 0, ledger.Options{DataDir: ts.dataDir, CheckpointInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	if sess, err := l.Session(ctx, id); err != nil || !sess.Sealed() {
+		t.Fatalf("the session of a connection open at shutdown: %v %+v; want it sealed", err, sess)
+	}
 }

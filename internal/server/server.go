@@ -432,6 +432,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	close(s.streamsDone)
+	s.endMCPConnections()
 	s.stopLocal()
 	var errs []error
 	if s.httpSrv != nil {
