@@ -277,6 +277,7 @@ recorded in a signed, hash-chained ledger that an auditor can verify offline.`,
 		a.guardWorkerCommand(),
 		a.serveCommand(),
 		a.hookCommand(),
+		a.mcpCommand(),
 	)
 	markCommandErrors(root)
 	return root

@@ -65,6 +65,7 @@ func TestJSONFailures(t *testing.T) {
 		{"verify-vc: neither JWT nor file", e.env, []string{"verify-vc", "nope", "--allow-unpinned", "--json"}, 2, "usage", "", ""},
 		{"verify-vc: invalid credential", e.env, []string{"verify-vc", "a.b.c", "--allow-unpinned", "--json"}, 1, "verification", "", "valid"},
 		{"issuer-key: unwritable output", e.env, []string{"issuer-key", "--json", "--output", noDir}, 2, "error", "", ""},
+		{"mcp pins: configuration error", bad, []string{"mcp", "pins", "--name", "x", "--json"}, 2, "config", "", ""},
 	}
 	covered := map[string]bool{}
 	for _, tc := range cases {

@@ -33,12 +33,14 @@ type (
 		DefaultPathDecision    any                  `toml:"default_path_decision"`
 		DefaultDomainDecision  any                  `toml:"default_domain_decision"`
 		ApprovalTimeoutSeconds any                  `toml:"approval_timeout_seconds"`
+		DefaultMCPToolDecision any                  `toml:"default_mcp_tool_decision"`
 		CommandRules           []rawCommandRule     `toml:"command_rules"`
 		PathRules              []rawPathRule        `toml:"path_rules"`
 		DomainRules            []rawDomainRule      `toml:"domain_rules"`
 		ApprovalGates          []rawGate            `toml:"approval_gates"`
 		ObservationRules       []rawObservationRule `toml:"observation_rules"`
 		Controls               []rawControl         `toml:"controls"`
+		MCPToolRules           []rawMCPToolRule     `toml:"mcp_tool_rules"`
 	}
 	rawCommandRule struct {
 		ID          any `toml:"id"`
@@ -306,6 +308,11 @@ func (c *compiler) compile(r *rawPolicy) *Policy {
 	}
 	for i := range r.Controls {
 		c.compileControl(p, i, &r.Controls[i])
+	}
+	p.mcpDefault = c.decision("default_mcp_tool_decision", r.DefaultMCPToolDecision, verdict.Allow)
+	ids = map[string]bool{}
+	for i := range r.MCPToolRules {
+		c.compileMCPToolRule(p, i, &r.MCPToolRules[i], ids)
 	}
 	return p
 }

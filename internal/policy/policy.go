@@ -178,6 +178,8 @@ type Policy struct {
 	gates        []Gate
 	observation  []scan.ObservationRule
 	controls     []Control
+	mcpToolRules []mcpToolRule
+	mcpDefault   verdict.Decision
 
 	fold    bool // ASCII case folding of programs and paths (darwin, windows)
 	windows bool // "\" separators and drive letters in paths

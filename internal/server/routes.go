@@ -68,4 +68,8 @@ func (s *Server) routes() {
 		r := add(post, "/api/hooks/"+string(ag), writeRole, limitGlobal, bodyRawText, "answer agent hooks", s.handleHook(ag))
 		r.blockOnError = blockHookError(ag)
 	}
+	// MCP over streamable HTTP (docs/integrations.md#mcp).
+	add(post, "/mcp", writeRole, limitGlobal, bodyJSON, "use MCP", s.handleMCP)
+	add(get, "/mcp", writeRole, limitSSE, bodyNone, "use MCP", s.handleMCP).stream = true
+	add(del, "/mcp", writeRole, limitGlobal, bodyNone, "use MCP", s.handleMCP)
 }

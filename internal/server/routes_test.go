@@ -65,6 +65,9 @@ var routeCases = []routeCase{
 	{"GET", "/api/sandbox", anyRole},
 	{"POST", "/api/hooks/claude-code", writeRole},
 	{"POST", "/api/hooks/codex", writeRole},
+	{"POST", "/mcp", writeRole},
+	{"GET", "/mcp", writeRole},
+	{"DELETE", "/mcp", writeRole},
 }
 
 // TestRouteTableCoversSpec checks that every route of the table above is

@@ -123,6 +123,7 @@ type Server struct {
 	runners *runners
 	twCache tripwireCache // the compiled tripwire sessions share (idle.go)
 	wake    *broadcast    // decisions stored by this process
+	mcp     mcpHTTP       // the /mcp transport (mcp.go)
 
 	// bg is the context of everything the server runs in the background
 	// (sessions, the feed); stop cancels it at shutdown.
@@ -431,6 +432,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	close(s.streamsDone)
+	s.endMCPConnections()
 	s.stopLocal()
 	var errs []error
 	if s.httpSrv != nil {
@@ -443,6 +445,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	// Stop the sessions: loops record halt_interrupted and seal
 	// themselves; externally driven sessions are ended aborted.
 	s.runners.stopAll(ctx)
+	if err := s.closeMCP(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	s.stop()
 	s.inflight.Wait()
 	s.wg.Wait()
