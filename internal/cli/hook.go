@@ -201,7 +201,7 @@ func (a *app) decideHook(ctx context.Context, ag hook.Agent, ev *hook.Event, o h
 		return fail(unwrapExit(err))
 	}
 	defer g.Close()
-	env := &hook.Env{Agent: ag, Runtime: rt, Workspace: r.ws, Tripwire: r.tw, Policy: r.pol, Guard: g}
+	env := &hook.Env{Agent: ag, Runtime: rt, Workspace: r.ws, Tripwire: r.tw, Policy: r.pol, Guard: g, MCPRules: hook.PolicyMCPRules{Policy: r.pol}}
 	return env.Handle(ctx, st, ev)
 }
 

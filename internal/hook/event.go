@@ -31,7 +31,7 @@
 // variable at run time, an MCP server that reads files) is only checked as
 // far as its input shows. The sandbox does not apply: the agent runs its
 // tools on the machine. MCP tool calls get the tripwire's path checks on
-// path-shaped arguments until policies gain MCP tool rules ([MCPRules]).
+// path-shaped arguments and the policy's MCP tool rules ([PolicyMCPRules]).
 package hook
 
 import (

@@ -19,10 +19,10 @@ import (
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
-// MCPRules decides an MCP tool call by the tool's name and arguments. It
-// is the seam for the MCP tool rules of policies: until they exist, an
-// MCP call is held only to the tripwire's path checks on its path-shaped
-// arguments (Tools). ok is false when no rule applies.
+// MCPRules decides an MCP tool call by the tool's name and arguments,
+// after the tripwire's path checks of its path-shaped arguments (Tools):
+// PolicyMCPRules applies the policy's mcp_tool_rules. ok is false when no
+// rule applies.
 type MCPRules interface {
 	CheckMCPTool(call MCPCall) (d Decision, reason string, ok bool)
 }

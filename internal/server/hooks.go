@@ -91,7 +91,7 @@ func (s *Server) hookAnswer(ctx context.Context, ag hook.Agent, body []byte, pol
 	defer st.Close()
 	rt := s.sessionRuntime()
 	rt.Tier = hook.AgentTier{}
-	env := &hook.Env{Agent: ag, Runtime: rt, Workspace: s.opts.Workspace, Tripwire: tw, Policy: pol, Guard: g}
+	env := &hook.Env{Agent: ag, Runtime: rt, Workspace: s.opts.Workspace, Tripwire: tw, Policy: pol, Guard: g, MCPRules: hook.PolicyMCPRules{Policy: pol}}
 	// ctx does not end when the agent hangs up: what was committed must
 	// be complete.
 	return env.Handle(ctx, st, ev)
