@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -298,7 +299,11 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	dur := attempt.Elapsed()
 
 	res := sandbox.Ran(sandbox.TierNativeLinux, dur, &l.stdout, &l.stderr)
-	if reason := unconfirmed(ctx, cmd, applied, setupErr, waitErr, res.Stderr); reason != "" {
+	var expired time.Duration
+	if rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		expired = timeout
+	}
+	if reason := unconfirmed(ctx, expired, cmd, applied, setupErr, waitErr, res.Stderr); reason != "" {
 		return sandbox.Aborted(sandbox.TierNativeLinux, reason, dur)
 	}
 	res.Enforced = t.enforced(applied, scratch.dir)
@@ -486,7 +491,11 @@ func (t *Tier) launchSpec(req sandbox.Request, ws, scratch string, masks []strin
 // unconfirmed is why a finished launcher's run cannot be trusted: a setup
 // step failed, or no record confirmed the sandbox applied (the launcher
 // died first, or the run was cancelled). "" means it was confirmed.
-func unconfirmed(ctx context.Context, cmd *exec.Cmd, applied *launch.Applied, setupErr *launch.SetupError, waitErr error, stderr string) string {
+//
+// expired is the run's timeout when it expired (zero otherwise): a
+// launcher killed for it before it applied the sandbox did not fail, it
+// ran out of time, and the reason says so.
+func unconfirmed(ctx context.Context, expired time.Duration, cmd *exec.Cmd, applied *launch.Applied, setupErr *launch.SetupError, waitErr error, stderr string) string {
 	switch {
 	case setupErr != nil:
 		return "sandbox setup failed: " + setupErr.Error()
@@ -494,6 +503,8 @@ func unconfirmed(ctx context.Context, cmd *exec.Cmd, applied *launch.Applied, se
 		return ""
 	case ctx.Err() != nil:
 		return "run cancelled: " + ctx.Err().Error()
+	case expired > 0:
+		return fmt.Sprintf("the run's timeout of %s expired before the launcher applied the sandbox (it was killed); fix: on a loaded machine raise ECTO_SANDBOX_TIMEOUT_SECS", expired)
 	}
 	reason := "the launcher exited before applying the sandbox"
 	if cmd.ProcessState != nil {
