@@ -250,6 +250,11 @@ func testCodexHook(t *testing.T, h *hookEnv) {
 	wantBlock(t, "MCP tool reading a key", h.hook(t, cx, h.event(sid, "PreToolUse", "mcp__fs__read_text", map[string]any{"path": filepath.Join(h.home, ".ssh", "id_rsa")}, "call_6")), "path_protected")
 	wantAllow(t, "MCP tool without paths", h.hook(t, cx, h.event(sid, "PreToolUse", "mcp__docs__search", map[string]any{"query": "hooks"}, "call_7")))
 
+	// The policy's MCP tool rules decide a call with no path in it.
+	mcpPol := filepath.Join(h.ws, "..", "mcp.toml")
+	os.WriteFile(mcpPol, []byte("name = \"mcp\"\n[[mcp_tool_rules]]\nid = \"no-delete\"\ntool = \"delete_*\"\ndecision = \"deny\"\n"), 0o600)
+	wantBlock(t, "MCP tool a rule denies", h.hook(t, cx, h.event(sid, "PreToolUse", "mcp__github__delete_repo", map[string]any{"repo": "acme/app", "token": "ghp_" + strings.Repeat("a1B2", 9)}, "call_7b"), "--policy", mcpPol), "no-delete")
+
 	// Codex's PreToolUse cannot ask: a gate that wants a human blocks.
 	pol := filepath.Join(h.ws, "..", "gate.toml")
 	os.WriteFile(pol, []byte("name = \"git gate\"\ncommand_rules = [{ id = \"push\", program = \"git\", subcommand = \"push\", decision = \"require_approval\" }]\n"), 0o600)
@@ -266,6 +271,13 @@ func testCodexHook(t *testing.T, h *hookEnv) {
 		t.Errorf("state %+v; want sealed", st)
 	}
 	verifyHookSession(t, h, st.Session, 8)
+	// Both MCP calls that passed the path checks are in the ledger, the
+	// allowed one and the one the rule denied, the token redacted.
+	r = h.run(t, nil, nil, "replay", st.Session)
+	if n := strings.Count(r.stdout, hook.EventMCPCall); n != 2 || !strings.Contains(r.stdout, `\"query\":\"hooks\"`) ||
+		!strings.Contains(r.stdout, `\"repo\":\"acme/app\"`) || strings.Contains(r.stdout, strings.Repeat("a1B2", 9)) {
+		t.Errorf("replay: %d %s events (want 2: docs search and delete_repo, the token redacted):\n%s", n, hook.EventMCPCall, r.stdout)
+	}
 }
 
 func testHookFailures(t *testing.T, h *hookEnv) {

@@ -185,8 +185,19 @@ func (e *Env) preToolUse(ctx context.Context, l *Locked, ev *Event) (Answer, err
 		}
 		last = res
 	}
-	if m.MCP != nil && e.MCPRules != nil {
-		if d, why, ok := e.MCPRules.CheckMCPTool(*m.MCP); ok && d != Allow {
+	if m.MCP != nil {
+		d, why := Allow, ""
+		if e.MCPRules != nil {
+			if dd, w, ok := e.MCPRules.CheckMCPTool(*m.MCP); ok {
+				d, why = dd, w
+			}
+		}
+		// Every MCP call is recorded, allowed or not, before the answer:
+		// one the ledger cannot take is blocked.
+		if err := e.recordMCPCall(ctx, s.ID, l.Step, *m.MCP, d, why); err != nil {
+			return Answer{}, err
+		}
+		if d != Allow {
 			ans.Decision, ans.Reason = d, why
 			return ans, nil
 		}
