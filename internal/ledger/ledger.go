@@ -375,6 +375,10 @@ func (l *Ledger) initialize(ctx context.Context) error {
 	})
 }
 
+// closeCheckpointTries is how many times Close tries its final checkpoint
+// while the database is unavailable.
+const closeCheckpointTries = 4
+
 // Close writes a last checkpoint when events were added since the newest
 // one, stops the background goroutines and closes the backend. ctx bounds
 // the final checkpoint.
@@ -386,6 +390,17 @@ func (l *Ledger) Close(ctx context.Context) error {
 		return ErrClosed
 	}
 	_, cpErr := l.Checkpoint(ctx)
+	for try := 1; try < closeCheckpointTries && cpErr != nil && Classify(cpErr).Kind == FailureUnavailable && ctx.Err() == nil; try++ {
+		// A connection the database dropped while it sat in the pool
+		// fails its first use; the pool then replaces it. The final
+		// checkpoint is worth a few more attempts before the instance
+		// stops with events no checkpoint covers.
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Duration(try) * 50 * time.Millisecond):
+		}
+		_, cpErr = l.Checkpoint(ctx)
+	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
