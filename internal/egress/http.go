@@ -101,7 +101,7 @@ func (s *session) http(ctx context.Context) verdict.Verdict {
 	s.client.SetDeadline(s.deadline)
 	w := &budgetWriter{s: s}
 	if err := req.Write(w); err != nil {
-		if errors.Is(err, errCap) {
+		if w.capped {
 			return s.capBytes(true)
 		}
 		return s.ioEnd(err, v)
@@ -113,10 +113,14 @@ var errCap = errors.New("byte cap reached")
 
 // budgetWriter writes the forwarded request upstream, charging the
 // budget.
-type budgetWriter struct{ s *session }
+type budgetWriter struct {
+	s      *session
+	capped bool
+}
 
 func (w *budgetWriter) Write(p []byte) (int, error) {
 	if !w.s.b.take(true, int64(len(p))) {
+		w.capped = true
 		return 0, errCap
 	}
 	n, err := w.s.up.Write(p)

@@ -202,7 +202,7 @@ func (s *session) open(ctx context.Context, host string, port uint16) verdict.Ve
 		v := rules.CheckAddr(a)
 		if v.Denied() {
 			if !s.ipTarget {
-				v.Message = s.rec.Host + " resolves to " + v.Message
+				v.Message = "host " + s.rec.Host + " resolves to a refused address: " + v.Message
 			}
 			return v
 		}
@@ -254,7 +254,7 @@ func (s *session) checkHello() ([]byte, verdict.Verdict) {
 		if sni != "" {
 			return nil, deny(verdict.EgressSNIMismatch, "TLS server name %q in a tunnel to IP address %s", sni, s.rec.Host)
 		}
-		return raw, verdict.Verdict{}
+		return raw, allow("")
 	}
 	if sni == "" {
 		return nil, deny(verdict.EgressSNIMismatch, "the ClientHello in the tunnel to %s has no server name", s.rec.Host)
@@ -262,7 +262,7 @@ func (s *session) checkHello() ([]byte, verdict.Verdict) {
 	if n, err := tripwire.NormalizeHost(sni); err != nil || n != s.rec.Host {
 		return nil, deny(verdict.EgressSNIMismatch, "TLS server name %q is not the tunnel's host %s", sni, s.rec.Host)
 	}
-	return raw, verdict.Verdict{}
+	return raw, allow("")
 }
 
 // tunnel checks the ClientHello, forwards it and relays both ways.
