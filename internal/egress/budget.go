@@ -11,7 +11,9 @@ type Limits struct {
 	// MaxBytesUp and MaxBytesDown cap the bytes sent and received over
 	// all the command's connections together.
 	MaxBytesUp, MaxBytesDown int64
-	// MaxConnections caps how many connections the command may open.
+	// MaxConnections caps how many connections the command may ask
+	// for, refused ones included, so that a command cannot probe the
+	// list without end.
 	MaxConnections int64
 	// MaxConnDuration caps one connection; MaxDuration caps all of them,
 	// counted from NewBudget.

@@ -26,8 +26,8 @@ func readClientHello(r io.Reader) (raw, msg []byte, err error) {
 	var hdr [recordHeaderLen]byte
 	for {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			if len(raw) == 0 && errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-				return nil, nil, fmt.Errorf("%w: the connection ended before a ClientHello", errNotTLS)
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, nil, fmt.Errorf("%w: the connection ended before a whole ClientHello", errNotTLS)
 			}
 			return nil, nil, fmt.Errorf("reading a TLS record: %w", err)
 		}

@@ -43,54 +43,16 @@ func (s *session) refuseHTTP(v verdict.Verdict) {
 }
 
 func (s *session) http(ctx context.Context) verdict.Verdict {
-	s.rec.Protocol = ProtoHTTP
-	req, err := http.ReadRequest(s.br)
-	if err != nil {
-		v := deny(verdict.EgressBadRequest, "not an HTTP proxy request or SOCKS5 greeting: %v", err)
+	req, v := s.httpTarget(ctx)
+	if v.Denied() {
 		s.refuseHTTP(v)
 		return v
 	}
 	if req.Method == http.MethodConnect {
-		s.rec.Protocol = ProtoConnect
-		host, port, err := splitTarget(req.RequestURI, 0)
-		if err != nil {
-			v := deny(verdict.EgressBadRequest, "CONNECT target: %v", err)
-			s.refuseHTTP(v)
-			return v
-		}
-		v := s.open(ctx, host, port)
-		if v.Denied() {
-			s.refuseHTTP(v)
-			return v
-		}
 		if _, err := s.client.Write([]byte("HTTP/1.1 200 Connection established\r\n\r\n")); err != nil {
 			return deny(verdict.EgressBadRequest, "the client left: %v", err)
 		}
 		return s.tunnel(v)
-	}
-	// Plain HTTP: absolute form from a proxy client, or origin form with
-	// a Host header. The request forwarded names req.Host, the host that
-	// is checked here.
-	if req.URL.Scheme != "" && !strings.EqualFold(req.URL.Scheme, "http") {
-		v := deny(verdict.EgressBadRequest, "scheme %q through the plain HTTP proxy; use CONNECT for https", req.URL.Scheme)
-		s.refuseHTTP(v)
-		return v
-	}
-	if req.Host == "" {
-		v := deny(verdict.EgressBadRequest, "request without a host")
-		s.refuseHTTP(v)
-		return v
-	}
-	host, port, err := splitTarget(req.Host, 80)
-	if err != nil {
-		v := deny(verdict.EgressBadRequest, "request host: %v", err)
-		s.refuseHTTP(v)
-		return v
-	}
-	v := s.open(ctx, host, port)
-	if v.Denied() {
-		s.refuseHTTP(v)
-		return v
 	}
 	// One request per client connection: the server is asked to close,
 	// and the proxy closes the client after the response.
@@ -107,6 +69,36 @@ func (s *session) http(ctx context.Context) verdict.Verdict {
 		return s.ioEnd(err, v)
 	}
 	return s.pump(s.client, s.up, false, v)
+}
+
+// httpTarget reads the proxy request and opens its target: the
+// CONNECT host:port, or for plain HTTP the host of the absolute-form URI
+// or of the Host header of an origin-form request. The request forwarded
+// names req.Host, the host checked here.
+func (s *session) httpTarget(ctx context.Context) (*http.Request, verdict.Verdict) {
+	s.rec.Protocol = ProtoHTTP
+	req, err := http.ReadRequest(s.br)
+	if err != nil {
+		return nil, deny(verdict.EgressBadRequest, "not an HTTP proxy request or SOCKS5 greeting: %v", err)
+	}
+	var host string
+	var port uint16
+	switch {
+	case req.Method == http.MethodConnect:
+		s.rec.Protocol = ProtoConnect
+		if host, port, err = splitTarget(req.RequestURI, 0); err != nil {
+			return nil, deny(verdict.EgressBadRequest, "CONNECT target: %v", err)
+		}
+	case req.URL.Scheme != "" && !strings.EqualFold(req.URL.Scheme, "http"):
+		return nil, deny(verdict.EgressBadRequest, "scheme %q through the plain HTTP proxy; use CONNECT for https", req.URL.Scheme)
+	case req.Host == "":
+		return nil, deny(verdict.EgressBadRequest, "request without a host")
+	default:
+		if host, port, err = splitTarget(req.Host, 80); err != nil {
+			return nil, deny(verdict.EgressBadRequest, "request host: %v", err)
+		}
+	}
+	return req, s.open(ctx, host, port)
 }
 
 var errCap = errors.New("byte cap reached")
