@@ -369,3 +369,30 @@ func TestBadRequests(t *testing.T) {
 		}
 	}
 }
+
+func TestPlainHTTPHostHeaderCannotRedirect(t *testing.T) {
+	e := newEnv(t, envOpts{cidrs: loopOptIn, table: map[string][]netip.Addr{"denied.test": addrs("127.0.0.1")}})
+	raw := func(req string) string {
+		c, err := net.Dial("tcp", e.proxy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(c, req)
+		b, _ := io.ReadAll(c)
+		return string(b)
+	}
+	p := port(e.plain)
+	// The URI's host is checked and is the one the server is told.
+	out := raw("GET http://allowed.test:" + p + "/ HTTP/1.1\r\nHost: denied.test:" + p + "\r\n\r\n")
+	mustContain(t, "response", out, "200 OK", "hello allowed.test:"+p)
+	checkRecord(t, e.record(), ProtoHTTP, "allowed.test", verdict.Allow, verdict.OK)
+	out = raw("GET http://denied.test:" + p + "/ HTTP/1.1\r\nHost: allowed.test:" + p + "\r\n\r\n")
+	mustContain(t, "response", out, "403 Forbidden", "egress_domain_not_allowed")
+	checkRecord(t, e.record(), ProtoHTTP, "denied.test", verdict.Deny, verdict.EgressDomainNotAllowed)
+	// An origin-form request is decided by its Host header.
+	out = raw("GET / HTTP/1.1\r\nHost: denied.test:" + p + "\r\n\r\n")
+	mustContain(t, "response", out, "403 Forbidden")
+	e.record()
+}
