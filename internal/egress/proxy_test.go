@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -395,4 +396,60 @@ func TestPlainHTTPHostHeaderCannotRedirect(t *testing.T) {
 	out = raw("GET / HTTP/1.1\r\nHost: denied.test:" + p + "\r\n\r\n")
 	mustContain(t, "response", out, "403 Forbidden")
 	e.record()
+}
+
+func TestServeStopsOpenConnections(t *testing.T) {
+	d, _ := ParseDomains("allowed.test")
+	c, _ := ParseCIDRs(loopOptIn)
+	srv, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	go func() { // a server that accepts and never answers
+		for {
+			c, err := srv.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	recs := make(chan Record, 1)
+	p, err := New(Config{Rules: NewRules(d, c), Resolver: &mapResolver{table: map[string][]netip.Addr{"allowed.test": addrs("127.0.0.1")}},
+		OnConnection: func(r Record) { recs <- r }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Serve(ctx, l, NewBudget(Limits{})) }()
+	_, sp, _ := net.SplitHostPort(srv.Addr().String())
+	pp, _ := strconv.Atoi(sp)
+	tc, rep := socks5(t, l.Addr().String(), 1, "allowed.test", uint16(pp))
+	if rep != 0 {
+		t.Fatalf("reply %d", rep)
+	}
+	tc.Write(realClientHello(t, "allowed.test"))
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Serve: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not return after its context ended")
+	}
+	r := <-recs
+	if r.Protocol != ProtoSOCKS5 || r.SNI != "allowed.test" || r.BytesUp == 0 {
+		t.Errorf("record %+v", r)
+	}
+	if _, err := net.Dial("tcp", l.Addr().String()); err == nil {
+		t.Error("the listener still accepts")
+	}
 }
