@@ -6,7 +6,8 @@ import (
 	"io"
 )
 
-// TLS record and handshake limits (RFC 8446 §5.1, §4).
+// TLS record and handshake limits: the record layer and the handshake
+// message framing of TLS 1.3 (RFC 8446), which a TLS 1.2 ClientHello shares.
 const (
 	recordHeaderLen    = 5
 	maxRecordLen       = 1 << 14
