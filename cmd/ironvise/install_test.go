@@ -29,9 +29,9 @@ func makeEnv(extra ...string) []string {
 	return append(env, extra...)
 }
 
-// makeInstall runs `make TARGET BIN=build DESTDIR=dest ARGS...` in the
-// repository with env.
-func makeInstall(t *testing.T, target, build, dest string, env []string, args ...string) {
+// makeCmd is `make -C <repository> ARGS...`; it skips the test where
+// there is no make.
+func makeCmd(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
 	makeTool, err := exec.LookPath("make")
 	if err != nil {
@@ -41,7 +41,14 @@ func makeInstall(t *testing.T, target, build, dest string, env []string, args ..
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(makeTool, append([]string{"-C", root, target, "BIN=" + build, "DESTDIR=" + dest}, args...)...)
+	return exec.Command(makeTool, append([]string{"-C", root}, args...)...)
+}
+
+// makeInstall runs `make TARGET BIN=build DESTDIR=dest ARGS...` in the
+// repository with env.
+func makeInstall(t *testing.T, target, build, dest string, env []string, args ...string) {
+	t.Helper()
+	cmd := makeCmd(t, append([]string{target, "BIN=" + build, "DESTDIR=" + dest}, args...)...)
 	cmd.Env = env
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("make %s %v: %v\n%s", target, args, err, out)

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,16 +15,8 @@ func TestMakeUnitShowsProgress(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go test through make")
 	}
-	makeTool, err := exec.LookPath("make")
-	if err != nil {
-		t.Skip("no make here")
-	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	unit := func(pkgs string) (string, error) {
-		cmd := exec.Command(makeTool, "-C", root, "unit", "PKGS="+pkgs, "SLOWEST=3", "TESTJSON="+filepath.Join(t.TempDir(), "test.json"))
+		cmd := makeCmd(t, "unit", "PKGS="+pkgs, "SLOWEST=3", "TESTJSON="+filepath.Join(t.TempDir(), "test.json"))
 		cmd.Env = makeEnv()
 		out, err := cmd.CombinedOutput()
 		return string(out), err
