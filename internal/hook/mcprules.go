@@ -11,6 +11,7 @@ import (
 
 	"github.com/ironvise/ironvise/internal/policy"
 	"github.com/ironvise/ironvise/internal/redact"
+	"github.com/ironvise/ironvise/internal/scan"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
@@ -72,15 +73,7 @@ func (e *Env) recordMCPCall(ctx context.Context, session uuid.UUID, step int, c 
 	}
 	sum := sha256.Sum256(raw)
 	red := redact.ForSession(session.String())
-	args := red.String(string(raw))
-	if len(args) > maxRecordedArguments {
-		cut := maxRecordedArguments
-		for cut > 0 && args[cut]&0xC0 == 0x80 { // not inside a UTF-8 sequence
-			cut--
-		}
-		args = args[:cut] + "…[truncated]"
-	}
-	ev := mcpCallEvent{Step: step, Server: c.Server, Tool: c.Tool, Arguments: args,
+	ev := mcpCallEvent{Step: step, Server: c.Server, Tool: c.Tool, Arguments: scan.CutText(red.String(string(raw)), maxRecordedArguments),
 		ArgumentsSHA256: hex.EncodeToString(sum[:]), Decision: d, Reason: red.String(reason), ExecutedBy: "agent"}
 	if _, err := e.Runtime.Ledger.Append(ctx, session, EventMCPCall, ev); err != nil {
 		return fmt.Errorf("record the MCP call: %w", err)

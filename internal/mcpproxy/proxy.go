@@ -416,16 +416,7 @@ func (p *Proxy) offer(t *mcp.Tool) (err error) {
 	return nil
 }
 
-func capText(s string) string {
-	if len(s) <= maxRecorded {
-		return s
-	}
-	cut := maxRecorded
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…[truncated]"
-}
+func capText(s string) string { return scan.CutText(s, maxRecorded) }
 
 // verdictRecord is one verdict on a call as recorded.
 type verdictRecord struct {

@@ -112,6 +112,16 @@ func normalize(t string, limit int) (string, bool) {
 	return t[:cut] + TruncationMarker(int64(len(t)-cut)), true
 }
 
+// CutText returns s cut to at most limit bytes without splitting a UTF-8
+// sequence, with "…[truncated]" appended when it was cut: what a recorded
+// field keeps of a longer value that a hash commits to whole.
+func CutText(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	return s[:runeCut([]byte(s), limit)] + "…[truncated]"
+}
+
 // runeCut returns the largest cut ≤ limit that does not split a valid UTF-8
 // sequence of data. Invalid bytes are cut anywhere: they become U+FFFD.
 func runeCut(data []byte, limit int) int {

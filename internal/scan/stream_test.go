@@ -126,3 +126,18 @@ func TestCollector(t *testing.T) {
 		t.Errorf("small collector: %q, %v", text, truncated)
 	}
 }
+
+// TestCutText: a value within the limit is kept as it is; a longer one is
+// cut at a UTF-8 boundary at or below the limit and marked.
+func TestCutText(t *testing.T) {
+	if got := CutText("héllo", 6); got != "héllo" {
+		t.Errorf("within the limit: %q", got)
+	}
+	got := CutText("aé", 2) // é is two bytes: cutting at 2 would split it
+	if got != "a…[truncated]" {
+		t.Errorf("cut inside a rune: %q", got)
+	}
+	if got := CutText("abcdef", 3); got != "abc…[truncated]" {
+		t.Errorf("cut: %q", got)
+	}
+}
