@@ -1,5 +1,11 @@
 package config
 
+import (
+	"net/netip"
+
+	"github.com/ironvise/ironvise/internal/egress"
+)
+
 // Sandbox configures command confinement (docs/design/sandbox.md).
 type Sandbox struct {
 	// Permissive is ECTO_SANDBOX_PERMISSIVE=true: run without OS
@@ -27,6 +33,9 @@ type Sandbox struct {
 	// tier creates no namespaces and leaves that isolation to the
 	// container IronVise runs in (sandboxing.md#inside-a-container).
 	ContainerMode bool
+	// Network is the sandbox network of commands
+	// (docs/reference/sandboxing.md#network-egress).
+	Network Network
 	// DockerImage is ECTO_DOCKER_IMAGE and FCBinary is ECTO_FC_BINARY;
 	// setting them selects the tier (docs/design/sandbox.md#tier-selection).
 	DockerImage string
@@ -37,6 +46,59 @@ type Sandbox struct {
 	// Firecracker configures the microVM tier
 	// (docs/design/sandbox.md#firecracker-tier).
 	Firecracker Firecracker
+}
+
+// The values of ECTO_SANDBOX_NETWORK.
+const (
+	// NetworkNone: a command has no network at all (the default).
+	NetworkNone = "none"
+	// NetworkProxy: a command reaches the allowed domains through
+	// IronVise's egress proxy, and nothing else.
+	NetworkProxy = "proxy"
+)
+
+// Network is the ECTO_SANDBOX_NETWORK configuration.
+type Network struct {
+	// Mode is ECTO_SANDBOX_NETWORK: NetworkNone (default) or NetworkProxy.
+	Mode string
+	// AllowedDomains is ECTO_SANDBOX_ALLOWED_DOMAINS parsed by
+	// egress.ParseDomains: exact host names or "*.name".
+	AllowedDomains []string
+	// AllowCIDRs is ECTO_SANDBOX_EGRESS_ALLOW_CIDRS parsed by
+	// egress.ParseCIDRs: the opt-in for destinations the address rules
+	// refuse (private, loopback, metadata ranges).
+	AllowCIDRs []netip.Prefix
+}
+
+// Proxy reports whether commands get the egress proxy.
+func (n Network) Proxy() bool { return n.Mode == NetworkProxy }
+
+// loadNetwork reads the three variables. A list given while the mode is
+// none, or proxy mode with nothing to reach, is an error rather than a
+// setting that silently does nothing.
+func loadNetwork(r *reader) Network {
+	n := Network{Mode: r.enum("ECTO_SANDBOX_NETWORK", NetworkNone, NetworkNone, NetworkProxy)}
+	if s, ok := r.get("ECTO_SANDBOX_ALLOWED_DOMAINS"); ok {
+		d, err := egress.ParseDomains(s)
+		if err != nil {
+			r.fail("ECTO_SANDBOX_ALLOWED_DOMAINS", s, err.Error(), "exact host names or *.name, separated by commas")
+		}
+		n.AllowedDomains = d
+	}
+	if s, ok := r.get("ECTO_SANDBOX_EGRESS_ALLOW_CIDRS"); ok {
+		c, err := egress.ParseCIDRs(s)
+		if err != nil {
+			r.fail("ECTO_SANDBOX_EGRESS_ALLOW_CIDRS", s, err.Error(), "address ranges such as 10.0.0.0/8, separated by commas")
+		}
+		n.AllowCIDRs = c
+	}
+	switch {
+	case n.Mode != NetworkProxy && (len(n.AllowedDomains) > 0 || len(n.AllowCIDRs) > 0):
+		r.fail("ECTO_SANDBOX_NETWORK", n.Mode, "ECTO_SANDBOX_ALLOWED_DOMAINS or ECTO_SANDBOX_EGRESS_ALLOW_CIDRS is set, but commands get no network in this mode", "proxy, to let commands reach the listed hosts through the egress proxy")
+	case n.Mode == NetworkProxy && len(n.AllowedDomains) == 0 && len(n.AllowCIDRs) == 0:
+		r.fail("ECTO_SANDBOX_ALLOWED_DOMAINS", "", "ECTO_SANDBOX_NETWORK=proxy with no allowed domain or address range: the proxy would refuse every connection", "the hosts commands may reach, e.g. pypi.org,*.github.com")
+	}
+	return n
 }
 
 // Docker is the ECTO_DOCKER_* configuration of the container tier.
@@ -111,6 +173,7 @@ func loadSandbox(r *reader) Sandbox {
 	// Strictly true or false: it hands isolation to the container, and
 	// a typo must not decide that either way.
 	s.ContainerMode = r.switchVar("ECTO_SANDBOX_CONTAINER_MODE", false, wordsTrueFalse)
+	s.Network = loadNetwork(r)
 	s.DockerImage = r.str("ECTO_DOCKER_IMAGE", "")
 	s.FCBinary = r.absPath("ECTO_FC_BINARY", "")
 	s.Docker = loadDocker(r)

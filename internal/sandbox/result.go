@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/ironvise/ironvise/internal/egress"
 )
 
 // Status is the outcome of one run (docs/design/sandbox.md#fail-closed).
@@ -53,6 +55,10 @@ type Result struct {
 	// vector executed directly) or ExecShell (/bin/sh -c); "" when it
 	// never ran (docs/reference/sandboxing.md#exec-mode).
 	ExecMode string
+	// Egress holds one record per connection the command opened through
+	// the egress proxy, allowed or refused, in the order they ended
+	// (proxy mode only). The caller records each as an egress event.
+	Egress []egress.Record
 }
 
 // The values of Result.ExecMode.
@@ -72,7 +78,8 @@ type Enforced struct {
 	// Capabilities is "none" or the hex mask of the effective set.
 	Capabilities string `json:"capabilities,omitempty"`
 	NoNewPrivs   *bool  `json:"no_new_privs,omitempty"`
-	// Network is "none" or "host".
+	// Network is "none", "host" or "proxy" (only loopback, whose one
+	// exit is the egress proxy).
 	Network        string `json:"network,omitempty"`
 	ScratchDir     string `json:"scratch_dir,omitempty"`
 	Runtime        string `json:"runtime,omitempty"`

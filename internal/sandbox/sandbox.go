@@ -46,6 +46,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/ironvise/ironvise/internal/egress"
 )
 
 // TierName is the tier field of a sandbox_result
@@ -116,6 +118,14 @@ type Request struct {
 	// request can only hide more, never less). doctor uses it to prove the
 	// masking on a fixture of its own.
 	Hidden []string
+	// Egress, when non-nil, runs the command in proxy mode
+	// (ECTO_SANDBOX_NETWORK=proxy, docs/reference/sandboxing.md#network-egress):
+	// the command reaches the hosts these rules allow through IronVise's
+	// egress proxy, and nothing else. The caller builds it from the
+	// configuration narrowed by the session's policy. nil is no network at
+	// all. A tier that cannot provide proxy mode aborts the run; it never
+	// runs the command with more network or with none instead.
+	Egress *egress.Rules
 }
 
 // Limits are the resource limits of the native tiers
@@ -240,6 +250,20 @@ type Options struct {
 	// starts no replacement after the command, which would only compete
 	// with the caller's last commit for the CPU and be killed at exit.
 	OneCommand bool
+	// Egress configures the egress proxy of proxy-mode runs
+	// (Request.Egress).
+	Egress EgressOptions
+}
+
+// EgressOptions configure the egress proxy that a tier serves for a
+// proxy-mode command.
+type EgressOptions struct {
+	// Limits cap one command's connections, bytes and time; zero fields
+	// take egress.DefaultLimits.
+	Limits egress.Limits
+	// Resolver resolves names for the proxy; nil is the system resolver.
+	// Tests inject one to reach a test host by name.
+	Resolver egress.Resolver
 }
 
 // ContainerOptions configure the Docker / Podman tier (ECTO_DOCKER_*,
