@@ -102,6 +102,15 @@ func (l *launcher) applyLandlock() (int, error) {
 	}
 	cfg := LandlockConfig(abi)
 	rules := landlockRules(cfg, l.spec.Workspace, l.spec.Scratch, l.shm, l.spec.Container)
+	if l.spec.Proxy && cfg.HandledAccessNet&ll.AccessNetConnectTCP != 0 {
+		// Security: defence in depth for proxy mode. Seccomp allows TCP
+		// sockets and connect, and the namespace has only loopback, whose
+		// one listener is the proxy; Landlock (ABI 4 or newer) then allows
+		// connect to the proxy's port alone, so that a listener the
+		// namespace might gain later is out of reach too. Binding stays
+		// refused (no rule grants it).
+		rules = append(rules, landlock.ConnectTCP(ProxyPort))
+	}
 	// Security: with the full preset, everything not granted below is
 	// denied: writes anywhere but the scratch directory, reads outside the
 	// listed roots, TCP bind/connect (ABI ≥ 4; UDP at ≥ 10), device ioctls

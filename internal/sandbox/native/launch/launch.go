@@ -77,6 +77,20 @@ const StatusFD = 3
 // parent's ExtraFiles[1].
 const SpecFD = 4
 
+// ProxyFD is a Unix stream socket, the parent's ExtraFiles[2], on which a
+// launcher in proxy mode ([Spec.Proxy]) hands the parent the listening
+// socket of the egress proxy (SCM_RIGHTS). Every launcher gets one, as it
+// is started before its command is known; in mode none it is never used
+// and closes at exec like every inherited descriptor.
+const ProxyFD = 5
+
+// ProxyPort is the port of the egress proxy inside the command's network
+// namespace, on 127.0.0.1 (docs/reference/sandboxing.md#network-egress).
+// It is fixed, so that a command's environment and the documentation
+// agree; the namespace is the command's alone, so no other listener can
+// hold it.
+const ProxyPort = 3128
+
 // Ready is what a launcher started without a specification writes to
 // the status pipe once it waits for one on SpecFD, before any status
 // record.
@@ -150,6 +164,15 @@ type Spec struct {
 	// ScratchMiB caps the scratch tmpfs (bytes); its inode cap is
 	// ScratchInodesPerMiB times this.
 	ScratchMiB int
+	// Proxy is proxy mode (sandbox.Request.Egress): after bringing up
+	// loopback, the launcher listens on 127.0.0.1:[ProxyPort] in the
+	// command's network namespace, hands the listening socket to the
+	// parent over [ProxyFD] and closes its own copy, so that the command
+	// can connect to the proxy and never accept on it; Landlock (ABI 4 or
+	// newer) allows TCP connect to that port only. The parent sends the
+	// matching seccomp program (seccomp.BuildProxy). Refused in container
+	// mode, which has no network namespace of its own.
+	Proxy bool
 	// Inject is a test hook: step name → errno that step's kernel call
 	// returns instead of being made; [InjectSkip] instead skips the call
 	// and reports success, standing for a kernel that accepted a request
@@ -285,6 +308,7 @@ const (
 	StepVerify   = "verify"
 	StepExec     = "exec"
 	StepReaper   = "reaper"
+	StepProxy    = "proxy"
 )
 
 // ContainerFix is the fix named when IronVise in a container cannot build

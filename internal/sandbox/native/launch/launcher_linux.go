@@ -167,6 +167,13 @@ func (l *launcher) launch() error {
 	// container's mount and network namespaces are the command's, and
 	// the tier kept the protected paths out of its reach instead of
 	// masking them.
+	if s.Container && s.Proxy {
+		// Security: the container's network is not the command's to
+		// narrow; the tier refuses this combination before it starts a
+		// launcher, and the launcher does not rely on it.
+		return stepErr(StepProxy, errors.New("proxy mode needs a network namespace of the command's own, and container mode has none"),
+			"set ECTO_SANDBOX_NETWORK=none, or unset ECTO_SANDBOX_CONTAINER_MODE and allow the namespaces")
+	}
 	if !s.Container {
 		if err := l.namespaceSetup(); err != nil {
 			return err
@@ -233,6 +240,11 @@ func (l *launcher) namespaceSetup() error {
 	if err := l.call(StepNetwork, kernel.LoopbackUp); err != nil {
 		return stepErr(StepNetwork, fmt.Errorf("bring up loopback in the command's network namespace: %w", err), "run IronVise as root, or allow unprivileged user namespaces")
 	}
+	if s.Proxy {
+		if err := l.call(StepProxy, listenProxy); err != nil {
+			return stepErr(StepProxy, err, "report this with the output of `ironvise sandbox doctor`; set ECTO_SANDBOX_NETWORK=none to run commands without network")
+		}
+	}
 	if err := l.call(StepMounts, func() error { return setupMounts(s.Workspace, s.Scratch) }); err != nil {
 		return stepErr(StepMounts, err, "IronVise needs to create a mount namespace: run as root or enable unprivileged user namespaces")
 	}
@@ -257,6 +269,35 @@ func (l *launcher) namespaceSetup() error {
 	}
 	if err := l.call(StepMounts, func() error { return readOnlyRoot(s.Workspace, s.Scratch, l.shm) }); err != nil {
 		return stepErr(StepMounts, err, "use Linux 5.12 or newer (mount_setattr)")
+	}
+	return nil
+}
+
+// listenProxy listens on 127.0.0.1:ProxyPort in the command's network
+// namespace and hands the socket to the parent over ProxyFD, which serves
+// the egress proxy on it from its own namespace: the proxy's dials leave
+// from there, and the command's namespace keeps no route out.
+//
+// Security: the launcher closes its copy of the socket, and ProxyFD, before
+// anything untrusted runs, so that no process of the command can accept
+// on the proxy's port or reach the parent's end of ProxyFD; the port stays
+// bound by the parent's copy (no SO_REUSEPORT), so that no process of the
+// command can bind it either.
+func listenProxy() error {
+	defer unix.Close(ProxyFD)
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("socket for the egress proxy: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Port: ProxyPort, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		return fmt.Errorf("bind 127.0.0.1:%d for the egress proxy: %w", ProxyPort, err)
+	}
+	if err := unix.Listen(fd, 128); err != nil {
+		return fmt.Errorf("listen on 127.0.0.1:%d: %w", ProxyPort, err)
+	}
+	if err := unix.Sendmsg(ProxyFD, []byte{'L'}, unix.UnixRights(fd), nil, 0); err != nil {
+		return fmt.Errorf("hand the egress proxy's socket to IronVise (descriptor %d): %w", ProxyFD, err)
 	}
 	return nil
 }

@@ -88,6 +88,30 @@ func (l *launcher) verify() error {
 	if ifs := interfaces(string(dev)); len(ifs) != 1 || ifs[0] != "lo" {
 		return fail("the command's network namespace has interfaces %v, want only lo", ifs)
 	}
+	if l.spec.Proxy {
+		// Proxy mode allows TCP sockets: check that the namespace has no
+		// route (the main table is empty; loopback's routes live in the
+		// local table), and that the profile still refuses what carries
+		// data without the proxy: UDP (a DNS query) and Unix sockets.
+		route, err := os.ReadFile("/proc/self/net/route")
+		if err != nil {
+			return fail("read /proc/self/net/route: %w", err)
+		}
+		if lines := strings.Split(strings.TrimSpace(string(route)), "\n"); len(lines) > 1 {
+			return fail("the command's network namespace has %d routes, want none (first: %q)", len(lines)-1, lines[1])
+		}
+		for _, sock := range []struct {
+			family, typ int
+			name        string
+		}{{unix.AF_INET, unix.SOCK_DGRAM, "AF_INET, SOCK_DGRAM"}, {unix.AF_INET6, unix.SOCK_DGRAM, "AF_INET6, SOCK_DGRAM"},
+			{unix.AF_UNIX, unix.SOCK_STREAM, "AF_UNIX, SOCK_STREAM"}, {unix.AF_INET, unix.SOCK_RAW, "AF_INET, SOCK_RAW"}} {
+			fd, err := unix.Socket(sock.family, sock.typ, 0)
+			if err == nil {
+				_ = unix.Close(fd)
+				return fail("socket(%s) succeeded under the proxy-mode seccomp profile", sock.name)
+			}
+		}
+	}
 	l.applied.Verified = append(l.applied.Verified, VerifiedNetwork)
 	return nil
 }

@@ -35,6 +35,7 @@ const (
 	keyInject     = "inject"
 	keyHide       = "hide"
 	keyScratchMiB = "scratch_mib"
+	keyProxy      = "proxy"
 )
 
 // errNUL is returned for a value argv cannot carry.
@@ -59,6 +60,9 @@ func (s Spec) Args() ([]string, error) {
 	}
 	if s.Container {
 		args = append(args, keyContainer+"=1")
+	}
+	if s.Proxy {
+		args = append(args, keyProxy+"=1")
 	}
 	args = append(args, keyScratchMiB+"="+strconv.Itoa(s.ScratchMiB))
 	for _, a := range s.Argv {
@@ -155,6 +159,11 @@ func ParseArgs(args []string) (Spec, error) {
 				err = errors.New("want 1")
 			}
 			s.Container = true
+		case keyProxy:
+			if v != "1" {
+				err = errors.New("want 1")
+			}
+			s.Proxy = true
 		case keySeccomp:
 			s.Seccomp, err = base64.StdEncoding.DecodeString(v)
 		case keySHA256:

@@ -14,7 +14,7 @@ func testSpec() Spec {
 		Workspace: "/srv/ws with space", Scratch: "/tmp/ironvise-scratch-1",
 		Env:        []string{"PATH=/usr/bin:/bin", "HOME=/tmp/x", "EMPTY=", "WEIRD=a=b=c"},
 		Limits:     Limits{CPUSecs: 30, MemMiB: 512, NoFile: 64, NProc: 512, FSizeMiB: 256},
-		SwitchUser: true, UID: 1000, GID: 1001, UserNS: true, Container: true,
+		SwitchUser: true, UID: 1000, GID: 1001, UserNS: true, Container: true, Proxy: true,
 		Seccomp:       []byte{0x20, 0, 0, 0, 4, 0, 0, 0, 0xff, 0x06},
 		SeccompSHA256: strings.Repeat("ab", 32),
 		Inject:        map[string]int{StepLandlock: 38, StepExec: 2, StepSeccomp: InjectSkip},

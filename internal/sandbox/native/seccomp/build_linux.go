@@ -71,6 +71,52 @@ func Build() (*Profile, error) {
 	return assemble(r)
 }
 
+// BuildProxy assembles the sandboxed commands' filter for proxy mode
+// (docs/reference/sandboxing.md#network-egress): the command profile plus
+// TCP client sockets (see [ProxyArgChecked] and [ProxyAllowed]). The hash
+// differs from Build's, so the recorded hash tells the modes apart.
+func BuildProxy() (*Profile, error) {
+	r, err := commandRules()
+	if err != nil {
+		return nil, err
+	}
+	add := func(name string, rule []bpf.Instruction) error {
+		if _, dup := r[name]; dup {
+			return bug(fmt.Errorf("syscall %q of the proxy profile already has a rule", name))
+		}
+		r[name] = rule
+		return nil
+	}
+	// Security: socket(2) for TCP over IPv4 and IPv6 only: the family
+	// AF_INET or AF_INET6, the type SOCK_STREAM once SOCK_NONBLOCK and
+	// SOCK_CLOEXEC are masked off, the protocol 0 or IPPROTO_TCP. No UDP
+	// (with no resolver in the namespace a DNS query fails at once and
+	// cannot carry data out through a resolver that forwards it), no
+	// AF_UNIX (host daemons), no AF_NETLINK, no raw or packet sockets,
+	// no MPTCP or SCTP. Every argument is an int: the low words only.
+	if err := add("socket", []bpf.Instruction{
+		bpf.LoadAbsolute{Off: argLow(0), Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_INET, SkipTrue: 1},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.AF_INET6, SkipFalse: 7},
+		bpf.LoadAbsolute{Off: argLow(1), Size: 4},
+		bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: sockTypeMask},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SOCK_STREAM, SkipFalse: 4},
+		bpf.LoadAbsolute{Off: argLow(2), Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipTrue: 1},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.IPPROTO_TCP, SkipFalse: 1},
+		retAllow,
+		retEPERM,
+	}); err != nil {
+		return nil, err
+	}
+	for _, name := range proxyAllowed {
+		if err := add(name, []bpf.Instruction{retAllow}); err != nil {
+			return nil, err
+		}
+	}
+	return assemble(r)
+}
+
 // BuildOwnerless assembles the commands' filter without the calls that
 // change a file's metadata by ownership alone (see [MetadataDenied]): the
 // native tier's container mode, where no read-only mount stops them and

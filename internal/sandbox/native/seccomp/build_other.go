@@ -19,6 +19,9 @@ func Build() (*Profile, error) {
 	return nil, fmt.Errorf("seccomp: no profile for %s/%s: %w", runtime.GOOS, runtime.GOARCH, errors.ErrUnsupported)
 }
 
+// BuildProxy fails closed: there is no seccomp profile for this platform.
+func BuildProxy() (*Profile, error) { return Build() }
+
 // BuildOwnerless fails closed: there is no seccomp profile for this
 // platform.
 func BuildOwnerless() (*Profile, error) { return Build() }

@@ -53,11 +53,28 @@
 // open descriptors; a connected stream socket refuses an address
 // (EISCONN).
 //
+// # The proxy-mode command profile
+//
+// [BuildProxy] is the command profile plus what a TCP client needs, for
+// commands run in proxy mode (docs/reference/sandboxing.md#network-egress),
+// whose network namespace holds only loopback and the egress proxy's
+// listener on it: socket(2) for AF_INET or AF_INET6 with SOCK_STREAM (with
+// SOCK_NONBLOCK and SOCK_CLOEXEC) and protocol 0 or IPPROTO_TCP, and
+// connect(2) ([ProxyAllowed]; the send, receive, shutdown and socket-option
+// calls are in the command profile already). Still refused: every other
+// family and type (AF_UNIX, AF_NETLINK, raw, packet, UDP: names are
+// resolved by the proxy, so a DNS query fails at once), bind, listen,
+// accept and accept4. A server inside the sandbox would be harmless on a
+// loopback of its own, but no command needed one in mode none, and the
+// port of the proxy must stay the proxy's; Landlock (ABI 4 or newer)
+// allows connect to the proxy's port only.
+//
 // The HTTPS-client profile allows TCP and UDP sockets of AF_INET and
 // AF_INET6 only, threads but no new processes, no exec, and signals to its
 // own process only.
 //
 //	p, err := seccomp.Build()                       // a sandboxed command
+//	x, err := seccomp.BuildProxy()                  // one in proxy mode
 //	p.SHA256                                        // recorded with every command
 //	q, err := seccomp.BuildHTTPSClient(os.Getpid()) // the guard worker
 //
@@ -88,6 +105,17 @@ func Allowed() []string { return slices.Clone(allowed) }
 // without namespace flags, ioctl but TIOCSTI and TIOCLINUX, socketpair for
 // an AF_UNIX stream pair only, prlimit64 on the caller itself.
 func ArgChecked() []string { return []string{"clone", "ioctl", "socketpair", "prlimit64"} }
+
+// ProxyAllowed are the calls the proxy-mode profile ([BuildProxy]) allows
+// besides the command profile's, socket(2) aside (argument-checked, see
+// [ProxyArgChecked]).
+func ProxyAllowed() []string { return slices.Clone(proxyAllowed) }
+
+// ProxyArgChecked names the syscalls the proxy-mode profile allows only
+// with checked arguments: socket for TCP over IPv4 and IPv6 only.
+func ProxyArgChecked() []string { return []string{"socket"} }
+
+var proxyAllowed = []string{"connect"}
 
 // MetadataDenied are the calls the ownerless profile (BuildOwnerless)
 // refuses: changing a file's mode, owner or extended attributes. The
