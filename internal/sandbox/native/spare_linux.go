@@ -82,6 +82,10 @@ type launcher struct {
 	cmd    *exec.Cmd
 	spec   *os.File // write end of the specification pipe
 	status *os.File // read end of the status pipe
+	// proxy is the parent's end of the launcher's launch.ProxyFD socket:
+	// a launcher in proxy mode sends the egress proxy's listening socket
+	// on it.
+	proxy *os.File
 	// stdout and stderr are the command's captures.
 	stdout, stderr sandbox.Collector
 	// kill kills the process (exec.Cmd's Cancel: SIGKILL to PID 1 of the
@@ -110,8 +114,16 @@ func startLauncher(k launcherKey) (*launcher, error) {
 		specW.Close()
 		return nil, err
 	}
+	proxyP, proxyC, err := proxyPair()
+	if err != nil {
+		specR.Close()
+		specW.Close()
+		statusR.Close()
+		statusW.Close()
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &launcher{key: k, spec: specW, status: statusR, kill: cancel, exited: make(chan struct{})}
+	l := &launcher{key: k, spec: specW, status: statusR, proxy: proxyP, kill: cancel, exited: make(chan struct{})}
 	cmd := exec.CommandContext(ctx, k.executable, launch.Arg)
 	if k.container {
 		// The process started is the reaper; it starts the launcher.
@@ -125,7 +137,7 @@ func startLauncher(k launcherKey) (*launcher, error) {
 	// which makes the all-thread Landlock and seccomp synchronisation
 	// quick.
 	cmd.Env = []string{"GOMAXPROCS=1"}
-	cmd.ExtraFiles = []*os.File{statusW, specR} // launch.StatusFD, launch.SpecFD
+	cmd.ExtraFiles = []*os.File{statusW, specR, proxyC} // launch.StatusFD, launch.SpecFD, launch.ProxyFD
 	cmd.Stdout, cmd.Stderr = &l.stdout, &l.stderr
 	cmd.SysProcAttr = k.sysProcAttr()
 	cmd.Cancel = func() error {
@@ -150,10 +162,15 @@ func startLauncher(k launcherKey) (*launcher, error) {
 	err = cmd.Start()
 	statusW.Close()
 	specR.Close()
+	// Security: the parent keeps no copy of the launcher's end, so that
+	// the launcher's death (or its exec) ends a wait for the proxy's
+	// socket instead of leaving it blocked.
+	proxyC.Close()
 	if err != nil {
 		cancel()
 		specW.Close()
 		statusR.Close()
+		proxyP.Close()
 		return nil, err
 	}
 	if m, ok := mountTable(); !ok || m != k.mounts {
@@ -215,6 +232,7 @@ func (l *launcher) discard() {
 	<-l.exited
 	l.spec.Close()
 	l.status.Close()
+	l.proxy.Close()
 }
 
 // sysProcAttr starts the launcher in its own PID, mount and network

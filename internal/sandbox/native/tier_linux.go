@@ -46,6 +46,10 @@ type Tier struct {
 	path       string // PATH of the commands: sandbox.CommandPath at construction
 	seccomp    *seccomp.Profile
 	seccompErr error
+	// proxySeccomp is the profile of proxy-mode commands
+	// (seccomp.BuildProxy); nil in container mode, which refuses them.
+	proxySeccomp    *seccomp.Profile
+	proxySeccompErr error
 	// hidden are the paths every command's mount namespace masks:
 	// Options.Hidden with its symlinks' targets as the tier was built.
 	// Each command adds their targets as it starts (sandbox.HiddenPaths),
@@ -109,6 +113,9 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 		// to a user of its own (ECTO_SANDBOX_USER) owns nothing
 		// outside its scratch directory, and keeps them.
 		t.seccomp, t.seccompErr = seccomp.BuildOwnerless()
+	}
+	if !t.container {
+		t.proxySeccomp, t.proxySeccompErr = seccomp.BuildProxy()
 	}
 	t.hidden = sandbox.HiddenPaths(opts.Hidden)
 	// The roots as written and resolved (/bin is often /usr/bin), so that
@@ -243,6 +250,15 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if t.seccompErr != nil {
 		return abort("build the seccomp profile: %v; fix: use linux/amd64 or linux/arm64, or set ECTO_DOCKER_IMAGE", t.seccompErr)
 	}
+	proxy := req.Egress != nil
+	if proxy && t.container {
+		// Security: fail closed. The command would reach the
+		// container's network directly, around the proxy.
+		return abort("%s", containerProxyRefused)
+	}
+	if proxy && t.proxySeccompErr != nil {
+		return abort("build the proxy-mode seccomp profile: %v; fix: use linux/amd64 or linux/arm64, or set ECTO_SANDBOX_NETWORK=none", t.proxySeccompErr)
+	}
 	ws, err := sandbox.ResolveWorkspace(req.Workspace)
 	if err != nil {
 		return abort("%v", err)
@@ -274,7 +290,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	}
 	// The scratch directory never outlives the command.
 	defer scratch.remove()
-	spec, err := t.launchSpec(req, ws, scratch.dir, masks).Encode()
+	spec, err := t.launchSpec(req, ws, scratch.dir, masks, proxy).Encode()
 	if err != nil {
 		return abort("encode launch specification: %v", err)
 	}
@@ -288,10 +304,24 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		return abort("%s", startFailure(err, t.userNS))
 	}
 	defer l.status.Close()
+	defer l.proxy.Close()
 	stop := context.AfterFunc(rctx, l.kill)
 	defer stop()
+	var px *proxyRun
+	var proxyErr error
+	if proxy {
+		// The launcher sends the socket before its applied record; a
+		// launcher that failed first closes its end, and its status
+		// record says why.
+		if px, proxyErr = t.serveProxy(rctx, l, req.Egress); proxyErr != nil {
+			l.kill()
+		}
+	}
 	applied, outcome, setupErr := readStatus(l.status)
 	<-l.exited
+	// The launcher was PID 1 of the command's namespace: nothing of the
+	// command is left to use the proxy.
+	records := px.stop()
 	if !t.opts.OneCommand {
 		t.keepReady(l.key)
 	}
@@ -299,6 +329,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	dur := attempt.Elapsed()
 
 	res := sandbox.Ran(sandbox.TierNativeLinux, dur, &l.stdout, &l.stderr)
+	res.Egress = records
 	var expired time.Duration
 	if rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
 		expired = timeout
@@ -306,7 +337,13 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if reason := unconfirmed(ctx, expired, cmd, applied, setupErr, waitErr, res.Stderr); reason != "" {
 		return sandbox.Aborted(sandbox.TierNativeLinux, reason, dur)
 	}
+	if proxyErr != nil {
+		return sandbox.Aborted(sandbox.TierNativeLinux, proxyErr.Error()+"; fix: set ECTO_SANDBOX_NETWORK=none to run without network, and report this with the output of `ironvise sandbox doctor`", dur)
+	}
 	res.Enforced = t.enforced(applied, scratch.dir)
+	if proxy {
+		res.Enforced.Network = networkProxy
+	}
 	res.ExecMode = applied.Exec
 	res.Enforced.Scratch.Cleanup = scratch.remove()
 	if cmd.ProcessState == nil {
@@ -474,17 +511,23 @@ func (s *hostScratch) remove() string {
 // command that needs no shell travels with its argument vector as well,
 // which the launcher execs directly (argv mode): one exec instead of two,
 // with the same outcome. The checks saw req.Command either way.
-func (t *Tier) launchSpec(req sandbox.Request, ws, scratch string, masks []string) launch.Spec {
+func (t *Tier) launchSpec(req sandbox.Request, ws, scratch string, masks []string, proxy bool) launch.Spec {
 	var argv []string
 	if !t.shellOnly {
 		argv, _ = shell.SimpleArgv(req.Command)
+	}
+	prof := t.seccomp
+	env := t.commandEnv(ws, scratch)
+	if proxy {
+		prof = t.proxySeccomp
+		proxyEnv(env)
 	}
 	return launch.Spec{
 		Command: req.Command, Argv: argv, Workspace: ws, Scratch: scratch, Limits: launchLimits(t.opts.Limits.Tighten(req.Limits)),
 		Hide: masks, ScratchMiB: t.opts.ScratchMiB,
 		SwitchUser: t.switchUser, UID: t.uid, GID: t.gid, UserNS: t.userNS, Container: t.container, Inject: t.inject,
-		Seccomp: t.seccomp.Bytes(), SeccompSHA256: t.seccomp.SHA256,
-		Env: sandbox.CommandEnv(req.Env, t.commandEnv(ws, scratch)),
+		Seccomp: prof.Bytes(), SeccompSHA256: prof.SHA256, Proxy: proxy,
+		Env: sandbox.CommandEnv(req.Env, env),
 	}
 }
 

@@ -1,0 +1,304 @@
+//go:build linux
+
+package native
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ironvise/ironvise/internal/egress"
+	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/verdict"
+)
+
+// tableResolver resolves from a fixed table: an interface fake, because
+// the test host's names (allowed.test, …) exist in no real DNS and the
+// tests have no internet. Every lookup is counted.
+type tableResolver struct {
+	table   map[string][]netip.Addr
+	lookups atomic.Int64
+}
+
+func (r *tableResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	r.lookups.Add(1)
+	if a, ok := r.table[strings.ToLower(host)]; ok {
+		return a, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// testHost is a host in a network namespace of the test's own, joined to
+// the test's namespace by a veth pair: an HTTPS server with a certificate
+// for allowed.test (and denied.test) and a plain HTTP server.
+type testHost struct {
+	addr        netip.Addr   // the host's address
+	prefix      netip.Prefix // the veth subnet
+	tlsPort     int
+	httpPort    int
+	caPEM       []byte
+	hits        atomic.Int64 // requests the servers answered
+	netnsName   string
+	vethOutside string
+}
+
+var hostSeq atomic.Int64
+
+// newTestHost builds the host; it needs root and ip(8).
+func newTestHost(t *testing.T) *testHost {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("building the test host's network namespace needs root")
+	}
+	requireTool(t, "/usr/sbin/ip")
+	n := hostSeq.Add(1)
+	id := fmt.Sprintf("%d%d", os.Getpid()%100000, n)
+	// A /30 per test host, from the pid: parallel test binaries do not
+	// collide.
+	third := byte(os.Getpid() % 250)
+	fourth := byte(4 * (n % 60))
+	h := &testHost{
+		netnsName: "ivt" + id, vethOutside: "ivo" + id,
+		prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 231, third, fourth}), 30),
+		addr:   netip.AddrFrom4([4]byte{10, 231, third, fourth + 2}),
+	}
+	local := netip.AddrFrom4([4]byte{10, 231, third, fourth + 1})
+	ipCmd := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("/usr/sbin/ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	ipCmd("netns", "add", h.netnsName)
+	t.Cleanup(func() {
+		_ = exec.Command("/usr/sbin/ip", "link", "del", h.vethOutside).Run()
+		_ = exec.Command("/usr/sbin/ip", "netns", "del", h.netnsName).Run()
+	})
+	inside := "ivi" + id
+	ipCmd("link", "add", h.vethOutside, "type", "veth", "peer", "name", inside, "netns", h.netnsName)
+	ipCmd("addr", "add", local.String()+"/30", "dev", h.vethOutside)
+	ipCmd("link", "set", h.vethOutside, "up")
+	ipCmd("-n", h.netnsName, "addr", "add", h.addr.String()+"/30", "dev", inside)
+	ipCmd("-n", h.netnsName, "link", "set", inside, "up")
+	ipCmd("-n", h.netnsName, "link", "set", "lo", "up")
+
+	cert, caPEM := testCert(t, "allowed.test", "denied.test")
+	h.caPEM = caPEM
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.hits.Add(1)
+		fmt.Fprintf(w, "hello from the test host: %s %s\n", r.Host, r.URL.Path)
+	})
+	tlsLn := h.listen(t)
+	srv := httptest.NewUnstartedServer(handler)
+	srv.Listener.Close()
+	srv.Listener = tlsLn
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	h.tlsPort = tlsLn.Addr().(*net.TCPAddr).Port
+	plainLn := h.listen(t)
+	plain := httptest.NewUnstartedServer(handler)
+	plain.Listener.Close()
+	plain.Listener = plainLn
+	plain.Start()
+	t.Cleanup(plain.Close)
+	h.httpPort = plainLn.Addr().(*net.TCPAddr).Port
+	return h
+}
+
+// listen opens a TCP listener on the host's address inside its network
+// namespace: a socket keeps the namespace it was made in.
+func (h *testHost) listen(t *testing.T) net.Listener {
+	t.Helper()
+	ns, err := os.Open("/run/netns/" + h.netnsName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	self, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer self.Close()
+	var ln net.Listener
+	errc := make(chan error, 1)
+	go func() {
+		// This thread changes namespace: it is never unlocked, so the
+		// runtime discards it instead of reusing it.
+		runtime.LockOSThread()
+		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- err
+			return
+		}
+		ln, err = net.Listen("tcp", net.JoinHostPort(h.addr.String(), "0"))
+		errc <- err
+	}()
+	if err := <-errc; err != nil {
+		t.Fatalf("listen in the test host's namespace: %v", err)
+	}
+	return ln
+}
+
+// testCert makes a self-signed certificate (its own CA) for names.
+func testCert(t *testing.T, names ...string) (tls.Certificate, []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// proxyTier is a tier whose proxy resolves the test host's names.
+func proxyTier(t *testing.T, h *testHost, opts sandbox.Options) (*Tier, *tableResolver) {
+	t.Helper()
+	res := &tableResolver{table: map[string][]netip.Addr{
+		"allowed.test": {h.addr},
+		"denied.test":  {h.addr},
+		"meta.test":    {netip.MustParseAddr("169.254.169.254")},
+	}}
+	opts.Egress.Resolver = res
+	return newTestTier(t, opts), res
+}
+
+// proxyRules allow allowed.test and meta.test (whose name resolves to the
+// metadata address), and opt in to the test host's subnet.
+func proxyRules(t *testing.T, h *testHost) *egress.Rules {
+	t.Helper()
+	d, err := egress.ParseDomains("allowed.test,meta.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return egress.NewRules(d, []netip.Prefix{h.prefix})
+}
+
+// inProxyMode runs the request in proxy mode under rules.
+func inProxyMode(rules *egress.Rules) func(*sandbox.Request) {
+	return func(q *sandbox.Request) { q.Egress = rules }
+}
+
+// records returns the records of host.
+func recordsFor(r sandbox.Result, host string) []egress.Record {
+	var out []egress.Record
+	for _, rec := range r.Egress {
+		if rec.Host == host {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// TestProxyModeReachesAllowedHost: curl over HTTPS (CONNECT) and plain
+// HTTP, and Python's urllib, reach the allowed host through the proxy;
+// a host off the list is refused with the proxy's message; every
+// connection is recorded.
+func TestProxyModeReachesAllowedHost(t *testing.T) {
+	requireTool(t, "/usr/bin/curl")
+	h := newTestHost(t)
+	tier, _ := proxyTier(t, h, sandbox.Options{})
+	fx := newFixture(t)
+	writeFile(t, fx.ws, "ca.pem", string(h.caPEM))
+	tls, plain := strconv.Itoa(h.tlsPort), strconv.Itoa(h.httpPort)
+	cmd := `env | grep -i _proxy | sort
+curl -sS --max-time 20 --cacert ca.pem https://allowed.test:` + tls + `/curl-tls; echo "curl-tls rc=$?"
+curl -sS --max-time 20 http://allowed.test:` + plain + `/curl-plain; echo "curl-plain rc=$?"
+curl -sS --max-time 20 --cacert ca.pem https://denied.test:` + tls + `/x; echo "curl-denied-tls rc=$?"
+curl -sS --max-time 20 http://denied.test:` + plain + `/x; echo "curl-denied-plain rc=$?"
+python3 -c '
+import ssl, urllib.request
+ctx = ssl.create_default_context(cafile="ca.pem")
+print(urllib.request.urlopen("https://allowed.test:` + tls + `/py-tls", context=ctx, timeout=20).read().decode().strip())
+print(urllib.request.urlopen("http://allowed.test:` + plain + `/py-plain", timeout=20).read().decode().strip())
+try:
+    urllib.request.urlopen("https://denied.test:` + tls + `/x", context=ctx, timeout=20)
+except Exception as e:
+    print("py-denied", e)
+'`
+	r := run(t, tier, fx, cmd, inProxyMode(proxyRules(t, h)))
+	for _, want := range []string{
+		"HTTPS_PROXY=http://127.0.0.1:3128", "https_proxy=http://127.0.0.1:3128", "HTTP_PROXY=http://127.0.0.1:3128",
+		"ALL_PROXY=http://127.0.0.1:3128", "NO_PROXY=\n", "no_proxy=\n",
+		"hello from the test host: allowed.test:" + tls + " /curl-tls\ncurl-tls rc=0",
+		"hello from the test host: allowed.test:" + plain + " /curl-plain\ncurl-plain rc=0",
+		"hello from the test host: allowed.test:" + tls + " /py-tls",
+		"hello from the test host: allowed.test:" + plain + " /py-plain",
+		// curl names the proxy's refusal of a CONNECT by its status; a
+		// plain request gets the proxy's one-line reason as the body.
+		"CONNECT tunnel failed, response 403",
+		"ironvise egress: egress_domain_not_allowed",
+		"Tunnel connection failed: 403 Forbidden",
+	} {
+		contains(t, r, want)
+	}
+	for _, bad := range []string{"curl-denied-tls rc=0"} {
+		if strings.Contains(r.Stdout, bad) {
+			t.Fatalf("%q:\n%s", bad, r.Observation())
+		}
+	}
+	if r.Enforced.Network != "proxy" {
+		t.Fatalf("enforced network %q, want proxy", r.Enforced.Network)
+	}
+	allowed := recordsFor(r, "allowed.test")
+	if len(allowed) != 4 {
+		t.Fatalf("%d records for allowed.test, want 4: %+v", len(allowed), r.Egress)
+	}
+	for _, rec := range allowed {
+		if rec.Verdict != verdict.Allow || rec.Addr == "" || !strings.HasPrefix(rec.Addr, h.addr.String()+":") || rec.BytesUp == 0 || rec.BytesDown == 0 {
+			t.Fatalf("allowed record %+v", rec)
+		}
+		if rec.Protocol == egress.ProtoConnect && (rec.SNI != "allowed.test" || rec.Port != uint16(h.tlsPort)) {
+			t.Fatalf("CONNECT record %+v", rec)
+		}
+		if rec.Protocol == egress.ProtoHTTP && rec.Port != uint16(h.httpPort) {
+			t.Fatalf("HTTP record %+v", rec)
+		}
+	}
+	denied := recordsFor(r, "denied.test")
+	if len(denied) != 3 {
+		t.Fatalf("%d records for denied.test, want 3: %+v", len(denied), r.Egress)
+	}
+	for _, rec := range denied {
+		if rec.Verdict != verdict.Deny || rec.Code != verdict.EgressDomainNotAllowed || rec.Reason == "" || rec.Addr != "" {
+			t.Fatalf("denied record %+v", rec)
+		}
+	}
+	for i := 1; i < len(r.Egress); i++ {
+		if r.Egress[i].Start.Before(r.Egress[i-1].Start) {
+			t.Fatalf("records out of order: %+v", r.Egress)
+		}
+	}
+	if got := h.hits.Load(); got != 4 {
+		t.Fatalf("the test host answered %d requests, want 4", got)
+	}
+}
