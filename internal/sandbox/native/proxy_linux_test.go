@@ -12,6 +12,8 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -19,6 +21,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -114,6 +117,8 @@ func newTestHost(t *testing.T) *testHost {
 	srv.Listener.Close()
 	srv.Listener = tlsLn
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	// Refused tunnels end TLS handshakes early: not worth a log line.
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	h.tlsPort = tlsLn.Addr().(*net.TCPAddr).Port
@@ -301,4 +306,168 @@ except Exception as e:
 	if got := h.hits.Load(); got != 4 {
 		t.Fatalf("the test host answered %d requests, want 4", got)
 	}
+}
+
+// TestProxyModeBypassFails: with the proxy variables in place or not,
+// nothing but the proxy leaves the namespace: a direct connection to the
+// test host (no route), the host's loopback services (the command's
+// 127.0.0.1 is its own), a UDP DNS query, AF_UNIX, raw and netlink
+// sockets, and a server of the command's own all fail, and the test host
+// sees none of it.
+func TestProxyModeBypassFails(t *testing.T) {
+	requireTool(t, "/usr/bin/curl")
+	h := newTestHost(t)
+	tier, _ := proxyTier(t, h, sandbox.Options{})
+	fx := newFixture(t)
+	hostLo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hostLo.Close()
+	var loHits atomic.Int64
+	go func() {
+		for {
+			c, err := hostLo.Accept()
+			if err != nil {
+				return
+			}
+			loHits.Add(1)
+			c.Close()
+		}
+	}()
+	hostLoPort := strconv.Itoa(hostLo.Addr().(*net.TCPAddr).Port)
+	addr, tlsPort := h.addr.String(), strconv.Itoa(h.tlsPort)
+	sock := nr(t, "socket")
+	cmd := strings.Join([]string{
+		"echo direct; " + fx.py("tcp", addr, tlsPort),
+		"echo direct-proxy-port; " + fx.py("tcp", addr, "3128"),
+		"echo host-loopback; " + fx.py("tcp", "127.0.0.1", hostLoPort),
+		"echo udp-dns; " + fx.py("udp", addr, "53"),
+		"echo unix; " + fx.py("unix", "@ironvise-test"),
+		// socket(AF_INET, SOCK_RAW, IPPROTO_ICMP), socket(AF_PACKET,
+		// SOCK_RAW, 0), socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE).
+		"echo raw; " + fx.py("syscall", sock, "2", "3", "1"),
+		"echo packet; " + fx.py("syscall", sock, "17", "3", "0"),
+		"echo netlink; " + fx.py("syscall", sock, "16", "3", "0"),
+		"echo listen; " + fx.py("listen", "8080"),
+		"echo no-proxy-vars; env -u HTTP_PROXY -u HTTPS_PROXY -u ALL_PROXY -u http_proxy -u https_proxy -u all_proxy curl -sS --max-time 10 -k https://allowed.test:" + tlsPort + "/; echo rc=$?",
+		"echo resolve; curl -sS --max-time 10 --noproxy '*' -k --resolve allowed.test:" + tlsPort + ":" + addr + " https://allowed.test:" + tlsPort + "/; echo rc=$?",
+		"echo end",
+	}, "\n")
+	r := run(t, tier, fx, cmd, inProxyMode(proxyRules(t, h)))
+	out := r.Stdout + r.Stderr
+	if !strings.Contains(out, "end") {
+		t.Fatalf("the command did not finish:\n%s", r.Observation())
+	}
+	if strings.Contains(out, "OK") || strings.Contains(out, "rc=0") || strings.Contains(out, "hello from the test host") {
+		t.Fatalf("a bypass succeeded:\n%s", r.Observation())
+	}
+	for _, want := range []string{"direct\nERR", "direct-proxy-port\nERR 101 ENETUNREACH", "host-loopback\nERR", "udp-dns\nERR 1 EPERM",
+		"unix\nERR 1 EPERM", "raw\nERR 1 EPERM", "packet\nERR 1 EPERM", "netlink\nERR 1 EPERM", "listen\nERR 1 EPERM"} {
+		contains(t, r, want)
+	}
+	if h.hits.Load() != 0 || loHits.Load() != 0 {
+		t.Fatalf("the test host answered %d requests, the host's loopback service %d", h.hits.Load(), loHits.Load())
+	}
+	t.Logf("bypass attempts:\n%s", out)
+	if len(r.Egress) != 0 {
+		t.Fatalf("records without a connection to the proxy: %+v", r.Egress)
+	}
+
+	// Mode none on the same tier, as before: no IP socket at all, no
+	// proxy variables, no records.
+	r = run(t, tier, fx, "env | grep -ci _proxy; "+fx.py("tcp", "127.0.0.1", "3128"))
+	contains(t, r, "0\nERR 1 EPERM")
+	if r.Enforced.Network != "none" || r.Egress != nil {
+		t.Fatalf("mode none: network %q, records %+v", r.Enforced.Network, r.Egress)
+	}
+}
+
+// TestProxyModeRefusals: a TLS ClientHello for another name than the
+// CONNECT host, a name resolving to the metadata address and an IP-literal
+// target are refused and recorded; the metadata address is never dialled.
+func TestProxyModeRefusals(t *testing.T) {
+	requireTool(t, "/usr/bin/curl")
+	h := newTestHost(t)
+	tier, _ := proxyTier(t, h, sandbox.Options{})
+	fx := newFixture(t)
+	writeFile(t, fx.ws, "ca.pem", string(h.caPEM))
+	tlsPort := strconv.Itoa(h.tlsPort)
+	cmd := `python3 -c '
+import socket, ssl
+s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+s.sendall(b"CONNECT allowed.test:` + tlsPort + ` HTTP/1.1\r\nHost: allowed.test:` + tlsPort + `\r\n\r\n")
+print("connect:", s.recv(4096).split(b"\r\n")[0].decode())
+ctx = ssl.create_default_context(cafile="ca.pem")
+try:
+    c = ctx.wrap_socket(s, server_hostname="denied.test")
+    c.sendall(b"GET / HTTP/1.0\r\nHost: denied.test\r\n\r\n"); print("SNI-MISMATCH-PASSED", c.recv(4096))
+except Exception as e:
+    print("sni refused:", type(e).__name__)
+'
+curl -sS --max-time 20 http://meta.test/latest/meta-data/; echo "meta rc=$?"
+curl -sS --max-time 20 http://169.254.169.254/latest/meta-data/; echo "literal rc=$?"`
+	r := run(t, tier, fx, cmd, inProxyMode(proxyRules(t, h)))
+	contains(t, r, "connect: HTTP/1.1 200")
+	contains(t, r, "sni refused:")
+	contains(t, r, "ironvise egress: egress_addr_blocked")
+	contains(t, r, "ironvise egress: egress_ip_literal")
+	if strings.Contains(r.Stdout, "PASSED") || h.hits.Load() != 0 {
+		t.Fatalf("the mismatched ClientHello got through (%d requests answered):\n%s", h.hits.Load(), r.Observation())
+	}
+	want := map[verdict.Code]string{verdict.EgressSNIMismatch: "allowed.test", verdict.EgressAddrBlocked: "meta.test", verdict.EgressIPLiteral: "169.254.169.254"}
+	if len(r.Egress) != len(want) {
+		t.Fatalf("%d records, want %d: %+v", len(r.Egress), len(want), r.Egress)
+	}
+	for _, rec := range r.Egress {
+		host, ok := want[rec.Code]
+		if !ok || rec.Host != host || rec.Verdict != verdict.Deny || rec.Reason == "" {
+			t.Fatalf("record %+v", rec)
+		}
+		if rec.Code != verdict.EgressSNIMismatch && rec.Addr != "" {
+			t.Fatalf("a refused address was dialled: %+v", rec)
+		}
+		if rec.Code == verdict.EgressSNIMismatch && rec.SNI != "denied.test" {
+			t.Fatalf("SNI mismatch record %+v", rec)
+		}
+	}
+}
+
+// TestProxyModeLeftoverChildren: the run ends when the command does, even
+// with a child holding a tunnel open, and that tunnel's record is in the
+// result.
+func TestProxyModeLeftoverChildren(t *testing.T) {
+	h := newTestHost(t)
+	tier, _ := proxyTier(t, h, sandbox.Options{})
+	fx := newFixture(t)
+	tlsPort := strconv.Itoa(h.tlsPort)
+	cmd := `python3 -c '
+import socket, time, os
+s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+s.sendall(b"CONNECT allowed.test:` + tlsPort + ` HTTP/1.1\r\n\r\n")
+print("connect:", s.recv(4096).split(b"\r\n")[0].decode(), flush=True)
+if os.fork() == 0:
+    time.sleep(600)
+' ; echo parent-done`
+	r := run(t, tier, fx, cmd, inProxyMode(proxyRules(t, h)))
+	contains(t, r, "connect: HTTP/1.1 200")
+	contains(t, r, "parent-done")
+	if len(r.Egress) != 1 || r.Egress[0].Host != "allowed.test" {
+		t.Fatalf("records %+v", r.Egress)
+	}
+}
+
+// TestProxyModeContainerModeAborts: container mode has no network
+// namespace to confine the command to the proxy: the run fails closed.
+func TestProxyModeContainerModeAborts(t *testing.T) {
+	requireSandbox(t)
+	tier := newTestTier(t, sandbox.Options{ContainerMode: true})
+	fx := newFixture(t)
+	marker := filepath.Join(fx.out, "ran")
+	r := tier.Run(context.Background(), sandbox.Request{Command: "touch " + marker, Workspace: fx.ws, Timeout: 30 * time.Second,
+		Egress: egress.NewRules(nil, nil)})
+	if r.Status != sandbox.StatusAborted || !strings.Contains(r.Reason, "container mode") || !strings.Contains(r.Reason, "fix: set ECTO_SANDBOX_NETWORK=none") {
+		t.Fatalf("status %s, reason %q", r.Status, r.Reason)
+	}
+	absent(t, marker)
 }
