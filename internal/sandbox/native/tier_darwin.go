@@ -65,6 +65,9 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if err != nil {
 		return abort("%v", err)
 	}
+	if reason := proxyUnsupported(req); reason != "" {
+		return abort("%s", reason)
+	}
 	if err := t.Available(ctx); err != nil {
 		return abort("%v", err)
 	}

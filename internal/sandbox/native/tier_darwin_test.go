@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironvise/ironvise/internal/egress"
 	"github.com/ironvise/ironvise/internal/sandbox"
 )
 
@@ -139,5 +140,18 @@ func TestDarwinProtectedPathsDenied(t *testing.T) {
 		if r := tier.Run(context.Background(), sandbox.Request{Command: "true", Workspace: bad}); r.Status != sandbox.StatusAborted {
 			t.Fatalf("workspace %s: %s; want aborted", bad, r.Headline())
 		}
+	}
+}
+
+// TestDarwinProxyModeAborts: proxy mode is not built on this tier: the run
+// is aborted before anything runs.
+func TestDarwinProxyModeAborts(t *testing.T) {
+	tier, ws := newDarwinTier(t), t.TempDir()
+	r := tier.Run(context.Background(), sandbox.Request{Command: "touch ran", Workspace: ws, Timeout: 30 * time.Second, Egress: egress.NewRules(nil, nil)})
+	if r.Status != sandbox.StatusAborted || !strings.Contains(r.Reason, "proxy mode is not supported on this tier yet") {
+		t.Fatalf("%s", r.Headline())
+	}
+	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
+		t.Fatal("the command ran")
 	}
 }

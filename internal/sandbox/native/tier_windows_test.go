@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/windows"
 
+	"github.com/ironvise/ironvise/internal/egress"
 	"github.com/ironvise/ironvise/internal/sandbox"
 )
 
@@ -399,4 +400,17 @@ func helperMain(args []string) int {
 	}
 	fmt.Fprintln(os.Stderr, "unknown helper command", args)
 	return 2
+}
+
+// TestWindowsProxyModeAborts: proxy mode is not built on this tier: the run
+// is aborted before anything runs.
+func TestWindowsProxyModeAborts(t *testing.T) {
+	tier, ws := newWindowsTier(t), tempDir(t)
+	r := tier.Run(context.Background(), sandbox.Request{Command: `echo x > ran.txt`, Workspace: ws, Timeout: 30 * time.Second, Egress: egress.NewRules(nil, nil)})
+	if r.Status != sandbox.StatusAborted || !strings.Contains(r.Reason, "proxy mode is not supported on this tier yet") {
+		t.Fatalf("%s", r.Headline())
+	}
+	if _, err := os.Stat(filepath.Join(ws, "ran.txt")); err == nil {
+		t.Fatal("the command ran")
+	}
 }
