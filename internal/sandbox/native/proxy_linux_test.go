@@ -471,3 +471,40 @@ func TestProxyModeContainerModeAborts(t *testing.T) {
 	}
 	absent(t, marker)
 }
+
+// TestProxyModeOptedInLoopback: the proxy dials from IronVise's namespace,
+// so a service on IronVise's own loopback is reachable through it when
+// ECTO_SANDBOX_EGRESS_ALLOW_CIDRS opts in to 127.0.0.0/8, and only then;
+// the command's own 127.0.0.1 never reaches it. It needs no root (the
+// unprivileged run of TestUnprivileged repeats it in a user namespace).
+func TestProxyModeOptedInLoopback(t *testing.T) {
+	testProxyModeOptedInLoopback(t, sandbox.Options{})
+}
+
+func testProxyModeOptedInLoopback(t *testing.T, opts sandbox.Options) {
+	requireTool(t, "/usr/bin/curl")
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprintf(w, "hello from IronVise's loopback %s\n", r.URL.Path)
+	}))
+	defer srv.Close()
+	port := strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port)
+	opts.Egress.Resolver = &tableResolver{table: map[string][]netip.Addr{"svc.test": {netip.MustParseAddr("127.0.0.1")}}}
+	tier := newTestTier(t, opts)
+	fx := newFixture(t)
+	d, _ := egress.ParseDomains("svc.test")
+	optIn := egress.NewRules(d, []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
+	cmd := "curl -sS --max-time 20 http://svc.test:" + port + "/through-proxy; echo rc=$?; " + fx.py("tcp", "127.0.0.1", port)
+	r := run(t, tier, fx, cmd, inProxyMode(optIn))
+	contains(t, r, "hello from IronVise's loopback /through-proxy\nrc=0\nERR")
+	if r.Enforced.Network != "proxy" || len(r.Egress) != 1 || r.Egress[0].Verdict != verdict.Allow || !strings.Contains(r.Egress[0].Rule, "cidr:127.0.0.0/8") {
+		t.Fatalf("network %q, records %+v", r.Enforced.Network, r.Egress)
+	}
+	// Without the opt-in, the loopback address is refused.
+	r = run(t, tier, fx, "curl -sS --max-time 20 http://svc.test:"+port+"/refused; echo rc=$?", inProxyMode(egress.NewRules(d, nil)))
+	contains(t, r, "ironvise egress: egress_addr_blocked")
+	if hits.Load() != 1 || len(r.Egress) != 1 || r.Egress[0].Code != verdict.EgressAddrBlocked {
+		t.Fatalf("%d requests answered, records %+v", hits.Load(), r.Egress)
+	}
+}
