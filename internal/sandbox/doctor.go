@@ -25,24 +25,29 @@ const (
 	GUnixSocketsDenied    = "unix_sockets_denied"
 	GUnixDatagramDenied   = "unix_datagram_denied"
 	GNetNamespace         = "net_namespace"
-	GProtectedHidden      = "protected_paths_hidden"
-	GScratchCapped        = "scratch_capped"
-	GScratchCleanup       = "scratch_cleanup"
-	GPtraceDenied         = "ptrace_denied"
-	GSignalsScoped        = "signals_scoped"
-	GLimitCPU             = "limit_cpu"
-	GLimitMemory          = "limit_memory"
-	GLimitFDs             = "limit_fds"
-	GLimitProcesses       = "limit_processes"
-	GCapsDropped          = "caps_dropped"
-	GNoNewPrivs           = "no_new_privs"
-	GNoSurvivors          = "no_survivors"
+	// GNetProxyOnly is proxy mode (docs/reference/sandboxing.md#network-egress):
+	// a command run in it has loopback alone, reaches an opted-in host
+	// through the egress proxy, and nothing directly. Not applicable on a
+	// tier that refuses proxy-mode runs.
+	GNetProxyOnly    = "net_proxy_only"
+	GProtectedHidden = "protected_paths_hidden"
+	GScratchCapped   = "scratch_capped"
+	GScratchCleanup  = "scratch_cleanup"
+	GPtraceDenied    = "ptrace_denied"
+	GSignalsScoped   = "signals_scoped"
+	GLimitCPU        = "limit_cpu"
+	GLimitMemory     = "limit_memory"
+	GLimitFDs        = "limit_fds"
+	GLimitProcesses  = "limit_processes"
+	GCapsDropped     = "caps_dropped"
+	GNoNewPrivs      = "no_new_privs"
+	GNoSurvivors     = "no_survivors"
 )
 
 // GuaranteeNames lists the guarantees in report order.
 func GuaranteeNames() []string {
 	return []string{GFSWorkspaceReadonly, GFSOutsideWriteDenied, GFSOutsideReadDenied, GProtectedHidden,
-		GNetTCPDenied, GNetUDPDenied, GNetNamespace, GUnixSocketsDenied, GUnixDatagramDenied, GPtraceDenied,
+		GNetTCPDenied, GNetUDPDenied, GNetNamespace, GNetProxyOnly, GUnixSocketsDenied, GUnixDatagramDenied, GPtraceDenied,
 		GSignalsScoped, GLimitCPU, GLimitMemory, GLimitFDs, GLimitProcesses, GScratchCapped, GScratchCleanup,
 		GCapsDropped, GNoNewPrivs, GNoSurvivors}
 }
@@ -226,6 +231,7 @@ func windowsGuarantees() ([]Guarantee, []string) {
 		g(GUnixSocketsDenied, StateNotEnforced, "no syscall filtering"),
 		g(GUnixDatagramDenied, StateNotEnforced, "no syscall filtering"),
 		g(GNetNamespace, StateNotEnforced, "the command uses the host's network"),
+		g(GNetProxyOnly, StateNotApplicable, "proxy mode is not supported on this tier yet: proxy-mode runs are aborted"),
 		g(GProtectedHidden, StateNotEnforced, "no file restriction beyond NTFS permissions"),
 		g(GScratchCapped, StateNotEnforced, "the scratch folder is an ordinary folder on the host's disk"),
 		g(GScratchCleanup, StateNotApplicable, "not probed on Windows"),

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +15,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/ironvise/ironvise/internal/egress"
 )
 
 // ptraceSyscall is the syscall number perl's syscall() uses for the ptrace
@@ -61,6 +67,7 @@ func (p *prober) run(ctx context.Context) ([]Guarantee, *Enforced, error) {
 	judgeProcesses(&v, f, perl)
 	v = append(v, p.limitProbes(ctx, f, perl)...)
 	judgeCredentials(&v, f, p.container)
+	v = append(v, p.proxyProbe(ctx))
 	if p.container {
 		v = p.containerVerdicts(ctx, v, main.Enforced)
 	}
@@ -580,4 +587,97 @@ func killAll(pids []int) {
 			_ = proc.Kill()
 		}
 	}
+}
+
+// proxyPort is the egress proxy's port inside a proxy-mode command's
+// network namespace (the native Linux tier's launch.ProxyPort, which this
+// package cannot import).
+const proxyPort = 3128
+
+// proxyProbe runs a command in proxy mode (net_proxy_only), with rules that
+// opt in to one HTTP server doctor serves on IronVise's 127.0.0.1: the
+// command must see loopback alone and no route, get the server's token
+// through the proxy, and fail to reach the server directly or to send UDP.
+// A tier that refuses proxy-mode runs makes the guarantee not applicable:
+// such runs fail closed there.
+func (p *prober) proxyProbe(ctx context.Context) Guarantee {
+	g := func(s State, probed bool, ev string) Guarantee {
+		return Guarantee{Name: GNetProxyOnly, State: s, Evidence: ev, Probed: probed}
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return g(StateNotEnforced, false, "doctor could not listen on 127.0.0.1 for the proxy probe: "+err.Error())
+	}
+	token := "ironvise-doctor-proxy-" + randomToken()
+	var mu sync.Mutex
+	hits := 0
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		hits++
+		mu.Unlock()
+		_, _ = io.WriteString(w, token+"\n")
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	port := portOf(ln.Addr().String())
+	udpPort := portOf(p.udp.LocalAddr().String())
+
+	var sb strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&sb, format+"\n", args...) }
+	w(`P() { printf '@@%%s:%%s\n' "$1" "$2"; }`)
+	w(`first() { head -n 1 | tr -d '\r'; }`)
+	w(`P netdev "$(tail -n +3 /proc/net/dev 2>/dev/null | cut -d: -f1 | tr -d ' ' | tr '\n' ' ')"`)
+	w(`P routes "$(tail -n +2 /proc/net/route 2>/dev/null | wc -l | tr -d ' ')"`)
+	w(`if command -v perl >/dev/null 2>&1; then`)
+	w(`  P proxied "$(perl -MSocket -e 'socket(my $s, PF_INET, SOCK_STREAM, 0) or die "socket: $!\n"; connect($s, pack_sockaddr_in(%d, inet_aton("127.0.0.1"))) or die "connect: $!\n"; syswrite($s, "GET http://127.0.0.1:%s/ HTTP/1.0\r\nHost: 127.0.0.1:%s\r\n\r\n"); my $all = ""; while (sysread($s, my $b, 4096)) { $all .= $b } my ($t) = $all =~ /(ironvise-doctor-proxy-\w+)/; print(($t // "no token: " . (split /\r\n/, $all)[0]), "\n")' 2>&1 | first)"`, proxyPort, port, port)
+	w(`  P direct "$(perl -MSocket -e 'socket(my $s, PF_INET, SOCK_STREAM, 0) or die "socket: $!\n"; connect($s, pack_sockaddr_in(%s, inet_aton("127.0.0.1"))) or die "connect: $!\n"; print "CONNECTED\n"' 2>&1 | first)"`, port)
+	w(`  P udp "$(perl -MSocket -e 'socket(my $s, PF_INET, SOCK_DGRAM, 0) or die "socket: $!\n"; defined(send($s, "probe", 0, pack_sockaddr_in(%s, inet_aton("127.0.0.1")))) or die "send: $!\n"; print "SENT\n"' 2>&1 | first)"`, udpPort)
+	w(`fi`)
+	w(`P done yes`)
+	rules := egress.NewRules(nil, []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")})
+	r := p.t.Run(ctx, Request{Command: sb.String(), Workspace: p.ws, Timeout: 30 * time.Second, Egress: rules})
+	if r.Status == StatusAborted {
+		return g(StateNotApplicable, true, "a proxy-mode run is refused (fails closed): "+oneLine(r.Reason))
+	}
+	if r.Status != StatusOK || r.Enforced == nil {
+		return g(StateNotEnforced, true, "the proxy-mode probe did not run confined: "+r.Headline())
+	}
+	if r.Enforced.Network != "proxy" {
+		return g(StateNotEnforced, true, fmt.Sprintf("the tier ran a proxy-mode request with network %q instead of proxy", r.Enforced.Network))
+	}
+	f := parseFindings(r.Stdout)
+	if f.get("done") != "yes" {
+		return g(StateNotEnforced, true, "the proxy-mode probe stopped early: "+oneLine(r.Observation()))
+	}
+	nd, routes := strings.TrimSpace(f.get("netdev")), f.get("routes")
+	ev := fmt.Sprintf("interfaces: %s; routes: %s", nd, routes)
+	ok := nd == "lo" && routes == "0"
+	udpGot := receivedWithin(p.udp, 50*time.Millisecond)
+	mu.Lock()
+	served := hits
+	mu.Unlock()
+	allowed := 0
+	for _, rec := range r.Egress {
+		if rec.Verdict == "allow" {
+			allowed++
+		}
+	}
+	if f.get("proxied") == "" {
+		// No perl: the namespace is checked, the exits are not.
+		return g(stateOf(ok), false, ev+"; no perl in the sandbox to open a socket with")
+	}
+	proxied := f.get("proxied") == token
+	ok = ok && proxied && served == 1 && allowed == 1 && !strings.Contains(f.get("direct"), "CONNECTED") &&
+		!strings.Contains(f.get("udp"), "SENT") && !udpGot
+	ev += fmt.Sprintf("; through the proxy: %s; direct TCP to IronVise's loopback: %s; UDP: %s; %d connection(s) recorded",
+		map[bool]string{true: "reached the opted-in host", false: f.get("proxied")}[proxied], f.get("direct"), f.get("udp"), len(r.Egress))
+	return g(stateOf(ok), true, ev)
+}
+
+// stateOf is enforced when ok.
+func stateOf(ok bool) State {
+	if ok {
+		return StateEnforced
+	}
+	return StateNotEnforced
 }
