@@ -33,6 +33,8 @@ import (
 
 	"github.com/ironvise/ironvise/internal/egress"
 	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/sandbox/native/launch"
+	"github.com/ironvise/ironvise/internal/sandbox/native/seccomp"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
@@ -506,5 +508,49 @@ func testProxyModeOptedInLoopback(t *testing.T, opts sandbox.Options) {
 	contains(t, r, "ironvise egress: egress_addr_blocked")
 	if hits.Load() != 1 || len(r.Egress) != 1 || r.Egress[0].Code != verdict.EgressAddrBlocked {
 		t.Fatalf("%d requests answered, records %+v", hits.Load(), r.Egress)
+	}
+}
+
+// TestProxyModeVerification: the launcher's read-back holds in proxy mode
+// too: a launcher left in IronVise's network namespace, or a profile that
+// lets UDP through, aborts the run before the command runs; a good run
+// records the same verified list as mode none.
+func TestProxyModeVerification(t *testing.T) {
+	requireSandbox(t)
+	rules := egress.NewRules(nil, nil)
+	udpProfile, err := seccomp.BuildHTTPSClient(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		set  func(*Tier)
+		want string
+	}{
+		{"host network namespace", func(t *Tier) { t.noNetNS = true }, "want only lo"},
+		{"a profile allowing UDP", func(t *Tier) { t.proxySeccomp = udpProfile }, "SOCK_DGRAM) succeeded under the proxy-mode seccomp profile"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tier := newTestTier(t, sandbox.Options{})
+			tc.set(tier)
+			fx := newFixture(t)
+			r := tier.Run(context.Background(), sandbox.Request{Command: "echo RAN", Workspace: fx.ws, Timeout: 20 * time.Second, Egress: rules})
+			if r.Status != sandbox.StatusAborted || strings.Contains(r.Stdout, "RAN") || !strings.Contains(r.Reason, tc.want) {
+				t.Fatalf("status %s, reason %q; want aborted before exec: %s", r.Status, r.Reason, r.Observation())
+			}
+			t.Logf("aborted: %s", r.Reason)
+		})
+	}
+	tier := newTestTier(t, sandbox.Options{})
+	r := run(t, tier, newFixture(t), "true", inProxyMode(rules))
+	want := []string{launch.VerifiedSeccomp, launch.VerifiedNoNewPrivs, launch.VerifiedCaps, launch.VerifiedLandlock, launch.VerifiedNetwork}
+	if strings.Join(r.Enforced.Verified, ",") != strings.Join(want, ",") {
+		t.Fatalf("verified %v; want %v", r.Enforced.Verified, want)
+	}
+	none := run(t, tier, newFixture(t), "true")
+	if r.Enforced.SeccompProfileSHA256 == none.Enforced.SeccompProfileSHA256 || none.Enforced.SeccompProfileSHA256 != tier.seccomp.SHA256 ||
+		r.Enforced.SeccompProfileSHA256 != tier.proxySeccomp.SHA256 {
+		t.Fatalf("profile hashes: proxy %s, none %s", r.Enforced.SeccompProfileSHA256, none.Enforced.SeccompProfileSHA256)
 	}
 }
