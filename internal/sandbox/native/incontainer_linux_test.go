@@ -127,7 +127,7 @@ func TestNativeTierInPodman(t *testing.T) {
 			t.Fatalf("err %v, report %+v\n%s", err, r, stderr)
 		}
 		want := map[string]sandbox.State{sandbox.GNetNamespace: sandbox.StateDelegated, sandbox.GScratchCapped: sandbox.StateDelegated,
-			sandbox.GLimitProcesses: sandbox.StateDelegated}
+			sandbox.GLimitProcesses: sandbox.StateDelegated, sandbox.GNetProxyOnly: sandbox.StateNotApplicable}
 		for name, st := range states(r) {
 			w, ok := want[name]
 			if !ok {
