@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/ironvise/ironvise/internal/egress"
 	"github.com/ironvise/ironvise/internal/sandbox"
 )
 
@@ -143,4 +144,36 @@ func benchClone(b *testing.B, flags uintptr) {
 		d = append(d, time.Since(s))
 	}
 	reportMedian(b, d)
+}
+
+// BenchmarkProxyModeTrue runs /bin/true in argv mode with a ready
+// launcher, in mode none and in proxy mode: the difference is what proxy
+// mode adds to a command's start (the listener, its hand-over and the
+// proxy's start and stop).
+func BenchmarkProxyModeTrue(b *testing.B) {
+	for _, proxy := range []bool{false, true} {
+		name := "none"
+		if proxy {
+			name = "proxy"
+		}
+		b.Run(name, func(b *testing.B) {
+			tier := newTestTier(b, sandbox.Options{})
+			ws := b.TempDir()
+			req := sandbox.Request{Command: "/bin/true", Workspace: ws}
+			if proxy {
+				req.Egress = egress.NewRules(nil, nil)
+			}
+			d := make([]time.Duration, 0, b.N)
+			for b.Loop() {
+				waitReady(b, tier)
+				s := time.Now()
+				r := tier.Run(context.Background(), req)
+				if r.Status != sandbox.StatusOK || r.ExitCode == nil || *r.ExitCode != 0 {
+					b.Fatalf("run: %s", r.Observation())
+				}
+				d = append(d, time.Since(s))
+			}
+			reportMedian(b, d)
+		})
+	}
 }

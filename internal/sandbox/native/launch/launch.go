@@ -20,7 +20,8 @@
 // namespaces (plus a user namespace when IronVise lacks CAP_SYS_ADMIN), or,
 // in container mode, in IronVise's own under a reaper ([ReaperArg]), before it
 // knows the command, with a close-on-exec status pipe as descriptor
-// [StatusFD], a specification pipe as [SpecFD], and the command's stdout
+// [StatusFD], a specification pipe as [SpecFD], a Unix socket for the
+// egress proxy's listener as [ProxyFD], and the command's stdout
 // and stderr pipes as 1 and 2. The launcher is then kept ready: its clone,
 // exec and Go start-up (package early dispatches it) are done when it
 // writes [Ready] to the status pipe and blocks reading its specification.
@@ -32,7 +33,9 @@
 //
 //  0. reads the specification and closes [SpecFD];
 //  1. marks every inherited descriptor above 2 close-on-exec;
-//  2. setsid, then builds its mount view (no propagation to the host,
+//  2. setsid, brings up loopback and, in proxy mode ([Spec.Proxy]), listens
+//     on 127.0.0.1:[ProxyPort] and hands the socket to the parent over
+//     [ProxyFD]; then builds its mount view (no propagation to the host,
 //     secrets under /etc masked, a /proc of its own PID namespace,
 //     everything read-only and nosuid except the scratch directory);
 //     container mode skips the mount view (Landlock grants /etc around
