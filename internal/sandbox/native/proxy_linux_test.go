@@ -354,6 +354,10 @@ func TestProxyModeBypassFails(t *testing.T) {
 		"echo listen; " + fx.py("listen", "8080"),
 		"echo no-proxy-vars; env -u HTTP_PROXY -u HTTPS_PROXY -u ALL_PROXY -u http_proxy -u https_proxy -u all_proxy curl -sS --max-time 10 -k https://allowed.test:" + tlsPort + "/; echo rc=$?",
 		"echo resolve; curl -sS --max-time 10 --noproxy '*' -k --resolve allowed.test:" + tlsPort + ":" + addr + " https://allowed.test:" + tlsPort + "/; echo rc=$?",
+		// Neither the listener nor the socket it was handed over on
+		// reached the command: only stdin, stdout, stderr and listdir's
+		// own descriptor are open.
+		`python3 -c 'import os; print("fds", sorted(os.listdir("/proc/self/fd")))'`,
 		"echo end",
 	}, "\n")
 	r := run(t, tier, fx, cmd, inProxyMode(proxyRules(t, h)))
@@ -365,7 +369,7 @@ func TestProxyModeBypassFails(t *testing.T) {
 		t.Fatalf("a bypass succeeded:\n%s", r.Observation())
 	}
 	for _, want := range []string{"direct\nERR", "direct-proxy-port\nERR 101 ENETUNREACH", "host-loopback\nERR", "udp-dns\nERR 1 EPERM",
-		"unix\nERR 1 EPERM", "raw\nERR 1 EPERM", "packet\nERR 1 EPERM", "netlink\nERR 1 EPERM", "listen\nERR 1 EPERM"} {
+		"unix\nERR 1 EPERM", "raw\nERR 1 EPERM", "packet\nERR 1 EPERM", "netlink\nERR 1 EPERM", "listen\nERR 1 EPERM", "fds ['0', '1', '2', '3']"} {
 		contains(t, r, want)
 	}
 	if h.hits.Load() != 0 || loHits.Load() != 0 {
