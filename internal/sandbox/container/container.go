@@ -111,6 +111,9 @@ type Tier struct {
 	// noProfile saying why, where there is none for this architecture.
 	profile   *seccomp.OCI
 	noProfile *sandbox.UnavailableError
+	// proxyProfile is the profile of proxy-mode runs (TCP client sockets
+	// allowed); nil where profile is.
+	proxyProfile *seccomp.OCI
 
 	mu      sync.Mutex
 	cached  *preflight // guarded by mu; nil until a preflight succeeded
@@ -148,6 +151,8 @@ func New(ctx context.Context, opts sandbox.Options) (sandbox.Tier, error) {
 	var err error
 	if t.profile, err = seccomp.OCIProfile(runtime.GOARCH); err != nil {
 		t.noProfile = t.unavailable("no seccomp profile for "+runtime.GOARCH+" containers", "use the native or Firecracker tier on this host", err)
+	} else if t.proxyProfile, err = seccomp.OCIProxyProfile(runtime.GOARCH); err != nil {
+		t.noProfile = t.unavailable("no proxy-mode seccomp profile for "+runtime.GOARCH+" containers", "use the native or Firecracker tier on this host", err)
 	}
 	return t, nil
 }
