@@ -32,6 +32,20 @@
 //	tier, err := container.New(ctx, opts) // opts.DockerImage = "alpine:3.19"
 //	res := tier.Run(ctx, sandbox.Request{Command: "ls", Workspace: dir})
 //
+// # Proxy mode
+//
+// A request with Egress (ECTO_SANDBOX_NETWORK=proxy) runs the same way,
+// except that the container joins a network namespace IronVise made for
+// it (--network=ns:…) instead of an empty one: loopback only, with
+// IronVise's egress proxy listening at [ProxyAddr] on it and dialling out
+// from IronVise's own namespace. The command gets [ProxyEnv], no
+// resolv.conf (--dns=none), none of IronVise's own proxy variables
+// (--http-proxy=false), and a seccomp profile that adds TCP client
+// sockets (seccomp.OCIProxyProfile). Every connection is a record in
+// Result.Egress; Enforced.Network says "proxy". It takes a local, rootful
+// Podman on Linux: with Docker, rootless or remote Podman the run aborts
+// (never a bridge network instead).
+//
 // # Failures
 //
 // A missing runtime, a daemon that does not answer, a missing image, a
