@@ -9,12 +9,15 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ironvise/ironvise/internal/egress"
 	"github.com/ironvise/ironvise/internal/sandbox"
@@ -230,5 +233,84 @@ func TestPodmanProxyModeLeavesModeNoneAlone(t *testing.T) {
 	}
 	if plain.Stdout != "" || plain.Enforced.Network != "none" || plain.Enforced.SeccompProfileSHA256 != tier.profile.SHA256 || plain.Egress != nil {
 		t.Errorf("mode none changed: stdout %q, network %q, profile %s, records %v", plain.Stdout, plain.Enforced.Network, plain.Enforced.SeccompProfileSHA256, plain.Egress)
+	}
+}
+
+// netnsFDs counts this process's descriptors of network namespaces.
+func netnsFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(l, "net:[") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestPodmanProxyModeTimeoutStopsTheProxy: a command that holds a proxy
+// connection open past the timeout is killed; the proxy closes the
+// connection, its record is in the result, and the namespace's descriptor
+// is released.
+func TestPodmanProxyModeTimeoutStopsTheProxy(t *testing.T) {
+	tier := newPodman(t)
+	before := netnsFDs(t)
+	res := run(t, tier, sandbox.Request{Command: "(sleep 120 | nc 127.0.0.1 3128) & echo started; sleep 120", Timeout: 10 * time.Second,
+		Egress: egress.NewRules([]string{"allowed.test"}, nil)})
+	if res.Status != sandbox.StatusTimeout || !strings.Contains(res.Stdout, "started") {
+		t.Fatalf("got %s; want timeout", res.Headline())
+	}
+	if len(res.Egress) != 1 || res.Egress[0].Verdict != verdict.Deny {
+		t.Fatalf("records %+v; want the held connection's, refused", res.Egress)
+	}
+	if res.Enforced == nil || res.Enforced.Network != "proxy" {
+		t.Fatalf("enforced %+v", res.Enforced)
+	}
+	if after := netnsFDs(t); after != before {
+		t.Fatalf("%d network namespace descriptors open after the run; %d before", after, before)
+	}
+}
+
+// TestPodmanProxyModeRunsAreSeparate: two proxy-mode runs at once each
+// have their own namespace and proxy at the same address, their own rules,
+// and only their own records.
+func TestPodmanProxyModeRunsAreSeparate(t *testing.T) {
+	ip := testHost(t)
+	port, _ := serveHTTP(t, ip.String()+":0", "hello\n")
+	tier := newPodman(t, func(o *sandbox.Options) {
+		o.Egress.Resolver = tableResolver{"a.test": {ip}, "b.test": {ip}}
+	})
+	cidr := []netip.Prefix{netip.PrefixFrom(ip, 32)}
+	results := make([]sandbox.Result, 2)
+	var wg sync.WaitGroup
+	for i, host := range []string{"a.test", "b.test"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := fmt.Sprintf("for h in a.test b.test; do wget -q -O - http://$h:%d/ >/dev/null && echo $h-OK || echo $h-REFUSED; done", port)
+			results[i] = tier.Run(context.Background(), sandbox.Request{Command: cmd, Workspace: workspace(t), Egress: egress.NewRules([]string{host}, cidr)})
+		}()
+	}
+	wg.Wait()
+	for i, host := range []string{"a.test", "b.test"} {
+		res := results[i]
+		wantOK(t, res, 0)
+		other := map[string]string{"a.test": "b.test", "b.test": "a.test"}[host]
+		if !strings.Contains(res.Stdout, host+"-OK") || !strings.Contains(res.Stdout, other+"-REFUSED") {
+			t.Errorf("run allowing %s: %q %q", host, res.Stdout, res.Stderr)
+		}
+		if len(res.Egress) != 2 {
+			t.Errorf("run allowing %s: %d records; want its own 2", host, len(res.Egress))
+			continue
+		}
+		for _, r := range res.Egress {
+			if (r.Host == host) != (r.Verdict == verdict.Allow) {
+				t.Errorf("run allowing %s: record %+v", host, r)
+			}
+		}
 	}
 }
