@@ -135,19 +135,19 @@ func (s runSpec) argv() []string {
 	if s.runtime == "podman" {
 		// Podman otherwise mounts writable tmpfs on /run, /var/tmp and
 		// /dev/shm of a --read-only container; /tmp is the only one needed.
-		a = append(a, "--read-only-tmpfs=false")
+		a = append(a, "--read-only-tmpfs=false",
+			// Security: Podman otherwise copies IronVise's own
+			// HTTP_PROXY, HTTPS_PROXY, FTP_PROXY and NO_PROXY (any
+			// case) into the container, past the environment allowlist:
+			// a proxy URL often carries credentials. In proxy mode
+			// ProxyEnv's values are the only ones.
+			"--http-proxy=false")
 	}
 	if s.netns != "" {
-		a = append(a,
-			// No resolv.conf: Podman copies the host's into a joined
-			// namespace. There is no resolver to reach; the proxy
-			// resolves names.
-			"--dns=none",
-			// Security: Podman otherwise copies IronVise's own proxy
-			// variables into the container (FTP_PROXY, and credentials
-			// in a proxy URL, among them); ProxyEnv's are the only ones.
-			"--http-proxy=false",
-		)
+		// No resolv.conf: Podman copies the host's into a joined
+		// namespace. There is no resolver to reach; the proxy resolves
+		// names.
+		a = append(a, "--dns=none")
 	}
 	for _, kv := range s.env {
 		a = append(a, "--env", kv)

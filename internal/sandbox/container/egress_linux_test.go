@@ -314,3 +314,21 @@ func TestPodmanProxyModeRunsAreSeparate(t *testing.T) {
 		}
 	}
 }
+
+// TestPodmanHostProxyVariablesStayOut: Podman copies the proxy variables of
+// its own environment into every container unless told not to; IronVise's
+// (a proxy URL with credentials here) never reach a command, in either
+// mode.
+func TestPodmanHostProxyVariablesStayOut(t *testing.T) {
+	tier := newPodman(t)
+	for _, name := range []string{"HTTP_PROXY", "https_proxy", "FTP_PROXY", "no_proxy"} {
+		t.Setenv(name, "http://user:host-secret@proxy.invalid:8080")
+	}
+	for _, rules := range []*egress.Rules{nil, egress.NewRules(nil, nil)} {
+		res := run(t, tier, sandbox.Request{Command: "env", Egress: rules})
+		wantOK(t, res, 0)
+		if strings.Contains(res.Stdout, "host-secret") || strings.Contains(strings.ToUpper(res.Stdout), "FTP_PROXY") {
+			t.Errorf("proxy mode %v: IronVise's proxy variables reached the command: %q", rules != nil, res.Stdout)
+		}
+	}
+}
