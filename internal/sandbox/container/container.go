@@ -14,12 +14,14 @@
 //	    --name ironvise-<random> --entrypoint= --mount type=bind,…,target=/workspace,readonly
 //	    [--mount type=bind,source=<empty>,target=/workspace/<protected>,readonly …]
 //	    --workdir /workspace --ulimit cpu=… --ulimit nofile=… …
+//	    [Podman: --read-only-tmpfs=false --http-proxy=false]
 //	    [ECTO_DOCKER_EXTRA_ARGS] <image> sh -c <preamble> sh <command>
 //
 // The first line is the floor docs/sandboxing.md promises; the rest is IronVise's hardening,
 // including the native tier's seccomp allowlist (package seccomp, written
 // per run as the runtimes' JSON profile), a log driver that stores nothing
-// (the output streams to IronVise's capped collector only), and an empty
+// (the output streams to IronVise's capped collector only), none of
+// IronVise's own proxy variables (Podman copies them by default), and an empty
 // read-only stand-in over each protected path (Options.Hidden and
 // Request.Hidden) that lies inside the workspace. The preamble reads the
 // shell's /proc/self/status and aborts the run unless the command is
@@ -39,8 +41,7 @@
 // it (--network=ns:…) instead of an empty one: loopback only, with
 // IronVise's egress proxy listening at [ProxyAddr] on it and dialling out
 // from IronVise's own namespace. The command gets [ProxyEnv], no
-// resolv.conf (--dns=none), none of IronVise's own proxy variables
-// (--http-proxy=false), and a seccomp profile that adds TCP client
+// resolv.conf (--dns=none), and a seccomp profile that adds TCP client
 // sockets (seccomp.OCIProxyProfile). Every connection is a record in
 // Result.Egress; Enforced.Network says "proxy". It takes a local, rootful
 // Podman on Linux: with Docker, rootless or remote Podman the run aborts
