@@ -23,6 +23,9 @@ type runSpec struct {
 	masks     []mask // protected paths inside the workspace, covered read-only
 	seccomp   string // the file holding IronVise's seccomp profile
 	logDriver string // logDriverNone or logDriverPassthrough
+	// netns is the network namespace of a proxy-mode run (see
+	// egress.go); "" is mode none.
+	netns string
 }
 
 // workspaceTarget is where the workspace appears in the container.
@@ -49,8 +52,10 @@ func (s runSpec) argv() []string {
 		// No container outlives its command.
 		"--rm",
 		// No network at all, loopback aside: nothing to exfiltrate to,
-		// no host or cloud metadata service to reach.
-		"--network=none",
+		// no host or cloud metadata service to reach. In proxy mode the
+		// namespace IronVise made, which has loopback only too, with the
+		// egress proxy on it.
+		s.network(),
 		// The image's root cannot be altered (no planted binaries for the
 		// next step; each run is fresh anyway).
 		"--read-only",
@@ -130,7 +135,19 @@ func (s runSpec) argv() []string {
 	if s.runtime == "podman" {
 		// Podman otherwise mounts writable tmpfs on /run, /var/tmp and
 		// /dev/shm of a --read-only container; /tmp is the only one needed.
-		a = append(a, "--read-only-tmpfs=false")
+		a = append(a, "--read-only-tmpfs=false",
+			// Security: Podman otherwise copies IronVise's own
+			// HTTP_PROXY, HTTPS_PROXY, FTP_PROXY and NO_PROXY (any
+			// case) into the container, past the environment allowlist:
+			// a proxy URL often carries credentials. In proxy mode
+			// ProxyEnv's values are the only ones.
+			"--http-proxy=false")
+	}
+	if s.netns != "" {
+		// No resolv.conf: Podman copies the host's into a joined
+		// namespace. There is no resolver to reach; the proxy resolves
+		// names.
+		a = append(a, "--dns=none")
 	}
 	for _, kv := range s.env {
 		a = append(a, "--env", kv)
@@ -142,6 +159,14 @@ func (s runSpec) argv() []string {
 	// shell ever parses it. The outer sh runs the preamble, which checks
 	// the confinement, then replaces itself with `sh -c <command>`.
 	return append(a, s.image, "sh", "-c", confinementCheck, "sh", s.command)
+}
+
+// network is the --network flag: none, or the proxy-mode namespace.
+func (s runSpec) network() string {
+	if s.netns == "" {
+		return "--network=none"
+	}
+	return "--network=ns:" + s.netns
 }
 
 // SeedFlags are the flags docs/sandboxing.md promises on every container

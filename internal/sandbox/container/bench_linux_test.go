@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironvise/ironvise/internal/egress"
 	"github.com/ironvise/ironvise/internal/sandbox"
 )
 
@@ -68,4 +69,40 @@ func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// BenchmarkProxyModeOverhead measures what proxy mode adds to a run: `sh -c
+// true` in mode none and in proxy mode (the namespace, the listener, the
+// proxy's goroutine and its stop), alternating in every iteration. It
+// reports the medians (none-ms, proxy-ms) and their difference
+// (proxy-extra-ms). The cost of each connection through the proxy is
+// internal/egress's benchmark.
+//
+//	go test -run XXX -bench ProxyModeOverhead -benchtime 20x ./internal/sandbox/container/
+func BenchmarkProxyModeOverhead(b *testing.B) {
+	tier := newPodman(b)
+	ws := workspace(b)
+	ctx := context.Background()
+	rules := egress.NewRules([]string{"example.com"}, nil)
+	runOnce := func(r *egress.Rules) time.Duration {
+		start := time.Now()
+		if res := tier.Run(ctx, sandbox.Request{Command: "true", Workspace: ws, Egress: r}); res.Status != sandbox.StatusOK || *res.ExitCode != 0 {
+			b.Fatalf("run: %s", res.Headline())
+		}
+		return time.Since(start)
+	}
+	runOnce(nil)
+	runOnce(rules)
+	var none, proxy []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		none = append(none, runOnce(nil))
+		proxy = append(proxy, runOnce(rules))
+	}
+	b.StopTimer()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	mn, mp := median(none), median(proxy)
+	b.ReportMetric(ms(mn), "none-ms")
+	b.ReportMetric(ms(mp), "proxy-ms")
+	b.ReportMetric(ms(mp-mn), "proxy-extra-ms")
 }

@@ -14,12 +14,14 @@
 //	    --name ironvise-<random> --entrypoint= --mount type=bind,…,target=/workspace,readonly
 //	    [--mount type=bind,source=<empty>,target=/workspace/<protected>,readonly …]
 //	    --workdir /workspace --ulimit cpu=… --ulimit nofile=… …
+//	    [Podman: --read-only-tmpfs=false --http-proxy=false]
 //	    [ECTO_DOCKER_EXTRA_ARGS] <image> sh -c <preamble> sh <command>
 //
 // The first line is the floor docs/sandboxing.md promises; the rest is IronVise's hardening,
 // including the native tier's seccomp allowlist (package seccomp, written
 // per run as the runtimes' JSON profile), a log driver that stores nothing
-// (the output streams to IronVise's capped collector only), and an empty
+// (the output streams to IronVise's capped collector only), none of
+// IronVise's own proxy variables (Podman copies them by default), and an empty
 // read-only stand-in over each protected path (Options.Hidden and
 // Request.Hidden) that lies inside the workspace. The preamble reads the
 // shell's /proc/self/status and aborts the run unless the command is
@@ -31,6 +33,19 @@
 //
 //	tier, err := container.New(ctx, opts) // opts.DockerImage = "alpine:3.19"
 //	res := tier.Run(ctx, sandbox.Request{Command: "ls", Workspace: dir})
+//
+// # Proxy mode
+//
+// A request with Egress (ECTO_SANDBOX_NETWORK=proxy) runs the same way,
+// except that the container joins a network namespace IronVise made for
+// it (--network=ns:…) instead of an empty one: loopback only, with
+// IronVise's egress proxy listening at [ProxyAddr] on it and dialling out
+// from IronVise's own namespace. The command gets [ProxyEnv], no
+// resolv.conf (--dns=none), and a seccomp profile that adds TCP client
+// sockets (seccomp.OCIProxyProfile). Every connection is a record in
+// Result.Egress; Enforced.Network says "proxy". It takes a local, rootful
+// Podman on Linux: with Docker, rootless or remote Podman the run aborts
+// (never a bridge network instead).
 //
 // # Failures
 //
@@ -111,6 +126,9 @@ type Tier struct {
 	// noProfile saying why, where there is none for this architecture.
 	profile   *seccomp.OCI
 	noProfile *sandbox.UnavailableError
+	// proxyProfile is the profile of proxy-mode runs (TCP client sockets
+	// allowed); nil where profile is.
+	proxyProfile *seccomp.OCI
 
 	mu      sync.Mutex
 	cached  *preflight // guarded by mu; nil until a preflight succeeded
@@ -148,6 +166,8 @@ func New(ctx context.Context, opts sandbox.Options) (sandbox.Tier, error) {
 	var err error
 	if t.profile, err = seccomp.OCIProfile(runtime.GOARCH); err != nil {
 		t.noProfile = t.unavailable("no seccomp profile for "+runtime.GOARCH+" containers", "use the native or Firecracker tier on this host", err)
+	} else if t.proxyProfile, err = seccomp.OCIProxyProfile(runtime.GOARCH); err != nil {
+		t.noProfile = t.unavailable("no proxy-mode seccomp profile for "+runtime.GOARCH+" containers", "use the native or Firecracker tier on this host", err)
 	}
 	return t, nil
 }

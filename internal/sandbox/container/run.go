@@ -5,14 +5,17 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/sandbox/native/seccomp"
 	"github.com/ironvise/ironvise/internal/secretpaths"
 )
 
@@ -35,6 +38,13 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	pre, err := t.preflight(ctx)
 	if err != nil {
 		return abort("%v", err)
+	}
+	proxyMode, profileOCI := req.Egress != nil, t.profile
+	if proxyMode {
+		if reason, fix := proxyRefusal(t.runtime, runtime.GOOS, os.Geteuid(), pre.remote); reason != "" {
+			return abort("proxy mode (ECTO_SANDBOX_NETWORK=proxy) cannot be applied on the %s tier: %s; fix: %s", t.runtime, reason, fix)
+		}
+		profileOCI = t.proxyProfile
 	}
 	ws, err := sandbox.ResolveWorkspace(req.Workspace)
 	if err != nil {
@@ -73,7 +83,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	}
 	defer os.RemoveAll(private)
 	profile := filepath.Join(private, "seccomp.json")
-	if err := os.WriteFile(profile, t.profile.JSON, 0o600); err != nil {
+	if err := os.WriteFile(profile, profileOCI.JSON, 0o600); err != nil {
 		return abort("write the seccomp profile: %v; fix: make the temporary directory (TMPDIR) writable", err)
 	}
 	masks, err := plan.mounts(private)
@@ -86,9 +96,13 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if m := int64(req.Limits.MemMiB) << 20; m > 0 && m < memBytes {
 		memBytes, memory = m, fmt.Sprintf("%dm", req.Limits.MemMiB)
 	}
+	set := map[string]string{"HOME": "/tmp", "TMPDIR": "/tmp"}
+	if proxyMode {
+		maps.Copy(set, ProxyEnv())
+	}
 	spec := runSpec{
 		runtime: t.runtime, name: name, image: pre.imageID, workspace: ws, command: req.Command,
-		env:    sandbox.CommandEnv(req.Env, map[string]string{"HOME": "/tmp", "TMPDIR": "/tmp"}),
+		env:    sandbox.CommandEnv(req.Env, set),
 		memory: memory, cpus: t.cpus, pids: limits.NProc, cpuSecs: limits.CPUSecs, noFile: limits.NoFile,
 		extra: t.extra, masks: masks, seccomp: profile, logDriver: pre.logDriver,
 	}
@@ -98,6 +112,17 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+
+	var proxy *egressRun
+	if proxyMode {
+		if proxy, err = t.startEgress(rctx, req.Egress); err != nil {
+			return abort("proxy mode: %v", err)
+		}
+		// Stopped explicitly below once the container is gone; this
+		// covers the early returns.
+		defer proxy.stop()
+		spec.netns = proxy.ns.Path
+	}
 
 	var stdout, stderr sandbox.Collector
 	cmd := exec.CommandContext(rctx, t.bin, spec.argv()...)
@@ -121,7 +146,22 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	}
 
 	res := sandbox.Ran(t.Name(), dur, &stdout, &stderr)
-	res.Enforced = t.enforced(pre, spec, memBytes)
+	res.Enforced = t.enforced(pre, spec, memBytes, profileOCI)
+	if proxy != nil {
+		// The container is gone: every connection it made has ended or
+		// is cut now, and each has its record. An aborted run keeps
+		// them too: the connections happened.
+		records, serveErr := proxy.stop()
+		res.Egress = records
+		abort = func(format string, args ...any) sandbox.Result {
+			r := attempt.Abort(format, args...)
+			r.Egress = records
+			return r
+		}
+		if serveErr != nil {
+			return abort("the egress proxy stopped during the run: %v; the command's network failures may be IronVise's; fix: check IronVise's log and the host's descriptor limits", serveErr)
+		}
+	}
 	switch {
 	case timedOut:
 		res.TimedOut(timeout, dur, "the container "+name+" was killed and removed")
@@ -229,15 +269,19 @@ func containerName() (string, error) {
 }
 
 // enforced is the record of what a run had in force.
-func (t *Tier) enforced(p *preflight, s runSpec, memBytes int64) *sandbox.Enforced {
+func (t *Tier) enforced(p *preflight, s runSpec, memBytes int64, profile *seccomp.OCI) *sandbox.Enforced {
 	nnp := true
 	hidden := len(s.masks)
 	uid := commandUID
+	network := "none"
+	if s.netns != "" {
+		network = "proxy"
+	}
 	return &sandbox.Enforced{
 		// The preamble checked the uid, the capabilities, no_new_privs and
 		// the seccomp mode before the command ran (confinementCheck).
-		UID: &uid, SeccompProfileSHA256: t.profile.SHA256,
-		Capabilities: "none", NoNewPrivs: &nnp, Network: "none", ScratchDir: "/tmp",
+		UID: &uid, SeccompProfileSHA256: profile.SHA256,
+		Capabilities: "none", NoNewPrivs: &nnp, Network: network, ScratchDir: "/tmp",
 		Runtime: t.runtime, RuntimeVersion: p.version, Image: t.image, ImageDigest: p.imageID,
 		Namespaces: []string{"pid", "mount", "network", "ipc", "uts"},
 		Container: &sandbox.ContainerConfig{

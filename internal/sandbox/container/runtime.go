@@ -21,6 +21,9 @@ type preflight struct {
 	// logDriver is passthrough for a local Podman, none otherwise (a
 	// remote Podman and Docker have no passthrough).
 	logDriver string
+	// remote is a Podman that runs its containers on another machine
+	// (a podman machine, CONTAINER_HOST).
+	remote bool
 }
 
 // daemonProbeTimeout bounds `docker version` when choosing the runtime.
@@ -169,7 +172,7 @@ func (t *Tier) preflightLocked(ctx context.Context) (*preflight, error) {
 	}
 	p := &preflight{version: sandbox.FirstLine(version, 0), imageID: "sha256:" + id, logDriver: logDriverNone}
 	if v, remote := strings.CutSuffix(p.version, " remote"); t.runtime == "podman" {
-		p.version = v
+		p.version, p.remote = v, remote
 		if !remote {
 			// The command writes straight into IronVise's pipes: no
 			// conmon copy, nothing stored (see argv).

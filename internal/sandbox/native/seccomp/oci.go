@@ -91,7 +91,49 @@ var ociArches = map[string]string{"amd64": "SCMP_ARCH_X86_64", "arm64": "SCMP_AR
 // default EPERM, AlwaysDenied EPERM (clone3 ENOSYS), ArgChecked with their
 // argument rules, Allowed allowed. Names the container host's libseccomp
 // does not know are skipped by the runtime and so meet the default, EPERM.
-func OCIProfile(goarch string) (*OCI, error) {
+func OCIProfile(goarch string) (*OCI, error) { return ociProfileWith(goarch, nil) }
+
+// Linux ABI values of the proxy-mode rules (see OCIProxyProfile).
+const (
+	linuxAFInet     = 2
+	linuxAFInet6    = 10
+	linuxIPProtoTCP = 6
+)
+
+// OCIProxyProfile is OCIProfile for a container in proxy mode, whose
+// network namespace holds only loopback and IronVise's egress proxy on it
+// (internal/sandbox/container, docs/design/sandbox.md#container-tier). It
+// adds what a TCP client of the proxy needs and nothing more:
+// socket(AF_INET or AF_INET6, SOCK_STREAM with any of SOCK_NONBLOCK and
+// SOCK_CLOEXEC, protocol 0 or IPPROTO_TCP), and connect.
+//
+// Security: no UDP, so there is no resolver to ask (names are resolved by
+// the proxy, and DNS cannot carry data out); no raw, packet or netlink
+// socket; still no AF_UNIX socket (a host daemon behind a mounted socket
+// is an escape) and no bind, listen or accept. connect is not checked by
+// address — a filter cannot read memory — and needs no check: the
+// namespace has no route anywhere but loopback.
+func OCIProxyProfile(goarch string) (*OCI, error) {
+	var rules []ociSyscall
+	for _, family := range []uint64{linuxAFInet, linuxAFInet6} {
+		for _, proto := range []uint64{0, linuxIPProtoTCP} {
+			rules = append(rules, ociSyscall{Names: []string{"socket"}, Action: actAllow,
+				Comment: "proxy mode: a TCP client socket of IPv4 or IPv6 only",
+				Args: []ociArg{
+					{Index: 0, Value: family, Op: opEq},
+					{Index: 1, Value: linuxSockTypeMask, ValueTwo: linuxSockStream, Op: opMasked},
+					{Index: 2, Value: proto, Op: opEq},
+				}})
+		}
+	}
+	rules = append(rules, ociSyscall{Names: []string{"connect"}, Action: actAllow,
+		Comment: "proxy mode: the namespace's only reachable address is loopback"})
+	return ociProfileWith(goarch, rules)
+}
+
+// ociProfileWith assembles the command profile with the rules of extra
+// added before the plain allowlist; nil gives OCIProfile's exact bytes.
+func ociProfileWith(goarch string, extra []ociSyscall) (*OCI, error) {
 	arch, ok := ociArches[goarch]
 	if !ok {
 		return nil, fmt.Errorf("seccomp: no container profile for linux/%s: %w", goarch, errors.ErrUnsupported)
@@ -114,6 +156,7 @@ func OCIProfile(goarch string) (*OCI, error) {
 		}
 		p.Syscalls = append(p.Syscalls, r...)
 	}
+	p.Syscalls = append(p.Syscalls, extra...)
 	p.Syscalls = append(p.Syscalls, ociSyscall{Names: Allowed(), Action: actAllow})
 	if err := checkOCINames(p.Syscalls); err != nil {
 		return nil, err
