@@ -66,6 +66,12 @@ type Options struct {
 	// FS and Resolver default to the OS and net.DefaultResolver.
 	FS       FS
 	Resolver Resolver
+	// Egress, when set, is the allow list of proxy mode
+	// (ECTO_SANDBOX_NETWORK=proxy): the hosts and addresses a command
+	// names (curl, wget, git, pip, npm) are judged by it as the egress
+	// proxy judges them. nil is mode none: commands have no network and
+	// their destinations are not judged here.
+	Egress EgressRules
 	// GOOS selects platform rules (case folding, drive letters, "\"); it
 	// defaults to runtime.GOOS and exists so that the darwin and windows
 	// rules are tested on Linux.
@@ -79,6 +85,7 @@ type Tripwire struct {
 	workspace string
 	fs        FS
 	resolver  Resolver
+	egress    EgressRules
 	foldCase  bool
 	windows   bool
 	shellOpt  shell.Options
@@ -98,7 +105,7 @@ type Tripwire struct {
 
 // New returns a Tripwire for cfg.
 func New(cfg *Config, opt Options) *Tripwire {
-	t := &Tripwire{cfg: cfg, workspace: filepath.Clean(opt.Workspace), fs: opt.FS, resolver: opt.Resolver}
+	t := &Tripwire{cfg: cfg, workspace: filepath.Clean(opt.Workspace), fs: opt.FS, resolver: opt.Resolver, egress: nilIfTypedNil(opt.Egress)}
 	if t.fs == nil {
 		t.fs = OSFS{}
 	}
@@ -120,6 +127,20 @@ func New(cfg *Config, opt Options) *Tripwire {
 	}
 	return t
 }
+
+// WithEgress returns a copy of t that judges command destinations by r
+// (see Options.Egress); nil turns that off. A session whose policy
+// narrows the allow list passes the narrowed rules here, so the tripwire
+// and the session's proxy decide by the same list.
+func (t *Tripwire) WithEgress(r EgressRules) *Tripwire {
+	c := *t
+	c.egress = nilIfTypedNil(r)
+	return &c
+}
+
+// Egress returns the allow list command destinations are judged by, nil
+// in mode none.
+func (t *Tripwire) Egress() EgressRules { return t.egress }
 
 // Config returns the configuration the tripwire enforces.
 func (t *Tripwire) Config() *Config { return t.cfg }
