@@ -23,7 +23,10 @@
 // can reach taken into account. URLs must be https to an allowed domain
 // (label-boundary match), without userinfo or IP literals, and must resolve
 // to public addresses only, also through every IPv4-in-IPv6 embedding
-// (NAT64, 6to4, Teredo, …; see Embedded).
+// (NAT64, 6to4, Teredo, …; see Embedded). In proxy mode
+// (Options.Egress) the destinations commands name — curl, wget, git, pip
+// and npm URLs — are judged by the egress proxy's allow list, and one the
+// proxy would refuse is refused with the proxy's code and message.
 //
 // # Usage
 //
