@@ -196,7 +196,9 @@ func networkTargets(c *shell.Command, fold bool) []netTarget {
 	case prog == "curl":
 		// curl expands {a,b} in a URL into one URL each, unless -g.
 		glob := !c.Parsed.Has("-g", "--globoff")
-		for _, w := range append(c.Parsed.Operands, c.Parsed.Values("--url")...) {
+		// --doh-url and --ipfs-gateway are destinations too: curl asks
+		// them for names and for IPFS content.
+		for _, w := range append(c.Parsed.Operands, c.Parsed.Values("--url", "--doh-url", "--ipfs-gateway")...) {
 			if !glob || !w.Static || !strings.Contains(w.Value, "{") {
 				addURL(w, "http")
 				continue

