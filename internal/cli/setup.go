@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/egress"
 	"github.com/ironvise/ironvise/internal/policy"
 	"github.com/ironvise/ironvise/internal/secretpaths"
 	"github.com/ironvise/ironvise/internal/tripwire"
@@ -81,7 +82,20 @@ func (a *app) loadTripwire(cfg *config.Config, ws string) (*tripwire.Tripwire, e
 	if err := checkWorkspace(ws, list); err != nil {
 		return nil, err
 	}
-	return tripwire.New(tc, tripwire.Options{Workspace: ws, Protected: list}), nil
+	return tripwire.New(tc, tripwire.Options{Workspace: ws, Protected: list, Egress: egressRules(cfg)}), nil
+}
+
+// egressRules is the allow list of proxy mode, by which the tripwire
+// judges the destinations a command names as the egress proxy does
+// (docs/checks.md#commands-in-proxy-mode); nil in mode none. A session
+// whose policy narrows the list gives the tripwire its own rules with
+// Tripwire.WithEgress.
+func egressRules(cfg *config.Config) tripwire.EgressRules {
+	n := cfg.Sandbox.Network
+	if !n.Proxy() {
+		return nil
+	}
+	return egress.NewRules(n.AllowedDomains, n.AllowCIDRs)
 }
 
 // rules is what every command that checks intents loads first: the

@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/egress"
 	"github.com/ironvise/ironvise/internal/guard"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/session"
@@ -66,7 +67,7 @@ func (s *Server) sessionTripwire(cfg *config.Config) (*tripwire.Config, *tripwir
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.key == key {
-		return c.tc, c.tw, nil
+		return c.tc, withEgress(c.tw, cfg), nil
 	}
 	tc, err := s.loadTripwireConfig(cfg)
 	if err != nil {
@@ -75,7 +76,18 @@ func (s *Server) sessionTripwire(cfg *config.Config) (*tripwire.Config, *tripwir
 	// The protected paths are the start's: the tier hides exactly those.
 	tw := tripwire.New(tc, tripwire.Options{Workspace: s.opts.Workspace, Protected: s.opts.Protected})
 	c.key, c.tc, c.tw = key, tc, tw
-	return tc, tw, nil
+	return tc, withEgress(tw, cfg), nil
+}
+
+// withEgress gives the tripwire the allow list of proxy mode, so that it
+// refuses a command's destination with the reason the egress proxy would
+// give (docs/checks.md#commands-in-proxy-mode); in mode none it is tw.
+func withEgress(tw *tripwire.Tripwire, cfg *config.Config) *tripwire.Tripwire {
+	n := cfg.Sandbox.Network
+	if !n.Proxy() {
+		return tw
+	}
+	return tw.WithEgress(egress.NewRules(n.AllowedDomains, n.AllowCIDRs))
 }
 
 // reserve takes a place for a new external session of creator under the

@@ -138,6 +138,9 @@ func (t *Tripwire) checkCommand(v *View) verdict.Verdict {
 		if vd, denied := t.checkOne(a, c, forms); denied {
 			return vd
 		}
+		if vd, denied := t.checkNetwork(c); denied {
+			return vd
+		}
 		if u := t.scriptFinding(v, c); u != nil {
 			if vd, denied := unreviewed(u); denied {
 				return vd

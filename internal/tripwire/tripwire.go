@@ -23,7 +23,10 @@
 // can reach taken into account. URLs must be https to an allowed domain
 // (label-boundary match), without userinfo or IP literals, and must resolve
 // to public addresses only, also through every IPv4-in-IPv6 embedding
-// (NAT64, 6to4, Teredo, …; see Embedded).
+// (NAT64, 6to4, Teredo, …; see Embedded). In proxy mode
+// (Options.Egress) the destinations commands name — curl, wget, git, pip
+// and npm URLs — are judged by the egress proxy's allow list, and one the
+// proxy would refuse is refused with the proxy's code and message.
 //
 // # Usage
 //
@@ -66,6 +69,12 @@ type Options struct {
 	// FS and Resolver default to the OS and net.DefaultResolver.
 	FS       FS
 	Resolver Resolver
+	// Egress, when set, is the allow list of proxy mode
+	// (ECTO_SANDBOX_NETWORK=proxy): the hosts and addresses a command
+	// names (curl, wget, git, pip, npm) are judged by it as the egress
+	// proxy judges them. nil is mode none: commands have no network and
+	// their destinations are not judged here.
+	Egress EgressRules
 	// GOOS selects platform rules (case folding, drive letters, "\"); it
 	// defaults to runtime.GOOS and exists so that the darwin and windows
 	// rules are tested on Linux.
@@ -79,6 +88,7 @@ type Tripwire struct {
 	workspace string
 	fs        FS
 	resolver  Resolver
+	egress    EgressRules
 	foldCase  bool
 	windows   bool
 	shellOpt  shell.Options
@@ -98,7 +108,7 @@ type Tripwire struct {
 
 // New returns a Tripwire for cfg.
 func New(cfg *Config, opt Options) *Tripwire {
-	t := &Tripwire{cfg: cfg, workspace: filepath.Clean(opt.Workspace), fs: opt.FS, resolver: opt.Resolver}
+	t := &Tripwire{cfg: cfg, workspace: filepath.Clean(opt.Workspace), fs: opt.FS, resolver: opt.Resolver, egress: nilIfTypedNil(opt.Egress)}
 	if t.fs == nil {
 		t.fs = OSFS{}
 	}
@@ -120,6 +130,20 @@ func New(cfg *Config, opt Options) *Tripwire {
 	}
 	return t
 }
+
+// WithEgress returns a copy of t that judges command destinations by r
+// (see Options.Egress); nil turns that off. A session whose policy
+// narrows the allow list passes the narrowed rules here, so the tripwire
+// and the session's proxy decide by the same list.
+func (t *Tripwire) WithEgress(r EgressRules) *Tripwire {
+	c := *t
+	c.egress = nilIfTypedNil(r)
+	return &c
+}
+
+// Egress returns the allow list command destinations are judged by, nil
+// in mode none.
+func (t *Tripwire) Egress() EgressRules { return t.egress }
 
 // Config returns the configuration the tripwire enforces.
 func (t *Tripwire) Config() *Config { return t.cfg }
