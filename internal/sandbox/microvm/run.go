@@ -73,6 +73,11 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if err != nil {
 		return abort("%v", err)
 	}
+	if req.Egress != nil {
+		// Fail closed: the guest has no network device, so running the
+		// command would silently drop the network the operator asked for.
+		return abort("proxy mode is not supported on the Firecracker tier yet: the microVM has no network device for the egress proxy; fix: set ECTO_SANDBOX_NETWORK=none, or use the native Linux or the Podman tier (docs/reference/sandboxing.md#network-egress)")
+	}
 	pre, err := t.preflight(ctx)
 	if err != nil {
 		return abort("%v", err)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ironvise/ironvise/internal/egress"
 	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/sandbox/guestproto"
 )
@@ -253,5 +254,20 @@ func TestGuestTimeoutMargin(t *testing.T) {
 	}
 	if guestproto.KeepBytes < sandbox.StreamCap+4 {
 		t.Fatalf("the guest keeps %d bytes per stream, less than the host's cap", guestproto.KeepBytes)
+	}
+}
+
+// A proxy-mode request fails closed on this tier: the guest has no
+// network device, and running it without the network the operator asked
+// for would hide that. The VMM is never started.
+func TestMicroVMAbortsProxyMode(t *testing.T) {
+	tier, record := newTier(t, "ok")
+	res := run(t, tier, sandbox.Request{Command: "echo ran", Egress: egress.NewRules([]string{"pypi.org"}, nil)})
+	if res.Status != sandbox.StatusAborted || !strings.Contains(res.Reason, "proxy mode is not supported on the Firecracker tier") ||
+		!strings.Contains(res.Reason, "ECTO_SANDBOX_NETWORK=none") || strings.Contains(res.Stdout, "ran") {
+		t.Fatalf("got %s: %q", res.Headline(), res.Reason)
+	}
+	if _, err := os.Stat(record); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the VMM was started for a proxy-mode request (record: %v)", err)
 	}
 }
