@@ -250,7 +250,7 @@ func (s *Server) startGuard(plan guard.Plan, cfg *config.Config) (*session.Guard
 // (committed), so no notifier is set and nothing is sent twice.
 func (s *Server) sessionRuntime() *session.Runtime {
 	return &session.Runtime{Ledger: s.ledger(), Tier: s.opts.Tier, Scanner: s.scanner, Logger: s.log,
-		SandboxEnv: s.opts.SandboxEnv, WriteTimeout: s.opts.WriteTimeout}
+		SandboxEnv: s.opts.SandboxEnv, WriteTimeout: s.opts.WriteTimeout, Network: s.cfg.Sandbox.Network}
 }
 
 // sessionSpec is what an API session enforces: the server's workspace,
