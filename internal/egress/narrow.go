@@ -79,7 +79,7 @@ func normalizeEntry(e string) (string, error) {
 	case e == "*" || name == "":
 		return "", errors.New("a bare wildcard would allow every host")
 	case strings.Contains(name, "*"):
-		return "", errors.New("a wildcard is allowed only as a leading *.")
+		return "", errors.New("a wildcard is allowed only as a leading \"*.\"")
 	case strings.ContainsAny(name, "[]/@: \t"):
 		return "", errors.New("not a host name (write a host name without scheme, port or path)")
 	}
