@@ -4,8 +4,8 @@
 (function () {
   const $ = (id) => document.getElementById(id);
   const TOKEN_KEY = 'ironvise-token';
-  const KINDS = ['guard_denial', 'tripwire_rejection', 'sandbox_aborted', 'session_aborted', 'policy_denial', 'observation'];
-  const DEFAULT_KINDS = KINDS.slice(0, 4);
+  const KINDS = ['guard_denial', 'tripwire_rejection', 'egress_denial', 'sandbox_aborted', 'session_aborted', 'policy_denial', 'observation'];
+  const DEFAULT_KINDS = KINDS.slice(0, 5);
   const state = { token: null, view: 'sessions', session: null, lastId: 0, es: null, backoff: 2000, timers: {} };
 
   class ApiError extends Error {
@@ -205,6 +205,7 @@
         case 'approval_decision': if (g) { g.decision = p; continue; } break;
         case 'action': if (g && p.intent_seq !== undefined) { g.action = p; continue; } break;
         case 'sandbox_result': if (g) { g.sandbox = p; continue; } break;
+        case 'egress': if (g) { (g.egress = g.egress || []).push(p); continue; } break;
         case 'observation': if (g && p.action_seq !== undefined) { g.observation = p; continue; } break;
       }
       items.push({ kind: 'event', event: e, payload: p });
@@ -240,6 +241,7 @@
       li.append(el('p', { class: 'sandbox' }, 'Sandbox ' + s.tier + ' · ' + s.status + (s.exit_code !== null && s.exit_code !== undefined ? ' · exit ' + s.exit_code : '') +
         (s.signal ? ' · ' + s.signal : '') + (s.duration_ms !== undefined ? ' · ' + s.duration_ms + ' ms' : '') + (s.reason ? ' — ' + s.reason : '')));
     }
+    if (g.egress) li.append(egressList(g.egress));
     if (g.observation) {
       const o = g.observation;
       if (o.labels && o.labels.length) li.append(el('p', { class: 'muted' }, 'Scanner: ' + o.labels.join(', ')));
@@ -248,12 +250,39 @@
     return li;
   }
 
+  // egressTarget is host:port of an egress event.
+  function egressTarget(p) { return (p.host || p.addr || '-') + (p.port ? ':' + p.port : ''); }
+
+  // egressLine is one connection: verdict, target, bytes, time, and the
+  // rule that allowed it or the reason it was refused.
+  function egressLine(p) {
+    return p.verdict + ' ' + p.protocol + ' ' + egressTarget(p) + ' · ' + (p.bytes_up || 0) + ' B up, ' + (p.bytes_down || 0) + ' B down · ' +
+      (p.duration_ms || 0) + ' ms · ' + (p.verdict === 'allow' ? 'rule ' + p.rule : p.code + ': ' + p.reason);
+  }
+
+  // egressList shows the connections of a step's command through the
+  // egress proxy, refused ones marked.
+  function egressList(list) {
+    const denied = list.filter((p) => p.verdict !== 'allow').length;
+    return el('div', { class: 'egress', 'aria-label': 'Network egress' },
+      el('p', {}, 'Network: ' + list.length + ' connection(s) through the egress proxy' + (denied ? ', ' + denied + ' refused' : '')),
+      el('ul', {}, list.map((p) => el('li', { class: p.verdict === 'allow' ? 'ok' : 'deny', 'data-verdict': p.verdict }, short(egressLine(p), 400)))));
+  }
+
+  // networkText is the genesis's record of the sandbox network.
+  function networkText(n) {
+    if (!n) return '';
+    if (n.mode !== 'proxy') return ' · network ' + n.mode;
+    return ' · network proxy to ' + ((n.allowed_domains || []).join(', ') || '(no host)') + ((n.allow_cidrs || []).length ? ' and ' + n.allow_cidrs.join(', ') : '');
+  }
+
   function eventItem(it) {
     const p = it.payload;
     let text = '';
     let cls = 'info';
     switch (p.type) {
-      case 'genesis': text = p.message + (p.sandbox_tier ? ' · sandbox ' + p.sandbox_tier : ''); break;
+      case 'genesis': text = p.message + (p.sandbox_tier ? ' · sandbox ' + p.sandbox_tier : '') + networkText(p.network); break;
+      case 'egress': text = 'step ' + p.step + ' · ' + egressLine(p); if (p.verdict !== 'allow') cls = 'deny'; break;
       case 'prompt_input': text = short(p.content, 300); break;
       case 'check_verdict': text = p.check + ': ' + p.decision + ' · ' + p.code + (p.message && p.message !== 'ok' ? ' — ' + p.message : ''); if (p.decision === 'deny') cls = 'deny'; break;
       case 'thought': case 'observation': text = short(p.content, 400); break;
@@ -329,6 +358,7 @@
       case 'check_verdict': return p.check + ' ' + p.decision + ' ' + p.code;
       case 'intent_proposed': return p.intent ? p.intent.action + ' ' + short(target(p.intent), 80) : 'invalid intent';
       case 'sandbox_result': return p.tier + ' ' + p.status + (p.exit_code !== null && p.exit_code !== undefined ? ' exit ' + p.exit_code : '');
+      case 'egress': return p.verdict + ' ' + egressTarget(p);
       case 'observation': case 'thought': case 'prompt_input': return short(p.content, 100);
       case 'session_sealed': return p.status;
       case 'admin_change': return p.target + ' ' + p.action;
@@ -339,7 +369,7 @@
   function onLiveEvent(d) {
     const p = d.payload || {};
     const body = $('live-body');
-    const deny = p.type === 'check_verdict' && p.decision === 'deny';
+    const deny = (p.type === 'check_verdict' && p.decision === 'deny') || (p.type === 'egress' && p.verdict === 'deny');
     const client = p.event_origin === 'client';
     body.insertBefore(el('tr', { class: deny ? 'deny' : '' }, el('td', {}, String(d.id)), el('td', {}, d.session_id ? el('code', { title: d.session_id }, shortID(d.session_id)) : 'instance'),
       el('td', {}, el('span', { class: 'pill ' + (deny ? 'deny' : '') }, p.type), client ? el('span', { class: 'pill client' }, 'client') : null), el('td', {}, summary(p))), body.firstChild);

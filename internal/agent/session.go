@@ -17,6 +17,7 @@ import (
 
 	"github.com/ironvise/ironvise/internal/action"
 	"github.com/ironvise/ironvise/internal/check"
+	"github.com/ironvise/ironvise/internal/egress"
 	"github.com/ironvise/ironvise/internal/evidence"
 	"github.com/ironvise/ironvise/internal/intent"
 	"github.com/ironvise/ironvise/internal/ledger"
@@ -71,6 +72,10 @@ type Config struct {
 	Guard         check.Guard
 	GuardDisabled string
 	Approver      check.Approver
+	// Egress, when non-nil, runs every command in proxy mode with these
+	// rules (the configured allow list narrowed by the policy); nil gives
+	// commands no network.
+	Egress *egress.Rules
 }
 
 // Session runs intents for one ledger session: the checks, the commit, the
@@ -350,17 +355,24 @@ func (s *Session) append(ctx context.Context, typ string, payload any) (ledger.E
 func (s *Session) execute(ctx, rctx context.Context, res *StepResult, in *intent.Intent) (string, error) {
 	switch in.Action {
 	case intent.RunCommand:
-		sr := s.env.Tier.Run(ctx, sandbox.Request{Command: in.Command, Workspace: s.cfg.Workspace, Env: s.env.SandboxEnv})
+		sr := s.env.Tier.Run(ctx, sandbox.Request{Command: in.Command, Workspace: s.cfg.Workspace, Env: s.env.SandboxEnv, Egress: s.cfg.Egress})
 		res.Sandbox = &sr
 		ref, err := s.stageSandboxResult(res, sr)
 		if err != nil {
 			return "", err
 		}
 		res.sandboxRef = ref
+		if err := s.stageEgress(res, sr.Egress); err != nil {
+			return "", err
+		}
 		for _, n := range sr.Notes(s.cfg.Workspace) {
 			res.SandboxNotes = append(res.SandboxNotes, s.red.String(n))
 		}
-		return sr.ObservationIn(s.cfg.Workspace), nil
+		lines := egressLines(sr.Egress)
+		for _, l := range lines {
+			res.SandboxNotes = append(res.SandboxNotes, s.red.String("egress "+strings.TrimPrefix(l, "[egress] ")))
+		}
+		return withEgressLines(sr.ObservationIn(s.cfg.Workspace), lines), nil
 	case intent.ReadFile:
 		out, denied, err := action.ReadFile(s.cfg.Tripwire, in.Path)
 		if denied != nil {

@@ -162,6 +162,11 @@ func (a *app) execSession(r *rules, rt *session.Runtime, o execOptions, result *
 		if err != nil {
 			return err
 		}
+		// Bind would run the command without network when the policy no
+		// longer composes with the configured network; say why instead.
+		if _, err := session.EgressRules(rt.Network, r.pol); err != nil {
+			return exitCode(ExitUsage, err)
+		}
 		sess = session.Bind(rt, id, goal, spec)
 	} else if sess, err = session.Prepare(rt, spec); err != nil {
 		// A new session commits with its step's records: two durable

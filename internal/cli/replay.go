@@ -250,13 +250,66 @@ func eventSummary(e ledger.Event) string {
 	case ledger.TypePromptInput:
 		return get("content")
 	case ledger.TypeGenesis:
-		return get("message")
+		return get("message") + genesisNetwork(p)
+	case ledger.TypeEgress:
+		return egressSummary(get)
 	case ledger.TypeApprovalRequired:
 		return fmt.Sprintf("gate %s: %s %s", get("gate_id"), get("action_name"), get("action_params_summary"))
 	case ledger.TypeApprovalDecision:
 		return fmt.Sprintf("gate %s approved=%s by %s", get("gate_id"), get("approved"), get("decided_by"))
 	}
 	return string(e.Payload)
+}
+
+// egressSummary is one connection of a command through the egress proxy:
+// verdict, protocol, target, what was dialled, bytes each way, time, and
+// the rule or the reason.
+func egressSummary(get func(string) string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "step %s %s %s %s:%s", get("step"), get("verdict"), get("protocol"), orDash(get("host")), get("port"))
+	if sni := get("sni"); sni != "" {
+		b.WriteString(" sni=" + sni)
+	}
+	if addr := get("addr"); addr != "" {
+		b.WriteString(" addr=" + addr)
+	}
+	fmt.Fprintf(&b, " up=%s down=%s %sms", get("bytes_up"), get("bytes_down"), get("duration_ms"))
+	if get("verdict") == "allow" {
+		return b.String() + " rule=" + get("rule")
+	}
+	return b.String() + " " + get("code") + ": " + get("reason")
+}
+
+// genesisNetwork is the genesis's record of the sandbox network, when it
+// has one.
+func genesisNetwork(p map[string]any) string {
+	n, ok := p["network"].(map[string]any)
+	if !ok {
+		return ""
+	}
+	mode, _ := n["mode"].(string)
+	if mode != "proxy" {
+		return "; network: " + mode
+	}
+	list := func(k string) string {
+		var out []string
+		if a, ok := n[k].([]any); ok {
+			for _, v := range a {
+				if s, ok := v.(string); ok {
+					out = append(out, s)
+				}
+			}
+		}
+		return orNone(out)
+	}
+	return "; network: proxy to " + list("allowed_domains") + " (address ranges: " + list("allow_cidrs") + ")"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func nonNilStrings(s []string) []string {

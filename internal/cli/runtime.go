@@ -40,7 +40,8 @@ func (a *app) sessionRuntime(cfg *config.Config, log *slog.Logger) (*session.Run
 		sandbox.CloseTier(tier)
 		return nil, nil, err
 	}
-	rt := &session.Runtime{Ledger: l, Tier: tier, Scanner: scanner, Logger: log, SandboxEnv: a.sandboxEnv(), WriteTimeout: a.timing.write}
+	rt := &session.Runtime{Ledger: l, Tier: tier, Scanner: scanner, Logger: log, SandboxEnv: a.sandboxEnv(), WriteTimeout: a.timing.write,
+		Network: cfg.Sandbox.Network}
 	stopEvidence, err := a.attachEvidence(cfg, l, rt)
 	if err != nil {
 		closeLedger(l)

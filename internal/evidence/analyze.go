@@ -217,6 +217,7 @@ func assemble(s *ledger.Session, evs []ledger.Event, chain ChainStatus, now time
 	r := &Report{
 		Format: ReportFormatVersion, GeneratedAt: now.UTC().Format(ledger.TimeFormat),
 		Session: sessionInfo(s, len(evs)), Denials: []Denial{}, Chain: chain, ClientEvents: clientEvents(evs, s.AgentLoop),
+		Egress: egressConnections(evs),
 	}
 	sum := &r.Summary
 	sum.Status = string(s.Status)

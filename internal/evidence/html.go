@@ -91,6 +91,7 @@ func writeHTML(w io.Writer, r *Report) error {
 	h.actions(r.Actions, r.Summary.Executed)
 	h.findings(r.Findings)
 	h.denials(r.Denials)
+	h.egress(r.Egress)
 	h.clientEvents(r.ClientEvents)
 	h.raw("<footer>")
 	h.text(r.Format + " · generated " + r.GeneratedAt + " · verify offline: ironvise report " + r.Session.ID + " --format certificate, then ironvise verify-certificate FILE --issuer-key KEY")

@@ -29,6 +29,10 @@ type Report struct {
 	Actions []Action `json:"actions"`
 	// Denials lists every deny verdict, in ledger order.
 	Denials []Denial `json:"denials"`
+	// Egress lists the connections of the session's commands through the
+	// egress proxy (egress events), in ledger order; absent when there
+	// were none.
+	Egress []EgressConnection `json:"egress,omitempty"`
 	// ClientEvents lists, labelled, the events a client appended through
 	// the API: not IronVise's record of anything, never evidence.
 	ClientEvents []ClientEvent `json:"client_events"`

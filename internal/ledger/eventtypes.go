@@ -28,6 +28,10 @@ const (
 	// TypeSandboxResult records what the sandbox enforced and how the
 	// command ended.
 	TypeSandboxResult = "sandbox_result"
+	// TypeEgress records one network connection a command opened through
+	// the egress proxy, allowed or refused; it follows its command's
+	// sandbox_result in the step (docs/ledger.md#egress-events).
+	TypeEgress = "egress"
 	// TypeSessionHalted records a stop other than a circuit breaker.
 	TypeSessionHalted = "session_halted"
 	// TypeCircuitBreaker records a consecutive-limit stop.

@@ -68,6 +68,23 @@ type SessionSpec struct {
 	// CreatedBy is the hash of the API token creating the session (kept in
 	// the session row only, for token scopes; "" for none).
 	CreatedBy string
+	// Network, when set, is the sandbox network of the session's commands,
+	// recorded in the genesis so an auditor sees what was allowed.
+	Network *SessionNetwork
+}
+
+// SessionNetwork is the genesis record of a session's sandbox network
+// (docs/ledger.md#egress-events).
+type SessionNetwork struct {
+	// Mode is "none" (commands have no network) or "proxy".
+	Mode string `json:"mode"`
+	// AllowedDomains and AllowCIDRs are the effective allow list in proxy
+	// mode: the configured one, narrowed by the policy.
+	AllowedDomains []string `json:"allowed_domains"`
+	AllowCIDRs     []string `json:"allow_cidrs"`
+	// NarrowedByPolicy reports that the policy's [network] section
+	// narrowed the configured list or turned the network off.
+	NarrowedByPolicy bool `json:"narrowed_by_policy"`
 }
 
 // Session is a session row plus its event count.

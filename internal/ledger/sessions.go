@@ -31,6 +31,10 @@ type sessionGenesis struct {
 	// AgentLoop is what the session row's agent_loop shows; sessions
 	// created before it was signed lack the member (verify.go checkGoal).
 	AgentLoop bool `json:"agent_loop"`
+	// Network is the sandbox network of the session's commands; absent
+	// for sessions that run no command under IronVise's network rules and
+	// for sessions created before it was recorded.
+	Network *SessionNetwork `json:"network,omitempty"`
 }
 
 // CreateSession creates a running session owned by this process, with a
@@ -92,6 +96,7 @@ func (l *Ledger) CreateSessionOp(spec SessionSpec) (Op, uuid.UUID, error) {
 		Message: "session started", Nonce: hex.EncodeToString(nonce), SessionPublicKey: hex.EncodeToString(pub),
 		Goal: goal, GoalHash: gh, TripwireHash: spec.TripwireHash, GuardRequired: spec.GuardRequired,
 		LLMBackend: spec.LLMBackend, LLMModel: spec.LLMModel, SandboxTier: spec.SandboxTier, AgentLoop: spec.AgentLoop,
+		Network: spec.Network,
 	}
 	if spec.PolicyHash != "" {
 		g.PolicyHash = &spec.PolicyHash

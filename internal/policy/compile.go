@@ -41,6 +41,7 @@ type (
 		ObservationRules       []rawObservationRule `toml:"observation_rules"`
 		Controls               []rawControl         `toml:"controls"`
 		MCPToolRules           []rawMCPToolRule     `toml:"mcp_tool_rules"`
+		Network                *rawNetwork          `toml:"network"`
 	}
 	rawCommandRule struct {
 		ID          any `toml:"id"`
@@ -314,6 +315,7 @@ func (c *compiler) compile(r *rawPolicy) *Policy {
 	for i := range r.MCPToolRules {
 		c.compileMCPToolRule(p, i, &r.MCPToolRules[i], ids)
 	}
+	c.compileNetwork(p, r.Network)
 	return p
 }
 

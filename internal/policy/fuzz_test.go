@@ -51,6 +51,8 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("name = \"x\"\na = [[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]\n"))                                                                                                // deep nesting in an unknown key
 	f.Add([]byte("name = \"\xff\"\n"))                                                                                                                                    // invalid UTF-8
 	f.Add([]byte("name = \"x\"\ncommand_rules = [{ program = \"x\", options = [\"-r\", \"r\", 1], option_value = \"(\", subcommand = \"\", decision = \"deny\" }]\n"))    // option keys: a bad name, a non-string, a bad regex, an empty subcommand
+	f.Add([]byte("name = \"x\"\n[network]\nmode = \"none\"\nallowed_domains = [\"*.B\u00fccher.example.\", \"*\", \"a.*.b\", \"2130706433\", 1]\n"))                      // [network]: IDNA wildcard, bare and inner wildcards, a numeric IPv4 form, a non-string, none with hosts
+	f.Add([]byte("name = \"x\"\nnetwork.Mode = \"x\"\n[network.sub]\n"))                                                                                                  // dotted [network] key in the wrong case, an unknown sub-table
 	views := fuzzViews(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse("f.toml", data, Options{GOOS: "linux"})

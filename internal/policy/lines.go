@@ -28,6 +28,9 @@ import (
 type schema struct {
 	keys  []string
 	lists map[string]*schema
+	// tables maps the keys whose value is a plain table ([network]) to
+	// its schema.
+	tables map[string]*schema
 }
 
 func (s *schema) fold(k string) (string, bool) {
@@ -50,12 +53,13 @@ var (
 		keys: []string{"name", "version", "description", "max_steps", "allowed_actions", "forbidden_actions", "executables",
 			"default_command_decision", "default_path_decision", "default_domain_decision", "approval_timeout_seconds",
 			"command_rules", "path_rules", "domain_rules", "approval_gates", "observation_rules", "controls",
-			"default_mcp_tool_decision", "mcp_tool_rules"},
+			"default_mcp_tool_decision", "mcp_tool_rules", "network"},
 		lists: map[string]*schema{
 			"command_rules": commandRuleSchema, "path_rules": pathRuleSchema, "domain_rules": domainRuleSchema,
 			"approval_gates": gateSchema, "observation_rules": observationSchema, "controls": controlSchema,
 			"mcp_tool_rules": mcpToolRuleSchema,
 		},
+		tables: map[string]*schema{"network": networkSchema},
 	}
 )
 
@@ -201,6 +205,8 @@ func (ix *docIndex) header(e *unstable.Node, array bool) (string, *schema) {
 					ix.problems = append(ix.problems, Problem{line, path,
 						fmt.Sprintf("expected an array of tables ([[%s]] or %s = [{ … }]), got a table", k, k)})
 				}
+			} else if ts := s.tables[k]; ts != nil && last && !array {
+				next = ts
 			}
 		}
 		s = next
@@ -238,6 +244,11 @@ func (ix *docIndex) keyValue(e *unstable.Node, parent string, s *schema) {
 			if s != nil && s.lists[k] != nil {
 				ix.problems = append(ix.problems, Problem{line, path,
 					fmt.Sprintf("expected an array of tables ([[%s]] or %s = [{ … }]), got a table", k, k)})
+			}
+			if s != nil && s.tables[k] != nil {
+				// network.mode = …: the keys below are the table's.
+				s = s.tables[k]
+				continue
 			}
 			s = nil
 		}

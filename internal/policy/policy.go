@@ -180,6 +180,7 @@ type Policy struct {
 	controls     []Control
 	mcpToolRules []mcpToolRule
 	mcpDefault   verdict.Decision
+	network      *Network // nil: no [network] section
 
 	fold    bool // ASCII case folding of programs and paths (darwin, windows)
 	windows bool // "\" separators and drive letters in paths

@@ -43,6 +43,7 @@ type metrics struct {
 	sandboxResults *prometheus.CounterVec
 	sandboxRuns    *prometheus.CounterVec
 	sandboxSeconds *prometheus.HistogramVec
+	egressConns    *prometheus.CounterVec
 	appends        *prometheus.CounterVec
 	appendSeconds  *prometheus.HistogramVec
 
@@ -89,6 +90,7 @@ func newMetrics(s *Server) *metrics {
 	m.sandboxResults = counterVec("ironvise_sandbox_results_total", "Sandbox results by tier and status.", "tier", "status")
 	m.sandboxRuns = counterVec("ironvise_sandbox_runs_total", "Sandbox runs by tier and status.", "tier", "status")
 	m.sandboxSeconds = histVec("ironvise_sandbox_seconds", "Wall-clock time of sandboxed commands by tier.", []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}, "tier")
+	m.egressConns = counterVec("ironvise_egress_connections_total", "Connections of sandboxed commands through the egress proxy by verdict (allow, deny).", "verdict")
 	m.appends = counterVec("ironvise_ledger_appends_total", "Events appended by this process by backend.", "backend")
 	m.appendSeconds = histVec("ironvise_ledger_append_seconds", "Duration of the write transaction that committed each event, by backend.", []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}, "backend")
 
@@ -174,6 +176,7 @@ type eventFacts struct {
 	DurationMS float64 `json:"duration_ms"`
 	Suspicious bool    `json:"suspicious"`
 	IntentSeq  *uint64 `json:"intent_seq"`
+	Verdict    string  `json:"verdict"`
 }
 
 // committed counts the events of one committed write transaction of this
@@ -193,7 +196,7 @@ func (m *metrics) committed(backend string, evs []ledger.Event, d time.Duration)
 		case ledger.TypeCheckpoint:
 			m.checkpoints.Inc()
 			continue
-		case ledger.TypeCheckVerdict, ledger.TypeSandboxResult, ledger.TypeObservation, ledger.TypeAction:
+		case ledger.TypeCheckVerdict, ledger.TypeSandboxResult, ledger.TypeObservation, ledger.TypeAction, ledger.TypeEgress:
 		default:
 			continue
 		}
@@ -232,6 +235,12 @@ func (m *metrics) committed(backend string, evs []ledger.Event, d time.Duration)
 		case ledger.TypeObservation:
 			if f.Suspicious {
 				m.scannerDetects.Inc()
+			}
+		case ledger.TypeEgress:
+			// Only the two verdicts the proxy writes: the label set stays
+			// bounded whatever a payload says.
+			if f.Verdict == "allow" || f.Verdict == "deny" {
+				m.egressConns.WithLabelValues(f.Verdict).Inc()
 			}
 		case ledger.TypeAction:
 			if f.IntentSeq != nil {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/ironvise/ironvise/internal/agent"
 	"github.com/ironvise/ironvise/internal/check"
+	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/egress"
 	"github.com/ironvise/ironvise/internal/evidence"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/llm"
@@ -36,6 +38,11 @@ type Runtime struct {
 	// WriteTimeout bounds each ledger write of a step (zero: the agent's
 	// default); tests shorten it.
 	WriteTimeout time.Duration
+	// Network is the configured sandbox network of commands
+	// (config.Sandbox.Network), narrowed per session by its policy
+	// (EgressRules). The zero value gives commands no network and records
+	// none (a runtime whose commands IronVise does not run).
+	Network config.Network
 }
 
 // env is the agent's view of the runtime. Every session issues the
@@ -84,11 +91,15 @@ type Session struct {
 // sandbox tier) and binds it. The session is an agent-loop session when
 // spec.LLM is set.
 func Create(ctx context.Context, rt *Runtime, spec Spec) (*Session, error) {
-	created, err := rt.Ledger.CreateSession(ctx, ledgerSpec(rt, spec))
+	rules, err := EgressRules(rt.Network, spec.Policy)
 	if err != nil {
 		return nil, fmt.Errorf("create session: %w", err)
 	}
-	return Bind(rt, created.ID, created.Goal, spec), nil
+	created, err := rt.Ledger.CreateSession(ctx, ledgerSpec(rt, spec, rules))
+	if err != nil {
+		return nil, fmt.Errorf("create session: %w", err)
+	}
+	return bind(rt, created.ID, created.Goal, spec, rules), nil
 }
 
 // Prepare is Create for a caller that runs one step next and then ends the
@@ -99,21 +110,26 @@ func Create(ctx context.Context, rt *Runtime, spec Spec) (*Session, error) {
 // session (End) after the step, and must not show the step's output before
 // End returned: until then it is not recorded.
 func Prepare(rt *Runtime, spec Spec) (*Session, error) {
-	op, id, err := rt.Ledger.CreateSessionOp(ledgerSpec(rt, spec))
+	rules, err := EgressRules(rt.Network, spec.Policy)
 	if err != nil {
 		return nil, fmt.Errorf("create session: %w", err)
 	}
-	s := Bind(rt, id, strings.TrimSpace(spec.Goal), spec)
+	op, id, err := rt.Ledger.CreateSessionOp(ledgerSpec(rt, spec, rules))
+	if err != nil {
+		return nil, fmt.Errorf("create session: %w", err)
+	}
+	s := bind(rt, id, strings.TrimSpace(spec.Goal), spec, rules)
 	s.Agent.DeferCreate(op)
 	s.Agent.HoldResults()
 	return s, nil
 }
 
 // ledgerSpec is what the genesis of a session with spec records.
-func ledgerSpec(rt *Runtime, spec Spec) ledger.SessionSpec {
+func ledgerSpec(rt *Runtime, spec Spec, rules *egress.Rules) ledger.SessionSpec {
 	ls := ledger.SessionSpec{
 		Goal: spec.Goal, TripwireHash: spec.Tripwire.Config().SHA256, GuardRequired: spec.Guard.Enabled(),
 		SandboxTier: string(rt.Tier.Name()), AgentLoop: spec.LLM != nil, CreatedBy: spec.CreatedBy,
+		Network: sessionNetwork(rt.Network, spec.Policy, rules),
 	}
 	if spec.Policy != nil {
 		ls.PolicyHash = spec.Policy.SHA256()
@@ -126,11 +142,25 @@ func ledgerSpec(rt *Runtime, spec Spec) ledger.SessionSpec {
 
 // Bind binds a session that exists in the ledger to spec's checks (a
 // session resumed by exec --session, or rebuilt by the API after it went
-// dormant). spec.Goal is replaced by goal, the recorded one.
+// dormant). spec.Goal is replaced by goal, the recorded one. The network
+// rules are composed again (EgressRules); when they no longer compose (the
+// configuration changed under the policy since the session started), its
+// commands get no network: fail closed, with a warning in the log.
 func Bind(rt *Runtime, id uuid.UUID, goal string, spec Spec) *Session {
+	rules, err := EgressRules(rt.Network, spec.Policy)
+	if err != nil {
+		rules = nil
+		if rt.Logger != nil {
+			rt.Logger.Warn("session network: commands get no network", "session", id.String(), "err", err)
+		}
+	}
+	return bind(rt, id, goal, spec, rules)
+}
+
+func bind(rt *Runtime, id uuid.UUID, goal string, spec Spec, rules *egress.Rules) *Session {
 	spec.Goal = goal
 	cfg := agent.Config{Workspace: spec.Workspace, Tripwire: spec.Tripwire, Policy: spec.Policy,
-		Guard: spec.Guard.Check(), GuardDisabled: spec.Guard.Skip}
+		Guard: spec.Guard.Check(), GuardDisabled: spec.Guard.Skip, Egress: rules}
 	if spec.Approvals != nil {
 		cfg.Approver = spec.Approvals(id)
 	}

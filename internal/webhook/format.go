@@ -76,6 +76,8 @@ func NewMessage(kind string, ev *ledger.Event, version string) *Message {
 		Tier    string `json:"tier"`
 		Reason  string `json:"reason"`
 		Content string `json:"content"`
+		Host    string `json:"host"`
+		Port    int    `json:"port"`
 		Size    int64  `json:"tree_size"`
 		Root    string `json:"root_hash"`
 	}
@@ -86,6 +88,9 @@ func NewMessage(kind string, ev *ledger.Event, version string) *Message {
 		m.message = p.Content
 	case KindSandboxAborted:
 		m.message = p.Reason
+	case KindEgressDenial:
+		m.check = string(ledger.TypeEgress)
+		m.message = fmt.Sprintf("egress refused: %s:%d: %s", p.Host, p.Port, p.Reason)
 	case KindSessionAborted:
 		m.message = "session ended " + p.Status
 	case KindCheckpoint:
@@ -101,6 +106,8 @@ func (m *Message) title() string {
 	switch m.Kind {
 	case KindGuardDenial, KindTripwireRejection, KindPolicyDenial:
 		return "IronVise " + m.check + " denial " + m.code
+	case KindEgressDenial:
+		return "IronVise egress denial " + m.code
 	case KindSandboxAborted:
 		return "IronVise sandbox aborted"
 	case KindSessionAborted:

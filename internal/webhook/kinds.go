@@ -16,6 +16,11 @@ const (
 	// KindPolicyDenial is a deny verdict of the schema, policy or approval
 	// check.
 	KindPolicyDenial = "policy_denial"
+	// KindEgressDenial is an egress event with verdict deny: a sandboxed
+	// command tried to reach a host or address off the allow list (or
+	// was cut by a cap of the proxy). Allowed connections are in the
+	// ledger and the reports, not sent.
+	KindEgressDenial = "egress_denial"
 	// KindSandboxAborted is a sandbox_result with status aborted: the
 	// tier could not be applied and the command did not run.
 	KindSandboxAborted = "sandbox_aborted"
@@ -32,10 +37,10 @@ const (
 
 // DefaultKinds are what WEBHOOK_URL and a webhook created without
 // filter_kinds receive.
-var DefaultKinds = []string{KindGuardDenial, KindTripwireRejection, KindSandboxAborted, KindSessionAborted, KindCheckpoint}
+var DefaultKinds = []string{KindGuardDenial, KindTripwireRejection, KindEgressDenial, KindSandboxAborted, KindSessionAborted, KindCheckpoint}
 
 // Kinds lists every kind a webhook may filter on.
-var Kinds = []string{KindObservation, KindGuardDenial, KindTripwireRejection, KindPolicyDenial, KindSandboxAborted, KindSessionAborted, KindCheckpoint}
+var Kinds = []string{KindObservation, KindGuardDenial, KindTripwireRejection, KindPolicyDenial, KindEgressDenial, KindSandboxAborted, KindSessionAborted, KindCheckpoint}
 
 // ValidKind reports whether k is one of Kinds.
 func ValidKind(k string) bool {
@@ -69,6 +74,13 @@ func Classify(ev *ledger.Event) string {
 		case "schema", "policy", "approval":
 			return KindPolicyDenial
 		}
+	case ledger.TypeEgress:
+		var v struct {
+			Verdict string `json:"verdict"`
+		}
+		if json.Unmarshal(ev.Payload, &v) == nil && v.Verdict == "deny" {
+			return KindEgressDenial
+		}
 	case ledger.TypeSandboxResult:
 		var v struct {
 			Status string `json:"status"`
@@ -97,7 +109,9 @@ func severity(kind string) int {
 	switch kind {
 	case KindTripwireRejection:
 		return 8
-	case KindGuardDenial:
+	case KindGuardDenial, KindEgressDenial:
+		// An egress denial is a command that got past every check and
+		// then reached for a host off the list: a possible exfiltration.
 		return 7
 	case KindSandboxAborted, KindSessionAborted:
 		return 6
