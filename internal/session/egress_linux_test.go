@@ -337,3 +337,49 @@ func TestEgressRulesCompose(t *testing.T) {
 		t.Fatalf("%d transactions committed for a session that must not start", got-before)
 	}
 }
+
+// TestTripwireJudgesBySessionRules: a session's tripwire judges the
+// destinations a command names by the session's own rules (the configured
+// list narrowed by its policy), the ones its proxy enforces, so a host the
+// policy took off the list is refused before the command runs, with the
+// proxy's code; a host left on it passes the checks.
+func TestTripwireJudgesBySessionRules(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.rt.Tier = &egressTier{Tier: f.rt.Tier}
+	f.rt.Network = config.Network{Mode: config.NetworkProxy, AllowedDomains: []string{"allowed.test", "pypi.org"}}
+	pol, err := policy.Parse("p.toml", []byte("name = \"p\"\n[network]\nallowed_domains = [\"allowed.test\"]\n"), policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		command string
+		denied  verdict.Code
+	}{
+		{"curl -sS https://pypi.org/simple/", verdict.EgressDomainNotAllowed},
+		{"curl -sS https://allowed.test/", ""},
+	} {
+		t.Run(c.command, func(t *testing.T) {
+			spec := f.spec("exec: fetch", nil)
+			spec.Policy = pol
+			s, err := Create(ctx, f.rt, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.Step(ctx, 1, execIntent(t, "run_command", "command", c.command), agent.SourceAPI)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := res.Check.Decisive
+			if c.denied == "" {
+				if !res.Committed {
+					t.Fatalf("a host the session allows was refused: %s %s: %s", d.Check, d.Code, d.Message)
+				}
+				return
+			}
+			if res.Committed || d.Check != verdict.CheckTripwire || d.Code != c.denied || !strings.Contains(d.Message, "pypi.org") {
+				t.Fatalf("committed %v, decisive %s %s %q; want the tripwire's %s", res.Committed, d.Check, d.Code, d.Message, c.denied)
+			}
+		})
+	}
+}

@@ -159,6 +159,14 @@ func Bind(rt *Runtime, id uuid.UUID, goal string, spec Spec) *Session {
 
 func bind(rt *Runtime, id uuid.UUID, goal string, spec Spec, rules *egress.Rules) *Session {
 	spec.Goal = goal
+	if spec.Tripwire != nil && rt.Network.Mode != "" {
+		// The tripwire judges the destinations a command names by the
+		// session's own rules, the ones its commands' proxy enforces: a
+		// host the policy took off the list is refused before the
+		// command runs, with the reason the proxy would give, and with
+		// no network at all it judges as in mode none.
+		spec.Tripwire = spec.Tripwire.WithEgress(rules)
+	}
 	cfg := agent.Config{Workspace: spec.Workspace, Tripwire: spec.Tripwire, Policy: spec.Policy,
 		Guard: spec.Guard.Check(), GuardDisabled: spec.Guard.Skip, Egress: rules}
 	if spec.Approvals != nil {
