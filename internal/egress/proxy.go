@@ -196,6 +196,13 @@ func (s *session) open(ctx context.Context, host string, port uint16) verdict.Ve
 		if err != nil {
 			return deny(verdict.EgressUnresolvable, "host %s did not resolve: %v", s.rec.Host, err)
 		}
+		// The system resolver answers network "ip" with IPv4 addresses in
+		// their IPv4-mapped IPv6 form; the record and the reason name
+		// the IPv4 address the connection is really made to. The
+		// address rules judge both forms alike.
+		for i, a := range addrs {
+			addrs[i] = a.Unmap()
+		}
 	}
 	var addrRule string
 	for _, a := range addrs {
