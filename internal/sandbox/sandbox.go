@@ -126,6 +126,25 @@ type Request struct {
 	// all. A tier that cannot provide proxy mode aborts the run; it never
 	// runs the command with more network or with none instead.
 	Egress *egress.Rules
+	// Overlay, when non-nil, runs the command in overlay mode
+	// (ECTO_SANDBOX_WORKSPACE=overlay): the command sees the workspace
+	// writable, as an overlay whose lowest layer is the real directory,
+	// which is never written. A tier that cannot mount it aborts the run;
+	// it never runs the command on the real workspace instead.
+	Overlay *Overlay
+}
+
+// Overlay is the layer stack of one overlay-mode command. The caller
+// (package overlay) owns the directories; the tier only mounts them.
+type Overlay struct {
+	// Layers are the directories of the session's earlier accepted
+	// layers, newest first, stacked above the workspace (read-only to
+	// the command).
+	Layers []string
+	// Upper and Work are this command's layer and overlayfs's work
+	// directory: empty directories on the same filesystem. Everything
+	// the command changes lands in Upper.
+	Upper, Work string
 }
 
 // Limits are the resource limits of the native tiers
