@@ -3,19 +3,13 @@ package egress
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/binary"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -27,6 +21,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ironvise/ironvise/internal/egresstest"
 )
 
 // mapResolver resolves from a fixed table and logs every lookup.
@@ -64,25 +60,10 @@ func addrs(s ...string) []netip.Addr {
 // trusting it.
 func testCA(t testing.TB, names ...string) (tls.Certificate, *x509.CertPool, []byte) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true,
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, _ := x509.ParseCertificate(der)
+	cert, pemBytes := egresstest.Cert(t, names...)
 	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	pool.AddCert(cert.Leaf)
+	return cert, pool, pemBytes
 }
 
 // env is a proxy on loopback with a plain and a TLS test server that

@@ -4,34 +4,21 @@ package native
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"io"
-	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ironvise/ironvise/internal/egress"
+	"github.com/ironvise/ironvise/internal/egresstest"
 	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/sandbox/native/launch"
 	"github.com/ironvise/ironvise/internal/sandbox/native/seccomp"
@@ -54,145 +41,12 @@ func (r *tableResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
 
-// testHost is a host in a network namespace of the test's own, joined to
-// the test's namespace by a veth pair: an HTTPS server with a certificate
-// for allowed.test (and denied.test) and a plain HTTP server.
-type testHost struct {
-	addr        netip.Addr   // the host's address
-	prefix      netip.Prefix // the veth subnet
-	tlsPort     int
-	httpPort    int
-	caPEM       []byte
-	hits        atomic.Int64 // requests the servers answered
-	netnsName   string
-	vethOutside string
-}
-
-var hostSeq atomic.Int64
-
-// newTestHost builds the host; it needs root and ip(8).
-func newTestHost(t *testing.T) *testHost {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("building the test host's network namespace needs root")
-	}
-	requireTool(t, "/usr/sbin/ip")
-	n := hostSeq.Add(1)
-	id := fmt.Sprintf("%d%d", os.Getpid()%100000, n)
-	// A /30 per test host, from the pid: parallel test binaries do not
-	// collide.
-	third := byte(os.Getpid() % 250)
-	fourth := byte(4 * (n % 60))
-	h := &testHost{
-		netnsName: "ivt" + id, vethOutside: "ivo" + id,
-		prefix: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 231, third, fourth}), 30),
-		addr:   netip.AddrFrom4([4]byte{10, 231, third, fourth + 2}),
-	}
-	local := netip.AddrFrom4([4]byte{10, 231, third, fourth + 1})
-	ipCmd := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("/usr/sbin/ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	ipCmd("netns", "add", h.netnsName)
-	t.Cleanup(func() {
-		_ = exec.Command("/usr/sbin/ip", "link", "del", h.vethOutside).Run()
-		_ = exec.Command("/usr/sbin/ip", "netns", "del", h.netnsName).Run()
-	})
-	inside := "ivi" + id
-	ipCmd("link", "add", h.vethOutside, "type", "veth", "peer", "name", inside, "netns", h.netnsName)
-	ipCmd("addr", "add", local.String()+"/30", "dev", h.vethOutside)
-	ipCmd("link", "set", h.vethOutside, "up")
-	ipCmd("-n", h.netnsName, "addr", "add", h.addr.String()+"/30", "dev", inside)
-	ipCmd("-n", h.netnsName, "link", "set", inside, "up")
-	ipCmd("-n", h.netnsName, "link", "set", "lo", "up")
-
-	cert, caPEM := testCert(t, "allowed.test", "denied.test")
-	h.caPEM = caPEM
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.hits.Add(1)
-		fmt.Fprintf(w, "hello from the test host: %s %s\n", r.Host, r.URL.Path)
-	})
-	tlsLn := h.listen(t)
-	srv := httptest.NewUnstartedServer(handler)
-	srv.Listener.Close()
-	srv.Listener = tlsLn
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
-	// Refused tunnels end TLS handshakes early: not worth a log line.
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	h.tlsPort = tlsLn.Addr().(*net.TCPAddr).Port
-	plainLn := h.listen(t)
-	plain := httptest.NewUnstartedServer(handler)
-	plain.Listener.Close()
-	plain.Listener = plainLn
-	plain.Start()
-	t.Cleanup(plain.Close)
-	h.httpPort = plainLn.Addr().(*net.TCPAddr).Port
-	return h
-}
-
-// listen opens a TCP listener on the host's address inside its network
-// namespace: a socket keeps the namespace it was made in.
-func (h *testHost) listen(t *testing.T) net.Listener {
-	t.Helper()
-	ns, err := os.Open("/run/netns/" + h.netnsName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	self, err := os.Open("/proc/thread-self/ns/net")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer self.Close()
-	var ln net.Listener
-	errc := make(chan error, 1)
-	go func() {
-		// This thread changes namespace: it is never unlocked, so the
-		// runtime discards it instead of reusing it.
-		runtime.LockOSThread()
-		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- err
-			return
-		}
-		ln, err = net.Listen("tcp", net.JoinHostPort(h.addr.String(), "0"))
-		errc <- err
-	}()
-	if err := <-errc; err != nil {
-		t.Fatalf("listen in the test host's namespace: %v", err)
-	}
-	return ln
-}
-
-// testCert makes a self-signed certificate (its own CA) for names.
-func testCert(t *testing.T, names ...string) (tls.Certificate, []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-}
-
 // proxyTier is a tier whose proxy resolves the test host's names.
-func proxyTier(t *testing.T, h *testHost, opts sandbox.Options) (*Tier, *tableResolver) {
+func proxyTier(t *testing.T, h *egresstest.Host, opts sandbox.Options) (*Tier, *tableResolver) {
 	t.Helper()
 	res := &tableResolver{table: map[string][]netip.Addr{
-		"allowed.test": {h.addr},
-		"denied.test":  {h.addr},
+		"allowed.test": {h.Addr},
+		"denied.test":  {h.Addr},
 		"meta.test":    {netip.MustParseAddr("169.254.169.254")},
 	}}
 	opts.Egress.Resolver = res
@@ -201,13 +55,13 @@ func proxyTier(t *testing.T, h *testHost, opts sandbox.Options) (*Tier, *tableRe
 
 // proxyRules allow allowed.test and meta.test (whose name resolves to the
 // metadata address), and opt in to the test host's subnet.
-func proxyRules(t *testing.T, h *testHost) *egress.Rules {
+func proxyRules(t *testing.T, h *egresstest.Host) *egress.Rules {
 	t.Helper()
 	d, err := egress.ParseDomains("allowed.test,meta.test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return egress.NewRules(d, []netip.Prefix{h.prefix})
+	return egress.NewRules(d, []netip.Prefix{h.Prefix})
 }
 
 // inProxyMode runs the request in proxy mode under rules.
@@ -232,11 +86,11 @@ func recordsFor(r sandbox.Result, host string) []egress.Record {
 // connection is recorded.
 func TestProxyModeReachesAllowedHost(t *testing.T) {
 	requireTool(t, "/usr/bin/curl")
-	h := newTestHost(t)
+	h := egresstest.NewHost(t)
 	tier, _ := proxyTier(t, h, sandbox.Options{})
 	fx := newFixture(t)
-	writeFile(t, fx.ws, "ca.pem", string(h.caPEM))
-	tls, plain := strconv.Itoa(h.tlsPort), strconv.Itoa(h.httpPort)
+	writeFile(t, fx.ws, "ca.pem", string(h.CAPEM))
+	tls, plain := strconv.Itoa(h.TLSPort), strconv.Itoa(h.HTTPPort)
 	cmd := `env | grep -i _proxy | sort
 curl -sS --max-time 20 --cacert ca.pem https://allowed.test:` + tls + `/curl-tls; echo "curl-tls rc=$?"
 curl -sS --max-time 20 http://allowed.test:` + plain + `/curl-plain; echo "curl-plain rc=$?"
@@ -281,13 +135,13 @@ except Exception as e:
 		t.Fatalf("%d records for allowed.test, want 4: %+v", len(allowed), r.Egress)
 	}
 	for _, rec := range allowed {
-		if rec.Verdict != verdict.Allow || rec.Addr == "" || !strings.HasPrefix(rec.Addr, h.addr.String()+":") || rec.BytesUp == 0 || rec.BytesDown == 0 {
+		if rec.Verdict != verdict.Allow || rec.Addr == "" || !strings.HasPrefix(rec.Addr, h.Addr.String()+":") || rec.BytesUp == 0 || rec.BytesDown == 0 {
 			t.Fatalf("allowed record %+v", rec)
 		}
-		if rec.Protocol == egress.ProtoConnect && (rec.SNI != "allowed.test" || rec.Port != uint16(h.tlsPort)) {
+		if rec.Protocol == egress.ProtoConnect && (rec.SNI != "allowed.test" || rec.Port != uint16(h.TLSPort)) {
 			t.Fatalf("CONNECT record %+v", rec)
 		}
-		if rec.Protocol == egress.ProtoHTTP && rec.Port != uint16(h.httpPort) {
+		if rec.Protocol == egress.ProtoHTTP && rec.Port != uint16(h.HTTPPort) {
 			t.Fatalf("HTTP record %+v", rec)
 		}
 	}
@@ -305,7 +159,7 @@ except Exception as e:
 			t.Fatalf("records out of order: %+v", r.Egress)
 		}
 	}
-	if got := h.hits.Load(); got != 4 {
+	if got := h.Hits.Load(); got != 4 {
 		t.Fatalf("the test host answered %d requests, want 4", got)
 	}
 }
@@ -318,7 +172,7 @@ except Exception as e:
 // sees none of it.
 func TestProxyModeBypassFails(t *testing.T) {
 	requireTool(t, "/usr/bin/curl")
-	h := newTestHost(t)
+	h := egresstest.NewHost(t)
 	tier, _ := proxyTier(t, h, sandbox.Options{})
 	fx := newFixture(t)
 	hostLo, err := net.Listen("tcp", "127.0.0.1:0")
@@ -338,7 +192,7 @@ func TestProxyModeBypassFails(t *testing.T) {
 		}
 	}()
 	hostLoPort := strconv.Itoa(hostLo.Addr().(*net.TCPAddr).Port)
-	addr, tlsPort := h.addr.String(), strconv.Itoa(h.tlsPort)
+	addr, tlsPort := h.Addr.String(), strconv.Itoa(h.TLSPort)
 	sock := nr(t, "socket")
 	cmd := strings.Join([]string{
 		"echo direct; " + fx.py("tcp", addr, tlsPort),
@@ -372,8 +226,8 @@ func TestProxyModeBypassFails(t *testing.T) {
 		"unix\nERR 1 EPERM", "raw\nERR 1 EPERM", "packet\nERR 1 EPERM", "netlink\nERR 1 EPERM", "listen\nERR 1 EPERM", "fds ['0', '1', '2', '3']"} {
 		contains(t, r, want)
 	}
-	if h.hits.Load() != 0 || loHits.Load() != 0 {
-		t.Fatalf("the test host answered %d requests, the host's loopback service %d", h.hits.Load(), loHits.Load())
+	if h.Hits.Load() != 0 || loHits.Load() != 0 {
+		t.Fatalf("the test host answered %d requests, the host's loopback service %d", h.Hits.Load(), loHits.Load())
 	}
 	t.Logf("bypass attempts:\n%s", out)
 	if len(r.Egress) != 0 {
@@ -394,11 +248,11 @@ func TestProxyModeBypassFails(t *testing.T) {
 // target are refused and recorded; the metadata address is never dialled.
 func TestProxyModeRefusals(t *testing.T) {
 	requireTool(t, "/usr/bin/curl")
-	h := newTestHost(t)
+	h := egresstest.NewHost(t)
 	tier, _ := proxyTier(t, h, sandbox.Options{})
 	fx := newFixture(t)
-	writeFile(t, fx.ws, "ca.pem", string(h.caPEM))
-	tlsPort := strconv.Itoa(h.tlsPort)
+	writeFile(t, fx.ws, "ca.pem", string(h.CAPEM))
+	tlsPort := strconv.Itoa(h.TLSPort)
 	cmd := `python3 -c '
 import socket, ssl
 s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
@@ -418,8 +272,8 @@ curl -sS --max-time 20 http://169.254.169.254/latest/meta-data/; echo "literal r
 	contains(t, r, "sni refused:")
 	contains(t, r, "ironvise egress: egress_addr_blocked")
 	contains(t, r, "ironvise egress: egress_ip_literal")
-	if strings.Contains(r.Stdout, "PASSED") || h.hits.Load() != 0 {
-		t.Fatalf("the mismatched ClientHello got through (%d requests answered):\n%s", h.hits.Load(), r.Observation())
+	if strings.Contains(r.Stdout, "PASSED") || h.Hits.Load() != 0 {
+		t.Fatalf("the mismatched ClientHello got through (%d requests answered):\n%s", h.Hits.Load(), r.Observation())
 	}
 	want := map[verdict.Code]string{verdict.EgressSNIMismatch: "allowed.test", verdict.EgressAddrBlocked: "meta.test", verdict.EgressIPLiteral: "169.254.169.254"}
 	if len(r.Egress) != len(want) {
@@ -443,10 +297,10 @@ curl -sS --max-time 20 http://169.254.169.254/latest/meta-data/; echo "literal r
 // with a child holding a tunnel open, and that tunnel's record is in the
 // result.
 func TestProxyModeLeftoverChildren(t *testing.T) {
-	h := newTestHost(t)
+	h := egresstest.NewHost(t)
 	tier, _ := proxyTier(t, h, sandbox.Options{})
 	fx := newFixture(t)
-	tlsPort := strconv.Itoa(h.tlsPort)
+	tlsPort := strconv.Itoa(h.TLSPort)
 	cmd := `python3 -c '
 import socket, time, os
 s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
