@@ -438,7 +438,11 @@ func compareRecord(ws string, stack []string, rec, got *ChangeSet) ([]Problem, e
 		}
 	}
 	for p, have := range ga {
-		if _, ok := ra[p]; !ok {
+		// A directory the record does not name is the copy-up of a
+		// parent: Apply never creates it from the layer, and a host
+		// that changed it is caught by the conflict checks of the
+		// recorded paths under it.
+		if _, ok := ra[p]; !ok && !(have.present && have.kind == KindDir) {
 			out = append(out, Problem{Path: p, Reason: fmt.Sprintf("the layer has %s, which is not in the recorded change set", have)})
 		}
 	}
@@ -497,19 +501,33 @@ func execute(ws string, steps []*planned) (err error) {
 	}()
 	abs := func(rel string) string { return filepath.Join(ws, filepath.FromSlash(rel)) }
 	isDir := func(s state) bool { return s.present && s.kind == KindDir }
-	// 1. Set aside the non-directories that go away or change kind.
-	for _, pl := range steps {
+	// 1. Set aside the non-directories that go away or change kind, in
+	// one directory at the workspace root: a backup beside its file
+	// would keep a deleted directory from being removed.
+	var bakDir string
+	for i, pl := range steps {
 		b, a := pl.before, pl.after
 		if !b.present || b.kind == KindDir || (a.present && a.kind != KindDir && b.kind == a.kind) {
 			continue
 		}
+		if bakDir == "" {
+			bakDir = filepath.Join(ws, randName("bak"))
+			if err := os.Mkdir(bakDir, 0o700); err != nil {
+				return fmt.Errorf("overlay: apply: create the backup directory: %w", err)
+			}
+			undo = append(undo, func() error { return os.Remove(bakDir) })
+			defer func() {
+				if err == nil {
+					_ = os.RemoveAll(bakDir)
+				}
+			}()
+		}
 		p := abs(pl.path)
-		bak := filepath.Join(filepath.Dir(p), randName("bak"))
+		bak := filepath.Join(bakDir, fmt.Sprint(i))
 		if err := os.Rename(p, bak); err != nil {
 			return fmt.Errorf("overlay: apply: remove %s: %w", pl.path, err)
 		}
 		undo = append(undo, func() error { return os.Rename(bak, p) })
-		cleanup = append(cleanup, bak)
 	}
 	// 2. Remove directories, deepest first.
 	for i := len(steps) - 1; i >= 0; i-- {

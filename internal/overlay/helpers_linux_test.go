@@ -42,9 +42,13 @@ func mustMkdir(t *testing.T, p string) {
 // mountOverlay mounts lowers (top first) with upper and work at m, with
 // the options the sandbox uses (no redirect_dir, no metacopy).
 func mountOverlay(m string, lowers []string, upper, work, extra string) error {
-	opts := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + upper + ",workdir=" + work + ",redirect_dir=off,metacopy=off"
+	opts := "lowerdir=" + strings.Join(lowers, ":") + ",upperdir=" + upper + ",workdir=" + work
 	if extra != "" {
+		// userxattr implies redirect_dir=nofollow and no metacopy, and
+		// refuses them as options.
 		opts += "," + extra
+	} else {
+		opts += ",redirect_dir=off,metacopy=off"
 	}
 	return unix.Mount("overlay", m, "overlay", 0, opts)
 }
