@@ -46,7 +46,7 @@ type Problem struct {
 }
 
 // RefusalError lists the paths that made Apply refuse. It unwraps to
-// ErrConflict or ErrTampered.
+// ErrConflict, ErrTampered or ErrUnsafe.
 type RefusalError struct {
 	Kind     error
 	Problems []Problem
@@ -67,15 +67,18 @@ func (e *RefusalError) Error() string {
 			fmt.Fprintf(&b, " %s (%s);", p.Path, p.Reason)
 		}
 	}
-	if errors.Is(e.Kind, ErrConflict) {
+	switch {
+	case errors.Is(e.Kind, ErrConflict):
 		b.WriteString(" resolve the files on the host or discard the session's changes, then retry")
-	} else {
+	case errors.Is(e.Kind, ErrUnsafe):
+		b.WriteString(" IronVise does not apply setuid or setgid bits: discard the session's changes or clear the bits on the host yourself")
+	default:
 		b.WriteString(" the layers cannot be trusted: discard the session's changes")
 	}
 	return b.String()
 }
 
-// Unwrap returns ErrConflict or ErrTampered.
+// Unwrap returns ErrConflict, ErrTampered or ErrUnsafe.
 func (e *RefusalError) Unwrap() error { return e.Kind }
 
 // state is an entry's identity for comparisons: absent, or a kind with
@@ -360,6 +363,16 @@ func (s *Store) Apply(opts ApplyOptions) (*ApplyResult, error) {
 				}
 			}
 		}
+	}
+	var unsafe []Problem
+	for _, pl := range steps {
+		if m, err := parseMode(pl.after.mode); pl.after.present && pl.after.kind != KindSymlink && (err != nil || m&0o6000 != 0) {
+			unsafe = append(unsafe, Problem{Path: pl.path, Reason: "mode " + pl.after.mode})
+		}
+	}
+	if len(unsafe) > 0 {
+		sortProblems(unsafe)
+		return nil, &RefusalError{Kind: ErrUnsafe, Problems: unsafe}
 	}
 	if len(conflicts) > 0 {
 		sortProblems(conflicts)

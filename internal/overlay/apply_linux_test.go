@@ -296,3 +296,21 @@ func TestTwoSessionsApart(t *testing.T) {
 		t.Errorf("a.txt = %q", b)
 	}
 }
+
+// TestApplyRefusesSetuid: an agent that marks a file setuid must not get
+// a setuid program on the host from an approval.
+func TestApplyRefusesSetuid(t *testing.T) {
+	requireOverlay(t)
+	ws := baseWorkspace(t)
+	s := newStore(t)
+	rec := []ChangeSet{step(t, s, ws, "s", 1, `chmod 4755 script.sh; cp /bin/true t; chmod 2755 t; echo ok > fine.txt`)}
+	before := snapshot(t, ws)
+	_, err := s.Apply(ApplyOptions{Workspace: ws, Session: "s", Recorded: rec})
+	r, ok := isRefusal(err, ErrUnsafe)
+	if !ok || len(r.Problems) != 2 || r.Problems[0].Path != "script.sh" || r.Problems[1].Path != "t" {
+		t.Fatalf("got %v; want script.sh and t refused as unsafe", err)
+	}
+	if d := diffSnap(before, snapshot(t, ws)); len(d) > 0 {
+		t.Errorf("a refused apply changed the workspace:\n%s", strings.Join(d, "\n"))
+	}
+}

@@ -25,6 +25,10 @@ var (
 	// ErrTampered is wrapped by Apply when the layers no longer match the
 	// recorded change sets (a change made behind IronVise's back).
 	ErrTampered = errors.New("overlay: the layers do not match the recorded change sets")
+	// ErrUnsafe is wrapped by Apply when a change would set a setuid or
+	// setgid bit: applied by a privileged user it would hand the agent a
+	// privileged program on the host.
+	ErrUnsafe = errors.New("overlay: a change sets a setuid or setgid bit")
 	// ErrUnsupported is wrapped where overlay layers cannot be read (a
 	// non-Linux host, or a layer made with redirect_dir or metacopy).
 	ErrUnsupported = errors.New("overlay: unsupported")
