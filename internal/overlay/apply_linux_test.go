@@ -314,3 +314,33 @@ func TestApplyRefusesSetuid(t *testing.T) {
 		t.Errorf("a refused apply changed the workspace:\n%s", strings.Join(d, "\n"))
 	}
 }
+
+// TestApplyInTwoParts applies step 1, drops its layer, then applies step
+// 2 on the workspace that now holds step 1: the end result is the
+// merged view of both.
+func TestApplyInTwoParts(t *testing.T) {
+	requireOverlay(t)
+	ws := baseWorkspace(t)
+	s := newStore(t)
+	rec := twoSteps(t, s, ws, "s")
+	want := mergedSnapshot(t, s, ws, "s", 0)
+	if _, err := s.Apply(ApplyOptions{Workspace: ws, Session: "s", Recorded: rec, Through: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// Applied again, step 1 conflicts: its bases are gone from the host.
+	if _, err := s.Apply(ApplyOptions{Workspace: ws, Session: "s", Recorded: rec, Through: 1}); !errors.Is(err, ErrConflict) {
+		t.Errorf("re-applying step 1: got %v; want a conflict", err)
+	}
+	if err := s.DropThrough("s", 1); err != nil {
+		t.Fatal(err)
+	}
+	if ls, _ := s.Layers("s"); len(ls) != 1 || ls[0].Step != 2 {
+		t.Fatalf("layers after the drop: %+v", ls)
+	}
+	if _, err := s.Apply(ApplyOptions{Workspace: ws, Session: "s", Recorded: rec[1:]}); err != nil {
+		t.Fatal(err)
+	}
+	if d := diffSnap(want, snapshot(t, ws)); len(d) > 0 {
+		t.Errorf("workspace differs from the merged view:\n%s", strings.Join(d, "\n"))
+	}
+}

@@ -23,6 +23,7 @@
 // Begin discards.
 //
 //	p, err := store.Begin(session, step)
+//	err = p.InheritRoot(workspace) // the merged root shows the upper dir's owner and mode
 //	res := run(sandbox.Request{..., Overlay: p.Overlay()})
 //	cs, err := p.Changes(workspace, overlay.DefaultLimits())
 //	if bad, _ := overlay.Match(cs, forbidden); len(bad) > 0 { p.Discard() } else { p.Accept() }
@@ -52,7 +53,9 @@
 // created a path the session adds. Both refusals name the files. It then
 // stages every new file beside its target, checks the copy's hash,
 // renames it into place, removes deleted entries and sets modes; any
-// failure undoes what was done, newest first.
+// failure undoes what was done, newest first. It refuses setuid and
+// setgid bits (ErrUnsafe). After applying through a step, DropThrough
+// removes the applied layers so the later ones can be applied in turn.
 //
 // # Limitations
 //

@@ -169,6 +169,13 @@ func (s *Store) discardHalfMade(sd string) error {
 		return fmt.Errorf("overlay: read session dir: %w", err)
 	}
 	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".drop-") {
+			// A layer DropThrough renamed away and did not finish removing.
+			if err := os.RemoveAll(filepath.Join(sd, e.Name())); err != nil {
+				return fmt.Errorf("overlay: remove dropped layer %s: %w", e.Name(), err)
+			}
+			continue
+		}
 		if _, err := strconv.ParseInt(e.Name(), 10, 64); err != nil || !e.IsDir() {
 			continue
 		}
@@ -277,6 +284,44 @@ func (s *Store) Layers(session string) ([]Layer, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Step < out[j].Step })
 	return out, nil
+}
+
+// DropThrough removes the accepted layers of session up to and including
+// step through, oldest first, once Apply has written them into the
+// workspace: the later layers then sit directly on a workspace that
+// holds the earlier changes, which is the view they were recorded
+// against, so they can be applied later in turn. A crash midway leaves
+// an older prefix removed, never a hole in the middle of the stack.
+func (s *Store) DropThrough(session string, through int64) error {
+	if err := validSession(session); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	busy := s.open[session]
+	s.mu.Unlock()
+	if busy {
+		// A running command has these layers mounted.
+		return fmt.Errorf("drop layers of session %q: %w", session, ErrBusy)
+	}
+	layers, err := s.Layers(session)
+	if err != nil {
+		return err
+	}
+	for _, l := range layers {
+		if l.Step > through {
+			break
+		}
+		// Rename out of the stack first: a half-removed layer must not
+		// stay listed.
+		gone := filepath.Join(s.sessionDir(session), ".drop-"+strconv.FormatInt(l.Step, 10))
+		if err := os.Rename(l.Dir, gone); err != nil {
+			return fmt.Errorf("overlay: drop layer %d of session %q: %w", l.Step, session, err)
+		}
+		if err := os.RemoveAll(gone); err != nil {
+			return fmt.Errorf("overlay: drop layer %d of session %q: %w", l.Step, session, err)
+		}
+	}
+	return nil
 }
 
 // Remove deletes every layer of session.
