@@ -314,6 +314,10 @@ func pairRenames(cs *ChangeSet) {
 	cs.Changes = out
 }
 
+// minDiffBudget is the least budget worth starting a diff with: below
+// it not even the headers and one hunk fit.
+const minDiffBudget = 256
+
 // addDiffs adds unified diffs of text files within the limits.
 func addDiffs(cs *ChangeSet, old, cur *view, lim Limits) error {
 	budget := lim.SetDiff
@@ -332,6 +336,11 @@ func addDiffs(cs *ChangeSet, old, cur *view, lim Limits) error {
 		if !oldFile && !newFile {
 			continue
 		}
+		if budget < minDiffBudget {
+			// Spent: do not even read the files.
+			c.DiffSkipped, cs.DiffTruncated = DiffBudget, true
+			continue
+		}
 		if oldFile {
 			if a, err = readView(old, c.Path, lim.DiffInput); err != nil {
 				return err
@@ -348,9 +357,6 @@ func addDiffs(cs *ChangeSet, old, cur *view, lim Limits) error {
 			continue
 		case !isText(a) || !isText(b):
 			c.DiffSkipped = DiffBinary
-			continue
-		case budget <= 0:
-			c.DiffSkipped, cs.DiffTruncated = DiffBudget, true
 			continue
 		}
 		from, to := "a/"+c.Path, "b/"+c.Path

@@ -145,7 +145,11 @@ func Unified(from, to, a, b string, limit int) (diff string, truncated bool) {
 	}
 	edits := lineDiff(splitLines(a), splitLines(b))
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "--- %s\n+++ %s\n", from, to)
+	header := fmt.Sprintf("--- %s\n+++ %s\n", from, to)
+	if len(header) > limit {
+		return "", true
+	}
+	sb.WriteString(header)
 	const ctx = 3
 	write := func(s string) bool {
 		if sb.Len()+len(s) > limit {

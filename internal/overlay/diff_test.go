@@ -1,6 +1,9 @@
 package overlay
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -77,6 +80,9 @@ func FuzzLineDiff(f *testing.F) {
 		if len(d) > 4096 {
 			t.Fatalf("diff of %d bytes over the limit", len(d))
 		}
+		if d, _ = Unified("a", "b", a, b, 5); len(d) > 5 {
+			t.Fatalf("diff of %d bytes over the limit", len(d))
+		}
 	})
 }
 
@@ -114,5 +120,39 @@ func TestGlob(t *testing.T) {
 		if _, err := CompileGlob(bad); err == nil {
 			t.Errorf("CompileGlob(%q) succeeded", bad)
 		}
+	}
+}
+
+// TestDiffBudget: a change set's diffs stop at the set budget and the
+// cut is marked on the set and on the files.
+func TestDiffBudget(t *testing.T) {
+	ws := t.TempDir()
+	up := t.TempDir()
+	for i := 0; i < 5; i++ {
+		if err := os.WriteFile(filepath.Join(up, fmt.Sprintf("f%d.txt", i)), []byte(strings.Repeat("text line\n", 100)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, err := Compute(ws, nil, up, Limits{FileDiff: 1 << 10, SetDiff: 1500, DiffInput: 1 << 20})
+	if err != nil {
+		t.Skipf("compute: %v", err) // reading layers is Linux-only
+	}
+	if !cs.DiffTruncated {
+		t.Error("set not marked truncated")
+	}
+	var skipped, truncated int
+	for _, c := range cs.Changes {
+		if c.DiffSkipped == DiffBudget {
+			skipped++
+		}
+		if c.DiffTruncated {
+			truncated++
+		}
+		if len(c.Diff) > 1<<10 {
+			t.Errorf("%s: %d bytes of diff over the per-file cap", c.Path, len(c.Diff))
+		}
+	}
+	if skipped != 3 || truncated != 2 {
+		t.Errorf("skipped %d, truncated %d; want 3 and 2", skipped, truncated)
 	}
 }
