@@ -210,6 +210,18 @@ func TestComputeXattrForms(t *testing.T) {
 			if len(got) != 4 {
 				t.Errorf("got %d changes; want 4: %+v", len(got), cs.Changes)
 			}
+			// A metacopy file has no content of its own: refused.
+			meta := filepath.Join(up, "a.txt")
+			writeTree(t, up, map[string]string{"a.txt": ""})
+			if err := setxattr(meta, ns+".overlay.metacopy", ""); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Compute(ws, nil, up, DefaultLimits()); err == nil || !strings.Contains(err.Error(), "metacopy=off") {
+				t.Errorf("metacopy layer: got %v; want an unsupported error", err)
+			}
+			if err := os.Remove(meta); err != nil {
+				t.Fatal(err)
+			}
 			// A redirect would hide a rename's source: refused.
 			if err := setxattr(filepath.Join(up, "olddir"), ns+".overlay.redirect", "/elsewhere"); err != nil {
 				t.Fatal(err)
