@@ -46,6 +46,11 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		}
 		profileOCI = t.proxyProfile
 	}
+	if req.Overlay != nil {
+		if reason, fix := overlayRefusal(t.runtime, runtime.GOOS, os.Geteuid(), pre.remote); reason != "" {
+			return abort("overlay mode (ECTO_SANDBOX_WORKSPACE=overlay) cannot be applied on the %s tier: %s; fix: %s", t.runtime, reason, fix)
+		}
+	}
 	ws, err := sandbox.ResolveWorkspace(req.Workspace)
 	if err != nil {
 		return abort("%v", err)
@@ -90,6 +95,28 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if err != nil {
 		return abort("%v", err)
 	}
+	// In overlay mode the container's /workspace is the merged view
+	// (overlay.go); the mounts are undone when Run returns, after the
+	// container is gone, and before the private directory is removed.
+	source := ws
+	if req.Overlay != nil {
+		if err := checkOverlay(ws, req.Overlay); err != nil {
+			return abort("%v", err)
+		}
+		ovl, err := mountOverlay(private, ws, req.Overlay)
+		if err != nil {
+			return abort("%v; the command did not run and the workspace is untouched", err)
+		}
+		defer func() {
+			if err := ovl.Unmount(); err != nil {
+				t.log.Error("sandbox container: overlay mode: undo the mounts", "err", err)
+			}
+		}()
+		if !mountSafe(ovl.Merged) {
+			return abort("overlay mode: the mount directory %q cannot be bind-mounted: its path contains a comma, a quote or a line break; fix: set TMPDIR to a path without them", ovl.Merged)
+		}
+		source = ovl.Merged
+	}
 
 	limits := t.opts.Limits.Tighten(req.Limits)
 	memBytes, memory := t.memBytes, t.memory
@@ -101,7 +128,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		maps.Copy(set, ProxyEnv())
 	}
 	spec := runSpec{
-		runtime: t.runtime, name: name, image: pre.imageID, workspace: ws, command: req.Command,
+		runtime: t.runtime, name: name, image: pre.imageID, workspace: source, writable: req.Overlay != nil, command: req.Command,
 		env:    sandbox.CommandEnv(req.Env, set),
 		memory: memory, cpus: t.cpus, pids: limits.NProc, cpuSecs: limits.CPUSecs, noFile: limits.NoFile,
 		extra: t.extra, masks: masks, seccomp: profile, logDriver: pre.logDriver,
