@@ -15,7 +15,7 @@ type runSpec struct {
 	// writable mounts workspace read-write: overlay mode, where it is
 	// the merged view IronVise mounted (overlay.go), never the real
 	// directory.
-	writable bool
+	writable  bool
 	command   string
 	env       []string // KEY=VALUE for the command
 	memory    string   // --memory / --memory-swap value

@@ -293,6 +293,10 @@ func TestPodmanOverlayModeTimeoutAndCancelUnmount(t *testing.T) {
 		if res.Status != sandbox.StatusTimeout {
 			t.Fatalf("got %s; want timeout", res.Headline())
 		}
+		// The command ran in overlay mode until it was cut off.
+		if got := readFile(t, filepath.Join(ov.Upper, "written.txt")); got != "x\n" {
+			t.Fatalf("upper written.txt = %q", got)
+		}
 		if n := mountsMentioning(t, ws, filepath.Dir(ov.Upper)); n != 0 {
 			t.Fatalf("%d mounts left after the timeout", n)
 		}
