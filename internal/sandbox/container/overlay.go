@@ -67,50 +67,59 @@ func overlayRefusal(rt, goos string, euid int, remote bool) (reason, fix string)
 }
 
 // checkOverlay validates the layer stack of ov for workspace ws (absolute,
-// symlinks resolved) before anything is mounted: every directory absolute,
-// existing, a real directory (no symlink), expressible in a mount
-// argument, and none inside another or the workspace (overlayfs refuses
-// overlapping layers; the command would see its own upper layer). Upper
-// must be empty: it becomes this command's layer.
-func checkOverlay(ws string, ov *sandbox.Overlay) error {
+// symlinks resolved) before anything is mounted, and returns it with the
+// symlinks of the directories' parents resolved (what is mounted): every
+// directory absolute, existing, a real directory (not a symlink itself),
+// and none inside another or the workspace (overlayfs refuses overlapping
+// layers; the command would see its own upper layer). Upper must be
+// empty: it becomes this command's layer.
+func checkOverlay(ws string, ov *sandbox.Overlay) (*sandbox.Overlay, error) {
 	const fix = "fix: give each command a fresh, empty upper and work directory outside the workspace (package overlay does)"
 	if ov.Upper == "" || ov.Work == "" {
-		return fmt.Errorf("overlay mode: the upper and work directories are not set; %s", fix)
+		return nil, fmt.Errorf("overlay mode: the upper and work directories are not set; %s", fix)
 	}
 	all := append([]string{ov.Upper, ov.Work}, ov.Layers...)
 	for i, d := range all {
-		if !filepath.IsAbs(d) || filepath.Clean(d) != d || !mountSafe(d) {
-			return fmt.Errorf("overlay mode: layer directory %q is not a clean absolute path without commas, quotes or line breaks; %s", d, fix)
+		if !filepath.IsAbs(d) {
+			return nil, fmt.Errorf("overlay mode: layer directory %q is not an absolute path; %s", d, fix)
 		}
 		fi, err := os.Lstat(d)
 		if err != nil {
-			return fmt.Errorf("overlay mode: layer directory %s: %w; %s", d, err, fix)
+			return nil, fmt.Errorf("overlay mode: layer directory %s: %w; %s", d, err, fix)
 		}
 		if !fi.IsDir() {
-			return fmt.Errorf("overlay mode: layer directory %s is not a directory (a symlink is refused); %s", d, fix)
+			return nil, fmt.Errorf("overlay mode: layer directory %s is not a directory (a symlink is refused); %s", d, fix)
 		}
+		// Security: judged (and mounted) by where it really is: a
+		// symlinked parent must not smuggle a layer into the workspace.
+		if all[i], err = filepath.EvalSymlinks(d); err != nil {
+			return nil, fmt.Errorf("overlay mode: layer directory %s: %w; %s", d, err, fix)
+		}
+	}
+	for i, d := range all {
 		if within(d, ws) || within(ws, d) {
-			return fmt.Errorf("overlay mode: layer directory %s overlaps the workspace %s; %s", d, ws, fix)
+			return nil, fmt.Errorf("overlay mode: layer directory %s overlaps the workspace %s; %s", d, ws, fix)
 		}
 		for _, o := range all[i+1:] {
 			if within(d, o) || within(o, d) {
-				return fmt.Errorf("overlay mode: layer directories %s and %s overlap; %s", d, o, fix)
+				return nil, fmt.Errorf("overlay mode: layer directories %s and %s overlap; %s", d, o, fix)
 			}
 		}
 	}
-	if filepath.Dir(ov.Upper) != filepath.Dir(ov.Work) {
+	r := &sandbox.Overlay{Upper: all[0], Work: all[1], Layers: all[2:]}
+	if filepath.Dir(r.Upper) != filepath.Dir(r.Work) {
 		// overlayfs needs the upper and work directories on one mount;
 		// IronVise idmaps their common parent as that mount.
-		return fmt.Errorf("overlay mode: the upper directory %s and the work directory %s are not siblings; %s", ov.Upper, ov.Work, fix)
+		return nil, fmt.Errorf("overlay mode: the upper directory %s and the work directory %s are not siblings; %s", r.Upper, r.Work, fix)
 	}
-	entries, err := os.ReadDir(ov.Upper)
+	entries, err := os.ReadDir(r.Upper)
 	if err != nil {
-		return fmt.Errorf("overlay mode: read the upper directory %s: %w; %s", ov.Upper, err, fix)
+		return nil, fmt.Errorf("overlay mode: read the upper directory %s: %w; %s", r.Upper, err, fix)
 	}
 	if len(entries) != 0 {
-		return fmt.Errorf("overlay mode: the upper directory %s is not empty; %s", ov.Upper, fix)
+		return nil, fmt.Errorf("overlay mode: the upper directory %s is not empty; %s", r.Upper, fix)
 	}
-	return nil
+	return r, nil
 }
 
 // errOverlayUnsupported is the overlay mount's error where there is none.

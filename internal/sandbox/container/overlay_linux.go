@@ -17,6 +17,9 @@ import (
 	"github.com/ironvise/ironvise/internal/sandbox"
 )
 
+// maxMountData is the size of mount(2)'s option page, NUL included.
+const maxMountData = 4096
+
 // overlayMount is the host side of one overlay-mode run (see overlay.go):
 // the idmapped layers and the merged view, each mounted on an empty
 // directory below dir, which only root can traverse.
@@ -69,6 +72,17 @@ func mountOverlay(parent, ws string, ov *sandbox.Overlay) (m *overlayMount, err 
 			m = nil
 		}
 	}()
+	// The directory becomes a private mount of its own, so the mounts
+	// below it (an idmapped, writable view of the workspace among them)
+	// do not propagate into the host's other mount namespaces, the
+	// native tier's sandboxes included.
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
+		return m, fmt.Errorf("overlay mode: bind the mount directory %s: %w", dir, err)
+	}
+	m.mounted = append(m.mounted, dir)
+	if err := unix.Mount("", dir, "", unix.MS_PRIVATE, ""); err != nil {
+		return m, fmt.Errorf("overlay mode: make the mount directory %s private: %w", dir, err)
+	}
 	userns, err := idmapNamespace(uidMap, gidMap)
 	if err != nil {
 		return m, fmt.Errorf("overlay mode: %w", err)
@@ -88,13 +102,13 @@ func mountOverlay(parent, ws string, ov *sandbox.Overlay) (m *overlayMount, err 
 	// real workspace.
 	var lower []string
 	for i, src := range append(append([]string(nil), ov.Layers...), ws) {
-		p, err := m.idmapped(src, "l"+strconv.Itoa(i), userns)
+		p, err := m.idmapped(src, "l"+strconv.Itoa(i), userns, unix.MOUNT_ATTR_RDONLY)
 		if err != nil {
 			return m, err
 		}
 		lower = append(lower, p)
 	}
-	up, err := m.idmapped(filepath.Dir(ov.Upper), "u", userns)
+	up, err := m.idmapped(filepath.Dir(ov.Upper), "u", userns, 0)
 	if err != nil {
 		return m, err
 	}
@@ -111,6 +125,9 @@ func mountOverlay(parent, ws string, ov *sandbox.Overlay) (m *overlayMount, err 
 		",upperdir=" + filepath.Join(up, filepath.Base(ov.Upper)) +
 		",workdir=" + filepath.Join(up, filepath.Base(ov.Work)) +
 		",redirect_dir=off,metacopy=off,index=off,xino=off"
+	if len(opts) >= maxMountData {
+		return m, fmt.Errorf("overlay mode: the stack of %d layers does not fit in the overlay's mount options (%d bytes, at most %d); fix: apply or discard the session's accepted layers to shorten the stack, or set TMPDIR to a shorter path", len(lower), len(opts), maxMountData-1)
+	}
 	if err := unix.Mount("overlay", merged, "overlay", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return m, fmt.Errorf("overlay mode: mount the overlay (%d layers): %w; fix: check that the kernel has overlayfs (modprobe overlay) and that the upper and work directories are on a filesystem that can hold an upper layer (not overlayfs, NFS or FAT), or use the native tier", len(lower), err)
 	}
@@ -125,15 +142,17 @@ func mountOverlay(parent, ws string, ov *sandbox.Overlay) (m *overlayMount, err 
 	return m, nil
 }
 
-// idmapped mounts a clone of src, idmapped by userns, on a new directory
-// name below m.dir, and returns its path.
-func (m *overlayMount) idmapped(src, name string, userns *os.File) (string, error) {
+// idmapped mounts a clone of src, idmapped by userns and with the extra
+// attributes set, on a new directory name below m.dir, and returns its
+// path. The lower layers are read-only clones: overlayfs never writes
+// them, and nothing else may through IronVise's view.
+func (m *overlayMount) idmapped(src, name string, userns *os.File, set uint64) (string, error) {
 	fd, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_SYMLINK_NOFOLLOW)
 	if err != nil {
 		return "", fmt.Errorf("overlay mode: clone the mount of %s: %w; fix: use Linux 5.12 or later, or the native tier", src, err)
 	}
 	defer unix.Close(fd)
-	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV, Userns_fd: uint64(userns.Fd())}
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP | unix.MOUNT_ATTR_NOSUID | unix.MOUNT_ATTR_NODEV | set, Userns_fd: uint64(userns.Fd())}
 	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH, attr); err != nil {
 		return "", fmt.Errorf("overlay mode: idmap the mount of %s: %w; fix: put the workspace and IronVise's data directory on a filesystem with idmapped mounts (ext4, xfs, btrfs, tmpfs on Linux 6.3+), or use the native tier", src, err)
 	}

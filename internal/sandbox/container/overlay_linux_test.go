@@ -417,6 +417,31 @@ func TestPodmanOverlayModeAborts(t *testing.T) {
 			}
 			ov.Layers = []string{l}
 		}, "not a directory"},
+		{"upper in the workspace through a symlinked parent", func(t *testing.T, ws string, ov *sandbox.Overlay) {
+			if err := os.Mkdir(filepath.Join(ws, "step"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			link := filepath.Join(t.TempDir(), "data")
+			if err := os.Symlink(filepath.Join(ws, "step"), link); err != nil {
+				t.Fatal(err)
+			}
+			ov.Upper, ov.Work = filepath.Join(link, "upper"), filepath.Join(link, "work")
+			for _, d := range []string{ov.Upper, ov.Work} {
+				if err := os.Mkdir(d, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, "overlaps the workspace"},
+		{"too many layers", func(t *testing.T, _ string, ov *sandbox.Overlay) {
+			base := t.TempDir()
+			for i := range 100 {
+				l := filepath.Join(base, fmt.Sprint(i))
+				if err := os.Mkdir(l, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				ov.Layers = append(ov.Layers, l)
+			}
+		}, "does not fit"},
 		{"upper on overlayfs", func(t *testing.T, _ string, ov *sandbox.Overlay) {
 			// The layer directories live on an overlayfs, which can be
 			// neither idmapped nor an upper layer: the mount fails.

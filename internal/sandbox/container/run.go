@@ -100,10 +100,11 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	// container is gone, and before the private directory is removed.
 	source := ws
 	if req.Overlay != nil {
-		if err := checkOverlay(ws, req.Overlay); err != nil {
+		stack, err := checkOverlay(ws, req.Overlay)
+		if err != nil {
 			return abort("%v", err)
 		}
-		ovl, err := mountOverlay(private, ws, req.Overlay)
+		ovl, err := mountOverlay(private, ws, stack)
 		if err != nil {
 			return abort("%v; the command did not run and the workspace is untouched", err)
 		}
