@@ -1,7 +1,6 @@
 package container
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -121,6 +120,3 @@ func checkOverlay(ws string, ov *sandbox.Overlay) (*sandbox.Overlay, error) {
 	}
 	return r, nil
 }
-
-// errOverlayUnsupported is the overlay mount's error where there is none.
-var errOverlayUnsupported = errors.New("overlay mode needs Linux")

@@ -2,7 +2,15 @@
 
 package container
 
-import "github.com/ironvise/ironvise/internal/sandbox"
+import (
+	"errors"
+
+	"github.com/ironvise/ironvise/internal/sandbox"
+)
+
+// errOverlayUnsupported is the overlay mount's error where there is none
+// (overlayRefusal refuses first; this is the backstop).
+var errOverlayUnsupported = errors.New("overlay mode: overlayfs needs Linux")
 
 // overlayMount is Linux-only (see overlay_linux.go).
 type overlayMount struct{ Merged string }
