@@ -97,7 +97,7 @@ func checkOverlay(ws string, ov *sandbox.Overlay) (*sandbox.Overlay, error) {
 	}
 	for i, d := range all {
 		if within(d, ws) || within(ws, d) {
-			return nil, fmt.Errorf("overlay mode: layer directory %s overlaps the workspace %s; %s", d, ws, fix)
+			return nil, fmt.Errorf("overlay mode: layer directory %s overlaps the workspace %s (overlayfs cannot stack a layer inside another); fix: set ECTO_DATA_DIR to a directory outside the workspace, or use the native tier", d, ws)
 		}
 		for _, o := range all[i+1:] {
 			if within(d, o) || within(o, d) {
