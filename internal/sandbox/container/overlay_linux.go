@@ -135,8 +135,11 @@ func mountOverlay(parent, ws string, ov *sandbox.Overlay) (m *overlayMount, err 
 	// Security: overlayfs falls back to a read-only mount when it cannot
 	// use the work directory; a writable workspace is the contract.
 	var sfs unix.Statfs_t
-	if err := unix.Statfs(merged, &sfs); err != nil || sfs.Flags&unix.ST_RDONLY != 0 {
-		return m, fmt.Errorf("overlay mode: the overlay was mounted read-only (statfs: %v); fix: check the kernel log (dmesg) for overlayfs's reason, and that the work directory is empty and on the upper directory's filesystem", err)
+	if err := unix.Statfs(merged, &sfs); err != nil {
+		return m, fmt.Errorf("overlay mode: examine the overlay: %w", err)
+	}
+	if sfs.Flags&unix.ST_RDONLY != 0 {
+		return m, errors.New("overlay mode: the overlay was mounted read-only; fix: check the kernel log (dmesg) for overlayfs's reason, and that the work directory is empty and on the upper directory's filesystem")
 	}
 	m.Merged = merged
 	return m, nil

@@ -86,7 +86,14 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if err != nil {
 		return abort("create a private directory for the run: %v; fix: make the temporary directory (TMPDIR) writable", err)
 	}
-	defer os.RemoveAll(private)
+	// keepPrivate is set when overlay mounts could not be undone: never
+	// remove recursively through a mount.
+	keepPrivate := false
+	defer func() {
+		if !keepPrivate {
+			os.RemoveAll(private)
+		}
+	}()
 	profile := filepath.Join(private, "seccomp.json")
 	if err := os.WriteFile(profile, profileOCI.JSON, 0o600); err != nil {
 		return abort("write the seccomp profile: %v; fix: make the temporary directory (TMPDIR) writable", err)
@@ -110,6 +117,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		}
 		defer func() {
 			if err := ovl.Unmount(); err != nil {
+				keepPrivate = true
 				t.log.Error("sandbox container: overlay mode: undo the mounts", "err", err)
 			}
 		}()
