@@ -442,6 +442,14 @@ func TestPodmanOverlayModeAborts(t *testing.T) {
 				ov.Layers = append(ov.Layers, l)
 			}
 		}, "does not fit"},
+		{"read-only fallback", func(t *testing.T, _ string, ov *sandbox.Overlay) {
+			// A work directory of an id the idmap leaves unmapped: root
+			// may not write it through the idmapped mount, and overlayfs
+			// falls back to a read-only mount.
+			if err := os.Chown(ov.Work, 4242, 4242); err != nil {
+				t.Fatal(err)
+			}
+		}, "mounted read-only"},
 		{"upper on overlayfs", func(t *testing.T, _ string, ov *sandbox.Overlay) {
 			// The layer directories live on an overlayfs, which can be
 			// neither idmapped nor an upper layer: the mount fails.
