@@ -12,6 +12,10 @@ type runSpec struct {
 	name      string // unique container name
 	image     string // what to start (the preflight's image ID)
 	workspace string // absolute host path, mounted read-only
+	// writable mounts workspace read-write: overlay mode, where it is
+	// the merged view IronVise mounted (overlay.go), never the real
+	// directory.
+	writable  bool
 	command   string
 	env       []string // KEY=VALUE for the command
 	memory    string   // --memory / --memory-swap value
@@ -108,8 +112,9 @@ func (s runSpec) argv() []string {
 		// The image's ENTRYPOINT does not run: otherwise an image could
 		// receive "sh -c <command>" as arguments to anything.
 		"--entrypoint=",
-		// The workspace, read-only.
-		"--mount", "type=bind,source=" + s.workspace + ",target=" + workspaceTarget + ",readonly",
+		// The workspace, read-only (overlay mode: the merged view,
+		// writable; see workspaceMount).
+		"--mount", s.workspaceMount(),
 	}
 	// Each protected path inside the workspace (~/.ssh of a home
 	// workspace, the data directory) is covered by an empty read-only
@@ -159,6 +164,17 @@ func (s runSpec) argv() []string {
 	// shell ever parses it. The outer sh runs the preamble, which checks
 	// the confinement, then replaces itself with `sh -c <command>`.
 	return append(a, s.image, "sh", "-c", confinementCheck, "sh", s.command)
+}
+
+// workspaceMount is the --mount value of the workspace: the real
+// directory read-only, or in overlay mode the overlay's merged view
+// read-write (changes land in the upper layer only).
+func (s runSpec) workspaceMount() string {
+	m := "type=bind,source=" + s.workspace + ",target=" + workspaceTarget
+	if s.writable {
+		return m
+	}
+	return m + ",readonly"
 }
 
 // network is the --network flag: none, or the proxy-mode namespace.

@@ -47,6 +47,19 @@
 // Podman on Linux: with Docker, rootless or remote Podman the run aborts
 // (never a bridge network instead).
 //
+// # Overlay mode
+//
+// A request with Overlay (ECTO_SANDBOX_WORKSPACE=overlay) runs the same way,
+// except that /workspace is writable: it is an overlayfs IronVise mounts on
+// the host for the run — the session's accepted layers over the real
+// workspace, the request's upper and work directories — each layer
+// idmapped so that the workspace owner's files are the command's (uid
+// 65534) and what the command writes is the owner's in the upper layer
+// (see overlay.go). The real workspace is never written; the mounts are
+// undone when the run ends, however it ends. It takes a local, rootful
+// Podman on Linux and a workspace not owned by root: otherwise, and when
+// the stack cannot be mounted, the run aborts and the command does not run.
+//
 // # Failures
 //
 // A missing runtime, a daemon that does not answer, a missing image, a

@@ -46,6 +46,11 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		}
 		profileOCI = t.proxyProfile
 	}
+	if req.Overlay != nil {
+		if reason, fix := overlayRefusal(t.runtime, runtime.GOOS, os.Geteuid(), pre.remote); reason != "" {
+			return abort("overlay mode (ECTO_SANDBOX_WORKSPACE=overlay) cannot be applied on the %s tier: %s; fix: %s", t.runtime, reason, fix)
+		}
+	}
 	ws, err := sandbox.ResolveWorkspace(req.Workspace)
 	if err != nil {
 		return abort("%v", err)
@@ -81,7 +86,14 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if err != nil {
 		return abort("create a private directory for the run: %v; fix: make the temporary directory (TMPDIR) writable", err)
 	}
-	defer os.RemoveAll(private)
+	// keepPrivate is set when overlay mounts could not be undone: never
+	// remove recursively through a mount.
+	keepPrivate := false
+	defer func() {
+		if !keepPrivate {
+			os.RemoveAll(private)
+		}
+	}()
 	profile := filepath.Join(private, "seccomp.json")
 	if err := os.WriteFile(profile, profileOCI.JSON, 0o600); err != nil {
 		return abort("write the seccomp profile: %v; fix: make the temporary directory (TMPDIR) writable", err)
@@ -89,6 +101,30 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	masks, err := plan.mounts(private)
 	if err != nil {
 		return abort("%v", err)
+	}
+	// In overlay mode the container's /workspace is the merged view
+	// (overlay.go); the mounts are undone when Run returns, after the
+	// container is gone, and before the private directory is removed.
+	source := ws
+	if req.Overlay != nil {
+		stack, err := checkOverlay(ws, req.Overlay)
+		if err != nil {
+			return abort("%v", err)
+		}
+		ovl, err := mountOverlay(private, ws, stack)
+		if err != nil {
+			return abort("%v; the command did not run and the workspace is untouched", err)
+		}
+		defer func() {
+			if err := ovl.Unmount(); err != nil {
+				keepPrivate = true
+				t.log.Error("sandbox container: overlay mode: undo the mounts", "err", err)
+			}
+		}()
+		if !mountSafe(ovl.Merged) {
+			return abort("overlay mode: the mount directory %q cannot be bind-mounted: its path contains a comma, a quote or a line break; fix: set TMPDIR to a path without them", ovl.Merged)
+		}
+		source = ovl.Merged
 	}
 
 	limits := t.opts.Limits.Tighten(req.Limits)
@@ -101,7 +137,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		maps.Copy(set, ProxyEnv())
 	}
 	spec := runSpec{
-		runtime: t.runtime, name: name, image: pre.imageID, workspace: ws, command: req.Command,
+		runtime: t.runtime, name: name, image: pre.imageID, workspace: source, writable: req.Overlay != nil, command: req.Command,
 		env:    sandbox.CommandEnv(req.Env, set),
 		memory: memory, cpus: t.cpus, pids: limits.NProc, cpuSecs: limits.CPUSecs, noFile: limits.NoFile,
 		extra: t.extra, masks: masks, seccomp: profile, logDriver: pre.logDriver,
