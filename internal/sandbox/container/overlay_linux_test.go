@@ -209,6 +209,9 @@ func TestPodmanOverlayMode(t *testing.T) {
 	if res.Stdout != "new style\nkeep\ninner\n65534\n" {
 		t.Fatalf("stdout %q; want the rewritten file, the kept ones, uid 65534 and no escape", res.Stdout)
 	}
+	if res.Enforced == nil || res.Enforced.Workspace != "overlay" {
+		t.Fatalf("the result does not record the overlay: %+v", res.Enforced)
+	}
 	if after := treeHash(t, ws); after != before {
 		t.Fatal("the real workspace changed in overlay mode")
 	}
@@ -276,6 +279,9 @@ func TestPodmanOverlayModeLeavesReadOnlyAlone(t *testing.T) {
 	wantOK(t, res, 0)
 	if res.Stdout != "" {
 		t.Fatalf("stdout %q: the workspace is writable without overlay mode", res.Stdout)
+	}
+	if res.Enforced == nil || res.Enforced.Workspace != "" {
+		t.Fatalf("a read-only run records workspace %q", res.Enforced.Workspace)
 	}
 }
 

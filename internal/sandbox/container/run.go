@@ -325,5 +325,6 @@ func (t *Tier) enforced(p *preflight, s runSpec, memBytes int64, profile *seccom
 			TmpfsMiB: TmpfsMiB, ExtraArgs: s.extra,
 		},
 		HiddenPaths: &hidden,
+		Workspace:   map[bool]string{true: "overlay"}[s.writable],
 	}
 }
