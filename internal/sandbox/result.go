@@ -134,7 +134,7 @@ type Enforced struct {
 // OverlayMount describes the overlay a command saw as its workspace.
 type OverlayMount struct {
 	// Options are the overlayfs mount options besides the directories
-	// (for example "redirect_dir=off,metacopy=off,index=off,xino=off",
+	// (for example "redirect_dir=nofollow,metacopy=off,index=off,xino=off",
 	// plus "userxattr" when the mount was made in a user namespace and
 	// the layers' whiteouts are user.overlay.* attributes).
 	Options string `json:"options"`

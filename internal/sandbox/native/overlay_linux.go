@@ -131,7 +131,7 @@ func (t *Tier) checkOverlay(ws string, o *sandbox.Overlay) (*launch.Overlay, err
 	if up.Dev != wk.Dev {
 		return nil, bad("the upper directory %s and the work directory %s are on different file systems", out.Upper, out.Work)
 	}
-	data := len("lowerdir=,upperdir=,workdir=,") + len(launch.OverlayOptions(t.userNS)) + len(ws) + len(out.Upper) + len(out.Work)
+	data := len("lowerdir=,upperdir=,workdir=,") + len(launch.OverlayOptions) + len(ws) + len(out.Upper) + len(out.Work)
 	for _, l := range out.Layers {
 		data += len(l) + 1
 	}

@@ -172,7 +172,7 @@ func (l *launcher) launch() error {
 		// would be mounted in the container's, for every process of
 		// it; the tier refuses this combination first.
 		return stepErr(StepOverlay, errors.New("overlay mode needs a mount namespace of the command's own, and container mode has none"),
-			"set ECTO_SANDBOX_WORKSPACE=read-only, or unset ECTO_SANDBOX_CONTAINER_MODE and allow the namespaces")
+			"unset ECTO_SANDBOX_WORKSPACE (a read-only workspace), or unset ECTO_SANDBOX_CONTAINER_MODE and allow the namespaces")
 	}
 	if s.Container && s.Proxy {
 		// Security: the container's network is not the command's to

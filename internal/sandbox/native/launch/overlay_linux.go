@@ -13,16 +13,18 @@ import (
 	"github.com/ironvise/ironvise/internal/sandbox/native/kernel"
 )
 
-// overlayFeatures are the overlayfs options of every overlay-mode mount,
-// besides the directories.
+// OverlayOptions are the overlayfs options of every overlay-mode mount,
+// besides the directories, as recorded in Applied.Overlay.
 //
-// redirect_dir=off and metacopy=off keep each layer plain files, directories
-// and whiteouts: with redirect_dir on, renaming a directory of a lower
+// redirect_dir=nofollow and metacopy=off keep each layer plain files,
+// directories and whiteouts: with redirect_dir on, renaming a directory of a lower
 // layer records an xattr pointing at the old path in that layer, and with
 // metacopy on, a chmod copies up the metadata alone with an xattr pointing
 // at the lower file's data. Either makes a layer meaningless without the
 // layers below it, as they were then, and a layer must be readable (and
-// applicable to the real workspace) on its own. With redirect_dir off,
+// applicable to the real workspace) on its own. nofollow, rather than off,
+// also ignores any redirect found in a layer (off follows them where the
+// kernel was built to, and userxattr refuses that). With redirects off,
 // rename(2) of a lower directory fails with EXDEV, and mv, like every tool
 // that handles a rename across file systems, copies and deletes instead.
 //
@@ -32,32 +34,23 @@ import (
 // stale. (Hard links to a lower file are copied up as separate files, which
 // is what a layer of plain files can hold anyway.) xino=off keeps inode
 // numbers from borrowing high bits the layers' file system might use.
-const overlayFeatures = "redirect_dir=off,metacopy=off,index=off,xino=off"
+//
+// userxattr, as root too: overlayfs keeps its opaque-directory marks (and
+// any other of its own) in user.overlay.* extended attributes rather than
+// trusted.overlay.*. In a user namespace it has no other choice; using it
+// everywhere gives one layer format on every host, whether IronVise runs
+// as root or not, and, since overlayfs refuses its own attributes to the
+// command through the mount, a command cannot plant one in its layer that
+// a stack of the other kind would read as a mark. Whiteouts are 0/0
+// character devices either way.
+const OverlayOptions = "redirect_dir=nofollow,metacopy=off,index=off,xino=off,userxattr"
+
+// overlayXattr is the prefix of overlayfs's own extended attributes with
+// userxattr.
+const overlayXattr = "user.overlay."
 
 // overlaySuperMagic is OVERLAYFS_SUPER_MAGIC (linux/magic.h).
 const overlaySuperMagic = 0x794c7630
-
-// OverlayOptions are the options of an overlay-mode mount without its
-// directories, as recorded in Applied.Overlay. In a user namespace,
-// overlayfs can only keep its whiteout and opaque-directory marks in user.*
-// extended attributes (userxattr: user.overlay.*); as root in the initial
-// namespace it keeps them in trusted.overlay.*. Every layer of a session is
-// written and read by the same IronVise on the same host, so one stack
-// never mixes the two.
-func OverlayOptions(userNS bool) string {
-	if userNS {
-		return overlayFeatures + ",userxattr"
-	}
-	return overlayFeatures
-}
-
-// overlayXattr is the prefix of overlayfs's own extended attributes.
-func overlayXattr(userNS bool) string {
-	if userNS {
-		return "user.overlay."
-	}
-	return "trusted.overlay."
-}
 
 // mountOverlay mounts the workspace's overlayfs in the command's mount
 // namespace: lowerdir the earlier layers, newest first, then the real
@@ -74,19 +67,17 @@ func overlayXattr(userNS bool) string {
 // runs on the real workspace, nor on a half-working overlay.
 func (l *launcher) mountOverlay() error {
 	s, o := &l.spec, l.spec.Overlay
-	opts := OverlayOptions(s.UserNS)
-	fix := "check that the upper and work directories exist, are empty, lie on one file system that supports extended attributes (ext4, xfs, btrfs; tmpfs on Linux 6.6 or newer), and are not inside the workspace or a layer; overlayfs needs Linux 5.11 or newer in a user namespace (or run IronVise as root); or set ECTO_SANDBOX_WORKSPACE=read-only"
+	opts := OverlayOptions
+	fix := "check that the upper and work directories exist, are empty, lie on one file system that supports extended attributes (ext4, xfs, btrfs; tmpfs on Linux 6.6 or newer), and are not inside the workspace or a layer; overlayfs needs Linux 5.11 or newer in a user namespace (or run IronVise as root); or unset ECTO_SANDBOX_WORKSPACE to run with a read-only workspace"
 	// A probe of the xattr namespace overlayfs will use, on the work
 	// directory (the same file system as the upper one).
-	probe := overlayXattr(s.UserNS) + "ironvise-probe"
-	err := l.call(StepOverlay, func() error {
-		if err := unix.Setxattr(o.Work, probe, []byte("y"), 0); err != nil {
-			return err
-		}
-		return unix.Removexattr(o.Work, probe)
-	})
+	probe := overlayXattr + "ironvise-probe"
+	err := unix.Setxattr(o.Work, probe, []byte("y"), 0)
+	if err == nil {
+		err = unix.Removexattr(o.Work, probe)
+	}
 	if err != nil {
-		return stepErr(StepOverlay, fmt.Errorf("the file system of the work directory %s cannot hold overlayfs's %s* extended attributes: %w", o.Work, overlayXattr(s.UserNS), err), fix)
+		return stepErr(StepOverlay, fmt.Errorf("the file system of the work directory %s cannot hold overlayfs's %s* extended attributes: %w", o.Work, overlayXattr, err), fix)
 	}
 	lower := append(append([]string(nil), o.Layers...), s.Workspace)
 	data := "lowerdir=" + strings.Join(lower, ":") + ",upperdir=" + o.Upper + ",workdir=" + o.Work + "," + opts

@@ -118,7 +118,7 @@ func TestStatusRoundTrip(t *testing.T) {
 			RLimits:    RLimits{CPUSecs: 30, ASMiB: 512, NoFile: 64, NProc: 512, FSizeMiB: 256},
 			ScratchMiB: 256, ScratchInodes: 65536, Hidden: 3, Verified: []string{VerifiedSeccomp, VerifiedLandlock}, Exec: ExecArgv}}},
 		{"applied without namespaces", Status{Applied: &Applied{LandlockABI: 1, SeccompSHA256: "x", Exec: ExecShell}}},
-		{"applied in overlay mode", Status{Applied: &Applied{LandlockABI: 1, SeccompSHA256: "x", Exec: ExecShell, Overlay: "redirect_dir=off,metacopy=off,index=off,xino=off,userxattr"}}},
+		{"applied in overlay mode", Status{Applied: &Applied{LandlockABI: 1, SeccompSHA256: "x", Exec: ExecShell, Overlay: "redirect_dir=nofollow,metacopy=off,index=off,xino=off,userxattr"}}},
 		{"error", Status{Error: &SetupError{Step: StepMounts, Errno: 1, Message: "mount /proc: \"quoted\"\nsecond line", Fix: "run as root"}}},
 		{"error without errno or fix", Status{Error: &SetupError{Step: StepSpec, Message: "missing launch specification"}}},
 		{"outcome exit", Status{Outcome: &Outcome{Exit: 3, Killed: 2}}},
