@@ -32,6 +32,9 @@ func overlayDirs(t testing.TB, data, step string, layers ...string) *sandbox.Ove
 			t.Fatal(err)
 		}
 	}
+	// overlayfs leaves work/work with mode 000: without CAP_DAC_OVERRIDE
+	// the fixture's removal needs it opened up first.
+	t.Cleanup(func() { os.Chmod(filepath.Join(o.Work, "work"), 0o700) })
 	return o
 }
 
