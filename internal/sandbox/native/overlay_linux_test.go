@@ -376,3 +376,41 @@ func TestOverlayAbortsFailClosed(t *testing.T) {
 		})
 	}
 }
+
+// TestOverlaySwitchedUser: with ECTO_SANDBOX_USER the overlay shows the
+// workspace with its real owners and modes (the tier gives the fresh upper
+// directory the workspace's), and the command changes what that user's
+// permissions allow: a world-writable file and directory, not a file
+// of root's. Its new files are its own in the layer; the real workspace
+// is untouched.
+func TestOverlaySwitchedUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("switching user needs root")
+	}
+	fx := newFixture(t)
+	data := fx.hostDir(t, "data")
+	tier := newTestTier(t, sandbox.Options{User: "nobody", Hidden: []string{data}})
+	if err := os.Chmod(fx.ws, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, fx.ws, "shared.txt", "shared\n")
+	if err := os.Chmod(filepath.Join(fx.ws, "shared.txt"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	before := treeState(t, fx.ws)
+	ov := overlayDirs(t, data, "1")
+	r := runOverlay(t, tier, fx, ov, "id -u; echo more >> shared.txt && echo SHARED-OK; echo new > new.txt && echo NEW-OK; echo x >> README && echo README-WRITTEN; stat -c '%a %u' .")
+	contains(t, r, "65534\nSHARED-OK\nNEW-OK")
+	contains(t, r, "777 0")
+	if strings.Contains(r.Stdout, "README-WRITTEN") {
+		t.Fatalf("the switched user wrote root's 0644 file:\n%s", r.Observation())
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(filepath.Join(ov.Upper, "new.txt"), &st); err != nil || st.Uid != 65534 {
+		t.Fatalf("new.txt in the layer: uid %d, %v; want 65534", st.Uid, err)
+	}
+	unchanged(t, filepath.Join(ov.Upper, "shared.txt"), "shared\nmore\n")
+	if after := treeState(t, fx.ws); after != before {
+		t.Fatalf("the real workspace changed:\n%s\n%s", before, after)
+	}
+}
