@@ -80,12 +80,7 @@ type Enforced struct {
 	NoNewPrivs   *bool  `json:"no_new_privs,omitempty"`
 	// Network is "none", "host" or "proxy" (only loopback, whose one
 	// exit is the egress proxy).
-	Network string `json:"network,omitempty"`
-	// Workspace is "overlay" when the command saw the workspace writable
-	// as an overlay whose changes landed in its own layer
-	// (Request.Overlay); empty when it was read-only, as in every record
-	// written before overlay mode existed.
-	Workspace      string `json:"workspace,omitempty"`
+	Network        string `json:"network,omitempty"`
 	ScratchDir     string `json:"scratch_dir,omitempty"`
 	Runtime        string `json:"runtime,omitempty"`
 	RuntimeVersion string `json:"runtime_version,omitempty"`
