@@ -78,6 +78,12 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		// command would silently drop the network the operator asked for.
 		return abort("proxy mode is not supported on the Firecracker tier yet: the microVM has no network device for the egress proxy; fix: set ECTO_SANDBOX_NETWORK=none, or use the native Linux or the Podman tier (docs/reference/sandboxing.md#network-egress)")
 	}
+	if req.Overlay != nil {
+		// Fail closed: the guest gets the workspace read-only and has no
+		// layer to write to; the command would fail, or succeed without
+		// the changes the session expects to record.
+		return abort("overlay mode is not supported on the Firecracker tier yet: the guest has no layer for the workspace's changes; fix: set ECTO_SANDBOX_WORKSPACE=ro, or use the native Linux or the Podman tier (docs/reference/sandboxing.md#overlay-workspaces)")
+	}
 	pre, err := t.preflight(ctx)
 	if err != nil {
 		return abort("%v", err)

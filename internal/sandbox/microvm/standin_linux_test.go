@@ -271,3 +271,17 @@ func TestMicroVMAbortsProxyMode(t *testing.T) {
 		t.Fatalf("the VMM was started for a proxy-mode request (record: %v)", err)
 	}
 }
+
+// An overlay-mode request fails closed on this tier too.
+func TestMicroVMAbortsOverlayMode(t *testing.T) {
+	tier, record := newTier(t, "ok")
+	up := t.TempDir()
+	res := run(t, tier, sandbox.Request{Command: "echo ran", Overlay: &sandbox.Overlay{Upper: up, Work: t.TempDir()}})
+	if res.Status != sandbox.StatusAborted || !strings.Contains(res.Reason, "overlay mode is not supported on the Firecracker tier") ||
+		!strings.Contains(res.Reason, "ECTO_SANDBOX_WORKSPACE=ro") {
+		t.Fatalf("got %s: %q", res.Headline(), res.Reason)
+	}
+	if _, err := os.Stat(record); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the VMM was started for an overlay-mode request (record: %v)", err)
+	}
+}
