@@ -17,7 +17,13 @@ import (
 
 // Guarantee names of docs/design/sandbox.md#guarantee-names, in report order.
 const (
-	GFSWorkspaceReadonly  = "fs_workspace_readonly"
+	GFSWorkspaceReadonly = "fs_workspace_readonly"
+	// GFSOverlayIsolated is overlay mode
+	// (docs/reference/sandboxing.md#overlay-workspaces): a command run in
+	// it writes, deletes and renames through the workspace, everything
+	// lands in its own layer, and the real workspace stays unchanged. Not
+	// applicable on a tier that refuses overlay-mode runs.
+	GFSOverlayIsolated    = "fs_overlay_isolated"
 	GFSOutsideWriteDenied = "fs_outside_write_denied"
 	GFSOutsideReadDenied  = "fs_outside_read_denied"
 	GNetTCPDenied         = "net_tcp_denied"
@@ -46,7 +52,7 @@ const (
 
 // GuaranteeNames lists the guarantees in report order.
 func GuaranteeNames() []string {
-	return []string{GFSWorkspaceReadonly, GFSOutsideWriteDenied, GFSOutsideReadDenied, GProtectedHidden,
+	return []string{GFSWorkspaceReadonly, GFSOverlayIsolated, GFSOutsideWriteDenied, GFSOutsideReadDenied, GProtectedHidden,
 		GNetTCPDenied, GNetUDPDenied, GNetNamespace, GNetProxyOnly, GUnixSocketsDenied, GUnixDatagramDenied, GPtraceDenied,
 		GSignalsScoped, GLimitCPU, GLimitMemory, GLimitFDs, GLimitProcesses, GScratchCapped, GScratchCleanup,
 		GCapsDropped, GNoNewPrivs, GNoSurvivors}
@@ -224,6 +230,7 @@ func windowsGuarantees() ([]Guarantee, []string) {
 	g := func(name string, s State, ev string) Guarantee { return Guarantee{Name: name, State: s, Evidence: ev} }
 	return []Guarantee{
 		g(GFSWorkspaceReadonly, StateNotEnforced, "no file restriction beyond NTFS permissions"),
+		g(GFSOverlayIsolated, StateNotApplicable, "overlay mode is not supported on this tier yet: overlay-mode runs are aborted"),
 		g(GFSOutsideWriteDenied, StateNotEnforced, "no file restriction beyond NTFS permissions"),
 		g(GFSOutsideReadDenied, StateNotEnforced, "no file restriction beyond NTFS permissions"),
 		g(GNetTCPDenied, StateNotEnforced, "no network restriction"),
@@ -355,6 +362,8 @@ func (p *prober) close() {
 	for _, c := range p.closers {
 		_ = c.Close()
 	}
+	// overlayfs leaves its work directory's own with mode 000.
+	_ = os.Chmod(filepath.Join(p.base, "overlay", "work", "work"), 0o700)
 	_ = os.RemoveAll(p.base)
 }
 

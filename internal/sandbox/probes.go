@@ -3,8 +3,10 @@ package sandbox
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/netip"
@@ -68,6 +70,7 @@ func (p *prober) run(ctx context.Context) ([]Guarantee, *Enforced, error) {
 	v = append(v, p.limitProbes(ctx, f, perl)...)
 	judgeCredentials(&v, f, p.container)
 	v = append(v, p.proxyProbe(ctx))
+	v = append(v, p.overlayProbe(ctx, hidden))
 	if p.container {
 		v = p.containerVerdicts(ctx, v, main.Enforced)
 	}
@@ -680,4 +683,95 @@ func stateOf(ok bool) State {
 		return StateEnforced
 	}
 	return StateNotEnforced
+}
+
+// overlayProbe runs a command in overlay mode on the probe workspace: it
+// creates a directory and a file, appends to one file, deletes another and
+// renames a directory, all through the workspace. The guarantee holds when
+// each change is in the command's layer (the deletion as a whiteout) and
+// the real workspace is exactly as before. A tier that refuses
+// overlay-mode runs makes it not applicable: such runs fail closed there.
+func (p *prober) overlayProbe(ctx context.Context, hidden []string) Guarantee {
+	g := func(s State, probed bool, ev string) Guarantee {
+		return Guarantee{Name: GFSOverlayIsolated, State: s, Evidence: ev, Probed: probed}
+	}
+	dir := filepath.Join(p.base, "overlay")
+	ov := &Overlay{Upper: filepath.Join(dir, "upper"), Work: filepath.Join(dir, "work")}
+	for _, d := range []string{ov.Upper, ov.Work} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return g(StateNotEnforced, false, "doctor could not create the overlay probe's layer: "+err.Error())
+		}
+	}
+	if err := os.WriteFile(filepath.Join(p.ws, "overlay-victim"), []byte("delete me\n"), 0o644); err != nil {
+		return g(StateNotEnforced, false, "doctor could not write the overlay probe's fixture: "+err.Error())
+	}
+	if err := os.MkdirAll(filepath.Join(p.ws, "overlay-dir"), 0o755); err != nil {
+		return g(StateNotEnforced, false, "doctor could not write the overlay probe's fixture: "+err.Error())
+	}
+	defer os.Remove(filepath.Join(p.ws, "overlay-victim"))
+	defer os.Remove(filepath.Join(p.ws, "overlay-dir"))
+	before, err := treeDigest(p.ws)
+	if err != nil {
+		return g(StateNotEnforced, false, "doctor could not read the probe workspace: "+err.Error())
+	}
+	cmd := `mkdir overlay-new && echo probe > overlay-new/file && echo more >> README && rm overlay-victim && mv overlay-dir overlay-moved && echo @@done:yes`
+	r := p.t.Run(ctx, Request{Command: cmd, Workspace: p.ws, Timeout: 30 * time.Second, Hidden: hidden, Overlay: ov})
+	if r.Status == StatusAborted {
+		return g(StateNotApplicable, true, "an overlay-mode run is refused (fails closed): "+oneLine(r.Reason))
+	}
+	if r.Status != StatusOK || r.Enforced == nil {
+		return g(StateNotEnforced, true, "the overlay-mode probe did not run confined: "+r.Headline())
+	}
+	if r.Enforced.Workspace != "overlay" || r.Enforced.Overlay == nil {
+		return g(StateNotEnforced, true, fmt.Sprintf("the tier ran an overlay-mode request with workspace %q instead of overlay", r.Enforced.Workspace))
+	}
+	if !strings.Contains(r.Stdout, "@@done:yes") {
+		return g(StateNotEnforced, true, "the overlay-mode probe could not write through the workspace: "+oneLine(r.Observation()))
+	}
+	after, err := treeDigest(p.ws)
+	if err != nil || after != before {
+		return g(StateNotEnforced, true, fmt.Sprintf("the real workspace changed under an overlay-mode command (%v)", err))
+	}
+	var missing []string
+	if b, err := os.ReadFile(filepath.Join(ov.Upper, "overlay-new", "file")); err != nil || string(b) != "probe\n" {
+		missing = append(missing, "the new file")
+	}
+	if b, err := os.ReadFile(filepath.Join(ov.Upper, "README")); err != nil || !strings.HasSuffix(string(b), "more\n") {
+		missing = append(missing, "the changed file")
+	}
+	if fi, err := os.Lstat(filepath.Join(ov.Upper, "overlay-victim")); err != nil || fi.Mode()&fs.ModeCharDevice == 0 {
+		missing = append(missing, "the deletion's whiteout")
+	}
+	if _, err := os.Lstat(filepath.Join(ov.Upper, "overlay-moved")); err != nil {
+		missing = append(missing, "the renamed directory")
+	}
+	if len(missing) > 0 {
+		return g(StateNotEnforced, true, "the command's layer lacks "+strings.Join(missing, ", "))
+	}
+	return g(StateEnforced, true, fmt.Sprintf("a command in overlay mode (%s) created, changed, deleted and renamed through the workspace; every change is in its layer and the real workspace is unchanged", r.Enforced.Overlay.Options))
+}
+
+// treeDigest hashes every entry under root: its path, type, mode, size and
+// modification time, and a regular file's content.
+func treeDigest(root string) (string, error) {
+	h := sha256.New()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s %v %d %d\n", path, fi.Mode(), fi.Size(), fi.ModTime().UnixNano())
+		if fi.Mode().IsRegular() {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			h.Write(b)
+		}
+		return nil
+	})
+	return fmt.Sprintf("%x", h.Sum(nil)), err
 }

@@ -122,6 +122,25 @@ type Enforced struct {
 	Container *ContainerConfig `json:"container,omitempty"`
 	// VM is the microVM's machine configuration (microVM tier).
 	VM *VMMachine `json:"vm,omitempty"`
+	// Workspace is "overlay" when the command saw the workspace writable
+	// through an overlay (Request.Overlay,
+	// docs/reference/sandboxing.md#overlay-workspaces); empty when it was
+	// read-only.
+	Workspace string `json:"workspace,omitempty"`
+	// Overlay is the workspace's overlay mount in overlay mode.
+	Overlay *OverlayMount `json:"overlay,omitempty"`
+}
+
+// OverlayMount describes the overlay a command saw as its workspace.
+type OverlayMount struct {
+	// Options are the overlayfs mount options besides the directories
+	// (for example "redirect_dir=nofollow,metacopy=off,index=off,xino=off",
+	// plus "userxattr" when the mount was made in a user namespace and
+	// the layers' whiteouts are user.overlay.* attributes).
+	Options string `json:"options"`
+	// Layers counts the earlier layers between the command's layer and
+	// the real workspace.
+	Layers int `json:"layers"`
 }
 
 // Scratch describes a command's scratch space (IronVise addition to

@@ -325,6 +325,12 @@ func TestDoctorContainerMode(t *testing.T) {
 			if g.State != sandbox.StateDelegated || !strings.Contains(g.Evidence, "container") {
 				t.Errorf("%s: %s (%s); want delegated to the container", g.Name, g.State, g.Evidence)
 			}
+		case g.Name == sandbox.GFSOverlayIsolated:
+			// Overlay mode needs a mount namespace of the command's
+			// own: container mode refuses it.
+			if g.State != sandbox.StateNotApplicable || !strings.Contains(g.Evidence, "container mode") {
+				t.Errorf("%s: %s (%s); want not applicable, refused in container mode", g.Name, g.State, g.Evidence)
+			}
 		case g.Name == sandbox.GNetProxyOnly:
 			// Proxy mode needs a network namespace of the command's
 			// own: container mode refuses it.

@@ -264,7 +264,12 @@ func (k launcherKey) sysProcAttr() *syscall.SysProcAttr {
 		// would drop the namespace's capabilities; the launcher needs two
 		// of them to build its mount view and to drop everything
 		// afterwards, and does so before anything untrusted runs.
-		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN}
+		// CAP_DAC_OVERRIDE is overlay mode's (Spec.Overlay): overlayfs
+		// works in its work directory with the mounter's credentials,
+		// through a directory it makes with mode 000, and refuses the
+		// mount (EACCES) without it. In the namespace it covers only
+		// the files of IronVise's own uid, the one uid mapped.
+		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN, unix.CAP_DAC_OVERRIDE}
 	}
 	if k.noNetNS {
 		a.Cloneflags &^= unix.CLONE_NEWNET

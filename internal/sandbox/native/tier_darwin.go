@@ -68,6 +68,9 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if reason := proxyUnsupported(req); reason != "" {
 		return abort("%s", reason)
 	}
+	if reason := overlayUnsupported(req); reason != "" {
+		return abort("%s", reason)
+	}
 	if err := t.Available(ctx); err != nil {
 		return abort("%v", err)
 	}

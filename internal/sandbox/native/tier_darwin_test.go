@@ -155,3 +155,17 @@ func TestDarwinProxyModeAborts(t *testing.T) {
 		t.Fatal("the command ran")
 	}
 }
+
+// TestDarwinOverlayModeAborts: overlay mode is not built on this tier: the
+// run is aborted before anything runs, never run on the real workspace.
+func TestDarwinOverlayModeAborts(t *testing.T) {
+	tier, ws, dirs := newDarwinTier(t), t.TempDir(), t.TempDir()
+	ov := &sandbox.Overlay{Upper: filepath.Join(dirs, "upper"), Work: filepath.Join(dirs, "work")}
+	r := tier.Run(context.Background(), sandbox.Request{Command: "touch ran", Workspace: ws, Timeout: 30 * time.Second, Overlay: ov})
+	if r.Status != sandbox.StatusAborted || !strings.Contains(r.Reason, "overlay mode is not supported on this tier yet") {
+		t.Fatalf("%s", r.Headline())
+	}
+	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
+		t.Fatal("the command ran")
+	}
+}

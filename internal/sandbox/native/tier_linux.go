@@ -256,6 +256,11 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		// container's network directly, around the proxy.
 		return abort("%s", containerProxyRefused)
 	}
+	if req.Overlay != nil && t.container {
+		// Security: fail closed; the command never runs on the real
+		// workspace instead.
+		return abort("%s", containerOverlayRefused)
+	}
 	if proxy && t.proxySeccompErr != nil {
 		return abort("build the proxy-mode seccomp profile: %v; fix: use linux/amd64 or linux/arm64, or set ECTO_SANDBOX_NETWORK=none", t.proxySeccompErr)
 	}
@@ -266,6 +271,12 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	masks, err := t.masks(ws, req.Hidden)
 	if err != nil {
 		return abort("%v", err)
+	}
+	var overlay *launch.Overlay
+	if req.Overlay != nil {
+		if overlay, err = t.checkOverlay(ws, req.Overlay); err != nil {
+			return abort("%v", err)
+		}
 	}
 	if t.container && len(masks) > 0 {
 		// Security: container mode has no mount namespace to mask
@@ -290,7 +301,9 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	}
 	// The scratch directory never outlives the command.
 	defer scratch.remove()
-	spec, err := t.launchSpec(req, ws, scratch.dir, masks, proxy).Encode()
+	lspec := t.launchSpec(req, ws, scratch.dir, masks, proxy)
+	lspec.Overlay = overlay
+	spec, err := lspec.Encode()
 	if err != nil {
 		return abort("encode launch specification: %v", err)
 	}
@@ -343,6 +356,14 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	res.Enforced = t.enforced(applied, scratch.dir)
 	if proxy {
 		res.Enforced.Network = networkProxy
+	}
+	if overlay != nil {
+		// The launcher checked the mount before exec; a record without
+		// it means the command did not run on the overlay.
+		if applied.Overlay == "" || !slices.Contains(applied.Verified, launch.VerifiedOverlay) {
+			return sandbox.Aborted(sandbox.TierNativeLinux, "overlay mode: the launcher did not confirm the workspace's overlay; report this with the output of `ironvise sandbox doctor`", dur)
+		}
+		overlayEnforced(res.Enforced, applied, len(overlay.Layers))
 	}
 	res.ExecMode = applied.Exec
 	res.Enforced.Scratch.Cleanup = scratch.remove()

@@ -164,6 +164,9 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if reason := proxyUnsupported(req); reason != "" {
 		return abort("%s", reason)
 	}
+	if reason := overlayUnsupported(req); reason != "" {
+		return abort("%s", reason)
+	}
 	scratch, err := os.MkdirTemp("", "ironvise-scratch-")
 	if err != nil {
 		return abort("create scratch directory: %v", err)

@@ -414,3 +414,18 @@ func TestWindowsProxyModeAborts(t *testing.T) {
 		t.Fatal("the command ran")
 	}
 }
+
+// TestWindowsOverlayModeAborts: overlay mode is not built on this tier:
+// the run is aborted before anything runs, never run on the real
+// workspace.
+func TestWindowsOverlayModeAborts(t *testing.T) {
+	tier, ws, dirs := newWindowsTier(t), tempDir(t), tempDir(t)
+	ov := &sandbox.Overlay{Upper: filepath.Join(dirs, "upper"), Work: filepath.Join(dirs, "work")}
+	r := tier.Run(context.Background(), sandbox.Request{Command: `echo x > ran.txt`, Workspace: ws, Timeout: 30 * time.Second, Overlay: ov})
+	if r.Status != sandbox.StatusAborted || !strings.Contains(r.Reason, "overlay mode is not supported on this tier yet") {
+		t.Fatalf("%s", r.Headline())
+	}
+	if _, err := os.Stat(filepath.Join(ws, "ran.txt")); err == nil {
+		t.Fatal("the command ran")
+	}
+}

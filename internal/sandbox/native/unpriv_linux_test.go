@@ -78,6 +78,8 @@ func TestUnprivilegedChild(t *testing.T) {
 	t.Run("scratch_tmpfs", func(t *testing.T) { testScratchIsACappedTmpfs(t, sandbox.Options{}) })
 	t.Run("unix_socketpair", TestUnixSocketpairEscape)
 	t.Run("proxy_mode", func(t *testing.T) { testProxyModeOptedInLoopback(t, sandbox.Options{}) })
+	t.Run("overlay_workflow", func(t *testing.T) { testOverlayWorkflow(t, sandbox.Options{}) })
+	t.Run("overlay_escapes", func(t *testing.T) { testOverlayEscapes(t, sandbox.Options{}) })
 	t.Run("nproc", func(t *testing.T) {
 		r := run(t, tier, fx, `i=0; while [ $i -lt 200 ]; do sleep 2 & i=$((i+1)); printf '%s ' $i; done; echo ALL`,
 			func(q *sandbox.Request) { q.Limits.NProc = 20 })

@@ -26,6 +26,14 @@ const (
 	rightsScratch = ll.AccessFSReadFile | ll.AccessFSReadDir | ll.AccessFSWriteFile | ll.AccessFSTruncate |
 		ll.AccessFSRemoveDir | ll.AccessFSRemoveFile | ll.AccessFSMakeDir | ll.AccessFSMakeReg |
 		ll.AccessFSMakeSym | ll.AccessFSMakeFifo | ll.AccessFSRefer
+	// rightsOverlay is the workspace in overlay mode: read, write,
+	// truncate, create files, directories and symlinks, remove, rename
+	// and link (refer). Never execute, and no device, fifo or socket
+	// nodes: a 0/0 character device is how overlayfs marks a deletion,
+	// and one the command made would read as a whiteout in its layer.
+	rightsOverlay = rightsRead | ll.AccessFSWriteFile | ll.AccessFSTruncate |
+		ll.AccessFSRemoveDir | ll.AccessFSRemoveFile | ll.AccessFSMakeDir | ll.AccessFSMakeReg |
+		ll.AccessFSMakeSym | ll.AccessFSRefer
 )
 
 // systemExecDirs hold the programs and libraries commands need (read +
@@ -101,7 +109,7 @@ func (l *launcher) applyLandlock() (int, error) {
 			"use Linux 6.12 or newer, or unset ECTO_SANDBOX_CONTAINER_MODE and allow the namespaces")
 	}
 	cfg := LandlockConfig(abi)
-	rules := landlockRules(cfg, l.spec.Workspace, l.spec.Scratch, l.shm, l.spec.Container)
+	rules := landlockRules(cfg, l.spec.Workspace, l.spec.Scratch, l.shm, l.spec.Container, l.spec.Overlay != nil)
 	if l.spec.Proxy && cfg.HandledAccessNet&ll.AccessNetConnectTCP != 0 {
 		// Security: defence in depth for proxy mode. Seccomp allows TCP
 		// sockets and connect, and the namespace has only loopback, whose
@@ -125,7 +133,11 @@ func (l *launcher) applyLandlock() (int, error) {
 // landlockRules grants the roots of docs/design/sandbox.md#linux-native-tier,
 // each right intersected with what the ABI handles (a right the ABI does not
 // know cannot be granted, and is not restricted either).
-func landlockRules(cfg landlock.Config, workspace, scratch string, shm, container bool) []landlock.Rule {
+//
+// In overlay mode the workspace is writable (rightsOverlay): the rule is
+// made after the overlayfs covers the workspace path, so it grants the
+// overlay's tree and never the real directory, nor the upper one.
+func landlockRules(cfg landlock.Config, workspace, scratch string, shm, container, overlay bool) []landlock.Rule {
 	h := cfg.HandledAccessFS
 	etc := []landlock.Rule{landlock.PathAccess(rightsRead&h, "/etc")}
 	if container {
@@ -140,8 +152,9 @@ func landlockRules(cfg landlock.Config, workspace, scratch string, shm, containe
 	}
 	rules = append(rules, etc...)
 	rules = append(rules, []landlock.Rule{
-		// The workspace is read-only: read files, list directories.
-		landlock.PathAccess(rightsRead&h, workspace),
+		// The workspace is read-only: read files, list directories;
+		// in overlay mode, the overlay's tree is writable too.
+		landlock.PathAccess(workspaceRights(overlay)&h, workspace),
 		landlock.PathAccess(rightsDevNull&h, "/dev/null"),
 		landlock.PathAccess(ll.AccessFSReadFile&h, "/dev/zero", "/dev/urandom"),
 		landlock.PathAccess(rightsScratch&h, scratch),
@@ -201,4 +214,12 @@ func rulesExcept(dir string, excluded []string, dirRights, fileRights landlock.A
 		}
 	}
 	return rules
+}
+
+// workspaceRights are the Landlock rights on the workspace.
+func workspaceRights(overlay bool) landlock.AccessFSSet {
+	if overlay {
+		return rightsOverlay
+	}
+	return rightsRead
 }

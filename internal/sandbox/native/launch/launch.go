@@ -182,6 +182,25 @@ type Spec struct {
 	// without enforcing it (what the final verification must catch). It
 	// can only make a launch fail.
 	Inject map[string]int
+	// Overlay, when set, is overlay mode (sandbox.Request.Overlay): the
+	// launcher mounts an overlayfs on the workspace in the command's
+	// mount namespace, before the masks, and Landlock lets the command
+	// change what lies beneath it. Refused in container mode, which has
+	// no mount namespace of its own.
+	Overlay *Overlay
+}
+
+// Overlay is the layer stack of an overlay-mode launch, as the tier
+// checked it (see the tier's checkOverlay): absolute directories, none
+// inside another or the workspace, none holding a ',', ':' or '\\' (the
+// separators of overlayfs's mount options).
+type Overlay struct {
+	// Layers are the earlier layers, newest first, stacked above the
+	// workspace.
+	Layers []string
+	// Upper and Work are the command's layer and overlayfs's work
+	// directory.
+	Upper, Work string
 }
 
 // InjectSkip, as a Spec.Inject value, skips the step's kernel call and
@@ -196,6 +215,9 @@ const (
 	VerifiedCaps       = "capabilities"
 	VerifiedLandlock   = "landlock"
 	VerifiedNetwork    = "network"
+	// VerifiedOverlay: in overlay mode, the workspace is a writable
+	// overlayfs.
+	VerifiedOverlay = "overlay"
 )
 
 // ScratchInodesPerMiB is the scratch tmpfs's inode cap per MiB of size: a
@@ -250,6 +272,9 @@ type Applied struct {
 	// Verified lists what the final check before exec confirmed from the
 	// kernel's own view (see the verify step).
 	Verified []string
+	// Overlay is, in overlay mode, the options the workspace's overlayfs
+	// was mounted with, without its directories ("" otherwise).
+	Overlay string
 	// Exec is how the command is started: ExecArgv or ExecShell. When
 	// the direct exec of an argv fails, a second record with ExecShell
 	// follows before the shell runs; the last record counts.
@@ -312,6 +337,7 @@ const (
 	StepExec     = "exec"
 	StepReaper   = "reaper"
 	StepProxy    = "proxy"
+	StepOverlay  = "overlay"
 )
 
 // ContainerFix is the fix named when IronVise in a container cannot build

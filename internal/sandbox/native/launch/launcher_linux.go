@@ -167,6 +167,13 @@ func (l *launcher) launch() error {
 	// container's mount and network namespaces are the command's, and
 	// the tier kept the protected paths out of its reach instead of
 	// masking them.
+	if s.Container && s.Overlay != nil {
+		// Security: without a mount namespace of its own the overlay
+		// would be mounted in the container's, for every process of
+		// it; the tier refuses this combination first.
+		return stepErr(StepOverlay, errors.New("overlay mode needs a mount namespace of the command's own, and container mode has none"),
+			"unset ECTO_SANDBOX_WORKSPACE (a read-only workspace), or unset ECTO_SANDBOX_CONTAINER_MODE and allow the namespaces")
+	}
 	if s.Container && s.Proxy {
 		// Security: the container's network is not the command's to
 		// narrow; the tier refuses this combination before it starts a
@@ -245,11 +252,25 @@ func (l *launcher) namespaceSetup() error {
 			return stepErr(StepProxy, err, "report this with the output of `ironvise sandbox doctor`; set ECTO_SANDBOX_NETWORK=none to run commands without network")
 		}
 	}
-	if err := l.call(StepMounts, func() error { return setupMounts(s.Workspace, s.Scratch) }); err != nil {
+	overlay := s.Overlay != nil
+	if err := l.call(StepMounts, func() error { return setupMounts(s.Workspace, s.Scratch, overlay) }); err != nil {
 		return stepErr(StepMounts, err, "IronVise needs to create a mount namespace: run as root or enable unprivileged user namespaces")
+	}
+	// The overlay comes before every mask: a protected path inside the
+	// workspace is then masked on the overlay, which is what the command
+	// sees, and the layers' directories are masked after it resolved them.
+	if overlay {
+		if err := l.mountOverlay(); err != nil {
+			return err
+		}
 	}
 	if err := l.mountScratch(); err != nil {
 		return err
+	}
+	if overlay {
+		if err := l.maskOverlayDirs(); err != nil {
+			return err
+		}
 	}
 	if err := l.hide(); err != nil {
 		return err
@@ -267,7 +288,7 @@ func (l *launcher) namespaceSetup() error {
 	if err := l.setPidMax(); err != nil {
 		return err
 	}
-	if err := l.call(StepMounts, func() error { return readOnlyRoot(s.Workspace, s.Scratch, l.shm) }); err != nil {
+	if err := l.call(StepMounts, func() error { return readOnlyRoot(s.Workspace, s.Scratch, l.shm, overlay) }); err != nil {
 		return stepErr(StepMounts, err, "use Linux 5.12 or newer (mount_setattr)")
 	}
 	return nil

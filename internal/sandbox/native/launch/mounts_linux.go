@@ -47,15 +47,16 @@ func hostKeys() []string {
 
 // setupMounts builds the command's mount view inside its new mount
 // namespace. It runs while the launcher still has CAP_SYS_ADMIN over the
-// namespace.
-func setupMounts(workspace, scratch string) error {
+// namespace. In overlay mode the workspace's mount of its own is the
+// overlayfs (mountOverlay), made next, not a bind mount.
+func setupMounts(workspace, scratch string, overlay bool) error {
 	// Security: without this, the mounts below would propagate to the
 	// host's mount namespace through shared peer groups.
 	if err := kernel.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return fmt.Errorf("make / a slave mount: %w", err)
 	}
 	// The workspace too, so that it alone can be made noexec.
-	if ownWorkspaceMount(workspace, scratch) {
+	if ownWorkspaceMount(workspace, scratch) && !overlay {
 		if err := kernel.Mount(workspace, workspace, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("bind workspace %s: %w", workspace, err)
 		}
@@ -197,13 +198,22 @@ func (l *launcher) hide() error {
 // Landlock's execute right covers execve only; the dynamic loader
 // (ld.so ./binary) maps a file executable without it, which a noexec mount
 // refuses. So nothing the command writes can run as native code.
-func readOnlyRoot(workspace, scratch string, shm bool) error {
+//
+// In overlay mode the workspace's overlayfs alone is made writable again
+// (not recursively: a mask inside the workspace stays read-only), and stays
+// noexec like the scratch directory.
+func readOnlyRoot(workspace, scratch string, shm, overlay bool) error {
 	if err := kernel.MountSetattr("/", true, unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID, 0); err != nil {
 		return fmt.Errorf("mount_setattr / read-only: %w", err)
 	}
 	if ownWorkspaceMount(workspace, scratch) {
 		if err := kernel.MountSetattr(workspace, true, unix.MOUNT_ATTR_NOEXEC|unix.MOUNT_ATTR_NODEV, 0); err != nil {
 			return fmt.Errorf("mount_setattr %s noexec: %w", workspace, err)
+		}
+	}
+	if overlay {
+		if err := kernel.MountSetattr(workspace, false, unix.MOUNT_ATTR_NOEXEC|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOSUID, unix.MOUNT_ATTR_RDONLY); err != nil {
+			return fmt.Errorf("mount_setattr the workspace's overlay %s read-write noexec: %w", workspace, err)
 		}
 	}
 	if shm {

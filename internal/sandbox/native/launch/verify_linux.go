@@ -69,6 +69,13 @@ func (l *launcher) verify() error {
 	}
 	l.applied.Verified = append(l.applied.Verified, VerifiedLandlock)
 
+	if l.spec.Overlay != nil {
+		if err := l.verifyOverlay(); err != nil {
+			return fail("overlay mode: %w", err)
+		}
+		l.applied.Verified = append(l.applied.Verified, VerifiedOverlay)
+	}
+
 	if l.spec.Container {
 		// The container's network namespace is the command's: what
 		// keeps the command off it is the seccomp profile, which

@@ -36,6 +36,11 @@ const (
 	keyHide       = "hide"
 	keyScratchMiB = "scratch_mib"
 	keyProxy      = "proxy"
+	// Overlay mode (Spec.Overlay): the upper directory, the work
+	// directory, and one key per earlier layer, newest first.
+	keyOverlayUpper = "overlay_upper"
+	keyOverlayWork  = "overlay_work"
+	keyOverlayLayer = "overlay_layer"
 )
 
 // errNUL is returned for a value argv cannot carry.
@@ -73,6 +78,12 @@ func (s Spec) Args() ([]string, error) {
 	}
 	for _, h := range s.Hide {
 		args = append(args, keyHide+"="+h)
+	}
+	if o := s.Overlay; o != nil {
+		args = append(args, keyOverlayUpper+"="+o.Upper, keyOverlayWork+"="+o.Work)
+		for _, l := range o.Layers {
+			args = append(args, keyOverlayLayer+"="+l)
+		}
 	}
 	for step, errno := range s.Inject {
 		args = append(args, keyInject+"="+step+":"+strconv.Itoa(errno))
@@ -112,7 +123,7 @@ func ParseArgs(args []string) (Spec, error) {
 		if !ok {
 			return Spec{}, fmt.Errorf("launch: argument %q is not key=value", clip(a))
 		}
-		if k != keyEnv && k != keyInject && k != keyHide && k != keyArgv {
+		if k != keyEnv && k != keyInject && k != keyHide && k != keyArgv && k != keyOverlayLayer {
 			if seen[k] {
 				return Spec{}, fmt.Errorf("launch: %s given twice", k)
 			}
@@ -164,6 +175,21 @@ func ParseArgs(args []string) (Spec, error) {
 				err = errors.New("want 1")
 			}
 			s.Proxy = true
+		case keyOverlayUpper, keyOverlayWork, keyOverlayLayer:
+			if !strings.HasPrefix(v, "/") {
+				err = errors.New("not an absolute path")
+			}
+			if s.Overlay == nil {
+				s.Overlay = &Overlay{}
+			}
+			switch k {
+			case keyOverlayUpper:
+				s.Overlay.Upper = v
+			case keyOverlayWork:
+				s.Overlay.Work = v
+			default:
+				s.Overlay.Layers = append(s.Overlay.Layers, v)
+			}
 		case keySeccomp:
 			s.Seccomp, err = base64.StdEncoding.DecodeString(v)
 		case keySHA256:
@@ -188,6 +214,9 @@ func ParseArgs(args []string) (Spec, error) {
 		if !seen[k] {
 			return Spec{}, fmt.Errorf("launch: %s is missing", k)
 		}
+	}
+	if s.Overlay != nil && (s.Overlay.Upper == "" || s.Overlay.Work == "") {
+		return Spec{}, fmt.Errorf("launch: overlay mode needs both %s and %s", keyOverlayUpper, keyOverlayWork)
 	}
 	return s, nil
 }
@@ -227,6 +256,9 @@ func (st Status) Marshal() []byte {
 		b = appendInt(b, "hidden", a.Hidden)
 		b = appendQuoted(b, "verified", strings.Join(a.Verified, ","))
 		b = appendQuoted(b, "exec", a.Exec)
+		if a.Overlay != "" {
+			b = appendQuoted(b, "overlay", a.Overlay)
+		}
 		r := a.RLimits
 		b = append(b, " rlimits="...)
 		b = append(b, joinInts(r.CPUSecs, r.ASMiB, r.NoFile, r.NProc, r.FSizeMiB)...)
@@ -263,7 +295,7 @@ func ParseStatus(line []byte) (Status, error) {
 		}
 		return Status{Error: e}, nil
 	case "applied":
-		a := &Applied{SeccompSHA256: fields["seccomp_sha256"], Exec: fields["exec"]}
+		a := &Applied{SeccompSHA256: fields["seccomp_sha256"], Exec: fields["exec"], Overlay: fields["overlay"]}
 		if a.Exec != ExecArgv && a.Exec != ExecShell {
 			return Status{}, fmt.Errorf("launch: status applied: exec %q is neither %s nor %s", clip(a.Exec), ExecArgv, ExecShell)
 		}

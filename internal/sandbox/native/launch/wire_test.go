@@ -29,6 +29,8 @@ func TestSpecArgsRoundTrip(t *testing.T) {
 		spec Spec
 	}{
 		{"everything", testSpec()},
+		{"overlay", Spec{Command: "true", Workspace: "/srv/ws", Scratch: "/tmp/s", Seccomp: []byte{1}, SeccompSHA256: "x", ScratchMiB: 1,
+			Overlay: &Overlay{Layers: []string{"/d/o/2/upper", "/d/o/1/upper"}, Upper: "/d/o/3/upper", Work: "/d/o/3/work"}}},
 		{"minimal", Spec{Command: "true", Workspace: "/", Scratch: "/tmp/s", Seccomp: []byte{1}, SeccompSHA256: "x", ScratchMiB: 1}},
 	}
 	for _, tc := range cases {
@@ -116,6 +118,7 @@ func TestStatusRoundTrip(t *testing.T) {
 			RLimits:    RLimits{CPUSecs: 30, ASMiB: 512, NoFile: 64, NProc: 512, FSizeMiB: 256},
 			ScratchMiB: 256, ScratchInodes: 65536, Hidden: 3, Verified: []string{VerifiedSeccomp, VerifiedLandlock}, Exec: ExecArgv}}},
 		{"applied without namespaces", Status{Applied: &Applied{LandlockABI: 1, SeccompSHA256: "x", Exec: ExecShell}}},
+		{"applied in overlay mode", Status{Applied: &Applied{LandlockABI: 1, SeccompSHA256: "x", Exec: ExecShell, Overlay: "redirect_dir=nofollow,metacopy=off,index=off,xino=off,userxattr"}}},
 		{"error", Status{Error: &SetupError{Step: StepMounts, Errno: 1, Message: "mount /proc: \"quoted\"\nsecond line", Fix: "run as root"}}},
 		{"error without errno or fix", Status{Error: &SetupError{Step: StepSpec, Message: "missing launch specification"}}},
 		{"outcome exit", Status{Outcome: &Outcome{Exit: 3, Killed: 2}}},
