@@ -208,6 +208,8 @@ func testOverlayEscapes(t *testing.T, opts sandbox.Options) {
 				"echo new > " + filepath.Join(fx.out, "new") + " && echo OUT-WRITTEN",
 				"ln -s /etc etclink && echo x > etclink/ironvise-evil && echo ETC-WRITTEN",
 				"ln -s " + fx.out + " outlink && echo x > outlink/evil && echo OUTLINK-WRITTEN",
+				"ln " + fx.victim + " hardlink && echo x >> hardlink && echo HARDLINK-WRITTEN",
+				"ln -s " + fx.victim + " victimlink && echo x >> victimlink && echo VICTIMLINK-WRITTEN",
 				"ls " + ov.Upper + " && echo UPPER-LISTED",
 				"echo x > " + filepath.Join(ov.Upper, "planted") + " && echo UPPER-WRITTEN",
 				"echo x > " + filepath.Join(ov.Work, "planted") + " && echo WORK-WRITTEN",
@@ -222,7 +224,7 @@ func testOverlayEscapes(t *testing.T, opts sandbox.Options) {
 				"true",
 			}, "; ")
 			r := runOverlay(t, tier, fx, ov, cmd)
-			for _, bad := range []string{"VICTIM-WRITTEN", "OUT-WRITTEN", "ETC-WRITTEN", "OUTLINK-WRITTEN", "UPPER-LISTED", "UPPER-WRITTEN",
+			for _, bad := range []string{"VICTIM-WRITTEN", "HARDLINK-WRITTEN", "VICTIMLINK-WRITTEN", "OUT-WRITTEN", "ETC-WRITTEN", "OUTLINK-WRITTEN", "UPPER-LISTED", "UPPER-WRITTEN",
 				"WORK-WRITTEN", "DATA-LISTED", "WHITEOUT-MADE", "TRUSTED-XATTR", "EXEC-WS"} {
 				if strings.Contains(r.Stdout, bad) {
 					t.Errorf("escape: %s\n%s", bad, r.Observation())
