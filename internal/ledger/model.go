@@ -81,6 +81,9 @@ type SessionSpec struct {
 type SessionWorkspace struct {
 	// Mode is "ro" (commands cannot write the workspace) or "overlay".
 	Mode string `json:"mode"`
+	// Path is the workspace directory (the overlay's lower layer), the
+	// one ironvise apply writes to.
+	Path string `json:"path"`
 	// ForbiddenPaths are the policy's forbidden_paths globs.
 	ForbiddenPaths []string `json:"forbidden_paths"`
 	// NarrowedByPolicy reports that the policy's [workspace] section

@@ -162,7 +162,7 @@ func ledgerSpec(rt *Runtime, spec Spec, c composed) ledger.SessionSpec {
 		Goal: spec.Goal, TripwireHash: spec.Tripwire.Config().SHA256, GuardRequired: spec.Guard.Enabled(),
 		SandboxTier: string(rt.Tier.Name()), AgentLoop: spec.LLM != nil, CreatedBy: spec.CreatedBy,
 		Network:   sessionNetwork(rt.Network, spec.Policy, c.rules),
-		Workspace: sessionWorkspace(rt, spec.Policy, c.overlay != nil, c.forbidden),
+		Workspace: sessionWorkspace(rt, spec.Workspace, spec.Policy, c.overlay != nil, c.forbidden),
 	}
 	if spec.Policy != nil {
 		ls.PolicyHash = spec.Policy.SHA256()

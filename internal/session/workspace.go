@@ -63,12 +63,12 @@ func orRO(mode string) string {
 
 // sessionWorkspace is what the genesis records of the workspace mode (nil
 // when the runtime has no workspace configuration).
-func sessionWorkspace(rt *Runtime, p *policy.Policy, on bool, forbidden []string) *ledger.SessionWorkspace {
+func sessionWorkspace(rt *Runtime, workspace string, p *policy.Policy, on bool, forbidden []string) *ledger.SessionWorkspace {
 	if rt.Workspace == "" {
 		return nil
 	}
 	pw, has := p.Workspace()
-	sw := &ledger.SessionWorkspace{Mode: config.WorkspaceRO, ForbiddenPaths: forbidden,
+	sw := &ledger.SessionWorkspace{Mode: config.WorkspaceRO, Path: workspace, ForbiddenPaths: forbidden,
 		NarrowedByPolicy: has && pw.Mode == policy.WorkspaceModeRO && rt.Workspace == config.WorkspaceOverlay}
 	if sw.ForbiddenPaths == nil {
 		sw.ForbiddenPaths = []string{}
