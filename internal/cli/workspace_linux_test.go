@@ -198,3 +198,61 @@ func TestOverlayExecSealedApply(t *testing.T) {
 		t.Fatalf("apply of a ro session: exit %d %s", code, errOut)
 	}
 }
+
+// TestOverlayExecThroughDaemon: exec --session through serve's socket in
+// overlay mode; the second command sees the first one's change, the real
+// workspace is untouched, and apply writes it.
+func TestOverlayExecThroughDaemon(t *testing.T) {
+	ws := overlayWorkspace(t)
+	env := cliEnv(t, "DATABASE_URL", "", "ECTO_SANDBOX_WORKSPACE", "overlay")
+	stop := startServe(t, env, ws)
+	var sid string
+	{
+		code, _, errOut := execDaemon(t, env, "--workspace", ws, "--", "echo one > first.txt")
+		if code != 0 {
+			t.Fatalf("exec through the daemon: exit %d %s", code, errOut)
+		}
+		sid = sessionOf(t, errOut)
+	}
+	stop()
+	if _, err := os.Stat(filepath.Join(ws, "first.txt")); err == nil {
+		t.Fatal("exec through the daemon wrote the real workspace")
+	}
+	code, out, errOut := runCLI(t, env, "", "diff", sid)
+	if code != 0 || !strings.Contains(out, "added    first.txt") || !strings.Contains(out, "+one") {
+		t.Fatalf("diff of the daemon's session: exit %d %s %s", code, out, errOut)
+	}
+	if code, _, errOut := runCLI(t, env, "", "apply", sid); code != 0 || readFile(t, filepath.Join(ws, "first.txt")) != "one\n" {
+		t.Fatalf("apply: exit %d %s", code, errOut)
+	}
+}
+
+// TestOverlayExecForbiddenPath: a command whose changes touch a policy's
+// forbidden path fails (exit 126 although the command succeeded), names
+// the path and the rule, and leaves nothing to apply.
+func TestOverlayExecForbiddenPath(t *testing.T) {
+	ws := overlayWorkspace(t)
+	env := cliEnv(t, "DATABASE_URL", "", "ECTO_SANDBOX_WORKSPACE", "overlay")
+	pol := filepath.Join(t.TempDir(), "p.toml")
+	os.WriteFile(pol, []byte("name = \"p\"\n[workspace]\nforbidden_paths = [\"**/.env\"]\n"), 0o644)
+	code, _, errOut := runCLI(t, env, "", "exec", "--workspace", ws, "--policy", pol, "--", "echo ok > fine.txt && echo KEY=1 > .env")
+	if code != ExitExecDenied || !strings.Contains(errOut, `.env (added) matches forbidden_paths "**/.env"`) {
+		t.Fatalf("exec writing a forbidden path: exit %d %s", code, errOut)
+	}
+	sid := sessionOf(t, errOut)
+	if code, out, _ := runCLI(t, env, "", "apply", sid); code != 0 || !strings.Contains(out, "nothing to apply") {
+		t.Fatalf("apply after a forbidden path: exit %d %s", code, out)
+	}
+	for _, f := range []string{"fine.txt", ".env"} {
+		if _, err := os.Stat(filepath.Join(ws, f)); err == nil {
+			t.Fatalf("%s reached the real workspace", f)
+		}
+	}
+	// A policy that asks for overlay mode while the configuration says ro
+	// refuses to start, naming the fix.
+	os.WriteFile(pol, []byte("name = \"p\"\n[workspace]\nmode = \"overlay\"\n"), 0o644)
+	code, _, errOut = runCLI(t, cliEnv(t, "DATABASE_URL", ""), "", "exec", "--workspace", ws, "--policy", pol, "--", "true")
+	if code != ExitUsage || !strings.Contains(errOut, "set ECTO_SANDBOX_WORKSPACE=overlay") {
+		t.Fatalf("policy overlay under ro configuration: exit %d %s", code, errOut)
+	}
+}
