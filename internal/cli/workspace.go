@@ -383,3 +383,55 @@ func (a *app) runApply(id uuid.UUID, through int64, dryRun, asJSON bool) error {
 	}
 	return nil
 }
+
+// workspaceDiffSummary is replay's line for a workspace_diff event: the
+// step, what became of its layer, and each path with its operation.
+func workspaceDiffSummary(payload []byte) string {
+	var d recordedDiff
+	if json.Unmarshal(payload, &d) != nil {
+		return string(payload)
+	}
+	state := "kept"
+	switch {
+	case !d.Accepted && len(d.Forbidden) > 0:
+		state = "DISCARDED (forbidden paths)"
+	case !d.Accepted:
+		state = "DISCARDED (" + d.Error + ")"
+	}
+	var parts []string
+	for _, c := range d.Changes {
+		p := string(c.Op) + " " + c.Path
+		if c.From != "" {
+			p = string(c.Op) + " " + c.From + " -> " + c.Path
+		}
+		parts = append(parts, p)
+	}
+	for _, f := range d.Forbidden {
+		parts = append(parts, "forbidden "+f.Change.Path+" by "+f.Glob)
+	}
+	if len(parts) == 0 {
+		parts = []string{"no changes"}
+	}
+	return fmt.Sprintf("step %d %s: %s", d.Step, state, strings.Join(parts, ", "))
+}
+
+// genesisWorkspace is the genesis's record of the workspace mode, when it
+// has one.
+func genesisWorkspace(p map[string]any) string {
+	w, ok := p["workspace"].(map[string]any)
+	if !ok {
+		return ""
+	}
+	mode, _ := w["mode"].(string)
+	out := "; workspace: " + mode
+	if f, ok := w["forbidden_paths"].([]any); ok && len(f) > 0 {
+		var gs []string
+		for _, g := range f {
+			if s, ok := g.(string); ok {
+				gs = append(gs, s)
+			}
+		}
+		out += " (forbidden: " + strings.Join(gs, ", ") + ")"
+	}
+	return out
+}

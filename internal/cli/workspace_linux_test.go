@@ -240,6 +240,10 @@ func TestOverlayExecForbiddenPath(t *testing.T) {
 		t.Fatalf("exec writing a forbidden path: exit %d %s", code, errOut)
 	}
 	sid := sessionOf(t, errOut)
+	if code, out, _ := runCLI(t, env, "", "replay", sid); code != 0 || !strings.Contains(out, "workspace: overlay (forbidden: **/.env)") ||
+		!strings.Contains(out, "step 1 DISCARDED (forbidden paths): added .env, added fine.txt, forbidden .env by **/.env") {
+		t.Fatalf("replay: exit %d %s", code, out)
+	}
 	if code, out, _ := runCLI(t, env, "", "apply", sid); code != 0 || !strings.Contains(out, "nothing to apply") {
 		t.Fatalf("apply after a forbidden path: exit %d %s", code, out)
 	}
