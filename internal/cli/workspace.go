@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
-	"github.com/ironvise/ironvise/internal/evidence"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/overlay"
 	"github.com/ironvise/ironvise/internal/session"
@@ -96,141 +94,26 @@ records nothing.`,
 	return cmd
 }
 
-// recordedDiff is a workspace_diff payload as read back.
-type recordedDiff struct {
-	Step          int64               `json:"step"`
-	IntentID      string              `json:"intent_id"`
-	Changes       []overlay.Change    `json:"changes"`
-	DiffTruncated bool                `json:"diff_truncated,omitempty"`
-	Forbidden     []overlay.Forbidden `json:"forbidden"`
-	Accepted      bool                `json:"accepted"`
-	Error         string              `json:"error,omitempty"`
-	Seq           uint64              `json:"seq"`
-}
-
-// appliedEvent is the payload of a workspace_applied event.
-type appliedEvent struct {
-	Session   string           `json:"session"`
-	Workspace string           `json:"workspace"`
-	Steps     []int64          `json:"steps"`
-	Through   int64            `json:"through"`
-	By        string           `json:"by"`
-	Changes   []appliedChange  `json:"changes"`
-	DiffSeqs  map[int64]uint64 `json:"diff_seqs"`
-}
-
-type appliedChange struct {
-	Path   string     `json:"path"`
-	Op     overlay.Op `json:"op"`
-	From   string     `json:"from,omitempty"`
-	SHA256 string     `json:"sha256,omitempty"`
-}
-
-// sessionDiffs is what diff and apply read: the verified session's
-// workspace record and change sets, and the steps already applied.
-type sessionDiffs struct {
-	sess      *ledger.Session
-	workspace *ledger.SessionWorkspace
-	diffs     []recordedDiff
-	applied   map[int64]bool
-}
-
-// readDiffs verifies session id and reads its workspace_diff events and
-// the steps workspace_applied events say were applied (on its chain and
-// on the instance chain).
-func (a *app) readDiffs(l *ledger.Ledger, id uuid.UUID) (*sessionDiffs, error) {
-	v, err := evidence.VerifySession(a.ctx, l, id)
-	if errors.Is(err, ledger.ErrNotFound) {
-		return nil, exitCode(ExitUsage, failedWith(kindOf(err), "", fmt.Errorf("session %s is not in this ledger (check DATABASE_URL and ECTO_DATA_DIR)", id)))
-	}
-	if err != nil {
-		return nil, exitCode(ExitUsage, err)
-	}
-	if !v.OK {
-		msg := "the session does not verify"
-		if e := v.Error; e != nil {
-			msg = fmt.Sprintf("the session does not verify: %s check: %s", e.Check, e.Problem)
-		}
-		return nil, exitCode(ExitDenied, fmt.Errorf("session %s: %s (run 'ironvise verify-session %s'); nothing is read from it", id, msg, id))
-	}
-	sess, err := l.Session(a.ctx, id)
-	if err != nil {
-		return nil, exitCode(ExitUsage, err)
-	}
-	evs, err := l.Events(a.ctx, id, 0, 1<<20)
-	if err != nil {
-		return nil, exitCode(ExitUsage, fmt.Errorf("read session %s: %w", id, err))
-	}
-	out := &sessionDiffs{sess: sess, applied: map[int64]bool{}}
-	for _, e := range evs {
-		switch e.Type {
-		case ledger.TypeGenesis:
-			var g struct {
-				Workspace *ledger.SessionWorkspace `json:"workspace"`
-			}
-			if err := json.Unmarshal(e.Payload, &g); err != nil {
-				return nil, exitCode(ExitUsage, fmt.Errorf("session %s: decode genesis: %w", id, err))
-			}
-			out.workspace = g.Workspace
-		case ledger.TypeWorkspaceDiff:
-			if ledger.EventOrigin(e.Payload) == ledger.OriginClient {
-				continue
-			}
-			var d recordedDiff
-			if err := json.Unmarshal(e.Payload, &d); err != nil {
-				return nil, exitCode(ExitUsage, fmt.Errorf("session %s: decode workspace_diff %d: %w", id, e.Seq, err))
-			}
-			d.Seq = e.Seq
-			out.diffs = append(out.diffs, d)
-		case ledger.TypeWorkspaceApplied:
-			out.markApplied(e.Payload, id)
-		}
-	}
-	inst, err := l.Events(a.ctx, ledger.InstanceSessionID, 0, 1<<20)
-	if err != nil {
-		return nil, exitCode(ExitUsage, fmt.Errorf("read the instance chain: %w", err))
-	}
-	for _, e := range inst {
-		if e.Type == ledger.TypeWorkspaceApplied {
-			out.markApplied(e.Payload, id)
-		}
-	}
-	if out.workspace == nil || out.workspace.Mode != "overlay" {
-		return nil, exitCode(ExitUsage, fmt.Errorf("session %s did not run in overlay mode (ECTO_SANDBOX_WORKSPACE=overlay): it has no workspace changes", id))
-	}
-	return out, nil
-}
-
-func (d *sessionDiffs) markApplied(payload []byte, id uuid.UUID) {
-	var ev appliedEvent
-	if json.Unmarshal(payload, &ev) != nil || ev.Session != id.String() {
-		return
-	}
-	for _, s := range ev.Steps {
-		d.applied[s] = true
-	}
-}
-
 func (a *app) runDiff(id uuid.UUID, asJSON bool) error {
 	l, err := a.openLedger()
 	if err != nil {
 		return err
 	}
 	defer closeLedger(l)
-	d, err := a.readDiffs(l, id)
+	d, err := a.readWorkspace(l, id)
 	if err != nil {
 		return err
 	}
 	type stepJSON struct {
-		recordedDiff
+		session.RecordedDiff
 		Applied bool `json:"applied"`
 	}
 	steps := []stepJSON{}
-	for _, r := range d.diffs {
-		steps = append(steps, stepJSON{recordedDiff: r, Applied: d.applied[r.Step]})
+	for _, r := range d.Diffs {
+		steps = append(steps, stepJSON{RecordedDiff: r, Applied: d.Applied[r.Step]})
 	}
 	if asJSON {
-		return a.printJSON(map[string]any{"session": id.String(), "workspace": d.workspace.Path, "steps": steps})
+		return a.printJSON(map[string]any{"session": id.String(), "workspace": d.Workspace.Path, "steps": steps})
 	}
 	w := a.stdout
 	pending, paths := 0, 0
@@ -240,7 +123,7 @@ func (a *app) runDiff(id uuid.UUID, asJSON bool) error {
 			paths += len(s.Changes)
 		}
 	}
-	fmt.Fprintf(w, "session %s, workspace %s: %d step(s) with changes to apply (%d path change(s))\n", id, d.workspace.Path, pending, paths)
+	fmt.Fprintf(w, "session %s, workspace %s: %d step(s) with changes to apply (%d path change(s))\n", id, d.Workspace.Path, pending, paths)
 	for _, s := range steps {
 		state := "pending"
 		switch {
@@ -298,39 +181,24 @@ func printChangeLine(w io.Writer, c overlay.Change) {
 	fmt.Fprintln(w, line)
 }
 
-func (a *app) runApply(id uuid.UUID, through int64, dryRun, asJSON bool) error {
-	cfg, err := a.config()
-	if err != nil {
-		return err
-	}
-	l, err := a.openLedgerForWrite()
-	if err != nil {
-		return err
-	}
-	defer closeLedger(l)
-	d, err := a.readDiffs(l, id)
-	if err != nil {
-		return err
-	}
-	if d.workspace.Path == "" {
-		return exitCode(ExitUsage, fmt.Errorf("session %s: its genesis names no workspace directory to apply to", id))
-	}
-	var recorded []overlay.ChangeSet
-	seqs := map[int64]uint64{}
-	for _, r := range d.diffs {
-		if !r.Accepted || d.applied[r.Step] {
-			continue
-		}
-		recorded = append(recorded, overlay.ChangeSet{Step: r.Step, Changes: r.Changes, DiffTruncated: r.DiffTruncated})
-		seqs[r.Step] = r.Seq
-	}
-	st, err := overlay.NewStore(session.OverlayRoot(cfg.DataDir))
-	if err != nil {
-		return exitCode(ExitUsage, err)
-	}
-	res, err := st.Apply(overlay.ApplyOptions{Workspace: d.workspace.Path, Session: id.String(), Recorded: recorded, Through: through, DryRun: dryRun})
+// readWorkspace is session.ReadWorkspace with the command line's exit
+// statuses: 1 for a session that does not verify, 2 otherwise.
+func (a *app) readWorkspace(l *ledger.Ledger, id uuid.UUID) (*session.WorkspaceRecord, error) {
+	d, err := session.ReadWorkspace(a.ctx, l, id)
+	return d, applyError(id, err)
+}
+
+// applyError maps the errors of reading and applying to exit statuses: a
+// refusal (conflict, tampering, unsafe mode) or a session that does not
+// verify is 1 and names the files; anything else is 2.
+func applyError(id uuid.UUID, err error) error {
 	var re *overlay.RefusalError
-	if errors.As(err, &re) {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ledger.ErrNotFound):
+		return exitCode(ExitUsage, failedWith(kindOf(err), "", fmt.Errorf("session %s is not in this ledger (check DATABASE_URL and ECTO_DATA_DIR)", id)))
+	case errors.As(err, &re):
 		var b strings.Builder
 		fmt.Fprintf(&b, "apply refused, nothing was changed: %v", re.Kind)
 		for _, p := range re.Problems {
@@ -341,30 +209,25 @@ func (a *app) runApply(id uuid.UUID, through int64, dryRun, asJSON bool) error {
 			}
 		}
 		return exitCode(ExitDenied, errors.New(b.String()))
+	case errors.Is(err, session.ErrUnverified):
+		return exitCode(ExitDenied, err)
 	}
+	return exitCode(ExitUsage, err)
+}
+
+func (a *app) runApply(id uuid.UUID, through int64, dryRun, asJSON bool) error {
+	cfg, err := a.config()
 	if err != nil {
-		return exitCode(ExitUsage, fmt.Errorf("apply: %w", err))
+		return err
 	}
-	if !dryRun && len(res.Steps) > 0 {
-		ev := appliedEvent{Session: id.String(), Workspace: d.workspace.Path, Steps: res.Steps, Through: res.Through,
-			By: "operator:cli", Changes: []appliedChange{}, DiffSeqs: map[int64]uint64{}}
-		for _, s := range res.Steps {
-			ev.DiffSeqs[s] = seqs[s]
-		}
-		for _, c := range res.Changes {
-			ev.Changes = append(ev.Changes, appliedChange{Path: c.Path, Op: c.Op, From: c.From, SHA256: c.SHA256})
-		}
-		chain := id
-		if d.sess.Sealed() {
-			chain = ledger.InstanceSessionID
-		}
-		if _, err := l.Append(a.ctx, chain, ledger.TypeWorkspaceApplied, ev); err != nil {
-			return exitCode(ExitUsage, fmt.Errorf("the changes were written to %s but could not be recorded (%w); the layers are kept: record the application before applying anything else", d.workspace.Path, err))
-		}
-		last := slices.Max(res.Steps)
-		if err := st.DropThrough(id.String(), last); err != nil {
-			return exitCode(ExitUsage, fmt.Errorf("the changes were applied and recorded, but the applied layers could not be removed: %w", err))
-		}
+	l, err := a.openLedgerForWrite()
+	if err != nil {
+		return err
+	}
+	defer closeLedger(l)
+	res, err := session.ApplyWorkspace(a.ctx, l, cfg.DataDir, id, through, dryRun, "operator:cli")
+	if err != nil {
+		return applyError(id, err)
 	}
 	if asJSON {
 		return a.printJSON(res)
@@ -377,7 +240,7 @@ func (a *app) runApply(id uuid.UUID, through int64, dryRun, asJSON bool) error {
 		fmt.Fprintf(a.stdout, "session %s: nothing to apply\n", id)
 		return nil
 	}
-	fmt.Fprintf(a.stdout, "session %s: %s steps %v to %s\n", id, verb, res.Steps, d.workspace.Path)
+	fmt.Fprintf(a.stdout, "session %s: %s steps %v\n", id, verb, res.Steps)
 	for _, c := range res.Changes {
 		printChangeLine(a.stdout, c)
 	}
@@ -387,7 +250,7 @@ func (a *app) runApply(id uuid.UUID, through int64, dryRun, asJSON bool) error {
 // workspaceDiffSummary is replay's line for a workspace_diff event: the
 // step, what became of its layer, and each path with its operation.
 func workspaceDiffSummary(payload []byte) string {
-	var d recordedDiff
+	var d session.RecordedDiff
 	if json.Unmarshal(payload, &d) != nil {
 		return string(payload)
 	}
