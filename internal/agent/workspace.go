@@ -90,6 +90,12 @@ func (s *Session) finishOverlay(res *StepResult, p *overlay.Pending, sr *sandbox
 	case err != nil:
 		wr.Err = err.Error()
 		lines = append(lines, "[workspace] the changes could not be read and were discarded: "+oneLine(err.Error()))
+	case sr.Status != sandbox.StatusAborted && (sr.Enforced == nil || sr.Enforced.Workspace != "overlay"):
+		// A tier that ignored the overlay ran the command elsewhere: its
+		// layer holds nothing of it, and what it did is not recorded.
+		wr.Changes = cs
+		wr.Err = "the sandbox did not run the command on the workspace overlay"
+		lines = append(lines, "[workspace] the sandbox did not run the command on the workspace overlay; its changes are not recorded")
 	case sr.Status == sandbox.StatusAborted:
 		// The tier refused to run (an overlay it could not mount among
 		// the reasons): whatever the layer holds is not the command's.

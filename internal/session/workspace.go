@@ -14,6 +14,7 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/overlay"
 	"github.com/ironvise/ironvise/internal/policy"
+	"github.com/ironvise/ironvise/internal/sandbox"
 )
 
 // OverlayDir is the directory under the data dir that holds the
@@ -86,6 +87,18 @@ func agentOverlay(rt *Runtime, on bool, forbidden []string) (*agent.Overlay, err
 	}
 	if rt.OverlayRoot == "" {
 		return nil, fmt.Errorf("overlay mode: the runtime has no overlay directory")
+	}
+	// Only the native tiers know Request.Overlay (the Linux one mounts it,
+	// the others abort the run). Another tier would ignore it and run the
+	// command on the real workspace (the permissive one) or on a
+	// read-only one: refuse before any command runs.
+	if rt.Tier == nil {
+		return nil, fmt.Errorf("overlay mode: the runtime has no sandbox tier")
+	}
+	switch n := rt.Tier.Name(); n {
+	case sandbox.TierNativeLinux, sandbox.TierNativeDarwin, sandbox.TierNativeWindows:
+	default:
+		return nil, fmt.Errorf("overlay mode (ECTO_SANDBOX_WORKSPACE=overlay) needs the native sandbox tier, and commands run on the %s tier, which would not run them on an overlay: unset ECTO_SANDBOX_PERMISSIVE and ECTO_SANDBOX_TIER (or set ECTO_SANDBOX_TIER=native), or set ECTO_SANDBOX_WORKSPACE=ro", n)
 	}
 	st, err := overlay.NewStore(rt.OverlayRoot)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/overlay"
 	"github.com/ironvise/ironvise/internal/policy"
+	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
@@ -250,4 +251,16 @@ func maps(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// TestOverlayModeRefusesOtherTiers: the permissive tier ignores
+// Request.Overlay and would run commands on the real workspace, so a
+// session in overlay mode on it is not created, and the error names the fix.
+func TestOverlayModeRefusesOtherTiers(t *testing.T) {
+	f := overlayFixture(t)
+	f.rt.Tier = sandbox.NewPermissive(sandbox.Options{})
+	_, err := Create(context.Background(), f.rt, f.spec("write", nil))
+	if err == nil || !strings.Contains(err.Error(), "needs the native sandbox tier") || !strings.Contains(err.Error(), "ECTO_SANDBOX_WORKSPACE=ro") {
+		t.Fatalf("overlay mode on the permissive tier: %v", err)
+	}
 }
