@@ -260,3 +260,28 @@ func TestOverlayExecForbiddenPath(t *testing.T) {
 		t.Fatalf("policy overlay under ro configuration: exit %d %s", code, errOut)
 	}
 }
+
+// TestOverlayExecFailsClosed: where the tier cannot mount the overlay (the
+// native tier's container mode), the run is aborted (125), nothing reaches
+// the real workspace, and the workspace_diff records the discarded layer.
+func TestOverlayExecFailsClosed(t *testing.T) {
+	ws := overlayWorkspace(t)
+	env := cliEnv(t, "DATABASE_URL", "", "ECTO_SANDBOX_WORKSPACE", "overlay", "ECTO_SANDBOX_CONTAINER_MODE", "true")
+	code, _, errOut := runCLI(t, env, "", "exec", "--workspace", ws, "--", "echo x > written.txt")
+	if code != ExitExecAborted || !strings.Contains(errOut, "overlay") {
+		t.Fatalf("overlay mode in container mode: exit %d %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "written.txt")); err == nil {
+		t.Fatal("an aborted overlay run wrote the real workspace")
+	}
+	evs := events(t, env, sessionOf(t, errOut))
+	found := false
+	for _, e := range evs {
+		if e.Type == ledger.TypeWorkspaceDiff {
+			found = strings.Contains(string(e.Payload), `"accepted":false`) && strings.Contains(string(e.Payload), `"error":"the sandbox aborted the run"`)
+		}
+	}
+	if !found {
+		t.Fatalf("no discarded workspace_diff: %s", types(evs))
+	}
+}
