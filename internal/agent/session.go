@@ -21,6 +21,7 @@ import (
 	"github.com/ironvise/ironvise/internal/evidence"
 	"github.com/ironvise/ironvise/internal/intent"
 	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/overlay"
 	"github.com/ironvise/ironvise/internal/policy"
 	"github.com/ironvise/ironvise/internal/redact"
 	"github.com/ironvise/ironvise/internal/sandbox"
@@ -76,6 +77,9 @@ type Config struct {
 	// rules (the configured allow list narrowed by the policy); nil gives
 	// commands no network.
 	Egress *egress.Rules
+	// Overlay, when non-nil, runs every command on a writable overlay of
+	// the workspace (workspace.go); nil keeps the workspace read-only.
+	Overlay *Overlay
 }
 
 // Session runs intents for one ledger session: the checks, the commit, the
@@ -161,6 +165,9 @@ type StepResult struct {
 	// DeniedAtExecution reports that the tripwire stopped a committed
 	// read_file or http_get as it ran (an execute-phase deny verdict).
 	DeniedAtExecution bool
+	// Workspace is set for a run_command in overlay mode: its change set
+	// and whether it was kept.
+	Workspace *WorkspaceResult
 }
 
 // Executed reports whether the step's action counts as executed
@@ -355,20 +362,48 @@ func (s *Session) append(ctx context.Context, typ string, payload any) (ledger.E
 func (s *Session) execute(ctx, rctx context.Context, res *StepResult, in *intent.Intent) (string, error) {
 	switch in.Action {
 	case intent.RunCommand:
-		sr := s.env.Tier.Run(ctx, sandbox.Request{Command: in.Command, Workspace: s.cfg.Workspace, Env: s.env.SandboxEnv, Egress: s.cfg.Egress})
+		req := sandbox.Request{Command: in.Command, Workspace: s.cfg.Workspace, Env: s.env.SandboxEnv, Egress: s.cfg.Egress}
+		var pend *overlay.Pending
+		if s.cfg.Overlay != nil {
+			// Fail closed: without its layer the command does not run
+			// (it must never write to the real workspace).
+			p, err := s.beginOverlay(res.Step)
+			if err != nil {
+				res.Workspace = &WorkspaceResult{Err: err.Error()}
+				return "[run_command not run: the workspace overlay could not be prepared: " + oneLine(err.Error()) + "]", nil
+			}
+			pend, req.Overlay = p, p.Overlay()
+		}
+		sr := s.env.Tier.Run(ctx, req)
 		res.Sandbox = &sr
 		ref, err := s.stageSandboxResult(res, sr)
 		if err != nil {
+			if pend != nil {
+				_ = pend.Discard()
+			}
 			return "", err
 		}
 		res.sandboxRef = ref
 		if err := s.stageEgress(res, sr.Egress); err != nil {
+			if pend != nil {
+				_ = pend.Discard()
+			}
 			return "", err
 		}
 		for _, n := range sr.Notes(s.cfg.Workspace) {
 			res.SandboxNotes = append(res.SandboxNotes, s.red.String(n))
 		}
 		lines := egressLines(sr.Egress)
+		if pend != nil {
+			wl, err := s.finishOverlay(res, pend, &sr)
+			if err != nil {
+				return "", err
+			}
+			for _, l := range wl {
+				res.SandboxNotes = append(res.SandboxNotes, s.red.String("workspace "+strings.TrimPrefix(l, "[workspace] ")))
+			}
+			lines = append(lines, wl...)
+		}
 		for _, l := range lines {
 			res.SandboxNotes = append(res.SandboxNotes, s.red.String("egress "+strings.TrimPrefix(l, "[egress] ")))
 		}

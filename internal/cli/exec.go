@@ -236,6 +236,22 @@ func (a *app) execOutcome(ctx context.Context, sess *session.Session, res *agent
 			fmt.Fprintf(stderr, "ironvise: WARNING: %s\n", sr.Reason)
 		}
 	}
+	if w := res.Workspace; w.Failed() {
+		switch {
+		case res.Sandbox == nil:
+			// Overlay mode could not prepare the step's layer: nothing ran
+			// (fail closed).
+			fmt.Fprintf(stderr, "ironvise: the command was not run: the workspace overlay could not be prepared: %s\n", sess.Agent.Redactor().String(w.Err))
+			code, status = ExitExecAborted, ledger.StatusAborted
+		case len(w.Forbidden) > 0 || w.Err != "":
+			// The command ran but its changes were discarded (a forbidden
+			// path, or a change set that could not be read): the action
+			// failed even when the command itself succeeded.
+			if code == 0 {
+				code = ExitExecDenied
+			}
+		}
+	}
 	if ctx.Err() != nil && code == 0 {
 		// Interrupted before the command could run (or finish): never a
 		// success, and the session records it as aborted.

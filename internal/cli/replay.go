@@ -250,9 +250,13 @@ func eventSummary(e ledger.Event) string {
 	case ledger.TypePromptInput:
 		return get("content")
 	case ledger.TypeGenesis:
-		return get("message") + genesisNetwork(p)
+		return get("message") + genesisNetwork(p) + genesisWorkspace(p)
 	case ledger.TypeEgress:
 		return egressSummary(get)
+	case ledger.TypeWorkspaceDiff:
+		return workspaceDiffSummary(e.Payload)
+	case ledger.TypeWorkspaceApplied:
+		return fmt.Sprintf("steps %s applied to %s by %s (%s)", get("steps"), get("workspace"), get("by"), get("session"))
 	case ledger.TypeApprovalRequired:
 		return fmt.Sprintf("gate %s: %s %s", get("gate_id"), get("action_name"), get("action_params_summary"))
 	case ledger.TypeApprovalDecision:

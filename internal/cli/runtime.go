@@ -41,7 +41,7 @@ func (a *app) sessionRuntime(cfg *config.Config, log *slog.Logger) (*session.Run
 		return nil, nil, err
 	}
 	rt := &session.Runtime{Ledger: l, Tier: tier, Scanner: scanner, Logger: log, SandboxEnv: a.sandboxEnv(), WriteTimeout: a.timing.write,
-		Network: cfg.Sandbox.Network}
+		Network: cfg.Sandbox.Network, Workspace: cfg.Sandbox.Workspace, OverlayRoot: session.OverlayRoot(cfg.DataDir)}
 	stopEvidence, err := a.attachEvidence(cfg, l, rt)
 	if err != nil {
 		closeLedger(l)

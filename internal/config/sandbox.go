@@ -36,6 +36,9 @@ type Sandbox struct {
 	// Network is the sandbox network of commands
 	// (docs/reference/sandboxing.md#network-egress).
 	Network Network
+	// Workspace is ECTO_SANDBOX_WORKSPACE: WorkspaceRO (default) or
+	// WorkspaceOverlay (docs/reference/sandboxing.md#overlay-workspaces).
+	Workspace string
 	// DockerImage is ECTO_DOCKER_IMAGE and FCBinary is ECTO_FC_BINARY;
 	// setting them selects the tier (docs/design/sandbox.md#tier-selection).
 	DockerImage string
@@ -47,6 +50,15 @@ type Sandbox struct {
 	// (docs/design/sandbox.md#firecracker-tier).
 	Firecracker Firecracker
 }
+
+// The values of ECTO_SANDBOX_WORKSPACE.
+const (
+	// WorkspaceRO: commands see the workspace read-only (the default).
+	WorkspaceRO = "ro"
+	// WorkspaceOverlay: commands write into a per-session overlay above
+	// the workspace; the real files change only on apply.
+	WorkspaceOverlay = "overlay"
+)
 
 // The values of ECTO_SANDBOX_NETWORK.
 const (
@@ -174,6 +186,9 @@ func loadSandbox(r *reader) Sandbox {
 	// a typo must not decide that either way.
 	s.ContainerMode = r.switchVar("ECTO_SANDBOX_CONTAINER_MODE", false, wordsTrueFalse)
 	s.Network = loadNetwork(r)
+	// Strictly ro or overlay (case-insensitive): a typo must not decide
+	// whether commands may write.
+	s.Workspace = r.enum("ECTO_SANDBOX_WORKSPACE", WorkspaceRO, WorkspaceRO, WorkspaceOverlay)
 	s.DockerImage = r.str("ECTO_DOCKER_IMAGE", "")
 	s.FCBinary = r.absPath("ECTO_FC_BINARY", "")
 	s.Docker = loadDocker(r)

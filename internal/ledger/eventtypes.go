@@ -32,6 +32,15 @@ const (
 	// the egress proxy, allowed or refused; it follows its command's
 	// sandbox_result in the step (docs/ledger.md#egress-events).
 	TypeEgress = "egress"
+	// TypeWorkspaceDiff records what a command changed in its session's
+	// overlay (ECTO_SANDBOX_WORKSPACE=overlay): the change set, the step,
+	// and whether forbidden paths discarded it; it follows its command's
+	// sandbox_result in the step (docs/ledger.md#workspace-events).
+	TypeWorkspaceDiff = "workspace_diff"
+	// TypeWorkspaceApplied records that a session's accepted changes were
+	// written to the real workspace (ironvise apply): who, which steps,
+	// which paths (docs/ledger.md#workspace-events).
+	TypeWorkspaceApplied = "workspace_applied"
 	// TypeSessionHalted records a stop other than a circuit breaker.
 	TypeSessionHalted = "session_halted"
 	// TypeCircuitBreaker records a consecutive-limit stop.

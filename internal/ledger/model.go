@@ -71,6 +71,24 @@ type SessionSpec struct {
 	// Network, when set, is the sandbox network of the session's commands,
 	// recorded in the genesis so an auditor sees what was allowed.
 	Network *SessionNetwork
+	// Workspace, when set, is the workspace mode of the session's
+	// commands, recorded in the genesis like Network.
+	Workspace *SessionWorkspace
+}
+
+// SessionWorkspace is the genesis record of a session's workspace mode
+// (docs/ledger.md#workspace-events).
+type SessionWorkspace struct {
+	// Mode is "ro" (commands cannot write the workspace) or "overlay".
+	Mode string `json:"mode"`
+	// Path is the workspace directory (the overlay's lower layer), the
+	// one ironvise apply writes to.
+	Path string `json:"path"`
+	// ForbiddenPaths are the policy's forbidden_paths globs.
+	ForbiddenPaths []string `json:"forbidden_paths"`
+	// NarrowedByPolicy reports that the policy's [workspace] section
+	// turned the configured overlay mode off.
+	NarrowedByPolicy bool `json:"narrowed_by_policy"`
 }
 
 // SessionNetwork is the genesis record of a session's sandbox network

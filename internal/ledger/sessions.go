@@ -35,6 +35,9 @@ type sessionGenesis struct {
 	// for sessions that run no command under IronVise's network rules and
 	// for sessions created before it was recorded.
 	Network *SessionNetwork `json:"network,omitempty"`
+	// Workspace is the workspace mode of the session's commands; absent
+	// like Network.
+	Workspace *SessionWorkspace `json:"workspace,omitempty"`
 }
 
 // CreateSession creates a running session owned by this process, with a
@@ -96,7 +99,7 @@ func (l *Ledger) CreateSessionOp(spec SessionSpec) (Op, uuid.UUID, error) {
 		Message: "session started", Nonce: hex.EncodeToString(nonce), SessionPublicKey: hex.EncodeToString(pub),
 		Goal: goal, GoalHash: gh, TripwireHash: spec.TripwireHash, GuardRequired: spec.GuardRequired,
 		LLMBackend: spec.LLMBackend, LLMModel: spec.LLMModel, SandboxTier: spec.SandboxTier, AgentLoop: spec.AgentLoop,
-		Network: spec.Network,
+		Network: spec.Network, Workspace: spec.Workspace,
 	}
 	if spec.PolicyHash != "" {
 		g.PolicyHash = &spec.PolicyHash

@@ -42,6 +42,7 @@ type (
 		Controls               []rawControl         `toml:"controls"`
 		MCPToolRules           []rawMCPToolRule     `toml:"mcp_tool_rules"`
 		Network                *rawNetwork          `toml:"network"`
+		Workspace              *rawWorkspace        `toml:"workspace"`
 	}
 	rawCommandRule struct {
 		ID          any `toml:"id"`
@@ -316,6 +317,7 @@ func (c *compiler) compile(r *rawPolicy) *Policy {
 		c.compileMCPToolRule(p, i, &r.MCPToolRules[i], ids)
 	}
 	c.compileNetwork(p, r.Network)
+	c.compileWorkspace(p, r.Workspace)
 	return p
 }
 

@@ -53,13 +53,13 @@ var (
 		keys: []string{"name", "version", "description", "max_steps", "allowed_actions", "forbidden_actions", "executables",
 			"default_command_decision", "default_path_decision", "default_domain_decision", "approval_timeout_seconds",
 			"command_rules", "path_rules", "domain_rules", "approval_gates", "observation_rules", "controls",
-			"default_mcp_tool_decision", "mcp_tool_rules", "network"},
+			"default_mcp_tool_decision", "mcp_tool_rules", "network", "workspace"},
 		lists: map[string]*schema{
 			"command_rules": commandRuleSchema, "path_rules": pathRuleSchema, "domain_rules": domainRuleSchema,
 			"approval_gates": gateSchema, "observation_rules": observationSchema, "controls": controlSchema,
 			"mcp_tool_rules": mcpToolRuleSchema,
 		},
-		tables: map[string]*schema{"network": networkSchema},
+		tables: map[string]*schema{"network": networkSchema, "workspace": workspaceSchema},
 	}
 )
 

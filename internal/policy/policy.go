@@ -180,7 +180,8 @@ type Policy struct {
 	controls     []Control
 	mcpToolRules []mcpToolRule
 	mcpDefault   verdict.Decision
-	network      *Network // nil: no [network] section
+	network      *Network   // nil: no [network] section
+	workspace    *Workspace // nil: no [workspace] section
 
 	fold    bool // ASCII case folding of programs and paths (darwin, windows)
 	windows bool // "\" separators and drive letters in paths

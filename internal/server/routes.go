@@ -64,6 +64,7 @@ func (s *Server) routes() {
 	add(del, "/api/webhooks/{id}", adminRole, limitGlobal, bodyNone, "delete webhooks", s.handleDeleteWebhook)                      // 43
 	add(post, "/api/admin/reset-demo", adminRole, limitGlobal, bodyNone, "reset the demo ledger", s.handleResetDemo)                // 44
 	add(get, "/api/sandbox", anyRole, limitGlobal, bodyNone, "read the sandbox report", s.handleSandbox)                            // 45
+	add(post, "/api/sessions/{id}/apply", adminRole, limitGlobal, bodyJSON, "apply workspace changes", s.handleApply)               // 46
 	for _, ag := range hook.Agents {
 		r := add(post, "/api/hooks/"+string(ag), writeRole, limitGlobal, bodyRawText, "answer agent hooks", s.handleHook(ag))
 		r.blockOnError = blockHookError(ag)

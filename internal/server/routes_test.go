@@ -63,6 +63,7 @@ var routeCases = []routeCase{
 	{"DELETE", "/api/webhooks/" + someID, adminRole},
 	{"POST", "/api/admin/reset-demo", adminRole},
 	{"GET", "/api/sandbox", anyRole},
+	{"POST", "/api/sessions/" + someID + "/apply", adminRole},
 	{"POST", "/api/hooks/claude-code", writeRole},
 	{"POST", "/api/hooks/codex", writeRole},
 	{"POST", "/mcp", writeRole},

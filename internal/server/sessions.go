@@ -250,7 +250,8 @@ func (s *Server) startGuard(plan guard.Plan, cfg *config.Config) (*session.Guard
 // (committed), so no notifier is set and nothing is sent twice.
 func (s *Server) sessionRuntime() *session.Runtime {
 	return &session.Runtime{Ledger: s.ledger(), Tier: s.opts.Tier, Scanner: s.scanner, Logger: s.log,
-		SandboxEnv: s.opts.SandboxEnv, WriteTimeout: s.opts.WriteTimeout, Network: s.cfg.Sandbox.Network}
+		SandboxEnv: s.opts.SandboxEnv, WriteTimeout: s.opts.WriteTimeout, Network: s.cfg.Sandbox.Network,
+		Workspace: s.cfg.Sandbox.Workspace, OverlayRoot: session.OverlayRoot(s.cfg.DataDir)}
 }
 
 // sessionSpec is what an API session enforces: the server's workspace,
@@ -353,7 +354,7 @@ var knownTypes = map[string]bool{
 	ledger.TypeVerifiableCredential: true, ledger.TypeChatMessage: true, ledger.TypeAnchor: true, ledger.TypeCrossLedgerSeal: true,
 	ledger.TypeIntentProposed: true, ledger.TypeCheckVerdict: true, ledger.TypeSessionHalted: true, ledger.TypeSandboxResult: true,
 	ledger.TypeSessionSealed: true, ledger.TypeCheckpoint: true, ledger.TypeAdminChange: true, ledger.TypeSnapshot: true,
-	ledger.TypeRecovery: true, ledger.TypeEgress: true,
+	ledger.TypeRecovery: true, ledger.TypeEgress: true, ledger.TypeWorkspaceDiff: true, ledger.TypeWorkspaceApplied: true,
 }
 
 // classifyAppend decides how a route-9 body is stored: as-is for an exact

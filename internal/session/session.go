@@ -43,6 +43,12 @@ type Runtime struct {
 	// (EgressRules). The zero value gives commands no network and records
 	// none (a runtime whose commands IronVise does not run).
 	Network config.Network
+	// Workspace is the configured workspace mode (config.Sandbox.Workspace),
+	// narrowed per session by its policy (WorkspaceMode); "" records none
+	// and keeps the workspace read-only. OverlayRoot is where overlay mode
+	// keeps the session layers (OverlayRoot of the data dir).
+	Workspace   string
+	OverlayRoot string
 }
 
 // env is the agent's view of the runtime. Every session issues the
@@ -91,15 +97,41 @@ type Session struct {
 // sandbox tier) and binds it. The session is an agent-loop session when
 // spec.LLM is set.
 func Create(ctx context.Context, rt *Runtime, spec Spec) (*Session, error) {
+	c, err := compose(rt, spec)
+	if err != nil {
+		return nil, fmt.Errorf("create session: %w", err)
+	}
+	created, err := rt.Ledger.CreateSession(ctx, ledgerSpec(rt, spec, c))
+	if err != nil {
+		return nil, fmt.Errorf("create session: %w", err)
+	}
+	return bind(rt, created.ID, created.Goal, spec, c), nil
+}
+
+// composed is what the configuration and a session's policy give its
+// commands: the network rules and the workspace mode.
+type composed struct {
+	rules     *egress.Rules
+	overlay   *agent.Overlay
+	forbidden []string
+}
+
+// compose composes the network rules and the workspace mode of a session;
+// either failing is an error naming the fix.
+func compose(rt *Runtime, spec Spec) (composed, error) {
 	rules, err := EgressRules(rt.Network, spec.Policy)
 	if err != nil {
-		return nil, fmt.Errorf("create session: %w", err)
+		return composed{}, err
 	}
-	created, err := rt.Ledger.CreateSession(ctx, ledgerSpec(rt, spec, rules))
+	on, forbidden, err := WorkspaceMode(rt.Workspace, spec.Policy)
 	if err != nil {
-		return nil, fmt.Errorf("create session: %w", err)
+		return composed{}, err
 	}
-	return bind(rt, created.ID, created.Goal, spec, rules), nil
+	ov, err := agentOverlay(rt, on, forbidden)
+	if err != nil {
+		return composed{}, err
+	}
+	return composed{rules: rules, overlay: ov, forbidden: forbidden}, nil
 }
 
 // Prepare is Create for a caller that runs one step next and then ends the
@@ -110,26 +142,27 @@ func Create(ctx context.Context, rt *Runtime, spec Spec) (*Session, error) {
 // session (End) after the step, and must not show the step's output before
 // End returned: until then it is not recorded.
 func Prepare(rt *Runtime, spec Spec) (*Session, error) {
-	rules, err := EgressRules(rt.Network, spec.Policy)
+	c, err := compose(rt, spec)
 	if err != nil {
 		return nil, fmt.Errorf("create session: %w", err)
 	}
-	op, id, err := rt.Ledger.CreateSessionOp(ledgerSpec(rt, spec, rules))
+	op, id, err := rt.Ledger.CreateSessionOp(ledgerSpec(rt, spec, c))
 	if err != nil {
 		return nil, fmt.Errorf("create session: %w", err)
 	}
-	s := bind(rt, id, strings.TrimSpace(spec.Goal), spec, rules)
+	s := bind(rt, id, strings.TrimSpace(spec.Goal), spec, c)
 	s.Agent.DeferCreate(op)
 	s.Agent.HoldResults()
 	return s, nil
 }
 
 // ledgerSpec is what the genesis of a session with spec records.
-func ledgerSpec(rt *Runtime, spec Spec, rules *egress.Rules) ledger.SessionSpec {
+func ledgerSpec(rt *Runtime, spec Spec, c composed) ledger.SessionSpec {
 	ls := ledger.SessionSpec{
 		Goal: spec.Goal, TripwireHash: spec.Tripwire.Config().SHA256, GuardRequired: spec.Guard.Enabled(),
 		SandboxTier: string(rt.Tier.Name()), AgentLoop: spec.LLM != nil, CreatedBy: spec.CreatedBy,
-		Network: sessionNetwork(rt.Network, spec.Policy, rules),
+		Network:   sessionNetwork(rt.Network, spec.Policy, c.rules),
+		Workspace: sessionWorkspace(rt, spec.Workspace, spec.Policy, c.overlay != nil, c.forbidden),
 	}
 	if spec.Policy != nil {
 		ls.PolicyHash = spec.Policy.SHA256()
@@ -147,6 +180,7 @@ func ledgerSpec(rt *Runtime, spec Spec, rules *egress.Rules) ledger.SessionSpec 
 // configuration changed under the policy since the session started), its
 // commands get no network: fail closed, with a warning in the log.
 func Bind(rt *Runtime, id uuid.UUID, goal string, spec Spec) *Session {
+	var c composed
 	rules, err := EgressRules(rt.Network, spec.Policy)
 	if err != nil {
 		rules = nil
@@ -154,10 +188,24 @@ func Bind(rt *Runtime, id uuid.UUID, goal string, spec Spec) *Session {
 			rt.Logger.Warn("session network: commands get no network", "session", id.String(), "err", err)
 		}
 	}
-	return bind(rt, id, goal, spec, rules)
+	c.rules = rules
+	// Likewise the workspace: when the mode no longer composes, commands
+	// see the workspace read-only (fail closed: nothing can be written).
+	on, forbidden, err := WorkspaceMode(rt.Workspace, spec.Policy)
+	if err == nil {
+		c.overlay, err = agentOverlay(rt, on, forbidden)
+	}
+	if err != nil {
+		c.overlay = nil
+		if rt.Logger != nil {
+			rt.Logger.Warn("session workspace: commands see the workspace read-only", "session", id.String(), "err", err)
+		}
+	}
+	return bind(rt, id, goal, spec, c)
 }
 
-func bind(rt *Runtime, id uuid.UUID, goal string, spec Spec, rules *egress.Rules) *Session {
+func bind(rt *Runtime, id uuid.UUID, goal string, spec Spec, c composed) *Session {
+	rules := c.rules
 	spec.Goal = goal
 	if spec.Tripwire != nil && rt.Network.Mode != "" {
 		// The tripwire judges the destinations a command names by the
@@ -167,8 +215,14 @@ func bind(rt *Runtime, id uuid.UUID, goal string, spec Spec, rules *egress.Rules
 		// no network at all it judges as in mode none.
 		spec.Tripwire = spec.Tripwire.WithEgress(rules)
 	}
+	if spec.Tripwire != nil && c.overlay != nil {
+		// Redirections into the workspace land in the session's overlay,
+		// and scripts an earlier command changed there are unreviewed
+		// (internal/tripwire/overlay.go).
+		spec.Tripwire = spec.Tripwire.WithOverlay(layersChanged(c.overlay.Store, id.String(), spec.Workspace))
+	}
 	cfg := agent.Config{Workspace: spec.Workspace, Tripwire: spec.Tripwire, Policy: spec.Policy,
-		Guard: spec.Guard.Check(), GuardDisabled: spec.Guard.Skip, Egress: rules}
+		Guard: spec.Guard.Check(), GuardDisabled: spec.Guard.Skip, Egress: rules, Overlay: c.overlay}
 	if spec.Approvals != nil {
 		cfg.Approver = spec.Approvals(id)
 	}

@@ -194,6 +194,9 @@ func (t *Tripwire) checkPath(v PathView) *Problem {
 		}
 	}
 	if v.Kind == KindRedirectWrite {
+		if ok, p := t.overlayWrite(v); ok {
+			return p
+		}
 		if !t.underAny(v.Resolved, t.cfg.WritableRoots) {
 			return &Problem{verdict.RedirectWriteDenied, fmt.Sprintf("write to %s is outside writable_roots", v.Resolved)}
 		}

@@ -128,6 +128,9 @@ func (t *Tripwire) fileOriginDepth(v *View, w shell.Word, depth int) *unreviewed
 		if t.underAny(res, t.cfg.WritableRoots) {
 			return &unreviewed{verdict.CmdDynamicProgram, "it lies in a writable root, where commands write files no check has read"}
 		}
+		if t.overlayChanged(p, res) {
+			return &unreviewed{verdict.CmdDynamicProgram, "an earlier command of the session changed it in the workspace overlay, so its content is not the file the check can read"}
+		}
 		if t.inWorkspace(filepath.ToSlash(res)) {
 			continue
 		}

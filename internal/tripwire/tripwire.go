@@ -89,6 +89,7 @@ type Tripwire struct {
 	fs        FS
 	resolver  Resolver
 	egress    EgressRules
+	overlay   OverlayChanged // nil: ro mode (overlay.go)
 	foldCase  bool
 	windows   bool
 	shellOpt  shell.Options

@@ -1,0 +1,154 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/ironvise/ironvise/internal/agent"
+	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/overlay"
+	"github.com/ironvise/ironvise/internal/policy"
+	"github.com/ironvise/ironvise/internal/sandbox"
+)
+
+// OverlayDir is the directory under the data dir that holds the
+// session overlays ($ECTO_DATA_DIR/overlays).
+const OverlayDir = "overlays"
+
+// OverlayRoot returns the store root for the data dir.
+func OverlayRoot(dataDir string) string { return filepath.Join(dataDir, OverlayDir) }
+
+// WorkspaceMode composes the workspace mode of a session: the configured
+// mode (ECTO_SANDBOX_WORKSPACE) narrowed by the policy's [workspace]
+// section. The configuration is the ceiling, as for the network: a policy
+// can turn overlay mode off but not on, and one that asks for overlay
+// while the configuration says ro is an error naming the fix, so the
+// session does not start with writes its policy expects and cannot get.
+// The forbidden_paths globs are compiled with the overlay package's
+// matcher here, so a malformed one stops the session before any command
+// runs. mode "" (a runtime that runs no command itself) gives ro.
+func WorkspaceMode(mode string, p *policy.Policy) (overlayOn bool, forbidden []string, err error) {
+	pw, has := p.Workspace()
+	if has {
+		for _, g := range pw.ForbiddenPaths {
+			if _, err := overlay.CompileGlob(g); err != nil {
+				return false, nil, fmt.Errorf("policy %s: [workspace] forbidden_paths %q: %w", p.File(), g, err)
+			}
+		}
+		forbidden = slices.Clone(pw.ForbiddenPaths)
+	}
+	switch {
+	case mode != config.WorkspaceOverlay:
+		if has && pw.Mode == policy.WorkspaceModeOverlay {
+			return false, nil, fmt.Errorf("policy %s: [workspace] asks for mode = \"overlay\", but ECTO_SANDBOX_WORKSPACE is %q: set ECTO_SANDBOX_WORKSPACE=overlay, or remove the mode from the policy", p.File(), orRO(mode))
+		}
+		return false, forbidden, nil
+	case has && pw.Mode == policy.WorkspaceModeRO:
+		return false, forbidden, nil
+	}
+	return true, forbidden, nil
+}
+
+func orRO(mode string) string {
+	if mode == "" {
+		return config.WorkspaceRO
+	}
+	return mode
+}
+
+// sessionWorkspace is what the genesis records of the workspace mode (nil
+// when the runtime has no workspace configuration).
+func sessionWorkspace(rt *Runtime, workspace string, p *policy.Policy, on bool, forbidden []string) *ledger.SessionWorkspace {
+	if rt.Workspace == "" {
+		return nil
+	}
+	pw, has := p.Workspace()
+	sw := &ledger.SessionWorkspace{Mode: config.WorkspaceRO, Path: workspace, ForbiddenPaths: forbidden,
+		NarrowedByPolicy: has && pw.Mode == policy.WorkspaceModeRO && rt.Workspace == config.WorkspaceOverlay}
+	if sw.ForbiddenPaths == nil {
+		sw.ForbiddenPaths = []string{}
+	}
+	if on {
+		sw.Mode = config.WorkspaceOverlay
+	}
+	return sw
+}
+
+// agentOverlay is the agent's overlay configuration of a session.
+func agentOverlay(rt *Runtime, on bool, forbidden []string) (*agent.Overlay, error) {
+	if !on {
+		return nil, nil
+	}
+	if rt.OverlayRoot == "" {
+		return nil, fmt.Errorf("overlay mode: the runtime has no overlay directory")
+	}
+	// Only the native tiers know Request.Overlay (the Linux one mounts it,
+	// the others abort the run). Another tier would ignore it and run the
+	// command on the real workspace (the permissive one) or on a
+	// read-only one: refuse before any command runs.
+	if rt.Tier == nil {
+		return nil, fmt.Errorf("overlay mode: the runtime has no sandbox tier")
+	}
+	switch n := rt.Tier.Name(); n {
+	case sandbox.TierNativeLinux, sandbox.TierNativeDarwin, sandbox.TierNativeWindows:
+	default:
+		return nil, fmt.Errorf("overlay mode (ECTO_SANDBOX_WORKSPACE=overlay) needs the native sandbox tier, and commands run on the %s tier, which would not run them on an overlay: unset ECTO_SANDBOX_PERMISSIVE and ECTO_SANDBOX_TIER (or set ECTO_SANDBOX_TIER=native), or set ECTO_SANDBOX_WORKSPACE=ro", n)
+	}
+	st, err := overlay.NewStore(rt.OverlayRoot)
+	if err != nil {
+		return nil, fmt.Errorf("overlay mode: %w", err)
+	}
+	return &agent.Overlay{Store: st, Forbidden: forbidden}, nil
+}
+
+// layersChanged answers tripwire.OverlayChanged for a session: whether one
+// of its accepted layers holds the absolute path p or a parent of it as
+// anything but a plain directory. Each component is examined with Lstat
+// from the layer's root down, stopping at the first entry that is not a
+// directory, so a symlink in a layer is never followed. An error reading
+// the layers answers true: the file is then unreviewed (fail closed).
+func layersChanged(st *overlay.Store, session, workspace string) func(p string) bool {
+	// The tripwire names paths under the workspace as it resolved it; the
+	// session may name it through a symlink (/tmp on macOS).
+	roots := []string{filepath.Clean(workspace)}
+	if r, err := filepath.EvalSymlinks(workspace); err == nil && r != roots[0] {
+		roots = append(roots, r)
+	}
+	return func(p string) bool {
+		rel := ""
+		for _, root := range roots {
+			if r, err := filepath.Rel(root, p); err == nil && r != "." && r != ".." && !strings.HasPrefix(r, ".."+string(filepath.Separator)) {
+				rel = r
+				break
+			}
+		}
+		if rel == "" {
+			return false
+		}
+		layers, err := st.Layers(session)
+		if err != nil {
+			return true
+		}
+		comps := strings.Split(rel, string(filepath.Separator))
+		for _, l := range layers {
+			cur := l.Upper
+			for i, c := range comps {
+				cur = filepath.Join(cur, c)
+				fi, err := os.Lstat(cur)
+				if errors.Is(err, fs.ErrNotExist) {
+					break
+				}
+				if err != nil || !fi.IsDir() || i == len(comps)-1 {
+					return true
+				}
+			}
+		}
+		return false
+	}
+}
