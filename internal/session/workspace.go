@@ -88,17 +88,18 @@ func agentOverlay(rt *Runtime, on bool, forbidden []string) (*agent.Overlay, err
 	if rt.OverlayRoot == "" {
 		return nil, fmt.Errorf("overlay mode: the runtime has no overlay directory")
 	}
-	// Only the native tiers know Request.Overlay (the Linux one mounts it,
-	// the others abort the run). Another tier would ignore it and run the
-	// command on the real workspace (the permissive one) or on a
-	// read-only one: refuse before any command runs.
+	// The native and container tiers know Request.Overlay: the Linux one
+	// and rootful Podman mount it, the others abort the run. The
+	// permissive tier would ignore it and run the command on the real
+	// workspace, and the Firecracker tier aborts every overlay run:
+	// refuse both before any command runs.
 	if rt.Tier == nil {
 		return nil, fmt.Errorf("overlay mode: the runtime has no sandbox tier")
 	}
 	switch n := rt.Tier.Name(); n {
-	case sandbox.TierNativeLinux, sandbox.TierNativeDarwin, sandbox.TierNativeWindows:
+	case sandbox.TierNativeLinux, sandbox.TierNativeDarwin, sandbox.TierNativeWindows, sandbox.TierDocker, sandbox.TierPodman:
 	default:
-		return nil, fmt.Errorf("overlay mode (ECTO_SANDBOX_WORKSPACE=overlay) needs the native sandbox tier, and commands run on the %s tier, which would not run them on an overlay: unset ECTO_SANDBOX_PERMISSIVE and ECTO_SANDBOX_TIER (or set ECTO_SANDBOX_TIER=native), or set ECTO_SANDBOX_WORKSPACE=ro", n)
+		return nil, fmt.Errorf("overlay mode (ECTO_SANDBOX_WORKSPACE=overlay) needs the native or the Podman sandbox tier, and commands run on the %s tier, which would not run them on an overlay: unset ECTO_SANDBOX_PERMISSIVE and ECTO_FC_BINARY (or set ECTO_SANDBOX_TIER=native), or set ECTO_SANDBOX_WORKSPACE=ro", n)
 	}
 	st, err := overlay.NewStore(rt.OverlayRoot)
 	if err != nil {

@@ -255,12 +255,14 @@ func maps(a, b map[string]string) bool {
 
 // TestOverlayModeRefusesOtherTiers: the permissive tier ignores
 // Request.Overlay and would run commands on the real workspace, so a
-// session in overlay mode on it is not created, and the error names the fix.
+// session in overlay mode on it is not created, and the error names the
+// fix. (The Firecracker tier is refused by the same switch: it aborts
+// every overlay-mode run, TestMicroVMAbortsOverlayMode.)
 func TestOverlayModeRefusesOtherTiers(t *testing.T) {
 	f := overlayFixture(t)
 	f.rt.Tier = sandbox.NewPermissive(sandbox.Options{})
 	_, err := Create(context.Background(), f.rt, f.spec("write", nil))
-	if err == nil || !strings.Contains(err.Error(), "needs the native sandbox tier") || !strings.Contains(err.Error(), "ECTO_SANDBOX_WORKSPACE=ro") {
+	if err == nil || !strings.Contains(err.Error(), "needs the native or the Podman sandbox tier") || !strings.Contains(err.Error(), "ECTO_SANDBOX_WORKSPACE=ro") {
 		t.Fatalf("overlay mode on the permissive tier: %v", err)
 	}
 }
