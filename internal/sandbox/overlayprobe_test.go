@@ -1,3 +1,9 @@
+// The prober's fixtures include a UDP socket, which Wine (the Windows
+// test runner here) refuses (wsaioctl error 10045); the Windows tier's own
+// answer to overlay mode is tested in internal/sandbox/native.
+
+//go:build !windows
+
 package sandbox
 
 import (
