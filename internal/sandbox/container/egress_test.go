@@ -58,17 +58,8 @@ func TestProxyModeAbortsWhereItCannotApply(t *testing.T) {
 		{"podman", true, "remote"},
 	} {
 		t.Run(tc.rt, func(t *testing.T) {
-			tier, err := New(context.Background(), sandbox.Options{DockerImage: "img:1", Container: sandbox.ContainerOptions{Runtime: tc.rt}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := tier.(*Tier)
-			if c.noProfile != nil {
-				t.Skipf("no container profile on this architecture: %v", c.noProfile)
-			}
 			// A preflight that passed: only proxy mode stands in the way.
-			c.bin, c.noRuntime = "/nonexistent/"+tc.rt, nil
-			c.cached, c.checked = &preflight{version: "1", imageID: "sha256:" + strings.Repeat("a", 64), logDriver: logDriverNone, remote: tc.remote}, time.Now()
+			c := passedPreflight(t, tc.rt, tc.remote)
 			res := c.Run(context.Background(), sandbox.Request{Command: "true", Workspace: t.TempDir(), Egress: egress.NewRules([]string{"example.com"}, nil)})
 			if res.Status != sandbox.StatusAborted || !strings.Contains(res.Reason, "proxy mode (ECTO_SANDBOX_NETWORK=proxy) cannot be applied") ||
 				(runtime.GOOS == "linux" && !strings.Contains(res.Reason, tc.want)) || !strings.Contains(res.Reason, "fix: ") {
@@ -188,4 +179,23 @@ func TestProxyProfileAddsOnlyTCPClientSockets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// passedPreflight is a tier of runtime rt whose preflight has passed (a
+// cached result; the client named does not exist), so that only what a
+// request asks for decides whether the run aborts. It skips where the
+// architecture has no container profile.
+func passedPreflight(t *testing.T, rt string, remote bool) *Tier {
+	t.Helper()
+	tier, err := New(context.Background(), sandbox.Options{DockerImage: "img:1", Container: sandbox.ContainerOptions{Runtime: rt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tier.(*Tier)
+	if c.noProfile != nil {
+		t.Skipf("no container profile on this architecture: %v", c.noProfile)
+	}
+	c.bin, c.noRuntime = "/nonexistent/"+rt, nil
+	c.cached, c.checked = &preflight{version: "1", imageID: "sha256:" + strings.Repeat("a", 64), logDriver: logDriverNone, remote: remote}, time.Now()
+	return c
 }

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ironvise/ironvise/internal/sandbox"
 )
@@ -47,16 +46,7 @@ func TestOverlayModeAbortsWhereItCannotApply(t *testing.T) {
 		{"podman", true, "remote"},
 	} {
 		t.Run(tc.rt, func(t *testing.T) {
-			tier, err := New(context.Background(), sandbox.Options{DockerImage: "img:1", Container: sandbox.ContainerOptions{Runtime: tc.rt}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := tier.(*Tier)
-			if c.noProfile != nil {
-				t.Skipf("no container profile on this architecture: %v", c.noProfile)
-			}
-			c.bin, c.noRuntime = "/nonexistent/"+tc.rt, nil
-			c.cached, c.checked = &preflight{version: "1", imageID: "sha256:" + strings.Repeat("a", 64), logDriver: logDriverNone, remote: tc.remote}, time.Now()
+			c := passedPreflight(t, tc.rt, tc.remote)
 			step := t.TempDir()
 			ov := &sandbox.Overlay{Upper: filepath.Join(step, "upper"), Work: filepath.Join(step, "work")}
 			res := c.Run(context.Background(), sandbox.Request{Command: "true", Workspace: t.TempDir(), Overlay: ov})
