@@ -141,6 +141,21 @@ func TestContainerModeNoSurvivors(t *testing.T) {
 	}
 }
 
+// TestContainerModeKeepsTheGroup: in container mode the command cannot
+// leave its process group (setsid, setpgid), which its reaper kills in one
+// call; a process still in the group after the command's end is killed.
+func TestContainerModeKeepsTheGroup(t *testing.T) {
+	fx := newFixture(t)
+	tier := newTestTier(t, sandbox.Options{ContainerMode: true})
+	r := run(t, tier, fx, "setsid echo LEFT-THE-SESSION; "+
+		`perl -e 'setpgrp(0, 0) or print "setpgid: $!\n"; print "pgid ", getpgrp() == getpgrp(getppid()) ? "kept" : "changed", "\n"'; echo DONE`)
+	noLeak(t, r, "LEFT-THE-SESSION")
+	contains(t, r, "Operation not permitted")
+	contains(t, r, "setpgid: Operation not permitted")
+	contains(t, r, "pgid kept")
+	contains(t, r, "DONE")
+}
+
 // TestContainerModeRefusesReachableProtectedPaths: without a mount
 // namespace nothing can be masked, so a protected path the command could
 // read (in the workspace, or under a system root) makes the run fail

@@ -105,14 +105,17 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 	// Built once: every launcher installs these bytes (and checks their
 	// hash). A build failure is reported by Available and aborts each Run.
 	t.seccomp, t.seccompErr = seccomp.Build()
-	if t.container && !t.switchUser {
-		// Security: container mode has no read-only mounts, and a
-		// command running as IronVise's own uid (root, usually) owns
-		// the files outside its reach: it gets no call that changes a
-		// file's mode, owner or extended attributes. A command switched
-		// to a user of its own (ECTO_SANDBOX_USER) owns nothing
-		// outside its scratch directory, and keeps them.
-		t.seccomp, t.seccompErr = seccomp.BuildOwnerless()
+	if t.container {
+		// Security: container mode has no PID namespace; the reaper
+		// kills the command's process group at once, so the command
+		// cannot leave it (seccomp.GroupDenied). It has no read-only
+		// mounts either, and a command running as IronVise's own uid
+		// (root, usually) owns the files outside its reach: it gets no
+		// call that changes a file's mode, owner or extended
+		// attributes. A command switched to a user of its own
+		// (ECTO_SANDBOX_USER) owns nothing outside its scratch
+		// directory, and keeps them.
+		t.seccomp, t.seccompErr = seccomp.BuildContainer(!t.switchUser)
 	}
 	if !t.container {
 		t.proxySeccomp, t.proxySeccompErr = seccomp.BuildProxy()

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -75,37 +76,45 @@ func reaperMain(exe string) int {
 	if err != nil {
 		return fail(fmt.Errorf("start the launcher: %w", err))
 	}
+	// group guards the command's group id: it is signalled only until the
+	// command's zombie is reaped, after which the id may be reused.
+	var group sync.Mutex
 	go func() {
 		// Killing the tree makes the launcher (or the command) end,
 		// which the wait below sees; the sweep after it finishes the job.
 		for range term {
+			group.Lock()
+			if pid > 0 {
+				_ = unix.Kill(-pid, unix.SIGKILL)
+			}
+			group.Unlock()
 			killDescendants()
 		}
 	}()
-	var ws unix.WaitStatus
-	for {
-		got, err := unix.Wait4(-1, &ws, 0, nil)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return fail(fmt.Errorf("wait for the command: %w", err))
-		}
-		if got == pid {
-			break
-		}
+	if err := awaitExit(pid); err != nil {
+		return fail(fmt.Errorf("wait for the command: %w", err))
 	}
-	out := Outcome{Exit: -1}
+	killed, err := sweep(pid, ReapTimeout)
+	if err != nil {
+		return fail(err)
+	}
+	group.Lock()
+	var ws unix.WaitStatus
+	_, err = unix.Wait4(pid, &ws, 0, nil)
+	for err == unix.EINTR {
+		_, err = unix.Wait4(pid, &ws, 0, nil)
+	}
+	pid = 0
+	group.Unlock()
+	if err != nil {
+		return fail(fmt.Errorf("wait for the command: %w", err))
+	}
+	out := Outcome{Exit: -1, Killed: killed}
 	switch {
 	case ws.Exited():
 		out.Exit = ws.ExitStatus()
 	case ws.Signaled():
 		out.Signal = int(ws.Signal())
-	}
-	killed, err := sweep(ReapTimeout)
-	out.Killed = killed
-	if err != nil {
-		return fail(err)
 	}
 	if err := kernel.Write(StatusFD, append(Status{Outcome: &out}.Marshal(), '\n')); err != nil {
 		return ExitFailed
@@ -114,35 +123,122 @@ func reaperMain(exe string) int {
 	return 0
 }
 
-// sweep kills every descendant of the reaper and reaps them, until it has
-// no child left; it returns how many processes it killed. A process that
-// forks while the sweep runs is found in the next round: its parent dies,
-// and the subreaper adopts it.
-func sweep(timeout time.Duration) (int, error) {
+// The command's process group.
+//
+// The launcher calls setsid before it becomes the command, so the command
+// leads a process group whose id is its pid, and every process it starts
+// stays in that group unless it calls setsid or setpgid. kill(-pgid) reaches
+// the whole group in one call, including a child still being forked (the
+// kernel makes a fork that a group signal overlaps fail or receive it): a
+// fork bomb cannot outrun it, as it can outrun killing its processes one at
+// a time when the reaper gets little CPU against hundreds of forking
+// processes. A group id can only be signalled safely while it cannot be
+// reused: the reaper leaves the command's own exit status unreaped
+// (awaitExit, reapOthers) until the sweep has ended, and a pid that is
+// still a zombie is neither reused as a pid nor as a group id.
+
+// awaitExit blocks until the command (the reaper's child pid) has exited,
+// reaping every other child (orphans re-parented to the reaper) meanwhile
+// but leaving pid a zombie.
+func awaitExit(pid int) error {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if exited(pid) {
+			return nil
+		}
+		reapOthers(pid)
+	}
+}
+
+// exited reports whether the child pid has exited, without reaping it.
+func exited(pid int) bool {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		// Signo is left zero when the child has not exited yet.
+		return err == nil && info.Signo != 0
+	}
+}
+
+// reapOthers reaps every child of the reaper that has exited, except keep,
+// and returns how many children other than keep are left.
+func reapOthers(keep int) (reaped bool, left int) {
+	for _, k := range children() {
+		if k == keep {
+			continue
+		}
+		var ws unix.WaitStatus
+		got, err := unix.Wait4(k, &ws, unix.WNOHANG, nil)
+		for err == unix.EINTR {
+			got, err = unix.Wait4(k, &ws, unix.WNOHANG, nil)
+		}
+		switch {
+		case got == k:
+			reaped = true
+		case err == nil:
+			left++ // not exited yet
+		}
+	}
+	return reaped, left
+}
+
+// children lists the reaper's children, zombies included.
+func children() []int {
+	if kids, ok := childrenOf(os.Getpid()); ok {
+		return kids
+	}
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, _, ok := procStat(pid); ok && ppid == os.Getpid() {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// onlyChild reports whether pid is the reaper's only child.
+func onlyChild(pid int) bool {
+	for _, k := range children() {
+		if k != pid {
+			return false
+		}
+	}
+	return true
+}
+
+// sweep kills every descendant of the reaper and reaps them, until the
+// command's own zombie (pid) is its only child; it returns how many
+// processes it killed. A process that forks while the sweep runs is found
+// in the next round: its parent dies, and the subreaper adopts it.
+func sweep(pid int, timeout time.Duration) (int, error) {
 	deadline := time.Now().Add(timeout)
-	freeze(time.Now().Add(freezeTimeout))
+	freeze(pid, time.Now().Add(freezeTimeout))
 	killed := 0
 	for {
+		// The command's group first, all of it at once; then whatever
+		// left the group.
+		_ = unix.Kill(-pid, unix.SIGKILL)
 		killed += killDescendants()
-		reaped := false
-		for {
-			var ws unix.WaitStatus
-			got, err := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
-			if err == unix.EINTR {
-				continue
-			}
-			if err == unix.ECHILD {
-				// No child means no descendant: each one is a child's
-				// descendant, or an orphan re-parented to the reaper.
-				return killed, nil
-			}
-			if err != nil {
-				return killed, fmt.Errorf("reap the command's processes: %w", err)
-			}
-			if got <= 0 {
-				break
-			}
-			reaped = true
+		reaped, left := reapOthers(pid)
+		if left == 0 && onlyChild(pid) {
+			// Every descendant is a child's descendant or an orphan
+			// re-parented to the reaper: none is left.
+			return killed, nil
 		}
 		if time.Now().After(deadline) {
 			return killed, fmt.Errorf("processes of the command still exist after %s of SIGKILL: %v", timeout, descendants(os.Getpid()))
@@ -162,8 +258,9 @@ const freezeTimeout = 5 * time.Second
 // stops growing and the kills that follow reach all of it; a fork bomb
 // killed without it re-forks faster than a round can list and kill it on
 // a loaded machine, and outlived the sweep's bound.
-func freeze(deadline time.Time) {
+func freeze(pid int, deadline time.Time) {
 	for time.Now().Before(deadline) {
+		_ = unix.Kill(-pid, unix.SIGSTOP)
 		procs := descendants(os.Getpid())
 		for _, p := range procs {
 			_ = unix.Kill(p, unix.SIGSTOP)

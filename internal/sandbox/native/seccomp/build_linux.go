@@ -120,17 +120,31 @@ func BuildProxy() (*Profile, error) {
 // BuildOwnerless assembles the commands' filter without the calls that
 // change a file's metadata by ownership alone (see [MetadataDenied]): the
 // native tier's container mode, where no read-only mount stops them and
-// the command owns the files outside its reach.
-func BuildOwnerless() (*Profile, error) {
+// the command owns the files outside its reach. It also refuses
+// [GroupDenied], as every container-mode profile does.
+func BuildOwnerless() (*Profile, error) { return BuildContainer(true) }
+
+// BuildContainer assembles the commands' filter of the native tier's
+// container mode: the command profile without [GroupDenied], and, with
+// ownerless, without [MetadataDenied] either (explicit file times refused
+// too).
+func BuildContainer(ownerless bool) (*Profile, error) {
 	r, err := commandRules()
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range MetadataDenied() {
+	deny := GroupDenied()
+	if ownerless {
+		deny = append(deny, MetadataDenied()...)
+	}
+	for _, name := range deny {
 		if _, ok := r[name]; !ok {
-			return nil, bug(fmt.Errorf("syscall %q of the metadata list is not in the command profile", name))
+			return nil, bug(fmt.Errorf("syscall %q of a container-mode list is not in the command profile", name))
 		}
 		r[name] = []bpf.Instruction{retEPERM}
+	}
+	if !ownerless {
+		return assemble(r)
 	}
 	for name, arg := range metadataNowOnly {
 		// Setting the times to now (a NULL times pointer) is what

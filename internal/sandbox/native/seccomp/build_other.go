@@ -26,6 +26,10 @@ func BuildProxy() (*Profile, error) { return Build() }
 // platform.
 func BuildOwnerless() (*Profile, error) { return Build() }
 
+// BuildContainer fails closed: there is no seccomp profile for this
+// platform.
+func BuildContainer(bool) (*Profile, error) { return Build() }
+
 // BuildHTTPSClient fails closed: there is no seccomp profile for this
 // platform.
 func BuildHTTPSClient(int) (*Profile, error) {

@@ -8,9 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestOwnerlessDecisions: the container-mode profile refuses mode, owner
+// TestOwnerlessDecisions: the ownerless container-mode profile refuses mode, owner
 // and xattr changes and explicit file times, and is otherwise the command
-// profile.
+// profile but for the group calls (TestContainerGroupDecisions).
 func TestOwnerlessDecisions(t *testing.T) {
 	p, err := BuildOwnerless()
 	if err != nil {
@@ -58,5 +58,54 @@ func TestOwnerlessDecisions(t *testing.T) {
 				t.Fatalf("got %#x; want %#x", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestContainerGroupDecisions: every container-mode profile refuses
+// leaving the command's process group, and differs from the command
+// profile in that alone (without ownerless) or in that and the metadata
+// calls (ownerless).
+func TestContainerGroupDecisions(t *testing.T) {
+	base, err := Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ownerless := range []bool{false, true} {
+		p, err := BuildContainer(ownerless)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.SHA256 == base.SHA256 {
+			t.Fatalf("ownerless=%v: the container-mode profile hashes like the command profile", ownerless)
+		}
+		for _, name := range GroupDenied() {
+			nr := mustNumber(t, name)
+			if got := eval(t, base, auditArch, nr); got != allow {
+				t.Fatalf("%s: the command profile answers %#x; want it allowed there", name, got)
+			}
+			if got := eval(t, p, auditArch, nr); got != eperm {
+				t.Errorf("ownerless=%v: %s answers %#x; want EPERM", ownerless, name, got)
+			}
+		}
+		chmod := mustNumber(t, "fchmodat")
+		want := uint32(allow)
+		if ownerless {
+			want = eperm
+		}
+		if got := eval(t, p, auditArch, chmod); got != want {
+			t.Errorf("ownerless=%v: fchmodat answers %#x; want %#x", ownerless, got, want)
+		}
+		for _, name := range []string{"fork", "vfork", "kill", "getpgid", "getsid", "wait4"} {
+			if got := eval(t, p, auditArch, mustNumber(t, name)); got != allow {
+				t.Errorf("ownerless=%v: %s answers %#x; want allowed", ownerless, name, got)
+			}
+		}
+	}
+	own, err := BuildOwnerless()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := BuildContainer(true); c.SHA256 != own.SHA256 {
+		t.Error("BuildOwnerless is not the ownerless container-mode profile")
 	}
 }

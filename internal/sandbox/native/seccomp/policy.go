@@ -117,6 +117,16 @@ func ProxyArgChecked() []string { return []string{"socket"} }
 
 var proxyAllowed = []string{"connect"}
 
+// GroupDenied are the calls every container-mode profile ([BuildContainer])
+// refuses: leaving the command's process group. In container mode the
+// command has no PID namespace whose end kills everything in it; its
+// reaper kills the command's process group with one kill(-pgid), which
+// also reaches a child being forked at that moment, so that a fork bomb
+// cannot outrun it. A process that called setsid or setpgid would be
+// outside that group, left to the reaper's one-by-one kills, which a fork
+// bomb can outrun on a loaded machine.
+func GroupDenied() []string { return []string{"setsid", "setpgid"} }
+
 // MetadataDenied are the calls the ownerless profile (BuildOwnerless)
 // refuses: changing a file's mode, owner or extended attributes. The
 // kernel allows them to a file's owner without any capability, and
