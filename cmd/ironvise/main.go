@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/ironvise/ironvise/internal/cli"
+	"github.com/ironvise/ironvise/internal/pidone"
 	// exec's thin path runs from this package's initialisation when the
 	// daemon answers, before the rest of the binary is initialised (see
 	// its documentation).
@@ -20,6 +21,11 @@ import (
 )
 
 func main() {
+	// As a container's first process IronVise runs as a child of a small
+	// init of its own, which reaps the orphans every pid 1 inherits.
+	if code, ran := pidone.Run(os.Stderr); ran {
+		os.Exit(code)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Run(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -393,6 +393,22 @@ func testExec(t *testing.T, img string, w way) {
 		t.Fatalf("the control listener does not answer the container itself: %s", control)
 	}
 
+	// Orphans of a `podman exec` go to the container's pid 1, not to the
+	// runtime's monitor outside it: IronVise as pid 1 must reap them, or
+	// each one is a zombie holding a process slot for good.
+	t.Run("pid1-reaps", func(t *testing.T) {
+		before := zombies(t, ctr)
+		for range 3 {
+			if r := inCtr(time.Minute, "sh", "-c", "sleep 0.2 & exit 0"); r.code != 0 {
+				t.Fatalf("leaving an orphan: %s", r)
+			}
+		}
+		time.Sleep(time.Second)
+		if left := leftBehind(t, ctr, "sleep 0.2", before); len(left) > 0 {
+			t.Errorf("orphans re-parented to the container's first process were not reaped: %q", left)
+		}
+	})
+
 	for _, path := range []struct {
 		name  string
 		flags []string
