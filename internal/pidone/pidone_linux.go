@@ -44,8 +44,14 @@ func Run(stderr io.Writer) (code int, ran bool) {
 		// time through the init.
 		attr.Foreground, attr.Ctty = true, 0
 	}
+	// The executable's path, so that the child's name (ps, top) is
+	// ironvise rather than exe.
+	exe, err := os.Executable()
+	if err != nil {
+		exe = "/proc/self/exe"
+	}
 	start := func() (int, error) {
-		return syscall.ForkExec("/proc/self/exe", os.Args, &syscall.ProcAttr{
+		return syscall.ForkExec(exe, os.Args, &syscall.ProcAttr{
 			Env:   os.Environ(),
 			Files: []uintptr{0, 1, 2},
 			Sys:   attr,
@@ -60,7 +66,7 @@ func Run(stderr io.Writer) (code int, ran bool) {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "ironvise: as the container's first process (pid 1), IronVise starts itself as a child and reaps orphaned processes; starting that child failed: %v\n"+
-			"  fix: make /proc/self/exe available to the container, or give the container another init (podman/docker run --init)\n", err)
+			"  fix: make IronVise's executable readable in the container, or give the container another init (podman/docker run --init)\n", err)
 		return 1, true
 	}
 	for sig := range sigs {
