@@ -68,6 +68,7 @@ otherwise, 2 on a usage or configuration error.`,
 	f.StringVar(&o.policyPin, "policy-sha256", "", "refuse the policy unless its SHA-256 is this hex value")
 	f.IntVar(&o.maxSteps, "max-steps", 0, "step limit (overrides AGENT_MAX_STEPS; the policy's max_steps still caps it)")
 	f.StringVar(&o.workspace, "workspace", "", "workspace directory (default: the current directory)")
+	f.StringVar(&o.workspaceMode, "workspace-mode", "", "this session's workspace mode, ro or overlay: narrows ECTO_SANDBOX_WORKSPACE and the policy, never widens them (default: theirs)")
 	f.BoolVar(&o.interactive, "interactive", false, "ask on the terminal when an approval gate opens")
 	addGuardFlags(cmd, &o.guardFlags)
 	addResultFlags(cmd, &o.asJSON, &o.quiet)
@@ -84,6 +85,7 @@ func addGuardFlags(cmd *cobra.Command, g *guard.Flags) {
 
 type auditOptions struct {
 	goal, policy, policyPin, workspace string
+	workspaceMode                      string
 	maxSteps                           int
 	maxStepsSet, interactive           bool
 	asJSON, quiet                      bool
@@ -112,7 +114,7 @@ func (a *app) runAudit(o auditOptions, res *resultOutput) error {
 		return err
 	}
 	defer g.Close()
-	spec := session.Spec{Goal: o.goal, Workspace: r.ws, Tripwire: r.tw, Policy: r.pol, LLM: client, Guard: g,
+	spec := session.Spec{Goal: o.goal, Workspace: r.ws, Tripwire: r.tw, Policy: r.pol, LLM: client, Guard: g, WorkspaceMode: o.workspaceMode,
 		Limits: session.Limits(cfg.Agent, r.pol, o.maxSteps, o.maxStepsSet)}
 	if o.interactive {
 		approver := newTerminalApprover(a.stdin, a.stderr, isTerminal(a.stderr))

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ironvise/ironvise/internal/agent"
+	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/execclient"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/sandbox"
@@ -80,6 +81,7 @@ either, the command's own output goes to stderr. The exit code is unchanged.`,
 	f.StringVar(&o.Policy, "policy", "", "policy file or shipped pack name (see 'ironvise policy list')")
 	f.StringVar(&o.PolicySHA256, "policy-sha256", "", "refuse the policy unless its SHA-256 is this hex value")
 	f.StringVar(&o.Justification, "justification", execclient.DefaultJustification, "why the command runs (recorded; at least min_justification_length characters)")
+	f.StringVar(&o.WorkspaceMode, "workspace-mode", "", "this session's workspace mode, ro or overlay: narrows ECTO_SANDBOX_WORKSPACE and the policy, never widens them (default: theirs)")
 	f.BoolVar(&o.NoDaemon, "no-daemon", false, "run in this process even when 'ironvise serve' answers on the data directory's socket")
 	addResultFlags(cmd, &o.JSON, &o.Quiet)
 	return cmd
@@ -152,7 +154,7 @@ func (a *app) execSession(r *rules, rt *session.Runtime, o execOptions, result *
 	if cfg.Sandbox.Permissive {
 		fmt.Fprintln(a.stderr, "ironvise: WARNING: ECTO_SANDBOX_PERMISSIVE=true — the command runs WITHOUT OS confinement (recorded as permissive)")
 	}
-	spec := session.Spec{Goal: "exec: " + o.Command, Workspace: r.ws, Tripwire: r.tw, Policy: r.pol, Guard: g}
+	spec := session.Spec{Goal: "exec: " + o.Command, Workspace: r.ws, Tripwire: r.tw, Policy: r.pol, Guard: g, WorkspaceMode: o.WorkspaceMode}
 	var sess *session.Session
 	step := 1
 	if o.Session != "" {
@@ -167,6 +169,16 @@ func (a *app) execSession(r *rules, rt *session.Runtime, o execOptions, result *
 		if _, err := session.EgressRules(rt.Network, r.pol); err != nil {
 			return exitCode(ExitUsage, err)
 		}
+		// A session keeps the workspace mode it started with: its
+		// layers and change sets belong to it.
+		recorded, err := session.RecordedWorkspaceMode(ctx, rt.Ledger, id)
+		if err != nil {
+			return exitCode(ExitUsage, err)
+		}
+		if o.WorkspaceMode != "" && o.WorkspaceMode != orRO(recorded) {
+			return exitCode(ExitUsage, fmt.Errorf("--workspace-mode %s: session %s runs in workspace mode %s, which a running session keeps; drop --workspace-mode, or start a new session", o.WorkspaceMode, id, orRO(recorded)))
+		}
+		spec.WorkspaceMode = recorded
 		sess = session.Bind(rt, id, goal, spec)
 	} else if sess, err = session.Prepare(rt, spec); err != nil {
 		// A new session commits with its step's records: two durable
@@ -311,4 +323,12 @@ func closeLedger(l *ledger.Ledger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = l.Close(ctx)
+}
+
+// orRO is a recorded workspace mode as exec names it: none recorded is ro.
+func orRO(mode string) string {
+	if mode == "" {
+		return config.WorkspaceRO
+	}
+	return mode
 }

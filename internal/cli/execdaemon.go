@@ -95,7 +95,7 @@ func (a *app) daemonExec(ctx context.Context, rt *session.Runtime, req *localsoc
 	run := *rt
 	run.SandboxEnv = session.SandboxEnv(config.MapLookup(env))
 	o := execOptions{Command: req.Command, Session: req.Session, Workspace: req.Workspace, Policy: req.Policy,
-		PolicySHA256: req.PolicySHA256, Justification: req.Justification}
+		PolicySHA256: req.PolicySHA256, Justification: req.Justification, WorkspaceMode: req.WorkspaceMode}
 	err = res.finish(d, d.interruptedAsAborted(func() error {
 		r, err := d.loadRules(o.Workspace, o.Policy, o.PolicySHA256)
 		if err != nil {

@@ -82,6 +82,9 @@ func execDaemon(t *testing.T, env map[string]string, args ...string) (int, strin
 		case "--workspace":
 			i++
 			o.Workspace = args[i]
+		case "--workspace-mode":
+			i++
+			o.WorkspaceMode = args[i]
 		case "--":
 			o.Command = execclient.JoinCommand(args[i+1:])
 			i = len(args)

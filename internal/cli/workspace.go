@@ -287,6 +287,12 @@ func genesisWorkspace(p map[string]any) string {
 	}
 	mode, _ := w["mode"].(string)
 	out := "; workspace: " + mode
+	if n, _ := w["narrowed_by_policy"].(bool); n {
+		out += " (narrowed by the policy)"
+	}
+	if n, _ := w["narrowed_by_session"].(bool); n {
+		out += " (asked for by the session)"
+	}
 	if f, ok := w["forbidden_paths"].([]any); ok && len(f) > 0 {
 		var gs []string
 		for _, g := range f {

@@ -285,3 +285,61 @@ func TestOverlayExecFailsClosed(t *testing.T) {
 		t.Fatalf("no discarded workspace_diff: %s", types(evs))
 	}
 }
+
+// TestExecWorkspaceModeFlag: --workspace-mode narrows the configured mode
+// per session and never widens it. Under ECTO_SANDBOX_WORKSPACE=overlay a
+// session asking for ro cannot write the workspace and its genesis says
+// so; under ro a session asking for overlay is refused with the fix, as is
+// one whose policy keeps the workspace read-only; a bad value is a usage
+// error. Through the daemon the flag reaches serve.
+func TestExecWorkspaceModeFlag(t *testing.T) {
+	ws := overlayWorkspace(t)
+	env := cliEnv(t, "DATABASE_URL", "", "ECTO_SANDBOX_WORKSPACE", "overlay")
+
+	code, _, errOut := runCLI(t, env, "", "exec", "--workspace", ws, "--workspace-mode", "ro", "--", "echo x > ro.txt")
+	if code == 0 {
+		t.Fatalf("a session asking for ro wrote the workspace: %s", errOut)
+	}
+	roSession := sessionOf(t, errOut)
+	if code, out, _ := runCLI(t, env, "", "replay", roSession); code != 0 || !strings.Contains(out, "workspace: ro (asked for by the session)") {
+		t.Fatalf("replay of the ro session: exit %d %s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "ro.txt")); err == nil {
+		t.Fatal("ro.txt reached the real workspace")
+	}
+
+	// The same configuration, overlay asked explicitly: allowed.
+	code, _, errOut = runCLI(t, env, "", "exec", "--workspace", ws, "--workspace-mode", "overlay", "--", "echo y > ov.txt")
+	if code != 0 {
+		t.Fatalf("overlay asked under overlay: exit %d %s", code, errOut)
+	}
+
+	// Under ro, overlay asked: refused before anything runs.
+	roEnv := cliEnv(t, "DATABASE_URL", "")
+	code, _, errOut = runCLI(t, roEnv, "", "exec", "--workspace", ws, "--workspace-mode", "overlay", "--", "true")
+	if code != ExitUsage || !strings.Contains(errOut, "set ECTO_SANDBOX_WORKSPACE=overlay, or ask for ro") {
+		t.Fatalf("overlay asked under ro: exit %d %s", code, errOut)
+	}
+	// A policy keeping the workspace read-only wins over the session.
+	pol := filepath.Join(t.TempDir(), "p.toml")
+	os.WriteFile(pol, []byte("name = \"p\"\n[workspace]\nmode = \"ro\"\n"), 0o644)
+	code, _, errOut = runCLI(t, env, "", "exec", "--workspace", ws, "--policy", pol, "--workspace-mode", "overlay", "--", "true")
+	if code != ExitUsage || !strings.Contains(errOut, `keeps it read-only ([workspace] mode = "ro")`) {
+		t.Fatalf("overlay asked under a ro policy: exit %d %s", code, errOut)
+	}
+	code, _, errOut = runCLI(t, env, "", "exec", "--workspace", ws, "--workspace-mode", "rw", "--", "true")
+	if code != ExitUsage || !strings.Contains(errOut, `workspace mode "rw": want "ro" or "overlay"`) {
+		t.Fatalf("a bad mode: exit %d %s", code, errOut)
+	}
+
+	// Through the daemon: the flag travels with the request.
+	stop := startServe(t, env, ws)
+	defer stop()
+	code, _, errOut = execDaemon(t, env, "--workspace", ws, "--workspace-mode", "ro", "--", "echo z > daemon.txt")
+	if code == 0 {
+		t.Fatalf("a daemon session asking for ro wrote the workspace: %s", errOut)
+	}
+	if code, out, _ := runCLI(t, env, "", "replay", sessionOf(t, errOut)); code != 0 || !strings.Contains(out, "workspace: ro (asked for by the session)") {
+		t.Fatalf("replay of the daemon's ro session: exit %d %s", code, out)
+	}
+}

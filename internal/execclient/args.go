@@ -17,6 +17,7 @@ var flags = []Flag{
 	{Name: "workspace", String: true, set: func(o *Options, v string) { o.Workspace = v }},
 	{Name: "policy", String: true, set: func(o *Options, v string) { o.Policy = v }},
 	{Name: "policy-sha256", String: true, set: func(o *Options, v string) { o.PolicySHA256 = v }},
+	{Name: "workspace-mode", String: true, set: func(o *Options, v string) { o.WorkspaceMode = v }},
 	{Name: "justification", String: true, Default: DefaultJustification, set: func(o *Options, v string) { o.Justification = v }},
 	// --no-daemon runs in-process, which only the full command line can.
 	{Name: "no-daemon"},

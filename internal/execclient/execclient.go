@@ -79,7 +79,9 @@ const DefaultJustification = "operator command run with ironvise exec"
 // Options is one exec command line as parsed, by cobra or by ParseArgs.
 type Options struct {
 	Command, Session, Workspace, Policy, PolicySHA256, Justification string
-	NoDaemon                                                         bool
+	// WorkspaceMode is --workspace-mode: "", "ro" or "overlay".
+	WorkspaceMode string
+	NoDaemon      bool
 	// JSON and Quiet are --json and --quiet: the result on stdout as one
 	// JSON object, or the session id only. Only the full command line
 	// reads them (args.go).
@@ -171,7 +173,7 @@ func NewRequest(o Options, look func(string) (string, bool)) (*wire.Request, err
 		return nil, ErrLocalPolicy
 	}
 	req := &wire.Request{
-		Command: o.Command, Session: o.Session, Workspace: ws, Policy: pol, PolicySHA256: o.PolicySHA256,
+		Command: o.Command, Session: o.Session, Workspace: ws, Policy: pol, PolicySHA256: o.PolicySHA256, WorkspaceMode: o.WorkspaceMode,
 		Justification: o.Justification, Env: callerenv.Candidates(look),
 	}
 	// Paths and variables the daemon would read as other ones

@@ -100,6 +100,10 @@ func (e *Env) session(ctx context.Context, l *Locked, approvals func(uuid.UUID) 
 			return nil, fmt.Errorf("read session %s: %w", id, err)
 		}
 		if cur.Status == ledger.StatusRunning && !cur.Sealed() {
+			// The session keeps the workspace mode it started with.
+			if spec.WorkspaceMode, err = session.RecordedWorkspaceMode(ctx, e.Runtime.Ledger, id); err != nil {
+				return nil, err
+			}
 			return session.Bind(e.Runtime, id, l.Goal, spec), nil
 		}
 	}

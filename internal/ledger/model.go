@@ -89,6 +89,9 @@ type SessionWorkspace struct {
 	// NarrowedByPolicy reports that the policy's [workspace] section
 	// turned the configured overlay mode off.
 	NarrowedByPolicy bool `json:"narrowed_by_policy"`
+	// NarrowedBySession reports that the session asked for mode "ro"
+	// where the configuration (and its policy) allowed overlay mode.
+	NarrowedBySession bool `json:"narrowed_by_session,omitempty"`
 }
 
 // SessionNetwork is the genesis record of a session's sandbox network

@@ -66,3 +66,61 @@ func TestApplyRoute(t *testing.T) {
 		t.Errorf("verify: %v", v)
 	}
 }
+
+// TestCreateSessionWorkspaceMode: POST /api/sessions takes the session's
+// workspace_mode. Under overlay configuration "ro" keeps the workspace
+// read-only for that session (its genesis says so) while a session
+// without the field writes through its overlay; a value other than ro and
+// overlay is refused with 422 before the session exists.
+func TestCreateSessionWorkspaceMode(t *testing.T) {
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(ws, 0o777)
+	ts := startServer(t, tsOptions{native: true, workspace: ws, env: map[string]string{"ECTO_SANDBOX_PERMISSIVE": "false", "ECTO_SANDBOX_WORKSPACE": "overlay"}})
+
+	ro := ts.createSession(map[string]any{"goal": "read only", "agent_loop": false, "workspace_mode": "ro"})
+	ts.intent(ro, `{"action":"run_command","params":{"command":"echo x > ro.txt"},"justification":"try to write the workspace"}`)
+	ov := ts.createSession(map[string]any{"goal": "overlay", "agent_loop": false})
+	ts.intent(ov, `{"action":"run_command","params":{"command":"echo y > ov.txt"},"justification":"write through the overlay"}`)
+	mode := func(id string) (string, bool) {
+		for _, e := range ts.events(id) {
+			if p := e["payload"].(map[string]any); p["type"] == "genesis" {
+				w, _ := p["workspace"].(map[string]any)
+				m, _ := w["mode"].(string)
+				n, _ := w["narrowed_by_session"].(bool)
+				return m, n
+			}
+		}
+		return "", false
+	}
+	if m, n := mode(ro); m != "ro" || !n {
+		t.Errorf("the ro session's genesis records mode %q, narrowed by the session %v", m, n)
+	}
+	if m, n := mode(ov); m != "overlay" || n {
+		t.Errorf("the default session's genesis records mode %q, narrowed by the session %v", m, n)
+	}
+	diffs := func(id string) int {
+		n := 0
+		for _, e := range ts.events(id) {
+			if p := e["payload"].(map[string]any); p["type"] == "workspace_diff" {
+				n++
+			}
+		}
+		return n
+	}
+	if diffs(ro) != 0 || diffs(ov) != 1 {
+		t.Errorf("workspace_diff events: ro session %d, overlay session %d; want 0 and 1", diffs(ro), diffs(ov))
+	}
+	for _, f := range []string{"ro.txt", "ov.txt"} {
+		if _, err := os.Stat(filepath.Join(ws, f)); err == nil {
+			t.Errorf("%s reached the real workspace", f)
+		}
+	}
+
+	r := ts.call("POST", "/api/sessions", adminTok, map[string]any{"goal": "g", "agent_loop": false, "workspace_mode": "rw"})
+	if r.status != 422 || !strings.Contains(string(r.body), `want \"ro\" or \"overlay\"`) {
+		t.Errorf("workspace_mode rw: %d %s", r.status, r.body)
+	}
+}

@@ -221,7 +221,12 @@ func (s *Server) revive(ctx context.Context, r *runner) error {
 	if err != nil {
 		return err
 	}
-	ext, err := session.Bind(s.sessionRuntime(), r.id, sess.Goal, s.sessionSpec(cfg, tw, pol, gd)).Resume(evs)
+	spec := s.sessionSpec(cfg, tw, pol, gd)
+	if g.Workspace != nil {
+		// The session keeps the workspace mode it started with.
+		spec.WorkspaceMode = g.Workspace.Mode
+	}
+	ext, err := session.Bind(s.sessionRuntime(), r.id, sess.Goal, spec).Resume(evs)
 	if err != nil {
 		gd.Close()
 		return fmt.Errorf("server: revive session %s: %w", r.id, err)
@@ -232,8 +237,9 @@ func (s *Server) revive(ctx context.Context, r *runner) error {
 
 // genesisRecord is what revive reads from a session's genesis.
 type genesisRecord struct {
-	TripwireHash  string `json:"tripwire_hash"`
-	GuardRequired bool   `json:"guard_required"`
+	TripwireHash  string                   `json:"tripwire_hash"`
+	GuardRequired bool                     `json:"guard_required"`
+	Workspace     *ledger.SessionWorkspace `json:"workspace"`
 }
 
 func genesisOf(ev *ledger.Event) (genesisRecord, error) {

@@ -112,6 +112,9 @@ type createRequest struct {
 	policy     string
 	policyHash string
 	agentLoop  bool
+	// workspaceMode is the session's workspace mode, "", "ro" or
+	// "overlay" (session.Spec.WorkspaceMode).
+	workspaceMode string
 	// creator is the caller's actor (token hash prefix), creatorHash its
 	// token's hash (the session row keeps it for token scopes).
 	creator, creatorHash string
@@ -125,13 +128,14 @@ func (s *Server) handleCreateSession(rc *reqCtx) {
 		return
 	}
 	var req createRequest
-	var e1, e2, e3, e4 error
+	var e1, e2, e3, e4, e5 error
 	req.goal, _, e1 = o.str("goal", true)
 	req.policy, _, e2 = o.str("policy", false)
 	req.policyHash, _, e3 = o.str("policy_hash", false)
 	loop, set, e4 := o.boolean("agent_loop", false)
-	if err := errors.Join(e1, e2, e3, e4); err != nil {
-		rc.fail(firstAPIError(e1, e2, e3, e4))
+	req.workspaceMode, _, e5 = o.str("workspace_mode", false)
+	if err := errors.Join(e1, e2, e3, e4, e5); err != nil {
+		rc.fail(firstAPIError(e1, e2, e3, e4, e5))
 		return
 	}
 	req.agentLoop = loop || !set
@@ -184,6 +188,11 @@ func (s *Server) createSession(ctx context.Context, req createRequest) (*ledger.
 	if err != nil {
 		return nil, err
 	}
+	// A workspace mode the configuration or the policy does not allow is
+	// the caller's to fix, before a guard starts.
+	if _, _, err := session.WorkspaceMode(s.sessionRuntime().Workspace, pol, req.workspaceMode); err != nil {
+		return nil, errf(http.StatusUnprocessableEntity, "workspace_mode: %v", err)
+	}
 	plan, err := guard.Resolve(cfg.Guard, cfg.LLM.Backend, s.opts.GuardFlags)
 	if err != nil {
 		return nil, errf(http.StatusServiceUnavailable, "the guard is required but not configured: %v (set GUARD_LLM_BACKEND and GUARD_LLM_MODEL, or GUARD_REQUIRED=false, through PUT /api/config)", err)
@@ -205,7 +214,7 @@ func (s *Server) createSession(ctx context.Context, req createRequest) (*ledger.
 		return nil, err
 	}
 	spec := s.sessionSpec(cfg, tw, pol, g)
-	spec.Goal, spec.LLM, spec.CreatedBy = req.goal, client, req.creatorHash
+	spec.Goal, spec.LLM, spec.CreatedBy, spec.WorkspaceMode = req.goal, client, req.creatorHash, req.workspaceMode
 	sess, err := session.Create(ctx, s.sessionRuntime(), spec)
 	if err != nil {
 		g.Close()

@@ -80,6 +80,11 @@ type Spec struct {
 	// CreatedBy is the hash of the API token that created the session
 	// ("" for the command line); token scopes read it.
 	CreatedBy string
+	// WorkspaceMode is the workspace mode the session asks for: "" (the
+	// configuration and the policy decide), "ro" or "overlay", which
+	// narrow them and cannot widen them (WorkspaceMode). A bound session
+	// (Bind) gets the mode its genesis recorded.
+	WorkspaceMode string
 }
 
 // Session is one bound session: its ledger record and the agent that runs
@@ -123,7 +128,7 @@ func compose(rt *Runtime, spec Spec) (composed, error) {
 	if err != nil {
 		return composed{}, err
 	}
-	on, forbidden, err := WorkspaceMode(rt.Workspace, spec.Policy)
+	on, forbidden, err := WorkspaceMode(rt.Workspace, spec.Policy, spec.WorkspaceMode)
 	if err != nil {
 		return composed{}, err
 	}
@@ -162,7 +167,7 @@ func ledgerSpec(rt *Runtime, spec Spec, c composed) ledger.SessionSpec {
 		Goal: spec.Goal, TripwireHash: spec.Tripwire.Config().SHA256, GuardRequired: spec.Guard.Enabled(),
 		SandboxTier: string(rt.Tier.Name()), AgentLoop: spec.LLM != nil, CreatedBy: spec.CreatedBy,
 		Network:   sessionNetwork(rt.Network, spec.Policy, c.rules),
-		Workspace: sessionWorkspace(rt, spec.Workspace, spec.Policy, c.overlay != nil, c.forbidden),
+		Workspace: sessionWorkspace(rt, spec.Workspace, spec.Policy, spec.WorkspaceMode, c.overlay != nil, c.forbidden),
 	}
 	if spec.Policy != nil {
 		ls.PolicyHash = spec.Policy.SHA256()
@@ -191,7 +196,7 @@ func Bind(rt *Runtime, id uuid.UUID, goal string, spec Spec) *Session {
 	c.rules = rules
 	// Likewise the workspace: when the mode no longer composes, commands
 	// see the workspace read-only (fail closed: nothing can be written).
-	on, forbidden, err := WorkspaceMode(rt.Workspace, spec.Policy)
+	on, forbidden, err := WorkspaceMode(rt.Workspace, spec.Policy, spec.WorkspaceMode)
 	if err == nil {
 		c.overlay, err = agentOverlay(rt, on, forbidden)
 	}

@@ -1,6 +1,8 @@
 package session
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/google/uuid"
 
 	"github.com/ironvise/ironvise/internal/agent"
 	"github.com/ironvise/ironvise/internal/config"
@@ -26,14 +30,21 @@ func OverlayRoot(dataDir string) string { return filepath.Join(dataDir, OverlayD
 
 // WorkspaceMode composes the workspace mode of a session: the configured
 // mode (ECTO_SANDBOX_WORKSPACE) narrowed by the policy's [workspace]
-// section. The configuration is the ceiling, as for the network: a policy
-// can turn overlay mode off but not on, and one that asks for overlay
-// while the configuration says ro is an error naming the fix, so the
-// session does not start with writes its policy expects and cannot get.
-// The forbidden_paths globs are compiled with the overlay package's
-// matcher here, so a malformed one stops the session before any command
-// runs. mode "" (a runtime that runs no command itself) gives ro.
-func WorkspaceMode(mode string, p *policy.Policy) (overlayOn bool, forbidden []string, err error) {
+// section, then by the mode the session asked for (asked: "" for none,
+// "ro" or "overlay"; exec's --workspace-mode, the API's workspace_mode).
+// The configuration is the ceiling, as for the network: a policy or a
+// session can turn overlay mode off but not on, and one that asks for
+// overlay where the configuration or the policy says ro is an error naming
+// the fix, so the session does not start with writes it expects and
+// cannot get. The forbidden_paths globs are compiled with the overlay
+// package's matcher here, so a malformed one stops the session before any
+// command runs. mode "" (a runtime that runs no command itself) gives ro.
+func WorkspaceMode(mode string, p *policy.Policy, asked string) (overlayOn bool, forbidden []string, err error) {
+	switch asked {
+	case "", config.WorkspaceRO, config.WorkspaceOverlay:
+	default:
+		return false, nil, fmt.Errorf("workspace mode %q: want %q or %q", asked, config.WorkspaceRO, config.WorkspaceOverlay)
+	}
 	pw, has := p.Workspace()
 	if has {
 		for _, g := range pw.ForbiddenPaths {
@@ -48,11 +59,43 @@ func WorkspaceMode(mode string, p *policy.Policy) (overlayOn bool, forbidden []s
 		if has && pw.Mode == policy.WorkspaceModeOverlay {
 			return false, nil, fmt.Errorf("policy %s: [workspace] asks for mode = \"overlay\", but ECTO_SANDBOX_WORKSPACE is %q: set ECTO_SANDBOX_WORKSPACE=overlay, or remove the mode from the policy", p.File(), orRO(mode))
 		}
+		if asked == config.WorkspaceOverlay {
+			return false, nil, fmt.Errorf("the session asks for workspace mode overlay, but ECTO_SANDBOX_WORKSPACE is %q: set ECTO_SANDBOX_WORKSPACE=overlay, or ask for ro", orRO(mode))
+		}
 		return false, forbidden, nil
 	case has && pw.Mode == policy.WorkspaceModeRO:
+		if asked == config.WorkspaceOverlay {
+			return false, nil, fmt.Errorf("the session asks for workspace mode overlay, but policy %s keeps it read-only ([workspace] mode = \"ro\"): use a policy that allows overlay mode, or ask for ro", p.File())
+		}
+		return false, forbidden, nil
+	case asked == config.WorkspaceRO:
 		return false, forbidden, nil
 	}
 	return true, forbidden, nil
+}
+
+// RecordedWorkspaceMode returns the workspace mode the genesis of session
+// id recorded: what Spec.WorkspaceMode of a session bound again (Bind)
+// must be, so that it keeps the mode it started with. "" when the genesis
+// recorded none.
+func RecordedWorkspaceMode(ctx context.Context, l *ledger.Ledger, id uuid.UUID) (string, error) {
+	evs, err := l.Events(ctx, id, 0, 1)
+	if err != nil {
+		return "", fmt.Errorf("read session %s: %w", id, err)
+	}
+	if len(evs) == 0 || evs[0].Type != ledger.TypeGenesis {
+		return "", fmt.Errorf("session %s: its first event is not a genesis", id)
+	}
+	var g struct {
+		Workspace *ledger.SessionWorkspace `json:"workspace"`
+	}
+	if err := json.Unmarshal(evs[0].Payload, &g); err != nil {
+		return "", fmt.Errorf("session %s: decode genesis: %w", id, err)
+	}
+	if g.Workspace == nil {
+		return "", nil
+	}
+	return g.Workspace.Mode, nil
 }
 
 func orRO(mode string) string {
@@ -64,13 +107,15 @@ func orRO(mode string) string {
 
 // sessionWorkspace is what the genesis records of the workspace mode (nil
 // when the runtime has no workspace configuration).
-func sessionWorkspace(rt *Runtime, workspace string, p *policy.Policy, on bool, forbidden []string) *ledger.SessionWorkspace {
+func sessionWorkspace(rt *Runtime, workspace string, p *policy.Policy, asked string, on bool, forbidden []string) *ledger.SessionWorkspace {
 	if rt.Workspace == "" {
 		return nil
 	}
 	pw, has := p.Workspace()
+	byPolicy := has && pw.Mode == policy.WorkspaceModeRO && rt.Workspace == config.WorkspaceOverlay
 	sw := &ledger.SessionWorkspace{Mode: config.WorkspaceRO, Path: workspace, ForbiddenPaths: forbidden,
-		NarrowedByPolicy: has && pw.Mode == policy.WorkspaceModeRO && rt.Workspace == config.WorkspaceOverlay}
+		NarrowedByPolicy:  byPolicy,
+		NarrowedBySession: !byPolicy && asked == config.WorkspaceRO && rt.Workspace == config.WorkspaceOverlay}
 	if sw.ForbiddenPaths == nil {
 		sw.ForbiddenPaths = []string{}
 	}

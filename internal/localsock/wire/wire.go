@@ -49,11 +49,13 @@ func Path(dataDir string) string { return path.Join(dataDir, "run", "ironvise.so
 // absolute (the client resolved it against its working directory), and
 // Env is the client's candidate sandbox environment.
 type Request struct {
-	Command       string `json:"command"`
-	Session       string `json:"session,omitempty"`
-	Workspace     string `json:"workspace"`
-	Policy        string `json:"policy,omitempty"`
-	PolicySHA256  string `json:"policy_sha256,omitempty"`
+	Command      string `json:"command"`
+	Session      string `json:"session,omitempty"`
+	Workspace    string `json:"workspace"`
+	Policy       string `json:"policy,omitempty"`
+	PolicySHA256 string `json:"policy_sha256,omitempty"`
+	// WorkspaceMode is exec's --workspace-mode ("" for none).
+	WorkspaceMode string `json:"workspace_mode,omitempty"`
 	Justification string `json:"justification"`
 	// Output is how exec reports its result on stdout: "" as usual,
 	// OutputJSON or OutputQuiet (exec's --json and --quiet). The daemon
@@ -90,6 +92,7 @@ func AppendRequest(dst []byte, r *Request) []byte {
 	dst = appendMember(dst, "workspace", r.Workspace, false)
 	dst = appendMember(dst, "policy", r.Policy, true)
 	dst = appendMember(dst, "policy_sha256", r.PolicySHA256, true)
+	dst = appendMember(dst, "workspace_mode", r.WorkspaceMode, true)
 	dst = appendMember(dst, "justification", r.Justification, false)
 	dst = appendMember(dst, "output", r.Output, true)
 	dst = appendMember(dst, "program", r.Program, true)

@@ -20,7 +20,7 @@ func TestAppendRequestIsJSONMarshal(t *testing.T) {
 	for _, s := range awkward {
 		for _, r := range []*Request{
 			{Command: s, Workspace: "/w", Justification: s},
-			{Command: "c", Session: s, Workspace: s, Policy: s, PolicySHA256: s, Justification: "", Output: s, Program: s, Env: []string{s, "LANG=" + s}},
+			{Command: "c", Session: s, Workspace: s, Policy: s, PolicySHA256: s, WorkspaceMode: s, Justification: "", Output: s, Program: s, Env: []string{s, "LANG=" + s}},
 			{Env: []string{}},
 		} {
 			want, err := json.Marshal(r)
@@ -39,7 +39,7 @@ func FuzzAppendRequest(f *testing.F) {
 		f.Add(s, s, "")
 	}
 	f.Fuzz(func(t *testing.T, a, b, c string) {
-		r := &Request{Command: a, Session: b, Workspace: c, Policy: a, PolicySHA256: c, Justification: b, Output: c, Program: b, Env: []string{a, c}}
+		r := &Request{Command: a, Session: b, Workspace: c, Policy: a, PolicySHA256: c, WorkspaceMode: a, Justification: b, Output: c, Program: b, Env: []string{a, c}}
 		want, _ := json.Marshal(r)
 		if got := AppendRequest(nil, r); !bytes.Equal(got, want) {
 			t.Fatalf("got %s\nwant %s", got, want)
