@@ -332,6 +332,36 @@ func TestExecWorkspaceModeFlag(t *testing.T) {
 		t.Fatalf("a bad mode: exit %d %s", code, errOut)
 	}
 
+	// A running session keeps the mode its genesis recorded: ro here,
+	// although the configuration says overlay.
+	var sid string
+	{
+		cfg, _ := config.Load(config.MapLookup(env))
+		l, err := ledgerdb.Open(context.Background(), cfg.Ledger.DatabaseURL, 5, ledger.Options{DataDir: cfg.DataDir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := l.CreateSession(context.Background(), ledger.SessionSpec{Goal: "external agent session", SandboxTier: "native-linux",
+			Workspace: &ledger.SessionWorkspace{Mode: "ro", Path: ws, ForbiddenPaths: []string{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sid = s.ID.String()
+		l.Close(context.Background())
+	}
+	code, _, errOut = runCLI(t, env, "", "exec", "--session", sid, "--workspace", ws, "--workspace-mode", "overlay", "--", "true")
+	if code != ExitUsage || !strings.Contains(errOut, "runs in workspace mode ro, which a running session keeps") {
+		t.Fatalf("--workspace-mode overlay on a running ro session: exit %d %s", code, errOut)
+	}
+	if code, _, errOut := runCLI(t, env, "", "exec", "--session", sid, "--workspace", ws, "--", "echo w > resumed.txt"); code == 0 {
+		t.Fatalf("a resumed ro session wrote the workspace under an overlay configuration: %s", errOut)
+	}
+	for _, e := range events(t, env, sid) {
+		if e.Type == ledger.TypeWorkspaceDiff {
+			t.Fatal("a resumed ro session recorded a workspace_diff")
+		}
+	}
+
 	// Through the daemon: the flag travels with the request.
 	stop := startServe(t, env, ws)
 	defer stop()
