@@ -131,6 +131,7 @@
     state.session = id;
     show('session');
     $('s-verify-result').textContent = '';
+    clear($('s-apply-result'));
     await renderSession();
     $('s-back').focus();
   }
@@ -150,6 +151,7 @@
     row('Created', when(s.created_at) + (s.finished_at ? ' · finished ' + when(s.finished_at) : ''));
     $('s-seal').disabled = s.sealed;
     renderTimeline(events);
+    renderWorkspace(events);
     await renderPending(s);
   }
 
@@ -207,6 +209,7 @@
         case 'sandbox_result': if (g) { g.sandbox = p; continue; } break;
         case 'egress': if (g) { (g.egress = g.egress || []).push(p); continue; } break;
         case 'observation': if (g && p.action_seq !== undefined) { g.observation = p; continue; } break;
+        case 'workspace_diff': if (g) { g.diff = p; continue; } break;
       }
       items.push({ kind: 'event', event: e, payload: p });
     }
@@ -242,12 +245,81 @@
         (s.signal ? ' · ' + s.signal : '') + (s.duration_ms !== undefined ? ' · ' + s.duration_ms + ' ms' : '') + (s.reason ? ' — ' + s.reason : '')));
     }
     if (g.egress) li.append(egressList(g.egress));
+    if (g.diff) li.append(diffBlock(g.diff));
     if (g.observation) {
       const o = g.observation;
       if (o.labels && o.labels.length) li.append(el('p', { class: 'muted' }, 'Scanner: ' + o.labels.join(', ')));
       li.append(el('pre', {}, short(o.content, 4000)));
     }
     return li;
+  }
+
+  // changeLine is one path of a change set: what happened to it, and its
+  // mode or symlink target when those changed.
+  function changeLine(c) {
+    let s = c.op + ' ' + (c.from ? c.from + ' → ' : '') + c.path;
+    if (c.kind && c.kind !== 'file') s += ' (' + c.kind + ')';
+    if (c.mode && c.base_mode && c.mode !== c.base_mode) s += ' mode ' + c.base_mode + ' → ' + c.mode;
+    if (c.target) s += ' → ' + c.target;
+    return s;
+  }
+
+  // diffBlock is a step's workspace_diff: its state, the forbidden paths
+  // that discarded it, and each changed path with its text diff (folded).
+  function diffBlock(d) {
+    const changes = d.changes || [];
+    const forbidden = d.forbidden || [];
+    const state = d.accepted ? 'kept for apply' : forbidden.length ? 'discarded (forbidden paths)' : 'discarded' + (d.error ? ': ' + d.error : '');
+    const box = el('div', { class: 'diff', 'data-accepted': d.accepted ? 'true' : 'false' },
+      el('p', { class: d.accepted ? '' : 'why' }, 'Workspace: ' + changes.length + ' path(s) changed · ' + state));
+    for (const f of forbidden) box.append(el('p', { class: 'why' }, 'Forbidden: ' + f.change.path + ' matches ' + f.glob));
+    const ul = el('ul', { class: 'changes' });
+    for (const c of changes) {
+      const li = el('li', { 'data-path': c.path }, el('code', {}, changeLine(c)));
+      if (c.diff) li.append(el('details', {}, el('summary', {}, 'diff'), el('pre', { class: 'udiff' }, c.diff)));
+      else if (c.diff_skipped) li.append(el('span', { class: 'muted' }, ' (no diff: ' + c.diff_skipped + ')'));
+      ul.append(li);
+    }
+    box.append(ul);
+    return box;
+  }
+
+  // renderWorkspace shows the panel of a session in overlay mode: what its
+  // accepted steps changed, what was already applied, and the apply
+  // buttons (admin tokens; the server refuses the others).
+  function renderWorkspace(events) {
+    const box = $('s-workspace');
+    const genesis = events.find((e) => e.payload && e.payload.type === 'genesis');
+    const w = genesis && genesis.payload.workspace;
+    box.hidden = !(w && w.mode === 'overlay');
+    if (box.hidden) return;
+    let kept = 0, paths = 0, applied = 0;
+    for (const e of events) {
+      const p = e.payload || {};
+      if (p.type === 'workspace_diff' && p.accepted) { kept++; paths += (p.changes || []).length; }
+      if (p.type === 'workspace_applied') applied++;
+    }
+    $('s-workspace-summary').textContent = 'Overlay on ' + w.path + ' · ' + kept + ' step(s) kept, ' + paths + ' path(s) changed' +
+      (applied ? ' · applied ' + applied + ' time(s)' : ' · not applied: the real workspace is unchanged') +
+      ((w.forbidden_paths || []).length ? ' · forbidden: ' + w.forbidden_paths.join(', ') : '');
+    $('s-apply').disabled = $('s-apply-dry').disabled = kept === 0;
+  }
+
+  async function applyWorkspace(dryRun) {
+    const out = clear($('s-apply-result'));
+    if (!dryRun && !confirm('Write the session\'s changes into the real workspace?')) return;
+    try {
+      const r = await api('POST', '/api/sessions/' + state.session + '/apply', { dry_run: dryRun });
+      const res = r.result || {};
+      const changes = res.changes || [];
+      out.append(el('p', { 'data-result': dryRun ? 'dry-run' : 'applied' },
+        (dryRun ? 'Would apply ' : res.applied ? 'Applied ' : 'Nothing to apply: ') + changes.length + ' path(s)' +
+        ((res.steps || []).length ? ' from step(s) ' + res.steps.join(', ') : '')),
+        el('ul', { class: 'changes' }, changes.map((c) => el('li', {}, el('code', {}, changeLine(c))))));
+      if (!dryRun) await renderSession();
+    } catch (e) {
+      out.append(el('p', { class: 'error', role: 'alert', 'data-result': 'refused' }, e.message));
+    }
   }
 
   // egressTarget is host:port of an egress event.
@@ -281,7 +353,8 @@
     let text = '';
     let cls = 'info';
     switch (p.type) {
-      case 'genesis': text = p.message + (p.sandbox_tier ? ' · sandbox ' + p.sandbox_tier : '') + networkText(p.network); break;
+      case 'genesis': text = p.message + (p.sandbox_tier ? ' · sandbox ' + p.sandbox_tier : '') + networkText(p.network) + (p.workspace ? ' · workspace ' + p.workspace.mode : ''); break;
+      case 'workspace_applied': text = 'applied ' + (p.changes || []).length + ' path(s) from step(s) ' + (p.steps || []).join(', ') + ' to ' + p.workspace + ' · by ' + p.by; break;
       case 'egress': text = 'step ' + p.step + ' · ' + egressLine(p); if (p.verdict !== 'allow') cls = 'deny'; break;
       case 'prompt_input': text = short(p.content, 300); break;
       case 'check_verdict': text = p.check + ': ' + p.decision + ' · ' + p.code + (p.message && p.message !== 'ok' ? ' — ' + p.message : ''); if (p.decision === 'deny') cls = 'deny'; break;
@@ -295,7 +368,7 @@
       default: text = short(JSON.stringify(p), 300);
     }
     const client = p.event_origin === 'client';
-    return el('li', { class: 'step ' + (client ? 'client' : cls), 'data-origin': client ? 'client' : null },
+    return el('li', { class: 'step ' + (client ? 'client' : cls), 'data-origin': client ? 'client' : null, 'data-type': p.type },
       el('h3', {}, el('code', {}, '#' + it.event.sequence), el('span', {}, p.type),
         client ? el('span', { class: 'pill client', title: 'Appended by a client through the API: recorded as said, not produced by IronVise, never evidence' }, 'appended by client') : null),
       el('p', {}, text));
@@ -528,6 +601,8 @@
     $('s-back').addEventListener('click', () => show('sessions'));
     $('s-verify').addEventListener('click', verify);
     $('s-seal').addEventListener('click', seal);
+    $('s-apply-dry').addEventListener('click', () => applyWorkspace(true));
+    $('s-apply').addEventListener('click', () => applyWorkspace(false));
     $('s-cert').addEventListener('click', () => downloadCertificate().catch(report));
     $('live-clear').addEventListener('click', () => clear($('live-body')));
     $('audit-form').addEventListener('submit', startAudit);
