@@ -165,6 +165,15 @@ func (s *Session) Run(ctx context.Context, o RunOptions) (*Outcome, error) {
 		return out, err
 	}
 	out.Status, out.Stop, out.StopMessage = stop.status, stop.code, stop.message
+	if s.cfg.BeforeEnd != nil {
+		// The gate may wait for an approver: it runs under the loop's
+		// context, not the end's short deadline.
+		if err := s.cfg.BeforeEnd(ctx, stop.status, st.Step); err != nil {
+			out.Status, out.Stop, out.StopMessage = ledger.StatusFailed, "workspace_apply", err.Error()
+			_, _ = s.End(fctx, ledger.StatusFailed, "agent", false)
+			return out, err
+		}
+	}
 	_, err = s.End(fctx, stop.status, "agent", true)
 	return out, err
 }

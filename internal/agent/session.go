@@ -80,6 +80,37 @@ type Config struct {
 	// Overlay, when non-nil, runs every command on a writable overlay of
 	// the workspace (workspace.go); nil keeps the workspace read-only.
 	Overlay *Overlay
+	// BeforeEnd, when set, runs once the loop has stopped and before Run
+	// records the end, with the stop's status and the last step: the
+	// session package's approval gate for applying an overlay session's
+	// changes. An error ends the session failed.
+	BeforeEnd func(ctx context.Context, status ledger.Status, lastStep int) error
+}
+
+// RecordApproval records an approval gate that belongs to no intent (the
+// apply gate of an overlay session): approval_required is committed before
+// the approver is asked, so an approver reads it from the ledger, and the
+// decision is committed after. Without an approver the request resolves at
+// once as a timeout, with req.OnTimeout's answer.
+func (s *Session) RecordApproval(ctx context.Context, req check.ApprovalRequest) (check.ApprovalDecision, error) {
+	if _, err := s.append(ctx, ledger.TypeApprovalRequired, req); err != nil {
+		return check.ApprovalDecision{}, fmt.Errorf("append approval_required: %w", err)
+	}
+	var d check.ApprovalDecision
+	if s.cfg.Approver == nil {
+		d = check.ApprovalDecision{Approved: req.OnTimeout == "allow", DecidedBy: check.DecidedByNoApprover, TimedOut: true}
+	} else {
+		d = s.cfg.Approver.Decide(ctx, req)
+	}
+	d.Step, d.GateID = req.Step, req.GateID
+	if d.Reason == nil {
+		r := d.DecidedBy
+		d.Reason = &r
+	}
+	if _, err := s.append(ctx, ledger.TypeApprovalDecision, d); err != nil {
+		return d, fmt.Errorf("append approval_decision: %w", err)
+	}
+	return d, nil
 }
 
 // Session runs intents for one ledger session: the checks, the commit, the

@@ -149,6 +149,11 @@ func (w *WorkspaceRecord) markApplied(payload []byte, id uuid.UUID) {
 // chain. A refusal is an *overlay.RefusalError naming the files. A dry
 // run records nothing.
 func ApplyWorkspace(ctx context.Context, l *ledger.Ledger, dataDir string, id uuid.UUID, through int64, dryRun bool, by string) (*overlay.ApplyResult, error) {
+	return applyWorkspace(ctx, l, OverlayRoot(dataDir), id, through, dryRun, by)
+}
+
+// applyWorkspace is ApplyWorkspace with the overlay store's root.
+func applyWorkspace(ctx context.Context, l *ledger.Ledger, root string, id uuid.UUID, through int64, dryRun bool, by string) (*overlay.ApplyResult, error) {
 	w, err := ReadWorkspace(ctx, l, id)
 	if err != nil {
 		return nil, err
@@ -165,7 +170,7 @@ func ApplyWorkspace(ctx context.Context, l *ledger.Ledger, dataDir string, id uu
 		recorded = append(recorded, overlay.ChangeSet{Step: r.Step, Changes: r.Changes, DiffTruncated: r.DiffTruncated})
 		seqs[r.Step] = r.Seq
 	}
-	st, err := overlay.NewStore(OverlayRoot(dataDir))
+	st, err := overlay.NewStore(root)
 	if err != nil {
 		return nil, err
 	}

@@ -231,7 +231,14 @@ func bind(rt *Runtime, id uuid.UUID, goal string, spec Spec, c composed) *Sessio
 	if spec.Approvals != nil {
 		cfg.Approver = spec.Approvals(id)
 	}
-	return &Session{ID: id, Goal: goal, Agent: agent.Open(rt.env(), id, goal, cfg), spec: spec, rt: rt}
+	sess := &Session{ID: id, Goal: goal, spec: spec, rt: rt}
+	if c.overlay != nil && spec.LLM != nil {
+		// An agent-loop session's changes reach the real workspace only
+		// through the apply gate (applygate.go).
+		cfg.BeforeEnd = sess.applyGate
+	}
+	sess.Agent = agent.Open(rt.env(), id, goal, cfg)
+	return sess
 }
 
 // Limits returns the session's limits.
