@@ -355,6 +355,7 @@
     switch (p.type) {
       case 'genesis': text = p.message + (p.sandbox_tier ? ' · sandbox ' + p.sandbox_tier : '') + networkText(p.network) + (p.workspace ? ' · workspace ' + p.workspace.mode : ''); break;
       case 'workspace_applied': text = 'applied ' + (p.changes || []).length + ' path(s) from step(s) ' + (p.steps || []).join(', ') + ' to ' + p.workspace + ' · by ' + p.by; break;
+      case 'workspace_discarded': text = 'discarded ' + (p.changes || []).length + ' path(s) of step(s) ' + (p.steps || []).join(', ') + ' unapplied · by ' + p.by; break;
       case 'egress': text = 'step ' + p.step + ' · ' + egressLine(p); if (p.verdict !== 'allow') cls = 'deny'; break;
       case 'prompt_input': text = short(p.content, 300); break;
       case 'check_verdict': text = p.check + ': ' + p.decision + ' · ' + p.code + (p.message && p.message !== 'ok' ? ' — ' + p.message : ''); if (p.decision === 'deny') cls = 'deny'; break;

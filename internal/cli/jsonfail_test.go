@@ -60,6 +60,7 @@ func TestJSONFailures(t *testing.T) {
 		{"verify-session: unknown session", e.env, []string{"verify-session", missing, "--json"}, 2, "not_found", missing, ""},
 		{"diff: unknown session", e.env, []string{"diff", missing, "--json"}, 2, "not_found", missing, ""},
 		{"apply: unknown session", e.env, []string{"apply", missing, "--json"}, 2, "not_found", missing, ""},
+		{"discard: unknown session", e.env, []string{"discard", missing, "--json"}, 2, "not_found", missing, ""},
 		{"verify-session: configuration error", bad, []string{"verify-session", missing, "--json"}, 2, "config", missing, ""},
 		{"verify-certificate: no pin", e.env, []string{"verify-certificate", junk, "--json"}, 2, "usage", "", ""},
 		{"verify-certificate: missing file", e.env, []string{"verify-certificate", filepath.Join(t.TempDir(), "x.elc"), "--allow-unpinned", "--json"}, 1, "failed", "", ""},

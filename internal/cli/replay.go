@@ -257,6 +257,8 @@ func eventSummary(e ledger.Event) string {
 		return workspaceDiffSummary(e.Payload)
 	case ledger.TypeWorkspaceApplied:
 		return fmt.Sprintf("steps %s applied to %s by %s (%s)", get("steps"), get("workspace"), get("by"), get("session"))
+	case ledger.TypeWorkspaceDiscarded:
+		return fmt.Sprintf("steps %s discarded unapplied by %s (%s)", get("steps"), get("by"), get("session"))
 	case ledger.TypeApprovalRequired:
 		return fmt.Sprintf("gate %s: %s %s", get("gate_id"), get("action_name"), get("action_params_summary"))
 	case ledger.TypeApprovalDecision:

@@ -106,11 +106,12 @@ func (a *app) runDiff(id uuid.UUID, asJSON bool) error {
 	}
 	type stepJSON struct {
 		session.RecordedDiff
-		Applied bool `json:"applied"`
+		Applied   bool `json:"applied"`
+		Discarded bool `json:"discarded,omitempty"`
 	}
 	steps := []stepJSON{}
 	for _, r := range d.Diffs {
-		steps = append(steps, stepJSON{RecordedDiff: r, Applied: d.Applied[r.Step]})
+		steps = append(steps, stepJSON{RecordedDiff: r, Applied: d.Applied[r.Step], Discarded: d.Discarded[r.Step]})
 	}
 	if asJSON {
 		return a.printJSON(map[string]any{"session": id.String(), "workspace": d.Workspace.Path, "steps": steps})
@@ -118,7 +119,7 @@ func (a *app) runDiff(id uuid.UUID, asJSON bool) error {
 	w := a.stdout
 	pending, paths := 0, 0
 	for _, s := range steps {
-		if s.Accepted && !s.Applied {
+		if s.Accepted && !s.Applied && !s.Discarded {
 			pending++
 			paths += len(s.Changes)
 		}
@@ -133,6 +134,8 @@ func (a *app) runDiff(id uuid.UUID, asJSON bool) error {
 			state = "discarded: " + s.Error
 		case s.Applied:
 			state = "applied"
+		case s.Discarded:
+			state = "discarded unapplied (ironvise discard)"
 		case len(s.Changes) == 0:
 			state = "no changes"
 		}
@@ -213,6 +216,60 @@ func applyError(id uuid.UUID, err error) error {
 		return exitCode(ExitDenied, err)
 	}
 	return exitCode(ExitUsage, err)
+}
+
+func (a *app) discardCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "discard <session-id>",
+		Short: "Throw away an ended overlay-mode session's unapplied changes",
+		Long: `Throws away the changes an overlay-mode session kept and nobody applied: the
+session's layers are removed from $ECTO_DATA_DIR/overlays, so they stop taking
+space, and a workspace_discarded event records who discarded which steps and
+paths (on the session's chain while it is not sealed, else on the instance
+chain). The real workspace is not touched. The session must have ended: a
+running session's next command runs on its layers. After a discard, apply has
+nothing left to apply and diff marks the steps discarded.`,
+		Example: `  ironvise discard 0190f1c2-7a3b-7cde-8f01-23456789abcd`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := parseSessionID(args[0])
+			if err != nil {
+				return usageError(err)
+			}
+			return failedWith("", id.String(), a.runDiscard(id, asJSON))
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print machine-readable JSON")
+	return cmd
+}
+
+func (a *app) runDiscard(id uuid.UUID, asJSON bool) error {
+	cfg, err := a.config()
+	if err != nil {
+		return err
+	}
+	l, err := a.openLedgerForWrite()
+	if err != nil {
+		return err
+	}
+	defer closeLedger(l)
+	ev, err := session.DiscardWorkspace(a.ctx, l, cfg.DataDir, id, "operator:cli")
+	if errors.Is(err, session.ErrSessionRunning) {
+		return exitCode(ExitUsage, err)
+	}
+	if err != nil {
+		return applyError(id, err)
+	}
+	if asJSON {
+		return a.printJSON(ev)
+	}
+	if len(ev.Steps) == 0 {
+		fmt.Fprintf(a.stdout, "session %s: nothing to discard\n", id)
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "session %s: discarded steps %v (%d path change(s)); the real workspace is unchanged\n", id, ev.Steps, len(ev.Changes))
+	return nil
 }
 
 func (a *app) runApply(id uuid.UUID, through int64, dryRun, asJSON bool) error {

@@ -373,3 +373,74 @@ func TestExecWorkspaceModeFlag(t *testing.T) {
 		t.Fatalf("replay of the daemon's ro session: exit %d %s", code, out)
 	}
 }
+
+// TestOverlayDiscard: discard throws away an ended session's unapplied
+// layers: they leave the data dir, workspace_discarded records the steps
+// on the instance chain (the session is sealed), diff marks them, apply
+// has nothing left, the real workspace is untouched and the session still
+// verifies. A running session's layers are refused: its next command runs
+// on them.
+func TestOverlayDiscard(t *testing.T) {
+	ws := overlayWorkspace(t)
+	env := cliEnv(t, "DATABASE_URL", "", "ECTO_SANDBOX_WORKSPACE", "overlay")
+	code, _, errOut := runCLI(t, env, "", "exec", "--workspace", ws, "--", "echo one > a.txt")
+	if code != 0 {
+		t.Fatalf("exec: exit %d %s", code, errOut)
+	}
+	sid := sessionOf(t, errOut)
+	layers := filepath.Join(env["ECTO_DATA_DIR"], "overlays", sid)
+	if _, err := os.Stat(layers); err != nil {
+		t.Fatalf("the session's layers: %v", err)
+	}
+	code, out, errOut := runCLI(t, env, "", "discard", sid)
+	if code != 0 || !strings.Contains(out, "discarded steps [1] (1 path change(s))") {
+		t.Fatalf("discard: exit %d %s %s", code, out, errOut)
+	}
+	if _, err := os.Stat(layers); !os.IsNotExist(err) {
+		t.Fatalf("the layers are still there after discard: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "a.txt")); err == nil {
+		t.Fatal("discard wrote the real workspace")
+	}
+	found := false
+	for _, e := range events(t, env, ledger.InstanceSessionID.String()) {
+		if e.Type == ledger.TypeWorkspaceDiscarded && strings.Contains(string(e.Payload), sid) && strings.Contains(string(e.Payload), `"by":"operator:cli"`) {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("no workspace_discarded on the instance chain")
+	}
+	if code, out, _ := runCLI(t, env, "", "diff", sid); code != 0 || !strings.Contains(out, "0 step(s) with changes to apply") || !strings.Contains(out, "discarded unapplied (ironvise discard)") {
+		t.Fatalf("diff after discard: exit %d %s", code, out)
+	}
+	if code, out, _ := runCLI(t, env, "", "apply", sid); code != 0 || !strings.Contains(out, "nothing to apply") {
+		t.Fatalf("apply after discard: exit %d %s", code, out)
+	}
+	if code, out, _ := runCLI(t, env, "", "discard", sid); code != 0 || !strings.Contains(out, "nothing to discard") {
+		t.Fatalf("a second discard: exit %d %s", code, out)
+	}
+	if code, out, errOut := runCLI(t, env, "", "verify-session", sid); code != 0 {
+		t.Fatalf("verify-session after discard: exit %d %s %s", code, out, errOut)
+	}
+
+	// A running session keeps its layers.
+	var running string
+	{
+		cfg, _ := config.Load(config.MapLookup(env))
+		l, err := ledgerdb.Open(context.Background(), cfg.Ledger.DatabaseURL, 5, ledger.Options{DataDir: cfg.DataDir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := l.CreateSession(context.Background(), ledger.SessionSpec{Goal: "running", SandboxTier: "native-linux",
+			Workspace: &ledger.SessionWorkspace{Mode: "overlay", Path: ws, ForbiddenPaths: []string{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		running = s.ID.String()
+		l.Close(context.Background())
+	}
+	if code, _, errOut := runCLI(t, env, "", "discard", running); code != ExitUsage || !strings.Contains(errOut, "the session is still running") {
+		t.Fatalf("discard of a running session: exit %d %s", code, errOut)
+	}
+}

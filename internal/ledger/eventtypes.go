@@ -41,6 +41,10 @@ const (
 	// written to the real workspace (ironvise apply): who, which steps,
 	// which paths (docs/ledger.md#workspace-events).
 	TypeWorkspaceApplied = "workspace_applied"
+	// TypeWorkspaceDiscarded records that an ended session's accepted
+	// changes were thrown away unapplied (ironvise discard): who, which
+	// steps, which paths (docs/ledger.md#workspace-events).
+	TypeWorkspaceDiscarded = "workspace_discarded"
 	// TypeSessionHalted records a stop other than a circuit breaker.
 	TypeSessionHalted = "session_halted"
 	// TypeCircuitBreaker records a consecutive-limit stop.

@@ -363,7 +363,7 @@ var knownTypes = map[string]bool{
 	ledger.TypeVerifiableCredential: true, ledger.TypeChatMessage: true, ledger.TypeAnchor: true, ledger.TypeCrossLedgerSeal: true,
 	ledger.TypeIntentProposed: true, ledger.TypeCheckVerdict: true, ledger.TypeSessionHalted: true, ledger.TypeSandboxResult: true,
 	ledger.TypeSessionSealed: true, ledger.TypeCheckpoint: true, ledger.TypeAdminChange: true, ledger.TypeSnapshot: true,
-	ledger.TypeRecovery: true, ledger.TypeEgress: true, ledger.TypeWorkspaceDiff: true, ledger.TypeWorkspaceApplied: true,
+	ledger.TypeRecovery: true, ledger.TypeEgress: true, ledger.TypeWorkspaceDiff: true, ledger.TypeWorkspaceApplied: true, ledger.TypeWorkspaceDiscarded: true,
 }
 
 // classifyAppend decides how a route-9 body is stored: as-is for an exact

@@ -67,7 +67,13 @@ type WorkspaceRecord struct {
 	Diffs     []RecordedDiff
 	// Applied are the steps workspace_applied events say were applied.
 	Applied map[int64]bool
+	// Discarded are the steps workspace_discarded events say were thrown
+	// away unapplied.
+	Discarded map[int64]bool
 }
+
+// Settled reports whether step was applied or discarded.
+func (w *WorkspaceRecord) Settled(step int64) bool { return w.Applied[step] || w.Discarded[step] }
 
 // ReadWorkspace verifies session id and reads its genesis workspace
 // record, its workspace_diff events and the steps workspace_applied
@@ -92,7 +98,7 @@ func ReadWorkspace(ctx context.Context, l *ledger.Ledger, id uuid.UUID) (*Worksp
 	if err != nil {
 		return nil, fmt.Errorf("read session %s: %w", id, err)
 	}
-	out := &WorkspaceRecord{Session: sess, Applied: map[int64]bool{}}
+	out := &WorkspaceRecord{Session: sess, Applied: map[int64]bool{}, Discarded: map[int64]bool{}}
 	for _, e := range evs {
 		switch e.Type {
 		case ledger.TypeGenesis:
@@ -114,7 +120,9 @@ func ReadWorkspace(ctx context.Context, l *ledger.Ledger, id uuid.UUID) (*Worksp
 			d.Seq = e.Seq
 			out.Diffs = append(out.Diffs, d)
 		case ledger.TypeWorkspaceApplied:
-			out.markApplied(e.Payload, id)
+			mark(out.Applied, e.Payload, id)
+		case ledger.TypeWorkspaceDiscarded:
+			mark(out.Discarded, e.Payload, id)
 		}
 	}
 	inst, err := l.Events(ctx, ledger.InstanceSessionID, 0, 1<<20)
@@ -122,8 +130,11 @@ func ReadWorkspace(ctx context.Context, l *ledger.Ledger, id uuid.UUID) (*Worksp
 		return nil, fmt.Errorf("read the instance chain: %w", err)
 	}
 	for _, e := range inst {
-		if e.Type == ledger.TypeWorkspaceApplied {
-			out.markApplied(e.Payload, id)
+		switch e.Type {
+		case ledger.TypeWorkspaceApplied:
+			mark(out.Applied, e.Payload, id)
+		case ledger.TypeWorkspaceDiscarded:
+			mark(out.Discarded, e.Payload, id)
 		}
 	}
 	if out.Workspace == nil || out.Workspace.Mode != "overlay" {
@@ -132,13 +143,15 @@ func ReadWorkspace(ctx context.Context, l *ledger.Ledger, id uuid.UUID) (*Worksp
 	return out, nil
 }
 
-func (w *WorkspaceRecord) markApplied(payload []byte, id uuid.UUID) {
+// mark adds the steps of a workspace_applied or workspace_discarded event
+// of session id to steps.
+func mark(steps map[int64]bool, payload []byte, id uuid.UUID) {
 	var ev AppliedEvent
 	if json.Unmarshal(payload, &ev) != nil || ev.Session != id.String() {
 		return
 	}
 	for _, s := range ev.Steps {
-		w.Applied[s] = true
+		steps[s] = true
 	}
 }
 
@@ -164,7 +177,7 @@ func applyWorkspace(ctx context.Context, l *ledger.Ledger, root string, id uuid.
 	var recorded []overlay.ChangeSet
 	seqs := map[int64]uint64{}
 	for _, r := range w.Diffs {
-		if !r.Accepted || w.Applied[r.Step] {
+		if !r.Accepted || w.Settled(r.Step) {
 			continue
 		}
 		recorded = append(recorded, overlay.ChangeSet{Step: r.Step, Changes: r.Changes, DiffTruncated: r.DiffTruncated})
@@ -201,4 +214,55 @@ func applyWorkspace(ctx context.Context, l *ledger.Ledger, root string, id uuid.
 		return nil, fmt.Errorf("the changes were applied and recorded, but the applied layers could not be removed: %w", err)
 	}
 	return res, nil
+}
+
+// ErrSessionRunning: the session is still running; its next step needs
+// its layers.
+var ErrSessionRunning = errors.New("the session is still running: its next command runs on its layers")
+
+// DiscardWorkspace throws away the pending accepted changes of session id,
+// which must have ended: it records workspace_discarded as by (steps,
+// paths) on the session's chain while it is not sealed, else on the
+// instance chain, then removes the session's layers from the overlay store
+// under dataDir. The record comes first: layers that vanish unrecorded
+// would look like tampering to a later apply. With nothing pending it
+// records nothing and still removes what is left of the layers.
+func DiscardWorkspace(ctx context.Context, l *ledger.Ledger, dataDir string, id uuid.UUID, by string) (*AppliedEvent, error) {
+	w, err := ReadWorkspace(ctx, l, id)
+	if err != nil {
+		return nil, err
+	}
+	if w.Session.Status == ledger.StatusRunning && !w.Session.Sealed() {
+		return nil, fmt.Errorf("session %s: %w; end or seal it first", id, ErrSessionRunning)
+	}
+	ev := &AppliedEvent{Session: id.String(), Workspace: w.Workspace.Path, Steps: []int64{}, By: by,
+		Changes: []AppliedChange{}, DiffSeqs: map[int64]uint64{}}
+	for _, r := range w.Diffs {
+		if !r.Accepted || w.Settled(r.Step) || len(r.Changes) == 0 {
+			continue
+		}
+		ev.Steps = append(ev.Steps, r.Step)
+		ev.DiffSeqs[r.Step] = r.Seq
+		ev.Through = r.Step
+		for _, c := range r.Changes {
+			ev.Changes = append(ev.Changes, AppliedChange{Path: c.Path, Op: c.Op, From: c.From, SHA256: c.SHA256})
+		}
+	}
+	st, err := overlay.NewStore(OverlayRoot(dataDir))
+	if err != nil {
+		return nil, err
+	}
+	if len(ev.Steps) > 0 {
+		chain := id
+		if w.Session.Sealed() {
+			chain = ledger.InstanceSessionID
+		}
+		if _, err := l.Append(ctx, chain, ledger.TypeWorkspaceDiscarded, ev); err != nil {
+			return nil, fmt.Errorf("record workspace_discarded (nothing was removed): %w", err)
+		}
+	}
+	if err := st.Remove(id.String()); err != nil {
+		return nil, fmt.Errorf("the discard is recorded, but the layers could not be removed: %w", err)
+	}
+	return ev, nil
 }

@@ -43,7 +43,7 @@ func (s *Session) applyGate(ctx context.Context, status ledger.Status, lastStep 
 	var steps []int64
 	var paths []string
 	for _, d := range w.Diffs {
-		if !d.Accepted || w.Applied[d.Step] || len(d.Changes) == 0 {
+		if !d.Accepted || w.Settled(d.Step) || len(d.Changes) == 0 {
 			continue
 		}
 		steps = append(steps, d.Step)
