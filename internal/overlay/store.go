@@ -16,9 +16,12 @@ import (
 
 // Sentinel errors, compared with errors.Is.
 var (
-	// ErrBusy is returned by Begin while another step layer of the same
-	// session is still open (neither accepted nor discarded).
-	ErrBusy = errors.New("overlay: a step layer of this session is still open")
+	// ErrBusy is returned by Begin and Lock while another holder has the
+	// session, in this process or another: a step layer of it is open
+	// (neither accepted nor discarded; its command may be running on the
+	// layers), or an apply or a discard is under way. DropThrough and
+	// Remove return it while a step layer is open in this process.
+	ErrBusy = errors.New("overlay: the session is busy: a command of it is running, or an apply or a discard")
 	// ErrConflict is wrapped by Apply when a real file no longer matches
 	// its recorded base (changed on the host) or an added path exists.
 	ErrConflict = errors.New("overlay: the workspace changed since the step was recorded")
@@ -82,6 +85,7 @@ type Layer struct {
 // one of them must be called.
 type Pending struct {
 	store   *Store
+	lock    *os.File // the session's lock, held until Accept or Discard
 	session string
 	step    int64
 	dir     string
@@ -121,14 +125,25 @@ func (s *Store) Begin(session string, step int64) (*Pending, error) {
 	s.open[session] = true
 	s.mu.Unlock()
 	ok := false
+	var lock *os.File
 	defer func() {
 		if !ok {
 			s.release(session)
+			if lock != nil {
+				lock.Close()
+			}
 		}
 	}()
 	sd := s.sessionDir(session)
 	if err := os.MkdirAll(sd, 0o700); err != nil {
 		return nil, fmt.Errorf("overlay: create session dir: %w", err)
+	}
+	// Security: another process may hold the session (a second exec
+	// --session, an apply): without the lock this Begin would discard its
+	// pending layer as half-made, or run on layers an apply is removing.
+	lock, err := lockFile(filepath.Join(sd, lockName))
+	if err != nil {
+		return nil, fmt.Errorf("begin step %d of session %q: %w", step, session, err)
 	}
 	if err := s.discardHalfMade(sd); err != nil {
 		return nil, err
@@ -153,7 +168,36 @@ func (s *Store) Begin(session string, step int64) (*Pending, error) {
 		}
 	}
 	ok = true
-	return &Pending{store: s, session: session, step: step, dir: dir, below: below}, nil
+	return &Pending{store: s, lock: lock, session: session, step: step, dir: dir, below: below}, nil
+}
+
+// lockName is the session's lock file in its directory; Layers and the
+// half-made sweep skip it (not a step number).
+const lockName = ".lock"
+
+// Lock takes the session's lock for an apply or a discard, without
+// waiting: ErrBusy while a step layer of the session is open (its command
+// may be running on the layers) or another apply or discard holds it, in
+// this process or another. unlock releases it.
+func (s *Store) Lock(session string) (unlock func(), err error) {
+	if err := validSession(session); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	busy := s.open[session]
+	s.mu.Unlock()
+	if busy {
+		return nil, fmt.Errorf("lock session %q: %w", session, ErrBusy)
+	}
+	sd := s.sessionDir(session)
+	if err := os.MkdirAll(sd, 0o700); err != nil {
+		return nil, fmt.Errorf("overlay: create session dir: %w", err)
+	}
+	f, err := lockFile(filepath.Join(sd, lockName))
+	if err != nil {
+		return nil, fmt.Errorf("lock session %q: %w", session, err)
+	}
+	return func() { f.Close() }, nil
 }
 
 func (s *Store) release(session string) {
@@ -241,6 +285,7 @@ func (p *Pending) Accept() error {
 	}
 	p.done = true
 	p.store.release(p.session)
+	p.lock.Close()
 	return nil
 }
 
@@ -250,6 +295,7 @@ func (p *Pending) Discard() error {
 		return nil
 	}
 	p.done = true
+	defer p.lock.Close()
 	defer p.store.release(p.session)
 	if err := os.RemoveAll(p.dir); err != nil {
 		return fmt.Errorf("overlay: discard step %d: %w", p.step, err)

@@ -1,6 +1,7 @@
 package overlay
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,7 +75,7 @@ func TestBeginConcurrent(t *testing.T) {
 			defer mu.Unlock()
 			if err == nil {
 				won++
-			} else if !strings.Contains(err.Error(), "still open") && !strings.Contains(err.Error(), "not above") {
+			} else if !errors.Is(err, ErrBusy) && !strings.Contains(err.Error(), "not above") {
 				errs = append(errs, err.Error())
 			}
 		}(i)
@@ -83,4 +84,60 @@ func TestBeginConcurrent(t *testing.T) {
 	if won != 1 || len(errs) > 0 {
 		t.Errorf("%d Begins succeeded (want 1); other errors: %v", won, errs)
 	}
+}
+
+// TestSessionLockAcrossStores: two stores on one root stand for two
+// processes (an exec --session and an apply, two execs of one session).
+// While one has a step layer of a session open, the other can neither
+// begin a step of it (which would discard the open layer as half-made)
+// nor lock it for an apply; once the layer is accepted, both can. A lock
+// taken for an apply keeps Begin out in turn. The flock is per open file,
+// so the same holds across processes.
+func TestSessionLockAcrossStores(t *testing.T) {
+	root := t.TempDir()
+	a, err := NewStore(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewStore(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := a.Begin("s", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Begin("s", 2); !errors.Is(err, ErrBusy) {
+		t.Fatalf("Begin while another store has a layer open: %v; want ErrBusy", err)
+	}
+	if _, err := os.Stat(p.Upper()); err != nil {
+		t.Fatalf("the open layer was discarded by the other store: %v", err)
+	}
+	if _, err := b.Lock("s"); !errors.Is(err, ErrBusy) {
+		t.Fatalf("Lock while another store has a layer open: %v; want ErrBusy", err)
+	}
+	if err := p.Accept(); err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := b.Lock("s")
+	if err != nil {
+		t.Fatalf("Lock after the layer was accepted: %v", err)
+	}
+	if _, err := a.Begin("s", 2); !errors.Is(err, ErrBusy) {
+		t.Fatalf("Begin while an apply holds the session: %v; want ErrBusy", err)
+	}
+	unlock()
+	q, err := a.Begin("s", 2)
+	if err != nil {
+		t.Fatalf("Begin after the apply let go: %v", err)
+	}
+	if err := q.Discard(); err != nil {
+		t.Fatal(err)
+	}
+	// Another session is not held by this one.
+	r, err := b.Begin("other", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Discard()
 }

@@ -98,7 +98,9 @@ func TestStoreHalfMadeLayer(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(p.dir, acceptedMarker+".tmp"), []byte("3"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// The process dies: a new store over the same root.
+	// The process dies, which releases its lock: a new store over the
+	// same root.
+	p.lock.Close()
 	s2, err := NewStore(s.Root())
 	if err != nil {
 		t.Fatal(err)

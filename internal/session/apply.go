@@ -187,6 +187,13 @@ func applyWorkspace(ctx context.Context, l *ledger.Ledger, root string, id uuid.
 	if err != nil {
 		return nil, err
 	}
+	// No command of the session may run on the layers while they are
+	// written out and dropped, in this process or another.
+	unlock, err := st.Lock(id.String())
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w; try again when its command has finished", id, err)
+	}
+	defer unlock()
 	res, err := st.Apply(overlay.ApplyOptions{Workspace: w.Workspace.Path, Session: id.String(), Recorded: recorded, Through: through, DryRun: dryRun})
 	if err != nil {
 		return nil, err
@@ -252,6 +259,13 @@ func DiscardWorkspace(ctx context.Context, l *ledger.Ledger, dataDir string, id 
 	if err != nil {
 		return nil, err
 	}
+	unlock, err := st.Lock(id.String())
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w; try again later", id, err)
+	}
+	// Remove deletes the lock file with the directory; holding it until
+	// then keeps a late Begin out.
+	defer unlock()
 	if len(ev.Steps) > 0 {
 		chain := id
 		if w.Session.Sealed() {
