@@ -50,21 +50,7 @@ func overlayWorkspace(t *testing.T) string {
 func TestOverlayExecDiffApply(t *testing.T) {
 	ws := overlayWorkspace(t)
 	env := cliEnv(t, "DATABASE_URL", "", "ECTO_SANDBOX_WORKSPACE", "overlay")
-	var sid string
-	{
-		cfg, _ := config.Load(config.MapLookup(env))
-		l, err := ledgerdb.Open(context.Background(), cfg.Ledger.DatabaseURL, 5, ledger.Options{DataDir: cfg.DataDir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := l.CreateSession(context.Background(), ledger.SessionSpec{Goal: "external agent session", SandboxTier: "native-linux",
-			Workspace: &ledger.SessionWorkspace{Mode: "overlay", Path: ws, ForbiddenPaths: []string{}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sid = s.ID.String()
-		l.Close(context.Background())
-	}
+	sid := runningSession(t, env, ws, "overlay")
 	exec := func(cmd string) string {
 		t.Helper()
 		code, out, errOut := runCLI(t, env, "", "exec", "--session", sid, "--workspace", ws, "--", cmd)
@@ -334,21 +320,7 @@ func TestExecWorkspaceModeFlag(t *testing.T) {
 
 	// A running session keeps the mode its genesis recorded: ro here,
 	// although the configuration says overlay.
-	var sid string
-	{
-		cfg, _ := config.Load(config.MapLookup(env))
-		l, err := ledgerdb.Open(context.Background(), cfg.Ledger.DatabaseURL, 5, ledger.Options{DataDir: cfg.DataDir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := l.CreateSession(context.Background(), ledger.SessionSpec{Goal: "external agent session", SandboxTier: "native-linux",
-			Workspace: &ledger.SessionWorkspace{Mode: "ro", Path: ws, ForbiddenPaths: []string{}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sid = s.ID.String()
-		l.Close(context.Background())
-	}
+	sid := runningSession(t, env, ws, "ro")
 	code, _, errOut = runCLI(t, env, "", "exec", "--session", sid, "--workspace", ws, "--workspace-mode", "overlay", "--", "true")
 	if code != ExitUsage || !strings.Contains(errOut, "runs in workspace mode ro, which a running session keeps") {
 		t.Fatalf("--workspace-mode overlay on a running ro session: exit %d %s", code, errOut)
@@ -425,22 +397,26 @@ func TestOverlayDiscard(t *testing.T) {
 	}
 
 	// A running session keeps its layers.
-	var running string
-	{
-		cfg, _ := config.Load(config.MapLookup(env))
-		l, err := ledgerdb.Open(context.Background(), cfg.Ledger.DatabaseURL, 5, ledger.Options{DataDir: cfg.DataDir})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := l.CreateSession(context.Background(), ledger.SessionSpec{Goal: "running", SandboxTier: "native-linux",
-			Workspace: &ledger.SessionWorkspace{Mode: "overlay", Path: ws, ForbiddenPaths: []string{}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		running = s.ID.String()
-		l.Close(context.Background())
-	}
+	running := runningSession(t, env, ws, "overlay")
 	if code, _, errOut := runCLI(t, env, "", "discard", running); code != ExitUsage || !strings.Contains(errOut, "the session is still running") {
 		t.Fatalf("discard of a running session: exit %d %s", code, errOut)
 	}
+}
+
+// runningSession records a running session, as an external agent's,
+// whose genesis names workspace ws in mode, and returns its id.
+func runningSession(t *testing.T, env map[string]string, ws, mode string) string {
+	t.Helper()
+	cfg, _ := config.Load(config.MapLookup(env))
+	l, err := ledgerdb.Open(context.Background(), cfg.Ledger.DatabaseURL, 5, ledger.Options{DataDir: cfg.DataDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	s, err := l.CreateSession(context.Background(), ledger.SessionSpec{Goal: "external agent session", SandboxTier: "native-linux",
+		Workspace: &ledger.SessionWorkspace{Mode: mode, Path: ws, ForbiddenPaths: []string{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.ID.String()
 }
