@@ -77,7 +77,7 @@ func (p *prober) run(ctx context.Context) ([]Guarantee, *Enforced, error) {
 	if len(survivors) > 0 {
 		v.add(GNoSurvivors, false, true, fmt.Sprintf("background processes outlived the command: pids %v (killed by doctor)", survivors))
 	} else {
-		v.add(GNoSurvivors, true, true, "a setsid'd and a background sleep were both gone when the command returned")
+		v.add(GNoSurvivors, true, true, survivorEvidence(f.get("setsid")))
 	}
 	return orderGuarantees(v), main.Enforced, nil
 }
@@ -133,8 +133,10 @@ func (p *prober) script() string {
 	// own before it trusts the answer either way.
 	w(`P pidns "$(readlink /proc/self/ns/pid 2>&1)"`)
 	w(`P signal "$( { kill -0 %d && echo SIGNALLED; } 2>&1 | first)"`, os.Getpid())
-	// Survivors: a detached process and a plain background one.
-	w(`if command -v setsid >/dev/null 2>&1; then setsid sleep %s >/dev/null 2>&1 </dev/null & fi`, p.marker)
+	// Survivors: a detached process and a plain background one. Whether
+	// a new session may be started at all (container mode refuses it) is
+	// asked apart, so the evidence says which survivors were tried.
+	w(`if command -v setsid >/dev/null 2>&1; then P setsid "$(setsid true >/dev/null 2>&1 && echo ok || echo refused)"; setsid sleep %s >/dev/null 2>&1 </dev/null & else P setsid absent; fi`, p.marker)
 	w(`sleep %s >/dev/null 2>&1 </dev/null &`, p.marker)
 	w(`P done yes`)
 	return sb.String()
@@ -774,4 +776,16 @@ func treeDigest(root string) (string, error) {
 		return nil
 	})
 	return fmt.Sprintf("%x", h.Sum(nil)), err
+}
+
+// survivorEvidence is the no_survivors evidence of a run none outlived,
+// by what the probe found of setsid.
+func survivorEvidence(setsid string) string {
+	switch setsid {
+	case "ok":
+		return "a setsid'd and a background sleep were both gone when the command returned"
+	case "refused":
+		return "a background sleep was gone when the command returned; setsid is refused, so no process of the command leaves its process group"
+	}
+	return "a background sleep was gone when the command returned (no setsid tool to try a detached one)"
 }

@@ -377,4 +377,9 @@ func TestDoctorContainerMode(t *testing.T) {
 	if ev := byName[sandbox.GSignalsScoped].Evidence; strings.Contains(ev, "PID namespace") || !strings.Contains(ev, "pid "+strconv.Itoa(os.Getpid())) {
 		t.Errorf("signals: %s; want the probe of IronVise's own pid", ev)
 	}
+	// The command cannot leave its process group: the evidence says so
+	// instead of claiming a setsid'd process was tried.
+	if ev := byName[sandbox.GNoSurvivors].Evidence; !strings.Contains(ev, "setsid is refused") {
+		t.Errorf("no survivors: %s; want setsid reported refused", ev)
+	}
 }
