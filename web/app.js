@@ -151,7 +151,7 @@
     row('Created', when(s.created_at) + (s.finished_at ? ' · finished ' + when(s.finished_at) : ''));
     $('s-seal').disabled = s.sealed;
     renderTimeline(events);
-    renderWorkspace(events);
+    renderWorkspace(s, events);
     await renderPending(s);
   }
 
@@ -287,7 +287,7 @@
   // renderWorkspace shows the panel of a session in overlay mode: what its
   // accepted steps changed, what was already applied, and the apply
   // buttons (admin tokens; the server refuses the others).
-  function renderWorkspace(events) {
+  function renderWorkspace(s, events) {
     const box = $('s-workspace');
     const genesis = events.find((e) => e.payload && e.payload.type === 'genesis');
     const w = genesis && genesis.payload.workspace;
@@ -299,8 +299,12 @@
       if (p.type === 'workspace_diff' && p.accepted) { kept++; paths += (p.changes || []).length; }
       if (p.type === 'workspace_applied') applied++;
     }
-    $('s-workspace-summary').textContent = 'Overlay on ' + w.path + ' · ' + kept + ' step(s) kept, ' + paths + ' path(s) changed' +
-      (applied ? ' · applied ' + applied + ' time(s)' : ' · not applied: the real workspace is unchanged') +
+    // A sealed chain takes no more events: an apply or a discard after the
+    // seal is recorded on the instance chain, which this page does not read.
+    let state = applied ? ' · applied ' + applied + ' time(s)' : ' · not applied: the real workspace is unchanged';
+    if (s.sealed) state = (applied ? ' · applied ' + applied + ' time(s) before the seal' : '') +
+      ' · sealed: an apply or a discard since is recorded on the instance chain (Preview apply shows what is left)';
+    $('s-workspace-summary').textContent = 'Overlay on ' + w.path + ' · ' + kept + ' step(s) kept, ' + paths + ' path(s) changed' + state +
       ((w.forbidden_paths || []).length ? ' · forbidden: ' + w.forbidden_paths.join(', ') : '');
     $('s-apply').disabled = $('s-apply-dry').disabled = kept === 0;
   }

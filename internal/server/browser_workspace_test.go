@@ -15,7 +15,8 @@ import (
 // text, never as markup) and a workspace panel; "Preview apply" lists what
 // would be written and writes nothing; "Apply to the workspace", once
 // confirmed, writes the changes into the real workspace and the panel then
-// says it was applied.
+// says it was applied; once the session is sealed the panel says that later
+// applications are recorded on the instance chain.
 func TestDashboardWorkspaceChanges(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("Debian's chromium runs on Linux; overlay mode needs the native Linux tier")
@@ -67,4 +68,9 @@ func TestDashboardWorkspaceChanges(t *testing.T) {
 		t.Fatalf("page.html after apply in the dashboard: %q", b)
 	}
 	d.screenshot("07-workspace-applied")
+
+	// Sealed, the chain takes no more events: the panel no longer claims
+	// to know whether an apply happened since.
+	d.click(d.wait("#s-seal", "", 5*time.Second))
+	d.wait(`#s-workspace-summary`, "sealed: an apply or a discard since is recorded on the instance chain", 10*time.Second)
 }
