@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -385,12 +386,29 @@ func (s *Store) Apply(opts ApplyOptions) (*ApplyResult, error) {
 	if opts.DryRun {
 		return res, nil
 	}
-	if err := execute(ws, steps); err != nil {
+	// Security: every write resolves its path beneath the workspace
+	// (openat2 RESOLVE_BENEATH on Linux). The checks above read the host
+	// by path; a process racing the apply could swap a checked directory
+	// for a symlink to elsewhere before the writes, and a write by path
+	// would follow it out of the workspace with IronVise's privileges.
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return nil, fmt.Errorf("overlay: apply: open the workspace: %w", err)
+	}
+	defer root.Close()
+	if beforeWrite != nil {
+		beforeWrite()
+	}
+	if err := execute(root, steps); err != nil {
 		return nil, err
 	}
 	res.Applied = true
 	return res, nil
 }
+
+// beforeWrite, when set (tests only), runs between Apply's checks and its
+// writes: where a racing process would act.
+var beforeWrite func()
 
 func containsStep(ls []Layer, step int64) bool {
 	for _, l := range ls {
@@ -492,13 +510,13 @@ func randName(kind string) string {
 // undos run newest first, so the workspace is back as it was. Replaced
 // and deleted files are kept as hard links (or renamed) beside their
 // target until the end.
-func execute(ws string, steps []*planned) (err error) {
+func execute(root *os.Root, steps []*planned) (err error) {
 	var undo []func() error
 	var cleanup []string
 	defer func() {
 		if err == nil {
 			for _, p := range cleanup {
-				_ = os.Remove(p)
+				_ = root.Remove(p)
 			}
 			return
 		}
@@ -512,7 +530,9 @@ func execute(ws string, steps []*planned) (err error) {
 			err = fmt.Errorf("%w; rolling back also failed (the workspace is partly applied): %w", err, errors.Join(rerr...))
 		}
 	}()
-	abs := func(rel string) string { return filepath.Join(ws, filepath.FromSlash(rel)) }
+	// Paths are relative to the workspace root, slash-separated as
+	// recorded (os.Root takes them so on every platform).
+	abs := func(rel string) string { return rel }
 	isDir := func(s state) bool { return s.present && s.kind == KindDir }
 	// 1. Set aside the non-directories that go away or change kind, in
 	// one directory at the workspace root: a backup beside its file
@@ -524,23 +544,23 @@ func execute(ws string, steps []*planned) (err error) {
 			continue
 		}
 		if bakDir == "" {
-			bakDir = filepath.Join(ws, randName("bak"))
-			if err := os.Mkdir(bakDir, 0o700); err != nil {
+			bakDir = randName("bak")
+			if err := root.Mkdir(bakDir, 0o700); err != nil {
 				return fmt.Errorf("overlay: apply: create the backup directory: %w", err)
 			}
-			undo = append(undo, func() error { return os.Remove(bakDir) })
+			undo = append(undo, func() error { return root.Remove(bakDir) })
 			defer func() {
 				if err == nil {
-					_ = os.RemoveAll(bakDir)
+					_ = root.RemoveAll(bakDir)
 				}
 			}()
 		}
 		p := abs(pl.path)
-		bak := filepath.Join(bakDir, fmt.Sprint(i))
-		if err := os.Rename(p, bak); err != nil {
+		bak := path.Join(bakDir, fmt.Sprint(i))
+		if err := root.Rename(p, bak); err != nil {
 			return fmt.Errorf("overlay: apply: remove %s: %w", pl.path, err)
 		}
-		undo = append(undo, func() error { return os.Rename(bak, p) })
+		undo = append(undo, func() error { return root.Rename(bak, p) })
 	}
 	// 2. Remove directories, deepest first.
 	for i := len(steps) - 1; i >= 0; i-- {
@@ -549,15 +569,15 @@ func execute(ws string, steps []*planned) (err error) {
 			continue
 		}
 		p := abs(pl.path)
-		if err := os.Remove(p); err != nil {
+		if err := root.Remove(p); err != nil {
 			return fmt.Errorf("overlay: apply: remove directory %s: %w", pl.path, err)
 		}
 		mode, _ := parseMode(pl.before.mode)
 		undo = append(undo, func() error {
-			if err := os.Mkdir(p, 0o700); err != nil {
+			if err := root.Mkdir(p, 0o700); err != nil {
 				return err
 			}
-			return os.Chmod(p, fs.FileMode(mode&0o777)|modeBits(mode))
+			return root.Chmod(p, fs.FileMode(mode&0o777)|modeBits(mode))
 		})
 	}
 	// 3. Create directories, parents first (owner-writable until step 5).
@@ -566,10 +586,10 @@ func execute(ws string, steps []*planned) (err error) {
 			continue
 		}
 		p := abs(pl.path)
-		if err := os.Mkdir(p, 0o700); err != nil {
+		if err := root.Mkdir(p, 0o700); err != nil {
 			return fmt.Errorf("overlay: apply: create directory %s: %w", pl.path, err)
 		}
-		undo = append(undo, func() error { return os.Remove(p) })
+		undo = append(undo, func() error { return root.Remove(p) })
 	}
 	// 4a. Stage every new file and symlink beside its target.
 	type staged struct {
@@ -582,36 +602,36 @@ func execute(ws string, steps []*planned) (err error) {
 		if !a.present || a.kind == KindDir || pl.before.equal(a) || (pl.before.present && pl.before.kind == a.kind && pl.before.sha == a.sha && pl.before.target == a.target) {
 			continue
 		}
-		tmp := filepath.Join(filepath.Dir(abs(pl.path)), randName("tmp"))
+		tmp := path.Join(path.Dir(abs(pl.path)), randName("tmp"))
 		if a.kind == KindSymlink {
-			if err := os.Symlink(a.target, tmp); err != nil {
+			if err := root.Symlink(a.target, tmp); err != nil {
 				return fmt.Errorf("overlay: apply: stage %s: %w", pl.path, err)
 			}
-		} else if err := stageFile(pl.src, tmp, a); err != nil {
+		} else if err := stageFile(pl.src, root, tmp, a); err != nil {
 			return fmt.Errorf("overlay: apply: stage %s: %w", pl.path, err)
 		}
-		undo = append(undo, func() error { return removeIfExists(tmp) })
+		undo = append(undo, func() error { return removeIfExists(root, tmp) })
 		stg = append(stg, staged{pl, tmp})
 	}
 	// 4b. Move them into place; a replaced file keeps a hard link.
 	for _, st := range stg {
 		p := abs(st.pl.path)
 		if st.pl.before.present && st.pl.before.kind == st.pl.after.kind {
-			bak := filepath.Join(filepath.Dir(p), randName("bak"))
-			if err := os.Link(p, bak); err != nil {
+			bak := path.Join(path.Dir(p), randName("bak"))
+			if err := root.Link(p, bak); err != nil {
 				return fmt.Errorf("overlay: apply: keep a backup of %s: %w", st.pl.path, err)
 			}
 			cleanup = append(cleanup, bak)
-			if err := os.Rename(st.tmp, p); err != nil {
+			if err := root.Rename(st.tmp, p); err != nil {
 				return fmt.Errorf("overlay: apply: replace %s: %w", st.pl.path, err)
 			}
-			undo = append(undo, func() error { return os.Rename(bak, p) })
+			undo = append(undo, func() error { return root.Rename(bak, p) })
 			continue
 		}
-		if err := os.Rename(st.tmp, p); err != nil {
+		if err := root.Rename(st.tmp, p); err != nil {
 			return fmt.Errorf("overlay: apply: create %s: %w", st.pl.path, err)
 		}
-		undo = append(undo, func() error { return os.Remove(p) })
+		undo = append(undo, func() error { return root.Remove(p) })
 	}
 	// 5. Modes, deepest first so a directory is writable while its
 	// content is set.
@@ -622,7 +642,7 @@ func execute(ws string, steps []*planned) (err error) {
 			continue
 		}
 		p := abs(pl.path)
-		fi, err := os.Lstat(p)
+		fi, err := root.Lstat(p)
 		if err != nil {
 			return fmt.Errorf("overlay: apply: %w", err)
 		}
@@ -631,10 +651,10 @@ func execute(ws string, steps []*planned) (err error) {
 			return err
 		}
 		oldMode := fi.Mode()
-		if err := os.Chmod(p, fs.FileMode(mode&0o777)|modeBits(mode)); err != nil {
+		if err := root.Chmod(p, fs.FileMode(mode&0o777)|modeBits(mode)); err != nil {
 			return fmt.Errorf("overlay: apply: chmod %s: %w", pl.path, err)
 		}
-		undo = append(undo, func() error { return os.Chmod(p, oldMode&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)) })
+		undo = append(undo, func() error { return root.Chmod(p, oldMode&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)) })
 	}
 	return nil
 }
@@ -654,8 +674,8 @@ func modeBits(m uint32) fs.FileMode {
 	return out
 }
 
-func removeIfExists(p string) error {
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+func removeIfExists(root *os.Root, p string) error {
+	if err := root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	return nil
@@ -664,13 +684,13 @@ func removeIfExists(p string) error {
 // stageFile copies src to the new file tmp and checks the copy's hash
 // against the verified state, so a layer file swapped after the check
 // is caught at the byte level.
-func stageFile(src, tmp string, want state) (err error) {
+func stageFile(src string, root *os.Root, tmp string, want state) (err error) {
 	in, err := os.Open(src)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	out, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
@@ -679,7 +699,7 @@ func stageFile(src, tmp string, want state) (err error) {
 			err = cerr
 		}
 		if err != nil {
-			_ = os.Remove(tmp)
+			_ = root.Remove(tmp)
 		}
 	}()
 	h := sha256.New()

@@ -219,6 +219,45 @@ func TestApplySymlinkedParent(t *testing.T) {
 	}
 }
 
+// TestApplyRaceSymlinkedParent: a host process that swaps a checked
+// directory for a symlink to elsewhere between Apply's checks and its
+// writes does not get a file written outside the workspace: the writes
+// resolve beneath the workspace, so the swap fails the apply, and what was
+// done is undone.
+func TestApplyRaceSymlinkedParent(t *testing.T) {
+	requireOverlay(t)
+	ws := baseWorkspace(t)
+	s := newStore(t)
+	rec := []ChangeSet{step(t, s, ws, "s", 1, `echo pwned > sub/evil && sed -i s/one/ONE/ a.txt`)}
+	outside := t.TempDir()
+	before := snapshot(t, ws)
+	beforeWrite = func() {
+		// The checks saw sub as a directory; now it leads outside.
+		if err := os.Rename(filepath.Join(ws, "sub"), filepath.Join(outside, "moved-sub")); err != nil {
+			t.Error(err)
+		}
+		if err := os.Symlink(outside, filepath.Join(ws, "sub")); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(func() { beforeWrite = nil })
+	_, err := s.Apply(ApplyOptions{Workspace: ws, Session: "s", Recorded: rec})
+	if err == nil {
+		t.Fatal("the apply succeeded through a parent swapped for a symlink out of the workspace")
+	}
+	if _, err := os.Lstat(filepath.Join(outside, "evil")); err == nil {
+		t.Fatal("apply wrote outside the workspace")
+	}
+	// Undo the swap, then the workspace is as before the apply.
+	os.Remove(filepath.Join(ws, "sub"))
+	if err := os.Rename(filepath.Join(outside, "moved-sub"), filepath.Join(ws, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	if d := diffSnap(before, snapshot(t, ws)); len(d) > 0 {
+		t.Errorf("the failed apply left changes: %v", d)
+	}
+}
+
 // TestApplyRollback makes one target directory read-only (a read-only
 // bind mount: root ignores permission bits) so a write fails midway;
 // everything done before must be undone.
