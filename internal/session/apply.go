@@ -75,6 +75,41 @@ type WorkspaceRecord struct {
 // Settled reports whether step was applied or discarded.
 func (w *WorkspaceRecord) Settled(step int64) bool { return w.Applied[step] || w.Discarded[step] }
 
+// Pending returns the accepted change sets that no workspace_applied or
+// workspace_discarded event has settled yet, in step order; a step whose
+// command changed nothing is among them (its layer exists).
+func (w *WorkspaceRecord) Pending() []RecordedDiff {
+	var out []RecordedDiff
+	for _, r := range w.Diffs {
+		if r.Accepted && !w.Settled(r.Step) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// record appends a workspace_applied or workspace_discarded event (typ)
+// about the session: on its chain while it is not sealed, else on the
+// instance chain, since a sealed chain takes no more events.
+func (w *WorkspaceRecord) record(ctx context.Context, l *ledger.Ledger, typ string, ev *AppliedEvent) error {
+	chain := w.Session.ID
+	if w.Session.Sealed() {
+		chain = ledger.InstanceSessionID
+	}
+	_, err := l.Append(ctx, chain, typ, ev)
+	return err
+}
+
+// appliedChanges is what the events record of each change: the path, the
+// operation, the old path of a rename, and the new content's hash.
+func appliedChanges(cs []overlay.Change) []AppliedChange {
+	out := make([]AppliedChange, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, AppliedChange{Path: c.Path, Op: c.Op, From: c.From, SHA256: c.SHA256})
+	}
+	return out
+}
+
 // ReadWorkspace verifies session id and reads its genesis workspace
 // record, its workspace_diff events and the steps workspace_applied
 // events (on its chain and on the instance chain) say were applied.
@@ -176,10 +211,7 @@ func applyWorkspace(ctx context.Context, l *ledger.Ledger, root string, id uuid.
 	}
 	var recorded []overlay.ChangeSet
 	seqs := map[int64]uint64{}
-	for _, r := range w.Diffs {
-		if !r.Accepted || w.Settled(r.Step) {
-			continue
-		}
+	for _, r := range w.Pending() {
 		recorded = append(recorded, overlay.ChangeSet{Step: r.Step, Changes: r.Changes, DiffTruncated: r.DiffTruncated})
 		seqs[r.Step] = r.Seq
 	}
@@ -201,20 +233,12 @@ func applyWorkspace(ctx context.Context, l *ledger.Ledger, root string, id uuid.
 	if dryRun || len(res.Steps) == 0 {
 		return res, nil
 	}
-	ev := AppliedEvent{Session: id.String(), Workspace: w.Workspace.Path, Steps: res.Steps, Through: res.Through,
-		By: by, Changes: []AppliedChange{}, DiffSeqs: map[int64]uint64{}}
+	ev := &AppliedEvent{Session: id.String(), Workspace: w.Workspace.Path, Steps: res.Steps, Through: res.Through,
+		By: by, Changes: appliedChanges(res.Changes), DiffSeqs: map[int64]uint64{}}
 	for _, s := range res.Steps {
 		ev.DiffSeqs[s] = seqs[s]
 	}
-	for _, c := range res.Changes {
-		ev.Changes = append(ev.Changes, AppliedChange{Path: c.Path, Op: c.Op, From: c.From, SHA256: c.SHA256})
-	}
-	chain := id
-	if w.Session.Sealed() {
-		// A sealed chain takes no more events.
-		chain = ledger.InstanceSessionID
-	}
-	if _, err := l.Append(ctx, chain, ledger.TypeWorkspaceApplied, ev); err != nil {
+	if err := w.record(ctx, l, ledger.TypeWorkspaceApplied, ev); err != nil {
 		return nil, fmt.Errorf("the changes were written to %s but could not be recorded (%w); the layers are kept: record the application before applying anything else", w.Workspace.Path, err)
 	}
 	if err := st.DropThrough(id.String(), slices.Max(res.Steps)); err != nil {
@@ -244,16 +268,14 @@ func DiscardWorkspace(ctx context.Context, l *ledger.Ledger, dataDir string, id 
 	}
 	ev := &AppliedEvent{Session: id.String(), Workspace: w.Workspace.Path, Steps: []int64{}, By: by,
 		Changes: []AppliedChange{}, DiffSeqs: map[int64]uint64{}}
-	for _, r := range w.Diffs {
-		if !r.Accepted || w.Settled(r.Step) || len(r.Changes) == 0 {
+	for _, r := range w.Pending() {
+		if len(r.Changes) == 0 {
 			continue
 		}
 		ev.Steps = append(ev.Steps, r.Step)
 		ev.DiffSeqs[r.Step] = r.Seq
 		ev.Through = r.Step
-		for _, c := range r.Changes {
-			ev.Changes = append(ev.Changes, AppliedChange{Path: c.Path, Op: c.Op, From: c.From, SHA256: c.SHA256})
-		}
+		ev.Changes = append(ev.Changes, appliedChanges(r.Changes)...)
 	}
 	st, err := overlay.NewStore(OverlayRoot(dataDir))
 	if err != nil {
@@ -267,11 +289,7 @@ func DiscardWorkspace(ctx context.Context, l *ledger.Ledger, dataDir string, id 
 	// then keeps a late Begin out.
 	defer unlock()
 	if len(ev.Steps) > 0 {
-		chain := id
-		if w.Session.Sealed() {
-			chain = ledger.InstanceSessionID
-		}
-		if _, err := l.Append(ctx, chain, ledger.TypeWorkspaceDiscarded, ev); err != nil {
+		if err := w.record(ctx, l, ledger.TypeWorkspaceDiscarded, ev); err != nil {
 			return nil, fmt.Errorf("record workspace_discarded (nothing was removed): %w", err)
 		}
 	}
