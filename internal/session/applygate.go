@@ -32,8 +32,15 @@ const ApplyAction = "apply_workspace"
 // apply itself (a file changed on the host, a tampered layer) is logged and
 // leaves the layers too; the session still ends completed. Only a failure
 // to record is an error.
-func (s *Session) applyGate(ctx context.Context, status ledger.Status, lastStep int) error {
+func (s *Session) applyGate(ctx context.Context, st *overlay.Store, status ledger.Status, lastStep int) error {
 	if status != ledger.StatusCompleted {
+		return nil
+	}
+	// Without a layer there is nothing to apply: the session's
+	// verification and the instance chain's scan are not needed.
+	if layers, err := st.Layers(s.ID.String()); err != nil {
+		return fmt.Errorf("the workspace apply gate: %w", err)
+	} else if len(layers) == 0 {
 		return nil
 	}
 	w, err := ReadWorkspace(ctx, s.rt.Ledger, s.ID)
@@ -42,8 +49,8 @@ func (s *Session) applyGate(ctx context.Context, status ledger.Status, lastStep 
 	}
 	var steps []int64
 	var paths []string
-	for _, d := range w.Diffs {
-		if !d.Accepted || w.Settled(d.Step) || len(d.Changes) == 0 {
+	for _, d := range w.Pending() {
+		if len(d.Changes) == 0 {
 			continue
 		}
 		steps = append(steps, d.Step)

@@ -235,7 +235,10 @@ func bind(rt *Runtime, id uuid.UUID, goal string, spec Spec, c composed) *Sessio
 	if c.overlay != nil && spec.LLM != nil {
 		// An agent-loop session's changes reach the real workspace only
 		// through the apply gate (applygate.go).
-		cfg.BeforeEnd = sess.applyGate
+		st := c.overlay.Store
+		cfg.BeforeEnd = func(ctx context.Context, status ledger.Status, lastStep int) error {
+			return sess.applyGate(ctx, st, status, lastStep)
+		}
 	}
 	sess.Agent = agent.Open(rt.env(), id, goal, cfg)
 	return sess
