@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ironvise/ironvise/internal/agent"
-	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/execclient"
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/sandbox"
@@ -171,14 +170,14 @@ func (a *app) execSession(r *rules, rt *session.Runtime, o execOptions, result *
 		}
 		// A session keeps the workspace mode it started with: its
 		// layers and change sets belong to it.
-		recorded, err := session.RecordedWorkspaceMode(ctx, rt.Ledger, id)
+		mode, err := session.BoundWorkspaceMode(ctx, rt, id)
 		if err != nil {
 			return exitCode(ExitUsage, err)
 		}
-		if o.WorkspaceMode != "" && o.WorkspaceMode != orRO(recorded) {
-			return exitCode(ExitUsage, fmt.Errorf("--workspace-mode %s: session %s runs in workspace mode %s, which a running session keeps; drop --workspace-mode, or start a new session", o.WorkspaceMode, id, orRO(recorded)))
+		if o.WorkspaceMode != "" && o.WorkspaceMode != mode {
+			return exitCode(ExitUsage, fmt.Errorf("--workspace-mode %s: session %s runs in workspace mode %s, which a running session keeps; drop --workspace-mode, or start a new session", o.WorkspaceMode, id, mode))
 		}
-		spec.WorkspaceMode = recorded
+		spec.WorkspaceMode = mode
 		sess = session.Bind(rt, id, goal, spec)
 	} else if sess, err = session.Prepare(rt, spec); err != nil {
 		// A new session commits with its step's records: two durable
@@ -323,12 +322,4 @@ func closeLedger(l *ledger.Ledger) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = l.Close(ctx)
-}
-
-// orRO is a recorded workspace mode as exec names it: none recorded is ro.
-func orRO(mode string) string {
-	if mode == "" {
-		return config.WorkspaceRO
-	}
-	return mode
 }

@@ -101,7 +101,7 @@ func (e *Env) session(ctx context.Context, l *Locked, approvals func(uuid.UUID) 
 		}
 		if cur.Status == ledger.StatusRunning && !cur.Sealed() {
 			// The session keeps the workspace mode it started with.
-			if spec.WorkspaceMode, err = session.RecordedWorkspaceMode(ctx, e.Runtime.Ledger, id); err != nil {
+			if spec.WorkspaceMode, err = session.BoundWorkspaceMode(ctx, e.Runtime, id); err != nil {
 				return nil, err
 			}
 			return session.Bind(e.Runtime, id, l.Goal, spec), nil

@@ -74,12 +74,18 @@ func WorkspaceMode(mode string, p *policy.Policy, asked string) (overlayOn bool,
 	return true, forbidden, nil
 }
 
-// RecordedWorkspaceMode returns the workspace mode the genesis of session
-// id recorded: what Spec.WorkspaceMode of a session bound again (Bind)
-// must be, so that it keeps the mode it started with. "" when the genesis
-// recorded none.
-func RecordedWorkspaceMode(ctx context.Context, l *ledger.Ledger, id uuid.UUID) (string, error) {
-	evs, err := l.Events(ctx, id, 0, 1)
+// BoundWorkspaceMode returns the workspace mode of session id bound again
+// (Bind: exec --session, an agent hook's next call), what its
+// Spec.WorkspaceMode must be so that it keeps the mode it started with.
+// Under a configuration that is not overlay every session runs ro, and
+// nothing is read: agent hooks bind their session on every tool call.
+// Otherwise it is the mode the session's genesis recorded, or the
+// configured one when the genesis recorded none.
+func BoundWorkspaceMode(ctx context.Context, rt *Runtime, id uuid.UUID) (string, error) {
+	if rt.Workspace != config.WorkspaceOverlay {
+		return config.WorkspaceRO, nil
+	}
+	evs, err := rt.Ledger.Events(ctx, id, 0, 1)
 	if err != nil {
 		return "", fmt.Errorf("read session %s: %w", id, err)
 	}
@@ -93,7 +99,7 @@ func RecordedWorkspaceMode(ctx context.Context, l *ledger.Ledger, id uuid.UUID) 
 		return "", fmt.Errorf("session %s: decode genesis: %w", id, err)
 	}
 	if g.Workspace == nil {
-		return "", nil
+		return rt.Workspace, nil
 	}
 	return g.Workspace.Mode, nil
 }
