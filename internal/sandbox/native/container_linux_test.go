@@ -148,11 +148,15 @@ func TestContainerModeKeepsTheGroup(t *testing.T) {
 	fx := newFixture(t)
 	tier := newTestTier(t, sandbox.Options{ContainerMode: true})
 	r := run(t, tier, fx, "setsid echo LEFT-THE-SESSION; "+
-		`perl -e 'setpgrp(0, 0) or print "setpgid: $!\n"; print "pgid ", getpgrp() == getpgrp(getppid()) ? "kept" : "changed", "\n"'; echo DONE`)
+		`perl -e 'setpgrp(0, 0) or print "setpgid: $!\n"; print "pgid ", getpgrp() == getpgrp(getppid()) ? "kept" : "changed", "\n"'; `+
+		// coreutils' timeout asks for a process group of its own and
+		// goes on without one, as the reference says.
+		`timeout 5 sh -c 'echo TIMEOUT-RAN'; echo DONE`)
 	noLeak(t, r, "LEFT-THE-SESSION")
 	contains(t, r, "Operation not permitted")
 	contains(t, r, "setpgid: Operation not permitted")
 	contains(t, r, "pgid kept")
+	contains(t, r, "TIMEOUT-RAN")
 	contains(t, r, "DONE")
 }
 
