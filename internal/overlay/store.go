@@ -180,14 +180,8 @@ const lockName = ".lock"
 // may be running on the layers) or another apply or discard holds it, in
 // this process or another. unlock releases it.
 func (s *Store) Lock(session string) (unlock func(), err error) {
-	if err := validSession(session); err != nil {
+	if err := s.notOpen(session, "lock"); err != nil {
 		return nil, err
-	}
-	s.mu.Lock()
-	busy := s.open[session]
-	s.mu.Unlock()
-	if busy {
-		return nil, fmt.Errorf("lock session %q: %w", session, ErrBusy)
 	}
 	sd := s.sessionDir(session)
 	if err := os.MkdirAll(sd, 0o700); err != nil {
@@ -198,6 +192,22 @@ func (s *Store) Lock(session string) (unlock func(), err error) {
 		return nil, fmt.Errorf("lock session %q: %w", session, err)
 	}
 	return func() { f.Close() }, nil
+}
+
+// notOpen checks the session's name and that no step layer of it is open
+// in this process (a running command has the layers mounted); what names
+// the operation in the error.
+func (s *Store) notOpen(session, what string) error {
+	if err := validSession(session); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	busy := s.open[session]
+	s.mu.Unlock()
+	if busy {
+		return fmt.Errorf("%s session %q: %w", what, session, ErrBusy)
+	}
+	return nil
 }
 
 func (s *Store) release(session string) {
@@ -339,15 +349,8 @@ func (s *Store) Layers(session string) ([]Layer, error) {
 // against, so they can be applied later in turn. A crash midway leaves
 // an older prefix removed, never a hole in the middle of the stack.
 func (s *Store) DropThrough(session string, through int64) error {
-	if err := validSession(session); err != nil {
+	if err := s.notOpen(session, "drop layers of"); err != nil {
 		return err
-	}
-	s.mu.Lock()
-	busy := s.open[session]
-	s.mu.Unlock()
-	if busy {
-		// A running command has these layers mounted.
-		return fmt.Errorf("drop layers of session %q: %w", session, ErrBusy)
 	}
 	layers, err := s.Layers(session)
 	if err != nil {
@@ -372,14 +375,8 @@ func (s *Store) DropThrough(session string, through int64) error {
 
 // Remove deletes every layer of session.
 func (s *Store) Remove(session string) error {
-	if err := validSession(session); err != nil {
+	if err := s.notOpen(session, "remove"); err != nil {
 		return err
-	}
-	s.mu.Lock()
-	busy := s.open[session]
-	s.mu.Unlock()
-	if busy {
-		return fmt.Errorf("remove session %q: %w", session, ErrBusy)
 	}
 	if err := os.RemoveAll(s.sessionDir(session)); err != nil {
 		return fmt.Errorf("overlay: remove session %q: %w", session, err)
