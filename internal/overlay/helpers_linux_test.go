@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -242,4 +243,60 @@ func unmount(t *testing.T, m string) {
 
 func setxattr(p, name, val string) error {
 	return unix.Lsetxattr(p, name, []byte(val), 0)
+}
+
+// The two views below are the tests' own: IronVise records each step's
+// change set as it is made (Pending.Changes) and never recomputes them
+// this way.
+
+// StepChanges computes the change set of an accepted (or pending) layer
+// of session against the accepted layers below it.
+func (s *Store) StepChanges(workspace, session string, step int64, lim Limits) (*ChangeSet, error) {
+	layers, err := s.Layers(session)
+	if err != nil {
+		return nil, err
+	}
+	var below []string
+	for _, l := range layers {
+		if l.Step == step {
+			cs, err := Compute(workspace, below, l.Upper, lim)
+			if cs != nil {
+				cs.Step = step
+			}
+			return cs, err
+		}
+		below = append([]string{l.Upper}, below...)
+	}
+	return nil, fmt.Errorf("overlay: session %q has no accepted layer for step %d", session, step)
+}
+
+// Accumulated returns the change set of the session's accepted layers up
+// to and including step through (0: all) against the real workspace.
+func (s *Store) Accumulated(workspace, session string, through int64, lim Limits) (*ChangeSet, error) {
+	layers, err := s.Layers(session)
+	if err != nil {
+		return nil, err
+	}
+	var uppers []string
+	var last int64
+	for _, l := range layers {
+		if through > 0 && l.Step > through {
+			break
+		}
+		uppers = append([]string{l.Upper}, uppers...)
+		last = l.Step
+	}
+	old, err := newView(workspace, nil)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := newView(workspace, uppers)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := compare(old, cur, uppers, lim)
+	if cs != nil {
+		cs.Step = last
+	}
+	return cs, err
 }

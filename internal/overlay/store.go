@@ -251,9 +251,6 @@ func (p *Pending) Step() int64 { return p.step }
 // Upper returns the pending layer's upper directory.
 func (p *Pending) Upper() string { return filepath.Join(p.dir, "upper") }
 
-// Below returns the accepted layers under this one, oldest first.
-func (p *Pending) Below() []Layer { return append([]Layer(nil), p.below...) }
-
 // Overlay returns the value for sandbox.Request.Overlay: the accepted
 // layers newest first, and this step's upper and work dirs.
 func (p *Pending) Overlay() *sandbox.Overlay {

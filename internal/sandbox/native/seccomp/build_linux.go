@@ -117,13 +117,6 @@ func BuildProxy() (*Profile, error) {
 	return assemble(r)
 }
 
-// BuildOwnerless assembles the commands' filter without the calls that
-// change a file's metadata by ownership alone (see [MetadataDenied]): the
-// native tier's container mode, where no read-only mount stops them and
-// the command owns the files outside its reach. It also refuses
-// [GroupDenied], as every container-mode profile does.
-func BuildOwnerless() (*Profile, error) { return BuildContainer(true) }
-
 // BuildContainer assembles the commands' filter of the native tier's
 // container mode: the command profile without [GroupDenied], and, with
 // ownerless, without [MetadataDenied] either (explicit file times refused

@@ -22,10 +22,6 @@ func Build() (*Profile, error) {
 // BuildProxy fails closed: there is no seccomp profile for this platform.
 func BuildProxy() (*Profile, error) { return Build() }
 
-// BuildOwnerless fails closed: there is no seccomp profile for this
-// platform.
-func BuildOwnerless() (*Profile, error) { return Build() }
-
 // BuildContainer fails closed: there is no seccomp profile for this
 // platform.
 func BuildContainer(bool) (*Profile, error) { return Build() }

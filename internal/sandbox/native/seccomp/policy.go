@@ -127,7 +127,7 @@ var proxyAllowed = []string{"connect"}
 // bomb can outrun on a loaded machine.
 func GroupDenied() []string { return []string{"setsid", "setpgid"} }
 
-// MetadataDenied are the calls the ownerless profile (BuildOwnerless)
+// MetadataDenied are the calls the ownerless profile (BuildContainer(true))
 // refuses: changing a file's mode, owner or extended attributes. The
 // kernel allows them to a file's owner without any capability, and
 // Landlock does not govern them; where no read-only mount stands in the
