@@ -80,6 +80,16 @@ type Guard struct {
 	// MockReply is GUARD_MOCK_REPLY; MockReplySet says whether it was set.
 	MockReply    string
 	MockReplySet bool
+	// Enclave is GUARD_ENCLAVE: "none" (the default), "software" or
+	// "remote" (docs/enclaves.md).
+	Enclave string
+	// EnclaveRemoteURL is ECTO_ENCLAVE_REMOTE_URL, required with
+	// Enclave "remote".
+	EnclaveRemoteURL string
+	// EnclavePCRs are ECTO_ENCLAVE_PCR0 … ECTO_ENCLAVE_PCR31, hex-decoded:
+	// the values a remote enclave's attestation must show. PCR0 is
+	// required with Enclave "remote".
+	EnclavePCRs map[int][]byte
 }
 
 func loadGuard(r *reader) Guard {
@@ -93,6 +103,7 @@ func loadGuard(r *reader) Guard {
 	g.Model = r.str("GUARD_LLM_MODEL", "")
 	g.TimeoutSecs, _ = r.intRange("GUARD_TIMEOUT_SECS", 30, 1, 3600)
 	g.MockReply, g.MockReplySet = r.look("GUARD_MOCK_REPLY")
+	g.Enclave, g.EnclaveRemoteURL, g.EnclavePCRs = loadEnclave(r)
 	return g
 }
 

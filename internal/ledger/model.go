@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/ironvise/ironvise/internal/enclave"
 )
 
 // Status is a session's outcome (docs/design/ledger.md#session-lifecycle).
@@ -74,6 +76,10 @@ type SessionSpec struct {
 	// Workspace, when set, is the workspace mode of the session's
 	// commands, recorded in the genesis like Network.
 	Workspace *SessionWorkspace
+	// Enclave, when set, is the attestation of the enclave the session's
+	// guard runs in, recorded in the genesis so that a certificate carries
+	// it to an offline verifier.
+	Enclave *enclave.Attestation
 }
 
 // SessionWorkspace is the genesis record of a session's workspace mode

@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/ironvise/ironvise/internal/enclave"
 )
 
 // sessionGenesis is the payload of sequence 0 of a session
@@ -38,6 +40,9 @@ type sessionGenesis struct {
 	// Workspace is the workspace mode of the session's commands; absent
 	// like Network.
 	Workspace *SessionWorkspace `json:"workspace,omitempty"`
+	// Enclave is the attestation of the enclave the session's guard runs
+	// in (docs/enclaves.md); absent without one.
+	Enclave *enclave.Attestation `json:"enclave,omitempty"`
 }
 
 // CreateSession creates a running session owned by this process, with a
@@ -99,7 +104,7 @@ func (l *Ledger) CreateSessionOp(spec SessionSpec) (Op, uuid.UUID, error) {
 		Message: "session started", Nonce: hex.EncodeToString(nonce), SessionPublicKey: hex.EncodeToString(pub),
 		Goal: goal, GoalHash: gh, TripwireHash: spec.TripwireHash, GuardRequired: spec.GuardRequired,
 		LLMBackend: spec.LLMBackend, LLMModel: spec.LLMModel, SandboxTier: spec.SandboxTier, AgentLoop: spec.AgentLoop,
-		Network: spec.Network, Workspace: spec.Workspace,
+		Network: spec.Network, Workspace: spec.Workspace, Enclave: spec.Enclave,
 	}
 	if spec.PolicyHash != "" {
 		g.PolicyHash = &spec.PolicyHash
