@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ironvise/ironvise/internal/enclave"
 	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/session"
 )
@@ -53,6 +54,9 @@ type doctorReport struct {
 	Permissive bool                 `json:"permissive"`
 	Usable     bool                 `json:"usable"`
 	Tiers      []sandbox.TierReport `json:"tiers"`
+	// GuardEnclaves says which guard enclave levels this build supports
+	// (docs/enclaves.md).
+	GuardEnclaves []enclave.Support `json:"guard_enclaves"`
 }
 
 func (a *app) sandboxDoctorCommand() *cobra.Command {
@@ -96,7 +100,7 @@ Exits 1 when the selected tier cannot be used here, naming the fix.`,
 				return err
 			}
 			defer sandbox.CloseTier(selected)
-			rep := doctorReport{Selected: selected.Name(), Permissive: cfg.Sandbox.Permissive}
+			rep := doctorReport{Selected: selected.Name(), Permissive: cfg.Sandbox.Permissive, GuardEnclaves: enclave.Supports()}
 			if cfg.Sandbox.Permissive {
 				rep.Tiers = append(rep.Tiers, session.PermissiveReport())
 			} else {
@@ -161,6 +165,7 @@ func kindTier(kind string) sandbox.TierName {
 
 // printDoctor writes the human-readable report.
 func printDoctor(w io.Writer, rep doctorReport) {
+	defer printEnclaves(w, rep.GuardEnclaves)
 	for i, t := range rep.Tiers {
 		if i == 1 {
 			fmt.Fprintln(w, "\nother tiers:")
@@ -263,4 +268,19 @@ func describeEnforced(e *sandbox.Enforced) string {
 		parts = append(parts, "kernel "+e.VMKernelSHA256[:min(12, len(e.VMKernelSHA256))]+", rootfs "+e.VMRootfsSHA256[:min(12, len(e.VMRootfsSHA256))])
 	}
 	return strings.Join(parts, "; ")
+}
+
+// printEnclaves writes the guard enclave levels of the doctor's report.
+func printEnclaves(w io.Writer, levels []enclave.Support) {
+	if len(levels) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nguard enclaves (GUARD_ENCLAVE):")
+	for _, l := range levels {
+		state := "supported"
+		if !l.Supported {
+			state = "NOT SUPPORTED"
+		}
+		fmt.Fprintf(w, "  %-9s %-14s %s: %s\n", l.Level, state, l.Name, l.Note)
+	}
 }
