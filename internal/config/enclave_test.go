@@ -54,3 +54,14 @@ func TestEnclave(t *testing.T) {
 		})
 	}
 }
+
+func TestGuardValidateRemoteEnclave(t *testing.T) {
+	g := Guard{Required: true, Enclave: "remote"}
+	if eff, err := g.Validate("openai"); err != nil || eff.Backend != "" {
+		t.Fatalf("remote enclave without a guard backend: got %+v, %v; want it accepted with no backend", eff, err)
+	}
+	g.Backend = "openai"
+	if _, err := g.Validate("openai"); err == nil || !strings.Contains(err.Error(), "GUARD_ENCLAVE=remote") {
+		t.Fatalf("remote enclave with a guard backend: got %v; want a refusal naming GUARD_ENCLAVE=remote", err)
+	}
+}

@@ -116,6 +116,15 @@ func (g Guard) Validate(primaryBackend string) (Guard, error) {
 	if !g.Required {
 		return g, nil
 	}
+	if g.Enclave == "remote" {
+		// The remote enclave runs the guard's model: a backend named as
+		// well would be a second place prompts could go, so the two are
+		// not combined.
+		if g.Backend != "" {
+			return g, &Error{Var: "GUARD_LLM_BACKEND", Value: g.Backend, Problem: "set while GUARD_ENCLAVE=remote, whose enclave runs the guard's model", Accepted: "unset GUARD_LLM_BACKEND and GUARD_LLM_MODEL, or choose GUARD_ENCLAVE=none or software"}
+		}
+		return g, nil
+	}
 	if g.Backend == "" && primaryBackend == "mock" {
 		g.Backend = "mock"
 		if g.Model == "" {
