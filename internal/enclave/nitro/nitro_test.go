@@ -249,6 +249,9 @@ func TestVerifyRefuses(t *testing.T) {
 		}), want: ErrNonce},
 		{name: "nonce a prefix of the one sent", make: edit(func(e []nitrotest.Entry) []nitrotest.Entry { return set(e, "nonce", testNonce[:16]) }), want: ErrNonce},
 		{name: "Options.Nonce empty", make: valid, opt: func(o *Options) { o.Nonce = nil }, want: ErrNonce},
+		{name: "Options.Nonce empty and the document's nonce empty", make: edit(func(e []nitrotest.Entry) []nitrotest.Entry {
+			return set(e, "nonce", []byte{})
+		}), opt: func(o *Options) { o.Nonce = []byte{} }, want: ErrNonce, wantText: "Options.Nonce is empty"},
 
 		// PCRs.
 		{name: "PCR0 differs", make: valid, opt: func(o *Options) { o.PCRs = map[int][]byte{0: bytes.Repeat([]byte{0xcd}, 48)} }, want: ErrPCR, wantText: "PCR0 is abababababababab…, pinned cdcdcdcdcdcdcdcd…"},
@@ -260,8 +263,8 @@ func TestVerifyRefuses(t *testing.T) {
 		{name: "pinned PCR absent from the document", make: edit(func(e []nitrotest.Entry) []nitrotest.Entry {
 			return set(e, "pcrs", map[uint64][]byte{0: testPCR0})
 		}), opt: func(o *Options) { o.PCRs = map[int][]byte{0: testPCR0, 2: make([]byte, 48)} }, want: ErrPCR, wantText: "PCR2 missing"},
-		{name: "pinned PCR index out of range", make: valid, opt: func(o *Options) { o.PCRs = map[int][]byte{40: testPCR0} }, want: ErrPCR},
-		{name: "pinned PCR negative index", make: valid, opt: func(o *Options) { o.PCRs = map[int][]byte{-1: testPCR0} }, want: ErrPCR},
+		{name: "pinned PCR index out of range", make: valid, opt: func(o *Options) { o.PCRs = map[int][]byte{40: testPCR0} }, want: ErrPCR, wantText: "PCR40: no such index"},
+		{name: "pinned PCR negative index", make: valid, opt: func(o *Options) { o.PCRs = map[int][]byte{-1: testPCR0} }, want: ErrPCR, wantText: "PCR-1: no such index"},
 
 		// Bindings.
 		{name: "user_data differs", make: valid, opt: func(o *Options) { o.UserData = bytes.Repeat([]byte{0x01}, 32) }, want: ErrBinding, wantText: "user_data is"},
