@@ -170,6 +170,9 @@ var (
 	// ErrModel means the enclave's model reported a failure; the channel
 	// stays usable.
 	ErrModel = errors.New("ironvise/remote: the enclave's model failed")
+	// ErrRecord means a recorded attestation is malformed or says something
+	// its document does not.
+	ErrRecord = errors.New("ironvise/remote: attestation record does not match its document")
 )
 
 // Config says which enclave to attest and what it must prove.
@@ -405,24 +408,24 @@ func checkSession(s string) error {
 // not; its URL is not covered (see Limitations).
 func VerifyRecord(r *enclave.Remote, roots *x509.CertPool) error {
 	if r == nil {
-		return fmt.Errorf("remote: verify record: no record: %w", ErrConfig)
+		return fmt.Errorf("remote: verify record: no record: %w", ErrRecord)
 	}
 	pcrs := make(map[int][]byte, len(r.PinnedPCRs))
 	for i, s := range r.PinnedPCRs {
 		v, err := hex.DecodeString(s)
 		if err != nil {
-			return fmt.Errorf("remote: verify record: pinned PCR%d %q: %w", i, s, errors.Join(err, ErrConfig))
+			return fmt.Errorf("remote: verify record: pinned PCR%d %q: %w", i, s, errors.Join(err, ErrRecord))
 		}
 		pcrs[i] = v
 	}
 	if err := checkPCRs(pcrs); err != nil {
-		return fmt.Errorf("remote: verify record: %w", err)
+		return fmt.Errorf("remote: verify record: %w", errors.Join(err, ErrRecord))
 	}
 	if len(r.ClientPublicKey) != KeySize {
-		return fmt.Errorf("remote: verify record: client public key is %d bytes, want %d: %w", len(r.ClientPublicKey), KeySize, nitro.ErrBinding)
+		return fmt.Errorf("remote: verify record: client public key is %d bytes, want %d: %w", len(r.ClientPublicKey), KeySize, ErrRecord)
 	}
 	if len(r.Nonce) != NonceSize {
-		return fmt.Errorf("remote: verify record: nonce is %d bytes, want %d: %w", len(r.Nonce), NonceSize, nitro.ErrNonce)
+		return fmt.Errorf("remote: verify record: nonce is %d bytes, want %d: %w", len(r.Nonce), NonceSize, ErrRecord)
 	}
 	doc, err := nitro.Verify(r.Document, nitro.Options{
 		Roots:    roots,
@@ -439,14 +442,14 @@ func VerifyRecord(r *enclave.Remote, roots *x509.CertPool) error {
 	// The record's copies of the document's fields are what readers look
 	// at; a record edited to show another key, module or time is refused.
 	if !bytes.Equal(r.EnclavePublicKey, doc.PublicKey) {
-		return fmt.Errorf("remote: verify record: enclave public key is not the document's: %w", nitro.ErrBinding)
+		return fmt.Errorf("remote: verify record: enclave public key is not the document's: %w", ErrRecord)
 	}
 	if r.ModuleID != doc.ModuleID {
-		return fmt.Errorf("remote: verify record: module id %q, document says %q: %w", r.ModuleID, doc.ModuleID, ErrConfig)
+		return fmt.Errorf("remote: verify record: module id %q, document says %q: %w", r.ModuleID, doc.ModuleID, ErrRecord)
 	}
 	if !r.Timestamp.Equal(doc.Timestamp) {
 		return fmt.Errorf("remote: verify record: timestamp %s, document says %s: %w",
-			r.Timestamp.UTC().Format(time.RFC3339Nano), doc.Timestamp.UTC().Format(time.RFC3339Nano), ErrConfig)
+			r.Timestamp.UTC().Format(time.RFC3339Nano), doc.Timestamp.UTC().Format(time.RFC3339Nano), ErrRecord)
 	}
 	return nil
 }
