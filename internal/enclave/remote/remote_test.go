@@ -337,6 +337,11 @@ func TestVerifyRecord(t *testing.T) {
 	_, rec := attest(t, s)
 	_, other := attest(t, s)
 	roots := s.Authority.Roots
+	// Each attestation has its own nonce and client key: a document
+	// answered to one cannot serve another.
+	if bytes.Equal(rec.Nonce, other.Nonce) || bytes.Equal(rec.ClientPublicKey, other.ClientPublicKey) || bytes.Equal(rec.EnclavePublicKey, other.EnclavePublicKey) {
+		t.Errorf("two attestations share a nonce or a key")
+	}
 
 	// The record as a session's genesis stores it.
 	b, err := json.Marshal(rec)
