@@ -58,8 +58,9 @@
 //
 // The worker zeroes the request lines it reads and the response bytes it
 // writes, but the strings encoding/json, net/http and crypto/tls copy
-// them into cannot be zeroed; in the software enclave they are protected
-// by the worker's locked, non-dumpable memory, and otherwise not at all.
+// them into cannot be zeroed, nor the key material crypto/hmac keeps per
+// message; in the software enclave they are protected by the worker's
+// locked, non-dumpable memory, and otherwise not at all.
 // One request is in flight per Host (a session's steps are sequential). The
 // worker's OS confinement is applied by the command that runs it
 // (internal/cli), not by this package. The mock guard's script position is
