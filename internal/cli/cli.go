@@ -31,6 +31,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/llm"
 	"github.com/ironvise/ironvise/internal/sandbox/native"
 	"github.com/ironvise/ironvise/internal/secretpaths"
 	"github.com/ironvise/ironvise/internal/waitline"
@@ -111,7 +112,13 @@ type app struct {
 	stderr  io.Writer
 	// lookup reads the environment; tests replace it.
 	lookup config.Lookup
-	cfg    *config.Config
+	// remoteGuardClient builds a guard worker's model client over a remote
+	// enclave's channel blob (guard.WorkerSecrets.RemoteChannel); nil in a
+	// build without the remote level, whose worker then refuses such a
+	// channel with guard.ErrRemoteChannelUnsupported.
+	remoteGuardClient func(channel []byte, cfg *config.Config) (llm.Client, error)
+
+	cfg *config.Config
 	// protect is the run's protected-path list, computed once (see
 	// protection) and shared by the tripwire and the sandbox tier.
 	protect *secretpaths.List

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/demo"
+	"github.com/ironvise/ironvise/internal/enclave"
+	"github.com/ironvise/ironvise/internal/enclave/software"
 	"github.com/ironvise/ironvise/internal/guard"
 	"github.com/ironvise/ironvise/internal/llm"
 	"github.com/ironvise/ironvise/internal/sandbox/native"
@@ -40,6 +43,9 @@ func (a *app) runGuardWorker() error {
 	look, err := config.OSLookup("")
 	if err != nil {
 		return exitCode(ExitUsage, err)
+	}
+	if fd, ok := look(guard.SecretsFDEnv); ok {
+		return a.runHardenedGuardWorker(look, fd)
 	}
 	// The key comes first and leaves the environment at once, before any
 	// other code runs that could hand the environment on.
@@ -70,6 +76,85 @@ func (a *app) runGuardWorker() error {
 		Client:     client,
 		LLMTimeout: guard.LLMTimeout(time.Duration(cfg.Guard.TimeoutSecs) * time.Second),
 		Logger:     log,
+	})
+}
+
+// runHardenedGuardWorker is the worker in the software enclave (Level 1,
+// docs/enclaves.md; the protocol is internal/guard's): it hardens itself
+// before anything secret reaches its memory, reads its key from the secrets
+// pipe into locked memory, builds its model client, confines itself (not
+// best effort: a worker that cannot be confined exits), measures itself
+// and sends the measurement as its first line. Every step that fails ends
+// the worker with the reason, which the host reports; nothing is skipped.
+func (a *app) runHardenedGuardWorker(look config.Lookup, fd string) error {
+	// Security: a key in the environment as well means this worker was not
+	// set up by a software-enclave host; refuse rather than pick one.
+	if _, ok := look(guard.KeyEnv); ok {
+		_ = os.Unsetenv(guard.KeyEnv)
+		return exitCode(ExitUsage, errors.New("guard worker: both "+guard.KeyEnv+" and "+guard.SecretsFDEnv+" are set: the software enclave hands the key over the pipe only"))
+	}
+	if fd != strconv.Itoa(guard.SecretsFD) {
+		return exitCode(ExitUsage, fmt.Errorf("guard worker: %s=%q, want %d", guard.SecretsFDEnv, fd, guard.SecretsFD))
+	}
+	_ = os.Unsetenv(guard.SecretsFDEnv)
+	log := slog.New(slog.NewTextHandler(a.stderr, nil))
+	// Hardening comes first, so the secrets, the configuration (with the
+	// model API key) and everything built from them are in locked,
+	// non-dumpable memory from the first byte.
+	hard, err := software.Harden()
+	if err != nil {
+		return exitCode(ExitUsage, fmt.Errorf("guard worker: %w", err))
+	}
+	pipe := os.NewFile(uintptr(guard.SecretsFD), "guard-secrets")
+	secrets, err := guard.ReadWorkerSecrets(pipe)
+	_ = pipe.Close()
+	if err != nil {
+		return exitCode(ExitUsage, err)
+	}
+	defer secrets.Close()
+	// Hashed before confinement, which leaves the binary unreadable.
+	exeSHA, err := software.FileSHA256(software.SelfExecutable)
+	if err != nil {
+		return exitCode(ExitUsage, fmt.Errorf("guard worker: %w", err))
+	}
+	cfg, err := config.Load(look)
+	if err != nil {
+		return exitCode(ExitUsage, fmt.Errorf("guard worker configuration:\n%w", err))
+	}
+	var client llm.Client
+	if secrets.RemoteChannel != nil {
+		if a.remoteGuardClient == nil {
+			return exitCode(ExitUsage, guard.ErrRemoteChannelUnsupported)
+		}
+		client, err = a.remoteGuardClient(secrets.RemoteChannel, cfg)
+	} else {
+		client, err = llm.NewGuard(cfg.Guard, cfg.LLM, llm.Options{Logger: log, BuiltinScript: builtinMockScript()})
+	}
+	if err != nil {
+		return exitCode(ExitUsage, fmt.Errorf("guard worker: %w", err))
+	}
+	// Security: in the software enclave confinement is mandatory, on every
+	// OS: the host refuses a measurement without it anyway, and this way
+	// the reason is the kernel's.
+	c, err := native.ConfineSelf(native.HTTPSClient())
+	if err != nil {
+		return exitCode(ExitUsage, fmt.Errorf("guard worker: %w", err))
+	}
+	if !c.Confined() {
+		return exitCode(ExitUsage, fmt.Errorf("guard worker: confinement not in force: %w", c.Unconfined))
+	}
+	m := enclave.Measurement{
+		WorkerSHA256: exeSHA, Profile: c.Profile, LandlockABI: c.LandlockABI, SeccompSHA256: c.SeccompSHA256, NoNewPrivs: c.NoNewPrivs,
+		MemoryLocked: hard.MemoryLocked, Dumpable: hard.Dumpable, CoreLimit: hard.CoreLimit, SecretsOverPipe: true,
+	}
+	log.Info("guard worker ready", "backend", client.Backend(), "model", client.Model(), "enclave", string(secrets.Enclave),
+		"worker_sha256", m.WorkerSHA256, "landlock_abi", m.LandlockABI, "seccomp_sha256", m.SeccompSHA256)
+	return guard.Serve(a.ctx, a.stdin, a.stdout, guard.WorkerOptions{
+		Key:        secrets.Key.Bytes(),
+		Client:     client,
+		LLMTimeout: guard.LLMTimeout(time.Duration(cfg.Guard.TimeoutSecs) * time.Second),
+		Logger:     log,
+		Hello:      &m,
 	})
 }
 

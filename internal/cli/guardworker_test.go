@@ -9,6 +9,7 @@ import (
 
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/guard"
+	"github.com/ironvise/ironvise/internal/sandbox/native"
 )
 
 // The worker's protocol and process behaviour are tested in internal/guard
@@ -69,5 +70,28 @@ func TestTakeGuardKey(t *testing.T) {
 				t.Fatalf("%s still set (%q) after takeGuardKey", guard.KeyEnv, v)
 			}
 		})
+	}
+}
+
+func TestGuardWorkerRefusesKeyAndSecretsPipe(t *testing.T) {
+	// Both ways of handing over a key at once: not a software-enclave host.
+	// (The worker refuses before it hardens, so this runs in-process.)
+	t.Setenv(guard.KeyEnv, strings.Repeat("ab", guard.KeyBytes))
+	t.Setenv(guard.SecretsFDEnv, "3")
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"ironvise", "guard-worker"}, strings.NewReader(""), &out, &errb, config.MapLookup(cliEnv(t)))
+	if code != ExitUsage || !strings.Contains(errb.String(), "both GUARD_HMAC_KEY and GUARD_SECRETS_FD are set") || out.Len() != 0 {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 naming both variables", code, out.String(), errb.String())
+	}
+	if _, ok := os.LookupEnv(guard.KeyEnv); ok {
+		t.Fatal("the refused key is still in the environment")
+	}
+}
+
+func TestGuardWorkerProfileName(t *testing.T) {
+	// The host checks the measured profile name against guard.WorkerProfile;
+	// the worker confines itself with native.HTTPSClient().
+	if got := native.HTTPSClient().Name(); got != guard.WorkerProfile {
+		t.Fatalf("native.HTTPSClient().Name() = %q; guard.WorkerProfile = %q", got, guard.WorkerProfile)
 	}
 }

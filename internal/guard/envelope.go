@@ -91,12 +91,18 @@ func decodeMAC(s string) ([]byte, error) {
 	return hex.DecodeString(s)
 }
 
+// sliceReader is the part of *bufio.Reader readLine uses; the worker's
+// lineBuffer implements it too.
+type sliceReader interface {
+	ReadSlice(delim byte) ([]byte, error)
+}
+
 // readLine reads one '\n'-terminated line of at most max bytes, returned
 // without the '\n' (a '\r' before it is kept, and fails decoding later). A
 // longer line is consumed up to its '\n' and reported as ErrLineTooLong, so
 // the stream stays in sync. A final line without '\n' is
 // io.ErrUnexpectedEOF; a clean end is io.EOF.
-func readLine(br *bufio.Reader, max int) ([]byte, error) {
+func readLine(br sliceReader, max int) ([]byte, error) {
 	var line []byte
 	tooLong := false
 	for {

@@ -30,6 +30,20 @@
 // its clock; it answers DENY with error replayed_nonce, stale_request or
 // bad_mac otherwise.
 //
+// # Software enclave
+//
+// With HostOptions.Enclave set to enclave.LevelSoftware (Level 1,
+// docs/enclaves.md) the key travels on an inherited pipe (descriptor
+// [SecretsFD], announced by [SecretsFDEnv]) instead of the environment, the
+// worker hardens itself (internal/enclave/software: memory locked, not
+// dumpable, no core) and confines itself before building its model client,
+// and its first line is a hello sealed under [HelloLabel] carrying an
+// enclave.Measurement. The host checks the measurement against its own
+// hash of the executable and against the worker's /proc/<pid>/status, and
+// kills a worker that fails any check; that failure is [ErrEnclave] and
+// ends the session's guard. [Host.Attestation] returns the first worker's
+// measurement.
+//
 // # Usage
 //
 //	plan, err := guard.Resolve(cfg.Guard, cfg.LLM.Backend, guard.Flags{})  // startup error, or skip
@@ -42,6 +56,11 @@
 //
 // # Limitations
 //
+// The worker zeroes the request lines it reads and the response bytes it
+// writes, but the strings encoding/json, net/http and crypto/tls copy
+// them into cannot be zeroed, nor the key material crypto/hmac keeps per
+// message; in the software enclave they are protected by the worker's
+// locked, non-dumpable memory, and otherwise not at all.
 // One request is in flight per Host (a session's steps are sequential). The
 // worker's OS confinement is applied by the command that runs it
 // (internal/cli), not by this package. The mock guard's script position is
@@ -159,6 +178,10 @@ var (
 	ErrWorkerLost = errors.New("ironvise/guard: guard worker lost twice")
 	// ErrClosed means the Host was closed.
 	ErrClosed = errors.New("ironvise/guard: host closed")
+	// ErrEnclave means a software-enclave worker could not be started or
+	// did not prove its hardening (hello, measurement or /proc checks);
+	// the session must abort, reason guard_unavailable.
+	ErrEnclave = errors.New("ironvise/guard: the guard worker's software enclave did not check out")
 )
 
 // LLMTimeout returns the worker's LLM budget for a host timeout: 5 s less,

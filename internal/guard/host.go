@@ -12,11 +12,15 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ironvise/ironvise/internal/check"
+	"github.com/ironvise/ironvise/internal/enclave"
+	"github.com/ironvise/ironvise/internal/enclave/software"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
 
@@ -28,8 +32,15 @@ type HostOptions struct {
 	// Args are the worker's arguments; nil means {"guard-worker"}.
 	Args []string
 	// Env is the worker's whole environment except GUARD_HMAC_KEY, which
-	// the Host adds per worker. WorkerEnv builds it.
+	// the Host adds per worker (or GUARD_SECRETS_FD, in the software
+	// enclave). WorkerEnv builds it.
 	Env []string
+	// Enclave is the worker's enclave level: "" or enclave.LevelNone for
+	// the plain worker, enclave.LevelSoftware for Level 1, where the key
+	// goes over a pipe and every worker must prove its hardening before it
+	// is used (a failure is ErrEnclave: the session must abort). Other
+	// levels are refused by NewHost.
+	Enclave enclave.Level
 	// Timeout is the per-request timeout (GUARD_TIMEOUT_SECS); 0 means
 	// DefaultTimeout.
 	Timeout time.Duration
@@ -52,11 +63,25 @@ type Host struct {
 	// session (StderrCapBytes at the start).
 	stderrLeft atomic.Int64
 
+	// hashPath is the file whose SHA-256 a software-enclave worker must
+	// report; "" means opt.Executable. Tests that start the worker through
+	// a wrapper point it at the real worker binary.
+	hashPath string
+	// prepare, when set, adjusts each worker's command before it starts
+	// (tests: run it as another user).
+	prepare func(*exec.Cmd)
+
 	// mu serialises requests: one in flight per session.
 	mu     sync.Mutex
 	w      *workerProc // guarded by mu; nil when no worker runs
 	lost   int         // guarded by mu; guard_unavailable losses
 	closed bool        // guarded by mu
+	// attestation is the first software-enclave worker's checked
+	// measurement. guarded by mu.
+	attestation *enclave.Attestation
+	// enclaveErr is the software-enclave failure that ended the session's
+	// guard; once set no worker is started again. guarded by mu.
+	enclaveErr error
 }
 
 var _ check.Guard = (*Host)(nil)
@@ -77,6 +102,19 @@ func NewHost(opt HostOptions) (*Host, error) {
 	if opt.Timeout <= 0 {
 		opt.Timeout = DefaultTimeout
 	}
+	switch opt.Enclave {
+	case "":
+		opt.Enclave = enclave.LevelNone
+	case enclave.LevelNone:
+	case enclave.LevelSoftware:
+		if err := softwareEnclaveSupported(); err != nil {
+			return nil, err
+		}
+	case enclave.LevelApple:
+		return nil, enclave.ErrAppleUnsupported
+	default:
+		return nil, fmt.Errorf("guard: enclave level %q is not supported by the guard host (none or software)", opt.Enclave)
+	}
 	h := &Host{opt: opt, log: opt.Logger, now: opt.Now}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -89,17 +127,36 @@ func NewHost(opt HostOptions) (*Host, error) {
 }
 
 // Start starts the worker now rather than at the first Review, so a broken
-// setup shows at session start. A failure counts as a lost worker.
+// setup shows at session start. A failure counts as a lost worker. In the
+// software enclave a failure wraps ErrEnclave: the worker did not prove
+// its hardening, and the caller must abort the session.
 func (h *Host) Start(ctx context.Context) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return ErrClosed
 	}
+	if h.enclaveErr != nil {
+		return h.enclaveErr
+	}
 	if h.w != nil {
 		return nil
 	}
 	return h.startLocked(ctx)
+}
+
+// Attestation returns what the first software-enclave worker measured of
+// itself and what the host checked of it, for the session's record; nil
+// before a worker passed the checks, and always nil without an enclave.
+func (h *Host) Attestation() *enclave.Attestation {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.attestation == nil {
+		return nil
+	}
+	m := *h.attestation.Measurement
+	m.HostChecked = append([]string(nil), m.HostChecked...)
+	return &enclave.Attestation{Level: h.attestation.Level, Measurement: &m}
 }
 
 // Lost returns how many workers this session lost as guard_unavailable.
@@ -115,6 +172,9 @@ func (h *Host) Lost() int {
 func (h *Host) Err() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.enclaveErr != nil {
+		return h.enclaveErr
+	}
 	if h.lost >= MaxWorkerLosses {
 		return fmt.Errorf("guard: the guard worker was lost %d times this session: %w", h.lost, ErrWorkerLost)
 	}
@@ -143,6 +203,8 @@ func (h *Host) Review(ctx context.Context, req check.GuardRequest) verdict.Verdi
 	switch {
 	case h.closed:
 		return deny(verdict.GuardUnavailable, "guard host is closed")
+	case h.enclaveErr != nil:
+		return deny(verdict.GuardUnavailable, h.enclaveErr.Error())
 	case h.lost >= MaxWorkerLosses:
 		return deny(verdict.GuardUnavailable, fmt.Sprintf("guard worker lost %d times this session; not restarted", h.lost))
 	case req.Intent == nil:
@@ -167,8 +229,20 @@ func (h *Host) startLocked(ctx context.Context) error {
 	w, err := h.spawn(ctx)
 	if err != nil {
 		h.lost++
+		// Fail closed: in the software enclave a worker that could not be
+		// started and checked is not replaced by a plain one, nor retried
+		// (unless only the caller's context ended): the session aborts.
+		if h.opt.Enclave == enclave.LevelSoftware && ctx.Err() == nil {
+			if !errors.Is(err, ErrEnclave) {
+				err = fmt.Errorf("%w: %w", ErrEnclave, err)
+			}
+			h.enclaveErr = err
+		}
 		h.log.Warn("guard worker failed to start", "error", err.Error(), "losses", h.lost)
 		return err
+	}
+	if w.measurement != nil && h.attestation == nil {
+		h.attestation = &enclave.Attestation{Level: enclave.LevelSoftware, Measurement: w.measurement}
 	}
 	h.w = w
 	return nil
@@ -332,18 +406,37 @@ type workerProc struct {
 	nonce uint64
 	// stderrDone is closed when the stderr copier has returned.
 	stderrDone chan struct{}
+	// stderrTail keeps the worker's last stderr lines, to explain a
+	// worker that failed before it could speak the protocol.
+	stderrTail *lineTail
+	// measurement is the software-enclave worker's checked measurement.
+	measurement *enclave.Measurement
 }
 
-// spawn starts a worker process with a new key.
+// spawn starts a worker process with a new key and, in the software
+// enclave, checks it before returning it.
 func (h *Host) spawn(ctx context.Context) (w *workerProc, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("guard: start worker: %w", err)
+	}
+	soft := h.opt.Enclave == enclave.LevelSoftware
+	wantSHA := ""
+	if soft {
+		// Hashed before the exec: the worker's own hash of the file it runs
+		// must match, which catches a swap in between.
+		p := h.hashPath
+		if p == "" {
+			p = h.opt.Executable
+		}
+		if wantSHA, err = software.FileSHA256(p); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrEnclave, err)
+		}
 	}
 	key := make([]byte, KeyBytes)
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("guard: worker key: %w", err)
 	}
-	// Parent and child ends of the three pipes; whatever is still open on
+	// Parent and child ends of the pipes; whatever is still open on
 	// failure is closed.
 	var files []*os.File
 	defer func() {
@@ -376,12 +469,39 @@ func (h *Host) spawn(ctx context.Context) (w *workerProc, err error) {
 	// The worker's environment is exactly what the host hands it
 	// (docs/design/checks.md#guard-protocol), never the host's own: no stray
 	// secrets, no LD_PRELOAD.
-	cmd.Env = append(append([]string(nil), h.opt.Env...), KeyEnv+"="+hex.EncodeToString(key))
+	cmd.Env = append([]string(nil), h.opt.Env...)
+	if soft {
+		// Security: in the software enclave the key never enters the
+		// environment, whose initial copy stays readable in
+		// /proc/<pid>/environ for the worker's life; it goes through a
+		// pipe that only the worker holds, written and closed before the
+		// worker runs (the document is far below the pipe's capacity).
+		secR, secW, err := pipe()
+		if err != nil {
+			return nil, fmt.Errorf("guard: secrets pipe: %w", err)
+		}
+		doc := encodeSecrets(key)
+		_, err = secW.Write(doc)
+		clear(doc)
+		if err != nil {
+			return nil, fmt.Errorf("guard: write secrets pipe: %w", err)
+		}
+		if err := secW.Close(); err != nil {
+			return nil, fmt.Errorf("guard: close secrets pipe: %w", err)
+		}
+		cmd.ExtraFiles = []*os.File{secR}
+		cmd.Env = append(cmd.Env, SecretsFDEnv+"="+strconv.Itoa(SecretsFD))
+	} else {
+		cmd.Env = append(cmd.Env, KeyEnv+"="+hex.EncodeToString(key))
+	}
 	// "/" so that a .env file in the host's working directory cannot
 	// reconfigure the worker.
 	cmd.Dir = "/"
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.SysProcAttr = workerSysProcAttr()
+	if h.prepare != nil {
+		h.prepare(cmd)
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("guard: start worker %s: %w", h.opt.Executable, err)
 	}
@@ -390,16 +510,86 @@ func (h *Host) spawn(ctx context.Context) (w *workerProc, err error) {
 	_ = inR.Close()
 	_ = outW.Close()
 	_ = errW.Close()
-	w = &workerProc{cmd: cmd, key: key, stdin: inW, stdout: outR, stderr: errR, out: bufio.NewReaderSize(outR, 64<<10), stderrDone: make(chan struct{})}
-	go h.copyStderr(errR, w.stderrDone, cmd.Process.Pid)
-	h.log.Debug("guard worker started", "pid", cmd.Process.Pid)
+	for _, f := range cmd.ExtraFiles {
+		_ = f.Close()
+	}
+	w = &workerProc{cmd: cmd, key: key, stdin: inW, stdout: outR, stderr: errR, out: bufio.NewReaderSize(outR, 64<<10),
+		stderrDone: make(chan struct{}), stderrTail: &lineTail{}}
+	go h.copyStderr(errR, w.stderrDone, w.stderrTail, cmd.Process.Pid)
+	h.log.Debug("guard worker started", "pid", cmd.Process.Pid, "enclave", string(h.opt.Enclave))
+	if soft {
+		m, err := h.attest(ctx, w, wantSHA)
+		if err != nil {
+			detail := w.kill()
+			if tail := w.stderrTail.String(); tail != "" {
+				detail = strings.TrimSpace(detail + "; worker said: " + tail)
+			}
+			if detail != "" {
+				err = fmt.Errorf("%w (%s)", err, detail)
+			}
+			return nil, err
+		}
+		w.measurement = m
+		h.log.Info("guard worker enclave checked", "pid", cmd.Process.Pid, "enclave", string(enclave.LevelSoftware),
+			"worker_sha256", m.WorkerSHA256, "landlock_abi", m.LandlockABI, "seccomp_sha256", m.SeccompSHA256,
+			"host_checked", strings.Join(m.HostChecked, ", "))
+	}
 	return w, nil
+}
+
+// attest reads a software-enclave worker's hello within the request
+// timeout and checks it, then checks the worker's /proc entries. Any
+// failure is ErrEnclave.
+func (h *Host) attest(ctx context.Context, w *workerProc, wantSHA string) (*enclave.Measurement, error) {
+	deadline := time.Now().Add(h.opt.Timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(fired)
+		_ = w.stdout.SetReadDeadline(time.Now())
+	})
+	defer func() {
+		if !stop() {
+			<-fired
+		}
+	}()
+	if err := w.stdout.SetReadDeadline(deadline); err != nil {
+		return nil, fmt.Errorf("%w: guard worker pipe: %w", ErrEnclave, err)
+	}
+	line, err := readLine(w.out, MaxLineBytes)
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() != nil:
+		return nil, fmt.Errorf("guard: worker hello: %w", ctx.Err())
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, fmt.Errorf("%w: no hello from the guard worker within %s", ErrEnclave, h.opt.Timeout)
+	case err != nil:
+		return nil, fmt.Errorf("%w: the guard worker ended before its hello: %w", ErrEnclave, err)
+	}
+	m, err := openHello(w.key, line)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEnclave, err)
+	}
+	checked, err := checkMeasurement(m, wantSHA)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEnclave, err)
+	}
+	// Security: what the worker says of itself is checked against the
+	// kernel's view of the process, so a worker that lies in its hello
+	// (or a binary that sends a canned one) is refused.
+	outside, err := checkWorkerProcess(w.cmd.Process.Pid)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEnclave, err)
+	}
+	m.HostChecked = append(checked, outside...)
+	return &m, nil
 }
 
 // copyStderr copies the worker's stderr lines into the log until the pipe
 // ends, within the session's StderrCapBytes; the rest is read and dropped
 // so the worker never blocks on a full pipe.
-func (h *Host) copyStderr(r *os.File, done chan<- struct{}, pid int) {
+func (h *Host) copyStderr(r *os.File, done chan<- struct{}, tail *lineTail, pid int) {
 	defer close(done)
 	defer r.Close()
 	br := bufio.NewReader(r)
@@ -411,6 +601,7 @@ func (h *Host) copyStderr(r *os.File, done chan<- struct{}, pid int) {
 			if errors.Is(err, ErrLineTooLong) {
 				line, n = []byte("(overlong line dropped)"), 4<<10
 			}
+			tail.add(string(line))
 			if h.stderrLeft.Add(-n) >= 0 {
 				h.log.Info("guard worker", "pid", pid, "stderr", string(line))
 			} else if !warned {
@@ -490,4 +681,29 @@ func (w *workerProc) shutdown(ctx context.Context) error {
 		return fmt.Errorf("guard: worker exit: %w", err)
 	}
 	return nil
+}
+
+// lineTail keeps the last few lines a worker wrote to stderr.
+type lineTail struct {
+	mu    sync.Mutex
+	lines []string // guarded by mu
+}
+
+// tailLines is how many stderr lines a start failure quotes.
+const tailLines = 3
+
+func (t *lineTail) add(s string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lines = append(t.lines, s)
+	if len(t.lines) > tailLines {
+		t.lines = t.lines[len(t.lines)-tailLines:]
+	}
+}
+
+// String returns the kept lines, joined.
+func (t *lineTail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.Join(t.lines, " | ")
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/ironvise/ironvise/internal/check"
 	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/enclave"
 	"github.com/ironvise/ironvise/internal/intent"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
@@ -47,6 +49,18 @@ type hostSetup struct {
 	llm   config.LLM
 	mitm  string // mitm mode, "" for the plain binary
 	exe   string // overrides the executable
+	// enclave is HostOptions.Enclave.
+	enclave enclave.Level
+	// wrap, when set, starts the worker through the test binary's
+	// execMain with these settings (see main_test.go).
+	wrap []string
+	// prepare adjusts the worker's command (asNobody).
+	prepare func(*exec.Cmd)
+	// env is added to the worker's environment.
+	env []string
+	// hashPath overrides the file the host hashes for the software
+	// enclave.
+	hashPath string
 }
 
 func defaultSetup() hostSetup {
@@ -89,6 +103,11 @@ func newTestHost(t testing.TB, s hostSetup) (*Host, *logBuffer) {
 		t.Fatalf("ConfigHostOptions: %v", err)
 	}
 	opt.Executable = ironviseBinary(t)
+	opt.Enclave = s.enclave
+	opt.Env = append(opt.Env, s.env...)
+	if s.wrap != nil {
+		opt.Executable, opt.Args = wrapperBinary(t), append(append([]string{execArg}, s.wrap...), "--", ironviseBinary(t), WorkerArg)
+	}
 	if s.mitm != "" {
 		self, err := os.Executable()
 		if err != nil {
@@ -105,6 +124,11 @@ func newTestHost(t testing.TB, s hostSetup) (*Host, *logBuffer) {
 	if err != nil {
 		t.Fatalf("NewHost: %v", err)
 	}
+	h.hashPath = s.hashPath
+	if s.hashPath == "" && (s.wrap != nil || s.mitm != "") {
+		h.hashPath = ironviseBinary(t)
+	}
+	h.prepare = s.prepare
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -454,7 +478,7 @@ func TestHostStderrCapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})
-	go h.copyStderr(r, done, 0)
+	go h.copyStderr(r, done, &lineTail{}, 0)
 	line := strings.Repeat("n", 1000) + "\n"
 	for range 200 {
 		_, _ = w.WriteString(line)

@@ -13,6 +13,9 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/ironvise/ironvise/internal/enclave"
+	"github.com/ironvise/ironvise/internal/enclave/software"
 )
 
 // The Host tests run the real ironvise binary as the worker: it is built
@@ -21,7 +24,16 @@ import (
 // worker (mitmMain), as an attacker with access to the pipes would: it
 // relays the real bytes and tampers with them.
 
-const mitmArg = "guard-mitm"
+// The test binary's other roles, chosen by its first argument: mitmArg
+// (mitmMain), execArg (execMain: set resource limits and a directory,
+// then exec the worker), ptraceArg (ptraceMain: try to attach to a
+// process) and sleepArg (sleepMain: wait for stdin to end).
+const (
+	mitmArg   = "guard-mitm"
+	execArg   = "guard-exec"
+	ptraceArg = "guard-ptrace"
+	sleepArg  = "guard-sleep"
+)
 
 var (
 	buildOnce sync.Once
@@ -31,8 +43,17 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == mitmArg {
-		os.Exit(mitmMain(os.Args[2:]))
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case mitmArg:
+			os.Exit(mitmMain(os.Args[2:]))
+		case execArg:
+			os.Exit(execMain(os.Args[2:]))
+		case ptraceArg:
+			os.Exit(ptraceMain(os.Args[2:]))
+		case sleepArg:
+			os.Exit(sleepMain())
+		}
 	}
 	code := m.Run()
 	if binDir != "" {
@@ -59,6 +80,10 @@ func ironviseBinary(t testing.TB) string {
 		if err != nil {
 			goTool = "/usr/local/go/bin/go"
 		}
+		// Readable and searchable by all: some workers run as nobody.
+		if buildErr = os.Chmod(binDir, 0o755); buildErr != nil {
+			return
+		}
 		binPath = filepath.Join(binDir, "ironvise")
 		cmd := exec.Command(goTool, "build", "-o", binPath, "github.com/ironvise/ironvise/cmd/ironvise")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
@@ -81,6 +106,9 @@ func ironviseBinary(t testing.TB) string {
 //	replay    relay, but send the first request again instead of the second
 //	envnames  print the names of the inherited environment to stderr, relay
 //	die       exit without answering
+//	forge     (software enclave) read the key from the secrets pipe and
+//	          send a hello that claims every property, from a process
+//	          that has none of them
 func mitmMain(args []string) int {
 	if len(args) != 2 {
 		fmt.Fprintln(os.Stderr, "mitm: want mode and binary")
@@ -101,6 +129,8 @@ func mitmMain(args []string) int {
 		return 0
 	case "die":
 		return 3
+	case "forge":
+		return forgeHello(real)
 	case "envnames":
 		var names []string
 		for _, kv := range os.Environ() {
@@ -113,6 +143,10 @@ func mitmMain(args []string) int {
 	cmd := exec.Command(real, WorkerArg)
 	cmd.Env = os.Environ() // GUARD_HMAC_KEY included: the worker needs it
 	cmd.Stderr = os.Stderr
+	if os.Getenv(SecretsFDEnv) != "" {
+		// The software enclave's secrets pipe goes on to the worker.
+		cmd.ExtraFiles = []*os.File{os.NewFile(SecretsFD, "guard-secrets")}
+	}
 	wIn, err := cmd.StdinPipe()
 	if err != nil {
 		return 1
@@ -160,4 +194,63 @@ func mitmMain(args []string) int {
 	}
 	_ = cmd.Wait()
 	return 0
+}
+
+// forgeHello is the "forge" mitm: a process holding the key (the secrets
+// pipe) that sends a perfect measurement of the real binary without being
+// hardened or confined at all. Only the host's own /proc checks can tell.
+func forgeHello(real string) int {
+	secrets, err := ReadWorkerSecrets(os.NewFile(SecretsFD, "guard-secrets"))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "forge: %v\n", err)
+		return 1
+	}
+	defer secrets.Close()
+	sum, err := software.FileSHA256(real)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "forge: %v\n", err)
+		return 1
+	}
+	line, err := sealHello(secrets.Key.Bytes(), enclave.Measurement{
+		WorkerSHA256: sum, Profile: WorkerProfile, LandlockABI: 6, SeccompSHA256: strings.Repeat("ab", 32), NoNewPrivs: true,
+		MemoryLocked: true, CoreLimit: 0, SecretsOverPipe: true,
+	})
+	if err != nil {
+		return 1
+	}
+	_, _ = os.Stdout.Write(line)
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+var (
+	wrapperOnce sync.Once
+	wrapperPath string
+	wrapperErr  error
+)
+
+// wrapperBinary returns a copy of this test binary that anyone may run
+// (go test's own build directory is root's alone), for execMain and
+// ptraceMain run as nobody.
+func wrapperBinary(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Dir(ironviseBinary(t))
+	wrapperOnce.Do(func() {
+		self, err := os.Executable()
+		if err != nil {
+			wrapperErr = err
+			return
+		}
+		b, err := os.ReadFile(self)
+		if err != nil {
+			wrapperErr = err
+			return
+		}
+		wrapperPath = filepath.Join(dir, "guard.test")
+		wrapperErr = os.WriteFile(wrapperPath, b, 0o755)
+	})
+	if wrapperErr != nil {
+		t.Fatalf("copy the test binary: %v", wrapperErr)
+	}
+	return wrapperPath
 }

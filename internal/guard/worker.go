@@ -2,6 +2,7 @@ package guard
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/ironvise/ironvise/internal/enclave"
 	"github.com/ironvise/ironvise/internal/llm"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
@@ -25,6 +27,9 @@ type WorkerOptions struct {
 	LLMTimeout time.Duration
 	// Logger receives one line per failure; nil discards.
 	Logger *slog.Logger
+	// Hello, when set, is sent first, sealed under HelloLabel, before any
+	// request is read: the software enclave's measurement.
+	Hello *enclave.Measurement
 	// Now and Rand replace the clock and the marker-tag source in tests.
 	Now  func() time.Time
 	Rand io.Reader
@@ -33,7 +38,9 @@ type WorkerOptions struct {
 // Serve runs the worker side of the protocol: it answers each request line
 // on in with one response line on out until in ends (nil) or fails. A
 // request that fails authentication or validation is answered DENY with an
-// error value; only I/O failures end the loop.
+// error value; only I/O failures end the loop. The bytes of each request
+// line and each response Serve owns are zeroed once the exchange is done
+// (see the package's Limitations for the copies it does not own).
 func Serve(ctx context.Context, in io.Reader, out io.Writer, opt WorkerOptions) error {
 	if len(opt.Key) != KeyBytes {
 		return fmt.Errorf("guard worker: key is %d bytes, want %d", len(opt.Key), KeyBytes)
@@ -54,13 +61,25 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opt WorkerOptions) 
 	if w.opt.LLMTimeout <= 0 {
 		w.opt.LLMTimeout = LLMTimeout(DefaultTimeout)
 	}
-	br := bufio.NewReaderSize(in, 64<<10)
+	if opt.Hello != nil {
+		line, err := sealHello(opt.Key, *opt.Hello)
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(line)
+		if err != nil {
+			return fmt.Errorf("guard worker: write hello: %w", err)
+		}
+	}
+	br := &lineBuffer{rd: in, buf: make([]byte, 64<<10)}
 	for {
 		line, err := readLine(br, MaxLineBytes)
 		var resp Response
 		switch {
 		case err == nil:
 			resp = w.handle(ctx, line)
+			clear(line)
+			br.wipe()
 		case errors.Is(err, ErrLineTooLong):
 			resp = w.reject(0, ErrCodeBadRequest, "request line exceeds 1 MiB")
 		case errors.Is(err, io.EOF):
@@ -89,7 +108,11 @@ func (w *worker) send(out io.Writer, resp Response) error {
 	if err != nil {
 		return fmt.Errorf("guard worker: encode response: %w", err)
 	}
-	if _, err := out.Write(seal(w.opt.Key, ResponseLabel, payload)); err != nil {
+	line := seal(w.opt.Key, ResponseLabel, payload)
+	clear(payload)
+	_, err = out.Write(line)
+	clear(line)
+	if err != nil {
 		return fmt.Errorf("guard worker: write response: %w", err)
 	}
 	return nil
@@ -110,6 +133,7 @@ func (w *worker) handle(ctx context.Context, line []byte) Response {
 	}
 	// Only now, with the bytes authenticated, is the payload decoded.
 	req, err := decodeRequest(payload)
+	clear(payload)
 	if err != nil {
 		return w.reject(0, ErrCodeBadRequest, err.Error())
 	}
@@ -165,4 +189,58 @@ func (w *worker) review(ctx context.Context, req Request) Response {
 		resp.Error = ErrCodeUnparseable
 	}
 	return resp
+}
+
+// lineBuffer is the worker's read buffer for requests: a minimal
+// bufio.Reader (ReadSlice only) that owns its memory, so the bytes of a
+// served request can be zeroed rather than linger until overwritten.
+type lineBuffer struct {
+	rd   io.Reader
+	buf  []byte
+	r, w int   // buf[r:w] is read but not yet returned
+	err  error // the reader's error, returned once buf[r:w] is used up
+}
+
+// ReadSlice implements sliceReader with bufio.Reader.ReadSlice's
+// contract: the slice is valid until the next call.
+func (b *lineBuffer) ReadSlice(delim byte) ([]byte, error) {
+	empty := 0
+	for {
+		if i := bytes.IndexByte(b.buf[b.r:b.w], delim); i >= 0 {
+			line := b.buf[b.r : b.r+i+1]
+			b.r += i + 1
+			return line, nil
+		}
+		if b.err != nil {
+			line, err := b.buf[b.r:b.w], b.err
+			b.r, b.err = b.w, nil
+			return line, err
+		}
+		if b.r == 0 && b.w == len(b.buf) {
+			b.r = b.w
+			return b.buf, bufio.ErrBufferFull
+		}
+		if b.r > 0 {
+			// Move the unread bytes to the front and zero what they left.
+			n := copy(b.buf, b.buf[b.r:b.w])
+			clear(b.buf[n:b.w])
+			b.r, b.w = 0, n
+		}
+		n, err := b.rd.Read(b.buf[b.w:])
+		b.w += n
+		b.err = err
+		if n == 0 && err == nil {
+			if empty++; empty == 100 {
+				b.err = io.ErrNoProgress
+			}
+		}
+	}
+}
+
+// wipe zeroes the bytes already returned.
+func (b *lineBuffer) wipe() {
+	clear(b.buf[:b.r])
+	if b.r == b.w {
+		b.r, b.w = 0, 0
+	}
 }
