@@ -10,7 +10,8 @@
 // It prints the five pillars of docs/design/ledger.md#evidence-exports
 // (issuer signature; hash chain; event signatures and key rotations; Merkle
 // inclusion in the signed checkpoint; goal/policy binding and findings
-// evidence) and exits 0 when all hold, 1 when the certificate is invalid,
+// evidence), and a sixth when the session's guard ran in an enclave (its
+// attestation, docs/enclaves.md), and exits 0 when all hold, 1 when the certificate is invalid,
 // unsigned or unreadable, and 2 on a usage error, including a missing pin.
 // KEY is one of the forms `ironvise issuer-key` prints: 64 hex digits, a
 // did:key or the checkpoint verifier key; --issuer-key never reads a file.
@@ -66,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	maxBytes := fs.Int("max-bytes", evidence.MaxCertificateBytes, fmt.Sprintf("refuse certificates larger than this many bytes (at most %d); raise it only for a large certificate from an issuer you trust", evidence.MaxCertificateBytesLimit))
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: verify-cert (--issuer-key KEY | --issuer-key-file FILE | --allow-unpinned) [--checkpoint FILE] [--json] CERTIFICATE.elc\n\n"+
-			"Verifies an IronVise .elc audit certificate offline and prints its five pillars.\n"+
+			"Verifies an IronVise .elc audit certificate offline and prints its five pillars\n(six when the session's guard ran in an enclave: its attestation is verified too).\n"+
 			"Exit status: 0 valid, 1 invalid, 2 usage error (including no pinned key).\n\n"+
 			"example:\n  verify-cert --issuer-key-file issuer.pub audit.elc\n\nflags:\n")
 		fs.PrintDefaults()

@@ -171,7 +171,7 @@ func (a *app) verifyCertificateCommand() *cobra.Command {
 	var checkpoint string
 	cmd := &cobra.Command{
 		Use:   "verify-certificate FILE",
-		Short: "Verify an .elc audit certificate offline: five pillars, each reported",
+		Short: "Verify an .elc audit certificate offline: five pillars (six with a guard enclave), each reported",
 		Long: `Verifies an .elc certificate without any database or network, and reports
 five pillars separately (docs/evidence.md):
 
@@ -184,6 +184,12 @@ five pillars separately (docs/evidence.md):
   5. goal/policy binding and     the goal and policy hash are those the chain started
      findings evidence           with; high and critical findings cite observations
                                  of the session whose text contains their quotes
+  6. guard enclave attestation   only when the session's guard ran in an enclave
+                                 (docs/enclaves.md): a remote enclave's AWS Nitro
+                                 attestation verified again against the pinned AWS
+                                 root at its own time, with the recorded nonce, key
+                                 and pinned PCRs; a software enclave's measurement
+                                 checked for completeness
 
 A certificate with any failing pillar is invalid, and so is an unsigned one.
 Pin the issuer with --issuer-key (hex, did:key or the checkpoint verifier key

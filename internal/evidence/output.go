@@ -119,7 +119,7 @@ func (r *CertificateResult) WriteText(w io.Writer) error {
 		if r.Consistency != nil {
 			also = " and the log is consistent with your checkpoint"
 		}
-		fmt.Fprintf(&b, "certificate valid: all five pillars hold%s (issuer %s, %s)\n", also, r.IssuerKeyID, pin)
+		fmt.Fprintf(&b, "certificate valid: all %s pillars hold%s (issuer %s, %s)\n", pillarCount(len(r.Pillars)), also, r.IssuerKeyID, pin)
 	}
 	_, err := w.Write(b.Bytes())
 	return err
@@ -150,4 +150,12 @@ func orNone(s string) string {
 		return "(not read)"
 	}
 	return s
+}
+
+// pillarCount names how many pillars a valid result holds.
+func pillarCount(n int) string {
+	if n == 6 {
+		return "six"
+	}
+	return "five"
 }

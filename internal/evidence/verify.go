@@ -3,6 +3,7 @@ package evidence
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/x509"
 	"fmt"
 	"reflect"
 	"strings"
@@ -53,6 +54,8 @@ func PillarTitle(name string) string {
 		return "goal/policy binding and findings evidence"
 	case PillarConsistency:
 		return "log consistent with your checkpoint"
+	case PillarEnclave:
+		return "guard enclave attestation"
 	}
 	return name
 }
@@ -69,7 +72,8 @@ type Pillar struct {
 }
 
 // CertificateResult is the outcome of verifying a certificate. Valid is
-// true only when all five pillars pass.
+// true only when all five pillars pass, and the sixth (PillarEnclave) when
+// the session's genesis records a guard enclave.
 type CertificateResult struct {
 	Valid     bool   `json:"valid"`
 	SessionID string `json:"session_id"`
@@ -271,6 +275,11 @@ type VerifyOptions struct {
 	// one history (its consistency proof checks), which catches a log
 	// rolled back or forked since.
 	Checkpoint []byte
+	// EnclaveRoots replaces the pinned AWS Nitro root certificate when the
+	// sixth pillar verifies a remote enclave's attestation. Tests only:
+	// no command or variable sets it, so a certificate outside tests is
+	// always checked against the pinned root.
+	EnclaveRoots *x509.CertPool
 }
 
 // VerifyCertificateWith is VerifyCertificate with options.
@@ -295,7 +304,7 @@ func VerifyCertificateWith(data []byte, pinned ed25519.PublicKey, opts VerifyOpt
 	if err != nil {
 		return malformed(err)
 	}
-	res := verifyParsed(c, body, sig, pinned)
+	res := verifyParsed(c, body, sig, pinned, opts.EnclaveRoots)
 	if opts.Checkpoint != nil {
 		trusted := pinned
 		if trusted == nil {
@@ -412,7 +421,7 @@ func objectEnd(doc []byte, at int) int {
 	return -1
 }
 
-func verifyParsed(c *Certificate, body []byte, sig *CertSignature, pinned ed25519.PublicKey) *CertificateResult {
+func verifyParsed(c *Certificate, body []byte, sig *CertSignature, pinned ed25519.PublicKey, enclaveRoots *x509.CertPool) *CertificateResult {
 	res := &CertificateResult{
 		SessionID: c.Session.ID, Goal: c.Session.Goal, Status: c.Session.Status, Sealed: c.Session.SealedAt != nil,
 		IssuedAt: c.IssuedAt, EventCount: len(c.Events), TreeSize: c.Checkpoint.TreeSize, Findings: len(c.Findings),
@@ -487,6 +496,16 @@ func verifyParsed(c *Certificate, body []byte, sig *CertSignature, pinned ed2551
 	res.ClientEvents = clientEvents(in.Events, c.Session.AgentLoop)
 	res.Pillars = []Pillar{p1, p2, p3, p4, p5}
 	res.Valid = p1.OK && p2.OK && p3.OK && p4.OK && p5.OK
+	// The sixth pillar, only for a session whose guard ran in an enclave.
+	switch a, err := genesisEnclave(c); {
+	case err != nil:
+		res.Pillars = append(res.Pillars, failP(PillarEnclave, 0, "%v", err))
+		res.Valid = false
+	case a != nil:
+		p6 := checkEnclave(a, enclaveRoots)
+		res.Pillars = append(res.Pillars, p6)
+		res.Valid = res.Valid && p6.OK
+	}
 	return res
 }
 

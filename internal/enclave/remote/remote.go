@@ -102,7 +102,6 @@ import (
 	"context"
 	"crypto/ecdh"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
@@ -117,9 +116,13 @@ import (
 
 	"github.com/ironvise/ironvise/internal/enclave"
 	"github.com/ironvise/ironvise/internal/enclave/nitro"
+	"github.com/ironvise/ironvise/internal/enclave/record"
 )
 
 // Names of this client as an llm.Client.
+// BindingLabel is [record.BindingLabel].
+const BindingLabel = record.BindingLabel
+
 const (
 	// Backend is what [Client.Backend] returns.
 	Backend = "enclave-remote"
@@ -132,31 +135,25 @@ const (
 // the client's clock when [Config].MaxAge is zero.
 const DefaultMaxAge = 5 * time.Minute
 
-// BindingLabel prefixes the client's public key in the user_data binding:
-// user_data = SHA-256(BindingLabel || client public key).
-const BindingLabel = "ironvise-enclave-v1 client key"
-
 // Sizes of the protocol's fields.
 const (
 	// NonceSize is the size of the attestation nonce.
-	NonceSize = 32
+	NonceSize = record.NonceSize
 	// KeySize is the size of an X25519 public key and of a channel key.
-	KeySize = 32
+	KeySize = record.KeySize
 	// MaxSessionLen is the longest session id accepted.
 	MaxSessionLen = 128
 	// MaxBody caps every response body read from the enclave.
 	MaxBody = 1 << 20
 	// PCRSize is the size of a Nitro PCR (SHA-384).
-	PCRSize = 48
-	// maxPCRIndex is the highest PCR index a Nitro document can carry.
-	maxPCRIndex = 31
+	PCRSize = record.PCRSize
 )
 
 // The ways this package fails besides the nitro sentinels, compared with
 // errors.Is.
 var (
 	// ErrConfig means a [Config] (or an imported channel) is not usable.
-	ErrConfig = errors.New("ironvise/remote: invalid configuration")
+	ErrConfig = record.ErrConfig
 	// ErrStale means the attestation document's timestamp is further from
 	// the client's clock than MaxAge.
 	ErrStale = errors.New("ironvise/remote: attestation document is not fresh")
@@ -172,7 +169,7 @@ var (
 	ErrModel = errors.New("ironvise/remote: the enclave's model failed")
 	// ErrRecord means a recorded attestation is malformed or says something
 	// its document does not.
-	ErrRecord = errors.New("ironvise/remote: attestation record does not match its document")
+	ErrRecord = record.ErrRecord
 )
 
 // Config says which enclave to attest and what it must prove.
@@ -236,38 +233,6 @@ func checkURL(raw string) (string, error) {
 		return "", fmt.Errorf("remote: enclave URL %q: scheme must be https: %w", raw, ErrConfig)
 	}
 	return strings.TrimRight(u.String(), "/"), nil
-}
-
-// checkPCRs checks a set of pinned PCRs.
-func checkPCRs(pcrs map[int][]byte) error {
-	// Without PCR0 any enclave image signed by anyone would be accepted.
-	if _, ok := pcrs[0]; !ok {
-		return fmt.Errorf("remote: pinned PCRs must include PCR0 (the enclave image): %w", ErrConfig)
-	}
-	for i, v := range pcrs {
-		if i < 0 || i > maxPCRIndex {
-			return fmt.Errorf("remote: pinned PCR%d: index is not 0 to %d: %w", i, maxPCRIndex, ErrConfig)
-		}
-		if len(v) != PCRSize {
-			return fmt.Errorf("remote: pinned PCR%d is %d bytes, want %d (SHA-384): %w", i, len(v), PCRSize, ErrConfig)
-		}
-		// An enclave started in debug mode reports all-zero PCRs, and its
-		// memory is readable by the parent instance's operator: pinning
-		// zeros would accept exactly that enclave.
-		if bytes.Equal(v, make([]byte, PCRSize)) {
-			return fmt.Errorf("remote: pinned PCR%d is all zeros, the value a debug-mode enclave reports: %w", i, ErrConfig)
-		}
-	}
-	return nil
-}
-
-// ClientKeyBinding returns the user_data an attestation document must carry
-// for the client public key pub.
-func ClientKeyBinding(pub []byte) []byte {
-	h := sha256.New()
-	h.Write([]byte(BindingLabel))
-	h.Write(pub)
-	return h.Sum(nil)
 }
 
 // attestRequest and attestResponse are the JSON bodies of /v1/attest.
@@ -373,18 +338,6 @@ func Attest(ctx context.Context, cfg Config) (*Channel, *enclave.Remote, error) 
 	return ch, rec, nil
 }
 
-// enclaveKey parses the document's public_key as an X25519 key.
-func enclaveKey(b []byte) (*ecdh.PublicKey, error) {
-	if len(b) != KeySize {
-		return nil, fmt.Errorf("document public_key is %d bytes, want a %d-byte X25519 key: %w", len(b), KeySize, nitro.ErrBinding)
-	}
-	k, err := ecdh.X25519().NewPublicKey(b)
-	if err != nil {
-		return nil, fmt.Errorf("document public_key: %w", errors.Join(err, nitro.ErrBinding))
-	}
-	return k, nil
-}
-
 // checkSession checks a session id.
 func checkSession(s string) error {
 	// The id goes into key derivation with a 16-bit length and into logs;
@@ -400,59 +353,15 @@ func checkSession(s string) error {
 	return nil
 }
 
-// VerifyRecord re-verifies a recorded attestation offline: the document must
-// verify against roots (nil: the pinned AWS root) at its own timestamp, with
-// the recorded nonce, the recorded pinned PCRs and the user_data binding of
-// the recorded client key, and EnclavePublicKey, ModuleID and Timestamp must
-// be the document's. A record that passes says nothing the document does
-// not; its URL is not covered (see Limitations).
-func VerifyRecord(r *enclave.Remote, roots *x509.CertPool) error {
-	if r == nil {
-		return fmt.Errorf("remote: verify record: no record: %w", ErrRecord)
-	}
-	pcrs := make(map[int][]byte, len(r.PinnedPCRs))
-	for i, s := range r.PinnedPCRs {
-		v, err := hex.DecodeString(s)
-		if err != nil {
-			return fmt.Errorf("remote: verify record: pinned PCR%d %q: %w", i, s, errors.Join(err, ErrRecord))
-		}
-		pcrs[i] = v
-	}
-	if err := checkPCRs(pcrs); err != nil {
-		return fmt.Errorf("remote: verify record: %w", errors.Join(err, ErrRecord))
-	}
-	if len(r.ClientPublicKey) != KeySize {
-		return fmt.Errorf("remote: verify record: client public key is %d bytes, want %d: %w", len(r.ClientPublicKey), KeySize, ErrRecord)
-	}
-	if len(r.Nonce) != NonceSize {
-		return fmt.Errorf("remote: verify record: nonce is %d bytes, want %d: %w", len(r.Nonce), NonceSize, ErrRecord)
-	}
-	doc, err := nitro.Verify(r.Document, nitro.Options{
-		Roots:    roots,
-		Nonce:    r.Nonce,
-		PCRs:     pcrs,
-		UserData: ClientKeyBinding(r.ClientPublicKey),
-	})
-	if err != nil {
-		return fmt.Errorf("remote: verify record: %w", err)
-	}
-	if _, err := enclaveKey(doc.PublicKey); err != nil {
-		return fmt.Errorf("remote: verify record: %w", err)
-	}
-	// The record's copies of the document's fields are what readers look
-	// at; a record edited to show another key, module or time is refused.
-	if !bytes.Equal(r.EnclavePublicKey, doc.PublicKey) {
-		return fmt.Errorf("remote: verify record: enclave public key is not the document's: %w", ErrRecord)
-	}
-	if r.ModuleID != doc.ModuleID {
-		return fmt.Errorf("remote: verify record: module id %q, document says %q: %w", r.ModuleID, doc.ModuleID, ErrRecord)
-	}
-	if !r.Timestamp.Equal(doc.Timestamp) {
-		return fmt.Errorf("remote: verify record: timestamp %s, document says %s: %w",
-			r.Timestamp.UTC().Format(time.RFC3339Nano), doc.Timestamp.UTC().Format(time.RFC3339Nano), ErrRecord)
-	}
-	return nil
-}
+// VerifyRecord is [record.Verify].
+func VerifyRecord(r *enclave.Remote, roots *x509.CertPool) error { return record.Verify(r, roots) }
+
+// ClientKeyBinding is [record.ClientKeyBinding].
+func ClientKeyBinding(pub []byte) []byte { return record.ClientKeyBinding(pub) }
+
+func checkPCRs(pcrs map[int][]byte) error { return record.CheckPCRs(pcrs) }
+
+func enclaveKey(b []byte) (*ecdh.PublicKey, error) { return record.EnclaveKey(b) }
 
 // httpClient returns a copy of hc (or of a zero client) that never follows
 // a redirect.
