@@ -21,6 +21,7 @@ package cli
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,7 +32,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ironvise/ironvise/internal/config"
-	"github.com/ironvise/ironvise/internal/llm"
 	"github.com/ironvise/ironvise/internal/sandbox/native"
 	"github.com/ironvise/ironvise/internal/secretpaths"
 	"github.com/ironvise/ironvise/internal/waitline"
@@ -112,11 +112,9 @@ type app struct {
 	stderr  io.Writer
 	// lookup reads the environment; tests replace it.
 	lookup config.Lookup
-	// remoteGuardClient builds a guard worker's model client over a remote
-	// enclave's channel blob (guard.WorkerSecrets.RemoteChannel); nil in a
-	// build without the remote level, whose worker then refuses such a
-	// channel with guard.ErrRemoteChannelUnsupported.
-	remoteGuardClient func(channel []byte, cfg *config.Config) (llm.Client, error)
+	// enclaveRoots replaces the pinned AWS Nitro root when a remote guard
+	// enclave is attested. Tests only: no command or variable sets it.
+	enclaveRoots *x509.CertPool
 
 	cfg *config.Config
 	// protect is the run's protected-path list, computed once (see

@@ -78,7 +78,7 @@ func (a *app) runDemo() error {
 	// The mock guard runs in a real guard worker, over the authenticated
 	// protocol, replaying the script's guard replies.
 	plan := guard.Plan{Enabled: true, Guard: config.Guard{Required: true, Backend: llm.BackendMock, Model: llm.MockModel, TimeoutSecs: 30}}
-	g, err := session.StartGuard(plan, session.GuardOptions{Lookup: a.lookup, LLM: mock, Logger: a.logger()})
+	g, err := session.StartGuard(a.ctx, plan, session.GuardOptions{Lookup: a.lookup, LLM: mock, Logger: a.logger()})
 	if err != nil {
 		return exitCode(ExitUsage, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/demo"
 	"github.com/ironvise/ironvise/internal/enclave"
+	"github.com/ironvise/ironvise/internal/enclave/remote"
 	"github.com/ironvise/ironvise/internal/enclave/software"
 	"github.com/ironvise/ironvise/internal/guard"
 	"github.com/ironvise/ironvise/internal/llm"
@@ -123,10 +124,12 @@ func (a *app) runHardenedGuardWorker(look config.Lookup, fd string) error {
 	}
 	var client llm.Client
 	if secrets.RemoteChannel != nil {
-		if a.remoteGuardClient == nil {
-			return exitCode(ExitUsage, guard.ErrRemoteChannelUnsupported)
+		// Level 3: the model runs in the remote enclave the host attested;
+		// the worker only holds the channel keyed from that exchange.
+		var ch *remote.Channel
+		if ch, err = remote.ImportChannel(secrets.RemoteChannel); err == nil {
+			client = remote.NewClient(ch, nil)
 		}
-		client, err = a.remoteGuardClient(secrets.RemoteChannel, cfg)
 	} else {
 		client, err = llm.NewGuard(cfg.Guard, cfg.LLM, llm.Options{Logger: log, BuiltinScript: builtinMockScript()})
 	}

@@ -97,7 +97,7 @@ func (a *app) startGuard(cfg *config.Config, flags guard.Flags) (*session.Guard,
 	if err != nil {
 		return nil, exitCode(ExitUsage, err)
 	}
-	g, err := session.StartGuard(plan, session.GuardOptions{Lookup: a.lookup, LLM: cfg.LLM})
+	g, err := session.StartGuard(a.ctx, plan, session.GuardOptions{Lookup: a.lookup, LLM: cfg.LLM, EnclaveRoots: a.enclaveRoots})
 	if err != nil {
 		return nil, exitCode(ExitUsage, err)
 	}

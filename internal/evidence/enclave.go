@@ -46,8 +46,15 @@ func genesisEnclave(c *Certificate) (*enclave.Attestation, error) {
 func checkEnclave(a *enclave.Attestation, roots *x509.CertPool) Pillar {
 	switch a.Level {
 	case enclave.LevelRemote:
-		if a.Remote == nil || a.Measurement != nil {
-			return failP(PillarEnclave, 0, "a remote enclave's record must hold the remote attestation and nothing else")
+		if a.Remote == nil {
+			return failP(PillarEnclave, 0, "a remote enclave's record holds no remote attestation")
+		}
+		// The worker that holds the channel is hardened as in Level 1;
+		// its measurement, when recorded, must be complete too.
+		if a.Measurement != nil {
+			if problem := measurementProblem(a.Measurement); problem != "" {
+				return failP(PillarEnclave, 0, "the remote enclave's guard worker measurement %s", problem)
+			}
 		}
 		// The whole verification again, offline: signature, chain to
 		// the pinned root at the document's own time, the nonce and key

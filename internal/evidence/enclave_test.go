@@ -87,7 +87,13 @@ func TestEnclavePillar(t *testing.T) {
 			d[len(d)-3] ^= 1
 			r.Document = d
 		}), true, false, "does not verify"},
-		{"remote record with a measurement too", &enclave.Attestation{Level: enclave.LevelRemote, Remote: rec, Measurement: softwareMeasurement()}, true, false, "nothing else"},
+		{"remote with the hardened worker's measurement", &enclave.Attestation{Level: enclave.LevelRemote, Remote: rec, Measurement: softwareMeasurement()}, true, true, "verified offline"},
+		{"remote with a dumpable worker", &enclave.Attestation{Level: enclave.LevelRemote, Remote: rec, Measurement: func() *enclave.Measurement {
+			m := softwareMeasurement()
+			m.Dumpable = true
+			return m
+		}()}, true, false, "dumpable"},
+		{"remote without its attestation", &enclave.Attestation{Level: enclave.LevelRemote}, true, false, "no remote attestation"},
 		{"software complete", soft(func(*enclave.Measurement) {}), true, true, "cannot be verified independently"},
 		{"software memory not locked", soft(func(m *enclave.Measurement) { m.MemoryLocked = false }), true, false, "not locked"},
 		{"software dumpable", soft(func(m *enclave.Measurement) { m.Dumpable = true }), true, false, "dumpable"},

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/enclave"
+	"github.com/ironvise/ironvise/internal/enclave/remote"
 	"github.com/ironvise/ironvise/internal/llm"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
@@ -89,6 +91,14 @@ func WorkerEnv(look config.Lookup, g config.Guard, l config.LLM) ([]string, erro
 			add(k, v)
 		}
 	}
+	if g.Enclave == string(enclave.LevelRemote) {
+		// The remote enclave runs the model: the worker gets no backend
+		// and no API key, only the channel over its secrets pipe.
+		if g.TimeoutSecs > 0 {
+			add("GUARD_TIMEOUT_SECS", strconv.Itoa(g.TimeoutSecs))
+		}
+		return env, nil
+	}
 	if g.Backend == "" {
 		return nil, errors.New("guard: no guard backend: resolve the configuration with guard.Resolve first")
 	}
@@ -132,11 +142,23 @@ func WorkerEnv(look config.Lookup, g config.Guard, l config.LLM) ([]string, erro
 }
 
 // ConfigHostOptions returns HostOptions for an effective guard: its worker
-// environment and GUARD_TIMEOUT_SECS. The caller adds the Logger.
+// environment, GUARD_TIMEOUT_SECS and its enclave (GUARD_ENCLAVE, with the
+// remote enclave's URL and pinned PCRs). The caller adds the Logger.
 func ConfigHostOptions(look config.Lookup, g config.Guard, l config.LLM) (HostOptions, error) {
 	env, err := WorkerEnv(look, g, l)
 	if err != nil {
 		return HostOptions{}, err
 	}
-	return HostOptions{Env: env, Timeout: time.Duration(g.TimeoutSecs) * time.Second}, nil
+	opt := HostOptions{Env: env, Timeout: time.Duration(g.TimeoutSecs) * time.Second, Enclave: enclave.LevelNone}
+	switch g.Enclave {
+	case "", string(enclave.LevelNone):
+	case string(enclave.LevelSoftware):
+		opt.Enclave = enclave.LevelSoftware
+	case string(enclave.LevelRemote):
+		opt.Enclave = enclave.LevelRemote
+		opt.Remote = &remote.Config{URL: g.EnclaveRemoteURL, PCRs: g.EnclavePCRs}
+	default:
+		return HostOptions{}, fmt.Errorf("guard: GUARD_ENCLAVE=%q is not none, software or remote", g.Enclave)
+	}
+	return opt, nil
 }

@@ -21,8 +21,9 @@ import (
 //
 //	{"hmac_key":"<64 hex>","enclave":"software"}
 //
-// (a later "remote" level adds "remote_channel", base64: an opaque channel
-// blob for the worker's model client). And the worker's first line, before
+// (the remote level, "enclave":"remote", adds "remote_channel", base64: the
+// exported channel of internal/enclave/remote that the worker's model
+// client uses; the worker is hardened as in Level 1 either way). And the worker's first line, before
 // any request, is a hello sealed under HelloLabel that carries its
 // enclave.Measurement; the host checks it, and the worker's /proc entries,
 // before it sends a request.
@@ -45,10 +46,6 @@ const (
 	// maxSecretsBytes bounds the secrets document.
 	maxSecretsBytes = 64 << 10
 )
-
-// ErrRemoteChannelUnsupported means the secrets carry a remote enclave
-// channel and the worker has no constructor for a client over one.
-var ErrRemoteChannelUnsupported = errors.New("ironvise/guard: remote enclave channel not supported by this worker")
 
 // WorkerSecrets is what a worker read from its secrets pipe. The caller
 // must call Close.
@@ -132,14 +129,19 @@ func ReadWorkerSecrets(r io.Reader) (*WorkerSecrets, error) {
 	return s, nil
 }
 
-// encodeSecrets builds the secrets document for a software-mode worker.
-// The caller zeroes it once written.
-func encodeSecrets(key []byte) []byte {
-	b := make([]byte, 0, 2*len(key)+48)
+// encodeSecrets builds the secrets document for a hardened worker: level
+// is LevelSoftware, or LevelRemote with channel, the exported remote
+// enclave channel. The caller zeroes it once written.
+func encodeSecrets(key []byte, level enclave.Level, channel []byte) []byte {
+	b := make([]byte, 0, 2*len(key)+48+base64.StdEncoding.EncodedLen(len(channel))+20)
 	b = append(b, `{"hmac_key":"`...)
 	b = hex.AppendEncode(b, key)
 	b = append(b, `","enclave":"`...)
-	b = append(b, enclave.LevelSoftware...)
+	b = append(b, level...)
+	if level == enclave.LevelRemote {
+		b = append(b, `","remote_channel":"`...)
+		b = base64.StdEncoding.AppendEncode(b, channel)
+	}
 	return append(b, `"}`...)
 }
 

@@ -166,13 +166,22 @@ func TestEnclaveEncodeSecretsRoundTrip(t *testing.T) {
 		t.Skip("the secret's locked mapping is Linux-only")
 	}
 	key := bytes.Repeat([]byte{0xc3}, KeyBytes)
-	s, err := ReadWorkerSecrets(bytes.NewReader(encodeSecrets(key)))
+	s, err := ReadWorkerSecrets(bytes.NewReader(encodeSecrets(key, enclave.LevelSoftware, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	if !bytes.Equal(s.Key.Bytes(), key) || s.Enclave != enclave.LevelSoftware || s.RemoteChannel != nil {
 		t.Fatalf("read back %x %q %q; want the key, software, no channel", s.Key.Bytes(), s.Enclave, s.RemoteChannel)
+	}
+	channel := []byte("an exported channel \x00\xff")
+	r, err := ReadWorkerSecrets(bytes.NewReader(encodeSecrets(key, enclave.LevelRemote, channel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if !bytes.Equal(r.Key.Bytes(), key) || r.Enclave != enclave.LevelRemote || !bytes.Equal(r.RemoteChannel, channel) {
+		t.Fatalf("read back %x %q %q; want the key, remote, the channel", r.Key.Bytes(), r.Enclave, r.RemoteChannel)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/ironvise/ironvise/internal/check"
 	"github.com/ironvise/ironvise/internal/enclave"
+	"github.com/ironvise/ironvise/internal/enclave/remote"
 	"github.com/ironvise/ironvise/internal/enclave/software"
 	"github.com/ironvise/ironvise/internal/verdict"
 )
@@ -41,6 +43,12 @@ type HostOptions struct {
 	// is used (a failure is ErrEnclave: the session must abort). Other
 	// levels are refused by NewHost.
 	Enclave enclave.Level
+	// Remote is the remote enclave to attest for enclave.LevelRemote
+	// (Level 3): before each worker starts, the host attests the enclave
+	// with a fresh nonce and hands the worker the channel keyed from that
+	// exchange; the worker is hardened as in Level 1 as well, since it
+	// holds the channel's keys and the prompts in clear.
+	Remote *remote.Config
 	// Timeout is the per-request timeout (GUARD_TIMEOUT_SECS); 0 means
 	// DefaultTimeout.
 	Timeout time.Duration
@@ -106,14 +114,17 @@ func NewHost(opt HostOptions) (*Host, error) {
 	case "":
 		opt.Enclave = enclave.LevelNone
 	case enclave.LevelNone:
-	case enclave.LevelSoftware:
+	case enclave.LevelSoftware, enclave.LevelRemote:
 		if err := softwareEnclaveSupported(); err != nil {
 			return nil, err
+		}
+		if (opt.Enclave == enclave.LevelRemote) != (opt.Remote != nil) {
+			return nil, fmt.Errorf("guard: enclave level %q with remote configuration %v: the remote level needs it, the others take none", opt.Enclave, opt.Remote != nil)
 		}
 	case enclave.LevelApple:
 		return nil, enclave.ErrAppleUnsupported
 	default:
-		return nil, fmt.Errorf("guard: enclave level %q is not supported by the guard host (none or software)", opt.Enclave)
+		return nil, fmt.Errorf("guard: enclave level %q is not supported by the guard host (none, software or remote)", opt.Enclave)
 	}
 	h := &Host{opt: opt, log: opt.Logger, now: opt.Now}
 	if h.log == nil {
@@ -156,7 +167,17 @@ func (h *Host) Attestation() *enclave.Attestation {
 	}
 	m := *h.attestation.Measurement
 	m.HostChecked = append([]string(nil), m.HostChecked...)
-	return &enclave.Attestation{Level: h.attestation.Level, Measurement: &m}
+	a := &enclave.Attestation{Level: h.attestation.Level, Measurement: &m}
+	if r := h.attestation.Remote; r != nil {
+		c := *r
+		c.Document = append([]byte(nil), r.Document...)
+		c.Nonce = append([]byte(nil), r.Nonce...)
+		c.ClientPublicKey = append([]byte(nil), r.ClientPublicKey...)
+		c.EnclavePublicKey = append([]byte(nil), r.EnclavePublicKey...)
+		c.PinnedPCRs = maps.Clone(r.PinnedPCRs)
+		a.Remote = &c
+	}
+	return a
 }
 
 // Lost returns how many workers this session lost as guard_unavailable.
@@ -232,7 +253,7 @@ func (h *Host) startLocked(ctx context.Context) error {
 		// Fail closed: in the software enclave a worker that could not be
 		// started and checked is not replaced by a plain one, nor retried
 		// (unless only the caller's context ended): the session aborts.
-		if h.opt.Enclave == enclave.LevelSoftware && ctx.Err() == nil {
+		if h.opt.Enclave != enclave.LevelNone && ctx.Err() == nil {
 			if !errors.Is(err, ErrEnclave) {
 				err = fmt.Errorf("%w: %w", ErrEnclave, err)
 			}
@@ -242,7 +263,7 @@ func (h *Host) startLocked(ctx context.Context) error {
 		return err
 	}
 	if w.measurement != nil && h.attestation == nil {
-		h.attestation = &enclave.Attestation{Level: enclave.LevelSoftware, Measurement: w.measurement}
+		h.attestation = &enclave.Attestation{Level: h.opt.Enclave, Measurement: w.measurement, Remote: w.remote}
 	}
 	h.w = w
 	return nil
@@ -411,6 +432,9 @@ type workerProc struct {
 	stderrTail *lineTail
 	// measurement is the software-enclave worker's checked measurement.
 	measurement *enclave.Measurement
+	// remote is the verified attestation of the remote enclave whose
+	// channel this worker holds (LevelRemote only).
+	remote *enclave.Remote
 }
 
 // spawn starts a worker process with a new key and, in the software
@@ -419,7 +443,8 @@ func (h *Host) spawn(ctx context.Context) (w *workerProc, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("guard: start worker: %w", err)
 	}
-	soft := h.opt.Enclave == enclave.LevelSoftware
+	// Both enclave levels run a hardened worker.
+	soft := h.opt.Enclave != enclave.LevelNone
 	wantSHA := ""
 	if soft {
 		// Hashed before the exec: the worker's own hash of the file it runs
@@ -436,6 +461,7 @@ func (h *Host) spawn(ctx context.Context) (w *workerProc, err error) {
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("guard: worker key: %w", err)
 	}
+	var remoteRec *enclave.Remote
 	// Parent and child ends of the pipes; whatever is still open on
 	// failure is closed.
 	var files []*os.File
@@ -480,7 +506,24 @@ func (h *Host) spawn(ctx context.Context) (w *workerProc, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("guard: secrets pipe: %w", err)
 		}
-		doc := encodeSecrets(key)
+		var channel []byte
+		if h.opt.Enclave == enclave.LevelRemote {
+			// Security: a fresh attestation for every worker: its nonce
+			// makes a replayed document fail, and the channel's keys
+			// exist only for this worker. A failure is never a fallback
+			// to a plain model call.
+			ch, rec, err := remote.Attest(ctx, *h.opt.Remote)
+			if err != nil {
+				return nil, fmt.Errorf("%w: attest the remote guard enclave: %w", ErrEnclave, err)
+			}
+			channel, err = ch.Export()
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrEnclave, err)
+			}
+			defer clear(channel)
+			remoteRec = rec
+		}
+		doc := encodeSecrets(key, h.opt.Enclave, channel)
 		_, err = secW.Write(doc)
 		clear(doc)
 		if err != nil {
@@ -530,7 +573,8 @@ func (h *Host) spawn(ctx context.Context) (w *workerProc, err error) {
 			return nil, err
 		}
 		w.measurement = m
-		h.log.Info("guard worker enclave checked", "pid", cmd.Process.Pid, "enclave", string(enclave.LevelSoftware),
+		w.remote = remoteRec
+		h.log.Info("guard worker enclave checked", "pid", cmd.Process.Pid, "enclave", string(h.opt.Enclave),
 			"worker_sha256", m.WorkerSHA256, "landlock_abi", m.LandlockABI, "seccomp_sha256", m.SeccompSHA256,
 			"host_checked", strings.Join(m.HostChecked, ", "))
 	}

@@ -3,6 +3,7 @@ package guard
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"io"
@@ -61,6 +62,9 @@ type hostSetup struct {
 	// hashPath overrides the file the host hashes for the software
 	// enclave.
 	hashPath string
+	// remoteRoots replaces the pinned AWS Nitro root for a remote
+	// enclave (the stand-in enclave's test authority).
+	remoteRoots *x509.CertPool
 }
 
 func defaultSetup() hostSetup {
@@ -104,6 +108,9 @@ func newTestHost(t testing.TB, s hostSetup) (*Host, *logBuffer) {
 	}
 	opt.Executable = ironviseBinary(t)
 	opt.Enclave = s.enclave
+	if opt.Remote != nil {
+		opt.Remote.Roots = s.remoteRoots
+	}
 	opt.Env = append(opt.Env, s.env...)
 	if s.wrap != nil {
 		opt.Executable, opt.Args = wrapperBinary(t), append(append([]string{execArg}, s.wrap...), "--", ironviseBinary(t), WorkerArg)

@@ -79,7 +79,7 @@ func (s *Server) hookAnswer(ctx context.Context, ag hook.Agent, body []byte, pol
 	if err != nil {
 		return fail(fmt.Errorf("the guard is required but not configured: %w (set GUARD_LLM_BACKEND and GUARD_LLM_MODEL, or GUARD_REQUIRED=false)", err))
 	}
-	g, err := s.startGuard(plan, cfg)
+	g, err := s.startGuard(ctx, plan, cfg)
 	if err != nil {
 		return fail(err)
 	}

@@ -217,7 +217,7 @@ func (s *Server) revive(ctx context.Context, r *runner) error {
 	if err != nil || (g.GuardRequired && !plan.Enabled) {
 		return errf(http.StatusServiceUnavailable, "session %s requires the guard, which is not configured now (set GUARD_LLM_BACKEND and GUARD_LLM_MODEL through PUT /api/config)", r.id)
 	}
-	gd, err := s.startGuard(plan, cfg)
+	gd, err := s.startGuard(ctx, plan, cfg)
 	if err != nil {
 		return err
 	}

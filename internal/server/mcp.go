@@ -89,7 +89,7 @@ func (s *Server) mcpSpec(ctx context.Context, extra *mcp.RequestExtra) (spec ses
 	if err != nil {
 		return spec, nil, err
 	}
-	g, err := s.startGuard(plan, cfg)
+	g, err := s.startGuard(ctx, plan, cfg)
 	if err != nil {
 		return spec, nil, err
 	}

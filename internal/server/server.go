@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -61,6 +62,9 @@ type Options struct {
 	// GuardExecutable is the binary started as `guard-worker` for each
 	// session ("" means this executable). Tests point it elsewhere.
 	GuardExecutable string
+	// EnclaveRoots replaces the pinned AWS Nitro root when a remote guard
+	// enclave is attested. Tests only: no command or variable sets it.
+	EnclaveRoots *x509.CertPool
 	// SandboxEnv is the candidate environment of sandboxed commands.
 	SandboxEnv []string
 	// FeedPoll is how often the event feed looks for events committed by

@@ -209,7 +209,7 @@ func (s *Server) createSession(ctx context.Context, req createRequest) (*ledger.
 			return nil, errf(http.StatusServiceUnavailable, "the LLM backend is not usable: %v", err)
 		}
 	}
-	g, err := s.startGuard(plan, cfg)
+	g, err := s.startGuard(ctx, plan, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -245,8 +245,8 @@ func (s *Server) createSession(ctx context.Context, req createRequest) (*ledger.
 
 // startGuard starts the guard worker of a session when the plan enables
 // it (a skipped guard otherwise); a worker that cannot start is a 503.
-func (s *Server) startGuard(plan guard.Plan, cfg *config.Config) (*session.Guard, error) {
-	g, err := session.StartGuard(plan, session.GuardOptions{Lookup: s.opts.Lookup, LLM: cfg.LLM, Logger: s.log, Executable: s.opts.GuardExecutable})
+func (s *Server) startGuard(ctx context.Context, plan guard.Plan, cfg *config.Config) (*session.Guard, error) {
+	g, err := session.StartGuard(ctx, plan, session.GuardOptions{Lookup: s.opts.Lookup, LLM: cfg.LLM, Logger: s.log, Executable: s.opts.GuardExecutable, EnclaveRoots: s.opts.EnclaveRoots})
 	if se := (*session.StartError)(nil); errors.As(err, &se) {
 		return nil, errf(http.StatusServiceUnavailable, "the guard cannot be started: %v", se.Err)
 	}

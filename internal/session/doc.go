@@ -35,7 +35,7 @@
 // # Usage
 //
 //	rt := &session.Runtime{Ledger: l, Tier: tier, Scanner: sc}
-//	g, err := session.StartGuard(plan, session.GuardOptions{LLM: cfg.LLM})
+//	g, err := session.StartGuard(ctx, plan, session.GuardOptions{LLM: cfg.LLM})
 //	if err != nil { return err }
 //	defer g.Close()
 //	s, err := session.Create(ctx, rt, session.Spec{Goal: goal, Workspace: ws,

@@ -2,12 +2,15 @@ package session
 
 import (
 	"context"
+	"crypto/x509"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/ironvise/ironvise/internal/agent"
 	"github.com/ironvise/ironvise/internal/check"
 	"github.com/ironvise/ironvise/internal/config"
+	"github.com/ironvise/ironvise/internal/enclave"
 	"github.com/ironvise/ironvise/internal/guard"
 )
 
@@ -19,6 +22,8 @@ type Guard struct {
 	Host *guard.Host
 	// Skip says why the guard is off ("" when Host is set).
 	Skip string
+	// attestation is the enclave's proof, taken when the guard started.
+	attestation *enclave.Attestation
 }
 
 // GuardSkipped is a guard that does not run, for the reason given.
@@ -35,6 +40,10 @@ type GuardOptions struct {
 	Logger *slog.Logger
 	// Executable is the binary started as the worker ("" means this one).
 	Executable string
+	// EnclaveRoots replaces the pinned AWS Nitro root certificate when a
+	// remote guard enclave is attested. Tests only: no command or variable
+	// sets it.
+	EnclaveRoots *x509.CertPool
 }
 
 // StartError reports a guard worker that could not be started; Err is the
@@ -49,7 +58,12 @@ func (e *StartError) Unwrap() error { return e.Err }
 
 // StartGuard starts the guard worker plan enables, or returns a skipped
 // guard naming plan's reason. The caller must Close the result.
-func StartGuard(plan guard.Plan, o GuardOptions) (*Guard, error) {
+//
+// With a guard enclave (GUARD_ENCLAVE=software or remote) the worker starts
+// now, within ctx, and must prove its enclave before StartGuard returns: a
+// failure is a StartError and no session starts (fail closed). The proof
+// is then recorded in the session's genesis (Guard.Attestation).
+func StartGuard(ctx context.Context, plan guard.Plan, o GuardOptions) (*Guard, error) {
 	if !plan.Enabled {
 		return GuardSkipped(plan.SkipMessage), nil
 	}
@@ -67,11 +81,35 @@ func StartGuard(plan guard.Plan, o GuardOptions) (*Guard, error) {
 	if o.Executable != "" {
 		opts.Executable = o.Executable
 	}
+	if opts.Remote != nil {
+		opts.Remote.Roots = o.EnclaveRoots
+	}
 	h, err := guard.NewHost(opts)
 	if err != nil {
 		return nil, &StartError{err}
 	}
-	return &Guard{Host: h}, nil
+	g := &Guard{Host: h}
+	if opts.Enclave != enclave.LevelNone {
+		if err := h.Start(ctx); err != nil {
+			g.Close()
+			return nil, &StartError{err}
+		}
+		g.attestation = h.Attestation()
+		if g.attestation == nil {
+			g.Close()
+			return nil, &StartError{fmt.Errorf("guard: the %s enclave started without an attestation", opts.Enclave)}
+		}
+	}
+	return g, nil
+}
+
+// Attestation returns the attestation of the guard's enclave, for the
+// session's genesis; nil without an enclave.
+func (g *Guard) Attestation() *enclave.Attestation {
+	if g == nil {
+		return nil
+	}
+	return g.attestation
 }
 
 // Enabled reports whether a guard worker runs.

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -14,7 +15,7 @@ import (
 // guard at all (a nil *guard.Host inside an interface would look enabled
 // and crash the first step).
 func TestSkippedGuard(t *testing.T) {
-	g, err := StartGuard(guard.Plan{SkipMessage: guard.SkipNotRequired}, GuardOptions{})
+	g, err := StartGuard(context.Background(), guard.Plan{SkipMessage: guard.SkipNotRequired}, GuardOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +30,7 @@ func TestSkippedGuard(t *testing.T) {
 // carrying the cause, and starts nothing.
 func TestStartGuardError(t *testing.T) {
 	plan := guard.Plan{Enabled: true, Guard: config.Guard{Required: true, Backend: "no-such-backend", Model: "m", TimeoutSecs: 30}}
-	_, err := StartGuard(plan, GuardOptions{})
+	_, err := StartGuard(context.Background(), plan, GuardOptions{})
 	var se *StartError
 	if !errors.As(err, &se) || se.Err == nil {
 		t.Fatalf("StartGuard with an unknown backend: %v; want a *StartError", err)

@@ -168,6 +168,7 @@ func ledgerSpec(rt *Runtime, spec Spec, c composed) ledger.SessionSpec {
 		SandboxTier: string(rt.Tier.Name()), AgentLoop: spec.LLM != nil, CreatedBy: spec.CreatedBy,
 		Network:   sessionNetwork(rt.Network, spec.Policy, c.rules),
 		Workspace: sessionWorkspace(rt, spec.Workspace, spec.Policy, spec.WorkspaceMode, c.overlay != nil, c.forbidden),
+		Enclave:   spec.Guard.Attestation(),
 	}
 	if spec.Policy != nil {
 		ls.PolicyHash = spec.Policy.SHA256()
