@@ -512,7 +512,11 @@ func (h *Host) spawn(ctx context.Context) (w *workerProc, err error) {
 			// makes a replayed document fail, and the channel's keys
 			// exist only for this worker. A failure is never a fallback
 			// to a plain model call.
-			ch, rec, err := remote.Attest(ctx, *h.opt.Remote)
+			// Bounded like a request: an enclave that does not answer
+			// must not hold the session's start forever.
+			actx, cancel := context.WithTimeout(ctx, h.opt.Timeout)
+			ch, rec, err := remote.Attest(actx, *h.opt.Remote)
+			cancel()
 			if err != nil {
 				return nil, fmt.Errorf("%w: attest the remote guard enclave: %w", ErrEnclave, err)
 			}
