@@ -3,9 +3,12 @@ package guard
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ironvise/ironvise/internal/enclave"
 	"github.com/ironvise/ironvise/internal/enclave/nitro"
@@ -106,5 +109,29 @@ func TestRemoteEnclaveStartRefused(t *testing.T) {
 			}
 			wantVerdict(t, review(t, h, 1), verdict.Deny, verdict.GuardUnavailable, "")
 		})
+	}
+}
+
+// TestRemoteEnclaveSilent: an enclave that accepts the connection and never
+// answers fails the start within the guard's timeout instead of holding the
+// session's start forever.
+func TestRemoteEnclaveSilent(t *testing.T) {
+	srv := remotetest.NewServer(t, remotetest.Options{})
+	release := make(chan struct{})
+	silent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer silent.Close()
+	defer close(release)
+	s := remoteSetup(srv)
+	s.guard.EnclaveRemoteURL, s.guard.TimeoutSecs = silent.URL, 1
+	h, _ := newTestHost(t, s)
+	start := time.Now()
+	err := h.Start(context.Background())
+	if !errors.Is(err, ErrEnclave) || time.Since(start) > 10*time.Second {
+		t.Fatalf("Start = %v after %s; want ErrEnclave within the 1 s timeout", err, time.Since(start))
 	}
 }
