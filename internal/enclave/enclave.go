@@ -28,8 +28,6 @@ package enclave
 
 import (
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 )
 
@@ -48,23 +46,8 @@ const (
 	LevelRemote Level = "remote"
 )
 
-// ErrAppleUnsupported is returned for GUARD_ENCLAVE=apple.
+// ErrAppleUnsupported is returned for enclave.LevelApple.
 var ErrAppleUnsupported = errors.New("enclave: the Apple Hypervisor enclave (Level 2) needs cgo and Hypervisor.framework, which this build does not include (IronVise ships without cgo so that one binary cross-compiles); choose GUARD_ENCLAVE=software or remote")
-
-// ParseLevel parses a GUARD_ENCLAVE value; "" is LevelNone.
-func ParseLevel(s string) (Level, error) {
-	switch Level(strings.TrimSpace(s)) {
-	case "", LevelNone:
-		return LevelNone, nil
-	case LevelSoftware:
-		return LevelSoftware, nil
-	case LevelRemote:
-		return LevelRemote, nil
-	case LevelApple:
-		return "", ErrAppleUnsupported
-	}
-	return "", fmt.Errorf("enclave: GUARD_ENCLAVE=%q is not one of none, software, remote", s)
-}
 
 // Attestation is what a session records, in its genesis, of the enclave its
 // guard ran in. Exactly one of Measurement and Remote is set, matching

@@ -21,10 +21,16 @@ func Supports() []Support {
 	if !soft.Supported {
 		soft.Note = "needs Linux (mlockall, PR_SET_DUMPABLE and /proc); this system is " + runtime.GOOS
 	}
+	// The remote level's worker holds the channel keys and the prompts in
+	// clear, so it is hardened as in Level 1 and needs what Level 1 needs.
+	rem := Support{Level: LevelRemote, Name: "Level 3, remote hardware enclave (AWS Nitro)", Supported: soft.Supported,
+		Note: "needs ECTO_ENCLAVE_REMOTE_URL and the enclave image's PCR0 (ECTO_ENCLAVE_PCR0); the attestation is verified against the pinned AWS Nitro root; its guard worker is hardened as in Level 1 and needs the same memory lock allowance"}
+	if !rem.Supported {
+		rem.Note = "its guard worker is hardened as in Level 1, which needs Linux; this system is " + runtime.GOOS
+	}
 	return []Support{
 		soft,
 		{Level: LevelApple, Name: "Level 2, Apple Hypervisor", Supported: false, Note: "not in this build: driving Hypervisor.framework needs cgo, and IronVise ships without cgo so that one binary cross-compiles"},
-		{Level: LevelRemote, Name: "Level 3, remote hardware enclave (AWS Nitro)", Supported: true,
-			Note: "needs ECTO_ENCLAVE_REMOTE_URL and the enclave image's PCR0 (ECTO_ENCLAVE_PCR0); the attestation is verified against the pinned AWS Nitro root"},
+		rem,
 	}
 }
