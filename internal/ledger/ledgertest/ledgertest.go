@@ -92,6 +92,7 @@ func Run(t *testing.T, h Harness) {
 		{"Tamper", testTamper},
 		{"TamperRandomized", testTamperRandomized},
 		{"StartupAndFullVerification", testStartup},
+		{"StartupTail", testStartupTail},
 		{"OperationalTables", testOperationalTables},
 		{"AdminChangeAudited", testAdminChangeAudited},
 		{"Reopen", testReopen},

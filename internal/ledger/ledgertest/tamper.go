@@ -442,3 +442,96 @@ func testOperationalTables(t *testing.T, h Harness) {
 		t.Fatalf("pending after decision = %s; want %s", p.GateID, g2)
 	}
 }
+
+// testStartupTail: the startup check verifies the signatures of a running
+// session's tip and of its key rotations only (ledger/startup.go); every
+// rewrite of the tail that a holder of no key of the chain can make is still
+// caught, through the hashes that link the tail to the tip. A signature
+// damaged on its own, the event's bytes intact, is left to the full
+// verification.
+func testStartupTail(t *testing.T, h Harness) {
+	relink := func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event, from int, payload []byte) {
+		prev := evs[from-1].Hash
+		for i := from; i < len(evs); i++ {
+			ev := evs[i]
+			p := ev.Payload
+			if i == from {
+				p = payload
+			}
+			hash := ledger.EventHash(prev, id, ev.Seq, ev.CreatedMicros, ev.Type, p)
+			e.db.Tamper(t, `UPDATE events SET payload = ?, prev_hash = ?, hash = ? WHERE session_id = ? AND seq = ?`,
+				p, prev[:], hash[:], id[:], int64(ev.Seq))
+			prev = hash
+		}
+	}
+	tests := []struct {
+		name   string
+		tamper func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event)
+		want   string // the startup problem; "" = startup passes
+	}{
+		{"payload rewritten before the tip, chain re-linked", func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event) {
+			relink(t, e, id, evs, 7, []byte(`{"content":"forged","type":"observation"}`))
+		}, "event 8: signature does not verify"},
+		{"payload rewritten before a rotation, chain re-linked", func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event) {
+			relink(t, e, id, evs, 3, []byte(`{"content":"forged","type":"observation"}`))
+		}, "event 6: signature does not verify"},
+		{"payload rewritten, hash kept", func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event) {
+			e.db.Tamper(t, `UPDATE events SET payload = ? WHERE session_id = ? AND seq = 4`, []byte(`{"content":"forged","type":"observation"}`), id[:])
+		}, "event 4: stored hash does not match its bytes"},
+		{"rotation to an attacker's key, tail re-signed", func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event) {
+			atk, _ := ledger.GenerateSigningKey(nil)
+			atkID := ledger.KeyID(atk.Public())
+			prev := evs[5].Hash
+			for i := 6; i < len(evs); i++ {
+				ev := evs[i]
+				payload := ev.Payload
+				if i == 6 {
+					payload = []byte(fmt.Sprintf(`{"new_public_key":"%s","rotation_index":1,"type":"key_rotation"}`, hex.EncodeToString(atk.Public())))
+				}
+				hash := ledger.EventHash(prev, id, ev.Seq, ev.CreatedMicros, ev.Type, payload)
+				// The rotation keeps the id of the key it replaces, as
+				// if that key had signed it: only its signature tells.
+				keyID := atkID
+				if i == 6 {
+					keyID = ev.KeyID
+				}
+				e.db.Tamper(t, `UPDATE events SET payload = ?, prev_hash = ?, hash = ?, signature = ?, key_id = ? WHERE session_id = ? AND seq = ?`,
+					payload, prev[:], hash[:], atk.Sign(hash), keyID, id[:], int64(ev.Seq))
+				prev = hash
+			}
+			e.db.Tamper(t, `UPDATE keys SET public_key = ?, key_id = ? WHERE session_id = ? AND valid_from_seq = 7`, []byte(atk.Public()), atkID, id[:])
+		}, "event 6: signature does not verify"},
+		{"tip signature damaged", func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event) {
+			sig := append([]byte{}, evs[8].Signature...)
+			sig[3] ^= 1
+			e.db.Tamper(t, `UPDATE events SET signature = ? WHERE session_id = ? AND seq = 8`, sig, id[:])
+		}, "event 8: signature does not verify"},
+		{"a signature damaged alone before the tip", func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event) {
+			sig := append([]byte{}, evs[4].Signature...)
+			sig[3] ^= 1
+			e.db.Tamper(t, `UPDATE events SET signature = ? WHERE session_id = ? AND seq = 4`, sig, id[:])
+		}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e, id, evs := tamperSetup(t, h, false)
+			tc.tamper(t, e, id, evs)
+			rep, err := e.l.VerifyStartup(ctx())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" {
+				if !rep.OK() {
+					t.Fatalf("startup problems %q; want none (the bytes are intact)", rep.Problems)
+				}
+			} else if len(rep.Problems) != 1 || !strings.Contains(rep.Problems[0], "session "+id.String()+": "+tc.want) {
+				t.Fatalf("startup problems %q; want one: %q", rep.Problems, tc.want)
+			}
+			// The full verification catches every one of them.
+			if r, err := e.l.VerifySession(ctx(), id); err != nil || r.OK() {
+				t.Fatalf("VerifySession: ok=%v, %v; want a failure", r.OK(), err)
+			}
+		})
+	}
+}
