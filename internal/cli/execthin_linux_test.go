@@ -256,6 +256,30 @@ func TestExecThinEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("a standalone exec finishes without a collector cycle", func(t *testing.T) {
+		// execGCPercent: one command allocates about 4 MiB, where the
+		// default goal would start a cycle; also with output past the
+		// 64 KiB the observation keeps.
+		for _, command := range []string{"true", "head -c 300000 /dev/zero | tr '\\0' x"} {
+			cmd := exec.Command(bin, "exec", "--no-daemon", "--workspace", ws, "--", command)
+			cmd.Dir = ws
+			cmd.Env = append(envList(inProcessEnv), "GODEBUG=gctrace=1")
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("%s: %v\n%s", command, err, errb.String())
+			}
+			for _, line := range strings.Split(errb.String(), "\n") {
+				if strings.HasPrefix(line, "gc ") {
+					t.Fatalf("%s: a collector cycle ran: %s", command, line)
+				}
+			}
+			if command != "true" && out.Len() < 64<<10 {
+				t.Fatalf("%s: %d bytes of output", command, out.Len())
+			}
+		}
+	})
+
 	t.Run("fall through", func(t *testing.T) {
 		dotEnv := t.TempDir()
 		os.WriteFile(filepath.Join(dotEnv, ".env"), []byte("ECTO_SANDBOX_TIER=bogus\n"), 0o600)
