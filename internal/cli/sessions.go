@@ -22,7 +22,11 @@ func (a *app) openLedger() (*ledger.Ledger, error) {
 		return nil, err
 	}
 	lc := cfg.Ledger
-	l, err := ledgerdb.Open(a.ctx, lc.DatabaseURL, lc.PoolSize, ledger.Options{
+	open := ledgerdb.Open
+	if a.oneCommand {
+		open = ledgerdb.OpenForOneCommand
+	}
+	l, err := open(a.ctx, lc.DatabaseURL, lc.PoolSize, ledger.Options{
 		DataDir:            cfg.DataDir,
 		IssuerKeyFile:      lc.IssuerKeyFile,
 		Passphrase:         ledger.Secret(lc.KeyPassphrase.Reveal()),

@@ -70,6 +70,10 @@ func Parse(url, dataDir string) (Target, error) {
 
 // OpenBackend opens and migrates the backend of url.
 func OpenBackend(ctx context.Context, url, dataDir string, poolSize int) (ledger.Backend, Target, error) {
+	return openBackend(ctx, url, dataDir, poolSize, false)
+}
+
+func openBackend(ctx context.Context, url, dataDir string, poolSize int, oneCommand bool) (ledger.Backend, Target, error) {
 	t, err := Parse(url, dataDir)
 	if err != nil {
 		return nil, t, err
@@ -79,7 +83,11 @@ func OpenBackend(ctx context.Context, url, dataDir string, poolSize int) (ledger
 	case KindMemory:
 		b, err = sqlite.Open(ctx, sqlite.Memory)
 	case KindSQLite:
-		b, err = sqlite.Open(ctx, t.Path)
+		if oneCommand {
+			b, err = sqlite.OpenSingle(ctx, t.Path)
+		} else {
+			b, err = sqlite.Open(ctx, t.Path)
+		}
 	case KindPostgres:
 		b, err = postgres.Open(ctx, t.DSN, poolSize)
 	}
@@ -92,7 +100,18 @@ func OpenBackend(ctx context.Context, url, dataDir string, poolSize int) (ledger
 // Open opens the backend of url and a Ledger on it. opts.DataDir is also
 // where the default SQLite file lives. The caller must Close the Ledger.
 func Open(ctx context.Context, url string, poolSize int, opts ledger.Options) (*ledger.Ledger, error) {
-	b, t, err := OpenBackend(ctx, url, opts.DataDir, poolSize)
+	return open(ctx, url, poolSize, opts, false)
+}
+
+// OpenForOneCommand is Open for a process that runs one command and exits:
+// a SQLite ledger then uses one connection for everything
+// (sqlite.OpenSingle); a PostgreSQL one is opened as by Open.
+func OpenForOneCommand(ctx context.Context, url string, poolSize int, opts ledger.Options) (*ledger.Ledger, error) {
+	return open(ctx, url, poolSize, opts, true)
+}
+
+func open(ctx context.Context, url string, poolSize int, opts ledger.Options, oneCommand bool) (*ledger.Ledger, error) {
+	b, t, err := openBackend(ctx, url, opts.DataDir, poolSize, oneCommand)
 	if err != nil {
 		return nil, err
 	}

@@ -62,6 +62,9 @@ type Stmt struct {
 type Harness struct {
 	Name  string
 	NewDB func(t testing.TB) DB
+	// Skip names tests of the suite this harness leaves out, each with
+	// the reason.
+	Skip map[string]string
 }
 
 // Run runs the whole suite.
@@ -99,6 +102,9 @@ func Run(t *testing.T, h Harness) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if why := h.Skip[tc.name]; why != "" {
+				t.Skip(why)
+			}
 			t.Parallel()
 			tc.fn(t, h)
 		})
