@@ -41,8 +41,9 @@ func AllThreadsPrctl(option int, arg2, arg3, arg4, arg5 uintptr) error {
 	return errno(ll.AllThreadsPrctl(option, arg2, arg3, arg4, arg5))
 }
 
-// SetNoNewPrivs sets PR_SET_NO_NEW_PRIVS on the calling thread (the
-// seccomp TSYNC and Landlock calls then extend it to every thread).
+// SetNoNewPrivs sets PR_SET_NO_NEW_PRIVS on the calling thread (seccomp's
+// TSYNC then extends it to every thread; Landlock needs it on the thread it
+// restricts).
 func SetNoNewPrivs() error {
 	return errno(unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 }

@@ -43,7 +43,8 @@
 //  3. sets no_new_privs, drops every capability set including the bounding
 //     set, locks the securebits, and switches user if asked;
 //  4. applies the rlimits (the address-space cap last, just before exec);
-//  5. applies Landlock with every feature of the running ABI;
+//  5. applies Landlock with every feature of the running ABI to the launch
+//     thread, the one that execs the command;
 //  6. installs the parent's seccomp program with TSYNC, after checking its
 //     hash;
 //  7. writes an [Applied] record and execs /bin/sh -c <command>, or the
