@@ -86,6 +86,32 @@ func tamperSetup(t *testing.T, h Harness, sealed bool) (*env, uuid.UUID, []ledge
 	return e, s.ID, evs
 }
 
+// rotateToAttacker rewrites tamperSetup's chain from its rotation (seq 6)
+// on as someone without the chain's keys would: the rotation names a key
+// of the attacker's, every event from it on is re-linked and signed with
+// that key, and the key table agrees. claimOldKey leaves the rotation the
+// id of the key it replaces; otherwise it names the attacker's.
+func rotateToAttacker(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event, claimOldKey bool) {
+	atk, _ := ledger.GenerateSigningKey(nil)
+	atkID := ledger.KeyID(atk.Public())
+	prev := evs[5].Hash
+	for i := 6; i < len(evs); i++ {
+		ev := evs[i]
+		payload, keyID := ev.Payload, atkID
+		if i == 6 {
+			payload = []byte(fmt.Sprintf(`{"new_public_key":"%s","rotation_index":1,"type":"key_rotation"}`, hex.EncodeToString(atk.Public())))
+			if claimOldKey {
+				keyID = ev.KeyID
+			}
+		}
+		hash := ledger.EventHash(prev, id, ev.Seq, ev.CreatedMicros, ev.Type, payload)
+		e.db.Tamper(t, `UPDATE events SET payload = ?, prev_hash = ?, hash = ?, signature = ?, key_id = ? WHERE session_id = ? AND seq = ?`,
+			payload, prev[:], hash[:], atk.Sign(hash), keyID, id[:], int64(ev.Seq))
+		prev = hash
+	}
+	e.db.Tamper(t, `UPDATE keys SET public_key = ?, key_id = ? WHERE session_id = ? AND valid_from_seq = 7`, []byte(atk.Public()), atkID, id[:])
+}
+
 func randBytes(n int) []byte {
 	b := make([]byte, n)
 	rand.Read(b)
@@ -197,21 +223,7 @@ func testTamper(t *testing.T, h Harness) {
 			// A complete rewrite from the rotation on by someone without
 			// the old key: the chain links, the key table agrees, but the
 			// rotation is not signed by the key it replaces.
-			atk, _ := ledger.GenerateSigningKey(nil)
-			atkID := ledger.KeyID(atk.Public())
-			prev := evs[5].Hash
-			for i := 6; i < len(evs); i++ {
-				ev := evs[i]
-				payload := ev.Payload
-				if i == 6 {
-					payload = []byte(fmt.Sprintf(`{"new_public_key":"%s","rotation_index":1,"type":"key_rotation"}`, hex.EncodeToString(atk.Public())))
-				}
-				hash := ledger.EventHash(prev, id, ev.Seq, ev.CreatedMicros, ev.Type, payload)
-				e.db.Tamper(t, `UPDATE events SET payload = ?, prev_hash = ?, hash = ?, signature = ?, key_id = ? WHERE session_id = ? AND seq = ?`,
-					payload, prev[:], hash[:], atk.Sign(hash), atkID, id[:], int64(ev.Seq))
-				prev = hash
-			}
-			e.db.Tamper(t, `UPDATE keys SET public_key = ?, key_id = ? WHERE session_id = ? AND valid_from_seq = 7`, []byte(atk.Public()), atkID, id[:])
+			rotateToAttacker(t, e, id, evs, false)
 		}, "signatures", 6},
 		{"checkpoint root", false, func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event) {
 			cp, _ := e.l.LatestCheckpoint(ctx())
@@ -479,27 +491,9 @@ func testStartupTail(t *testing.T, h Harness) {
 			e.db.Tamper(t, `UPDATE events SET payload = ? WHERE session_id = ? AND seq = 4`, []byte(`{"content":"forged","type":"observation"}`), id[:])
 		}, "event 4: stored hash does not match its bytes"},
 		{"rotation to an attacker's key, tail re-signed", func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event) {
-			atk, _ := ledger.GenerateSigningKey(nil)
-			atkID := ledger.KeyID(atk.Public())
-			prev := evs[5].Hash
-			for i := 6; i < len(evs); i++ {
-				ev := evs[i]
-				payload := ev.Payload
-				if i == 6 {
-					payload = []byte(fmt.Sprintf(`{"new_public_key":"%s","rotation_index":1,"type":"key_rotation"}`, hex.EncodeToString(atk.Public())))
-				}
-				hash := ledger.EventHash(prev, id, ev.Seq, ev.CreatedMicros, ev.Type, payload)
-				// The rotation keeps the id of the key it replaces, as
-				// if that key had signed it: only its signature tells.
-				keyID := atkID
-				if i == 6 {
-					keyID = ev.KeyID
-				}
-				e.db.Tamper(t, `UPDATE events SET payload = ?, prev_hash = ?, hash = ?, signature = ?, key_id = ? WHERE session_id = ? AND seq = ?`,
-					payload, prev[:], hash[:], atk.Sign(hash), keyID, id[:], int64(ev.Seq))
-				prev = hash
-			}
-			e.db.Tamper(t, `UPDATE keys SET public_key = ?, key_id = ? WHERE session_id = ? AND valid_from_seq = 7`, []byte(atk.Public()), atkID, id[:])
+			// The rotation keeps the id of the key it replaces, as if that
+			// key had signed it: only its signature tells.
+			rotateToAttacker(t, e, id, evs, true)
 		}, "event 6: signature does not verify"},
 		{"tip signature damaged", func(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event) {
 			sig := append([]byte{}, evs[8].Signature...)
