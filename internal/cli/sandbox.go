@@ -29,7 +29,7 @@ func (a *app) sandboxTier(tierFlag string) (sandbox.Tier, error) {
 	opts := session.TierOptions(cfg.Sandbox, tierFlag, slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	// The tier hides exactly the paths the tripwire refuses, so a command
 	// cannot read what an intent naming the path directly would be denied.
-	opts.Hidden = protect.Paths
+	opts.Hidden, opts.HiddenResolved = protect.Paths, true
 	opts.OneCommand = a.oneCommand
 	t, err := sandbox.Select(opts, session.TierFactories(a.ctx))
 	if err != nil {
@@ -113,7 +113,7 @@ Exits 1 when the selected tier cannot be used here, naming the fix.`,
 				for _, kind := range []string{"native", "docker", "firecracker"} {
 					opts := session.TierOptions(cfg.Sandbox, kind, nil)
 					if a.protect != nil {
-						opts.Hidden = a.protect.Paths
+						opts.Hidden, opts.HiddenResolved = a.protect.Paths, true
 					}
 					t, err := sandbox.Select(opts, session.TierFactories(a.ctx))
 					if err != nil {

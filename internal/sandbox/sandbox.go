@@ -246,6 +246,14 @@ type Options struct {
 	// covers each one that exists with an empty read-only mount; a path
 	// that contains the workspace makes every run abort.
 	Hidden []string
+	// HiddenResolved says Hidden already lists the real location of each
+	// symlink among its paths, as resolved just now (secretpaths.Compute
+	// made it): the native tier then keeps the list as it is when it
+	// starts instead of resolving it a second time. Each command still
+	// resolves the list again when it starts (HiddenPaths), and a target
+	// that a link had when the list was made stays masked after the link
+	// is re-pointed.
+	HiddenResolved bool
 	// ScratchMiB is ECTO_SANDBOX_SCRATCH_MIB: the size cap of the
 	// per-command scratch tmpfs; zero means DefaultScratchMiB.
 	ScratchMiB int

@@ -142,6 +142,52 @@ func TestHiddenLinkMadeAfterTheTier(t *testing.T) {
 	noLeak(t, run(t, tier, fx, `cat creds-a/credentials creds-b/credentials .aws/credentials`), fx.secretText)
 }
 
+// TestHiddenResolvedTakesTheListAsGiven: with Options.HiddenResolved the
+// tier keeps the list as the caller made it (secretpaths.Compute lists
+// each link's real location) instead of resolving it again at its start.
+// Each command still resolves the list: a link re-pointed after the tier
+// started has its new target masked, and its old one too when the list
+// named it, as Compute's does. A list without it leaves the old target to
+// the caller: the tier did not resolve the list a second time.
+func TestHiddenResolvedTakesTheListAsGiven(t *testing.T) {
+	fx := newFixture(t)
+	dirs := []string{filepath.Join(fx.ws, "creds-a"), filepath.Join(fx.ws, "creds-b")}
+	for _, d := range dirs {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, d, "credentials", "AWS-"+fx.secretText)
+	}
+	link := filepath.Join(fx.ws, ".aws")
+	repoint := func(t *testing.T) {
+		os.Remove(link)
+		if err := os.Symlink(dirs[0], link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("the list names the old target", func(t *testing.T) {
+		repoint(t)
+		tier := newTestTier(t, sandbox.Options{Hidden: []string{link, dirs[0]}, HiddenResolved: true})
+		os.Remove(link)
+		if err := os.Symlink(dirs[1], link); err != nil {
+			t.Fatal(err)
+		}
+		noLeak(t, run(t, tier, fx, `cat creds-a/credentials creds-b/credentials .aws/credentials`), fx.secretText)
+	})
+	t.Run("the list does not", func(t *testing.T) {
+		repoint(t)
+		tier := newTestTier(t, sandbox.Options{Hidden: []string{link}, HiddenResolved: true})
+		os.Remove(link)
+		if err := os.Symlink(dirs[1], link); err != nil {
+			t.Fatal(err)
+		}
+		r := run(t, tier, fx, `cat creds-a/credentials; cat creds-b/credentials .aws/credentials`)
+		if !strings.Contains(r.Stdout, "AWS-"+fx.secretText) || strings.Count(r.Stdout, fx.secretText) != 1 {
+			t.Fatalf("want creds-a readable (the tier took the list as given) and creds-b masked:\n%s", r.Observation())
+		}
+	})
+}
+
 // TestHiddenPathUnderASystemRoot: a protected path under /etc (readable
 // to every command) is masked too, while one outside every root needs no
 // mount at all.

@@ -120,7 +120,13 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 	if !t.container {
 		t.proxySeccomp, t.proxySeccompErr = seccomp.BuildProxy()
 	}
-	t.hidden = sandbox.HiddenPaths(opts.Hidden)
+	// The real locations the list's links have now: they stay masked
+	// after a link is re-pointed (each command adds the new ones).
+	if opts.HiddenResolved {
+		t.hidden = slices.Clone(opts.Hidden)
+	} else {
+		t.hidden = sandbox.HiddenPaths(opts.Hidden)
+	}
 	// The roots as written and resolved (/bin is often /usr/bin), so that
 	// a protected path under either name is found.
 	for _, r := range launch.SystemReadRoots() {
