@@ -11,8 +11,10 @@
 # temporary directory. Each binary gets a data directory of its own, created
 # fresh on disk (under /var/tmp, not a tmpfs) for this run; the warm-up runs
 # create its keys and database, so the measured runs are the steady state.
-# --quick takes fewer runs. The script installs nothing: it says what is
-# missing and how to install it.
+# --quick takes fewer runs. With two --bin, each exec row is also run with
+# the two builds alternating (one run of each in turn), the comparison to
+# trust on a machine whose speed drifts. The script installs nothing: it
+# says what is missing and how to install it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,7 +26,7 @@ while [ $# -gt 0 ]; do
     --quick) runs=30; warmup=3 ;;
     --runs) runs=$2; shift ;;
     --bin) bins+=("$(realpath "$2")"); shift ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-exec: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -57,6 +59,8 @@ fi
 
 names=(true bubblewrap)
 serves=() # command index -> the serve pid answering it (daemon rows)
+alone=()  # per binary: the index of its standalone row
+daemon=() # per binary: the index of its daemon row, when it has one
 cmds=(/bin/true "bwrap --ro-bind / / /bin/true")
 for i in "${!bins[@]}"; do
   b=${bins[$i]}
@@ -74,6 +78,7 @@ for i in "${!bins[@]}"; do
   help=$("$b" exec --help 2>/dev/null || true)
   case $help in *--no-daemon*) nodaemon="--no-daemon" ;; esac
   cmds+=("env ECTO_DATA_DIR=$data $b exec $nodaemon --workspace $work/ws -- /bin/true")
+  alone+=($((${#cmds[@]} - 1)))
   if [ -n "$nodaemon" ]; then
     # The daemon path: a serve of this build on its own data directory,
     # answering on $data/run/ironvise.sock; it stops with the script.
@@ -97,6 +102,7 @@ for i in "${!bins[@]}"; do
     names+=("$label (daemon)")
     cmds+=("env ECTO_DATA_DIR=$ddata $b exec --workspace $work/ws -- /bin/true")
     serves[${#cmds[@]} - 1]=${serve_pids[-1]}
+    daemon+=($((${#cmds[@]} - 1)))
   fi
 done
 if command -v codex >/dev/null; then
@@ -126,6 +132,40 @@ jq -r '
     (.results[] | [.command, (.median * 1000 * 100 | round / 100 | tostring),
                    ((.median / $bw) * 100 | round / 100 | tostring)])
   | "| " + join(" | ") + " |"' "$work/result.json"
+
+# Two builds: the same rows again, one run of each build in turn. hyperfine
+# measures one command's runs and then the next's, and on a shared virtual
+# machine the speed of everything can drift by a quarter between one minute
+# and the next, which a comparison of two builds then takes for their
+# difference; alternating puts the drift on both. Each run is timed around
+# its fork and exec from this shell, a millisecond or two that both share.
+if [ ${#bins[@]} -eq 2 ]; then
+  now() { date +%s%N; }
+  median() { sort -n | awk '{v[NR] = $1} END {printf "%.2f", v[int((NR + 1) / 2)] / 1e6}'; }
+  echo
+  echo "| alternated, $runs runs each | median ms, ${bins[0]} | median ms, ${bins[1]} | ratio |"
+  echo "| --- | ---: | ---: | ---: |"
+  rows=("ironvise exec:${alone[0]}:${alone[1]}")
+  [ ${#daemon[@]} -eq 2 ] && rows+=("ironvise exec (daemon):${daemon[0]}:${daemon[1]}")
+  for r in "${rows[@]}"; do
+    IFS=: read -r row ia ib <<<"$r"
+    : >"$work/a.times"
+    : >"$work/b.times"
+    for _ in $(seq 1 "$runs"); do
+      for side in a b; do
+        i=$ia
+        [ "$side" = b ] && i=$ib
+        t0=$(now)
+        # shellcheck disable=SC2086 # the command is a word list, as hyperfine -N runs it
+        ${cmds[$i]} >/dev/null 2>&1 || true
+        echo $(($(now) - t0)) >>"$work/$side.times"
+      done
+    done
+    ma=$(median <"$work/a.times")
+    mb=$(median <"$work/b.times")
+    echo "| $row | $ma | $mb | $(awk -v a="$ma" -v b="$mb" 'BEGIN {printf "%.2f", a / b}') |"
+  done
+fi
 
 # fsync calls of one run of each ironvise row, counted by strace: the
 # client's own and, for a daemon row, those of serve while it answers.
