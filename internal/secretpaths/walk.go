@@ -119,7 +119,13 @@ func realPath(r LinkReader, p string) (string, error) {
 			dest = filepath.Dir(dest)
 			continue
 		}
-		dest = filepath.Join(dest, c)
+		// dest is clean and c one plain component: the joined path is
+		// clean as it is (filepath.Join would scan it again).
+		if dest == sep {
+			dest = sep + c
+		} else {
+			dest = dest + sep + c
+		}
 		fi, err := r.Lstat(dest)
 		if err != nil {
 			return "", err
