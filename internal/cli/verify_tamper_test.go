@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/ledger/ledgertest"
 )
 
 // rotatedLedger is a data dir whose SQLite ledger holds one session with a
@@ -146,31 +146,11 @@ func TestVerifySessionRotationByWrongKey(t *testing.T) {
 			// A rewrite from the rotation on by someone without the
 			// session key: the chain links, the key table agrees with the
 			// forged rotation, only the signatures (and the log) tell.
-			atk, err := ledger.GenerateSigningKey(nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			atkID := ledger.KeyID(atk.Public())
-			prev := evs[5].Hash
-			for i := 6; i < len(evs); i++ {
-				ev := evs[i]
-				payload, keyID := ev.Payload, atkID
-				if i == 6 {
-					payload = fmt.Appendf(nil, `{"new_public_key":"%s","rotation_index":1,"type":"key_rotation"}`, hex.EncodeToString(atk.Public()))
-					if tc.claimOldKey {
-						keyID = ev.KeyID
-					}
-				}
-				h := ledger.EventHash(prev, id, ev.Seq, ev.CreatedMicros, ev.Type, payload)
-				if _, err := db.Exec(`UPDATE events SET payload = ?, prev_hash = ?, hash = ?, signature = ?, key_id = ? WHERE session_id = ? AND seq = ?`,
-					payload, prev[:], h[:], atk.Sign(h), keyID, id[:], int64(ev.Seq)); err != nil {
+			ledgertest.ForgeRotation(id, evs, tc.claimOldKey, func(query string, args ...any) {
+				if _, err := db.Exec(query, args...); err != nil {
 					t.Fatal(err)
 				}
-				prev = h
-			}
-			if _, err := db.Exec(`UPDATE keys SET public_key = ?, key_id = ? WHERE session_id = ? AND valid_from_seq = 7`, []byte(atk.Public()), atkID, id[:]); err != nil {
-				t.Fatal(err)
-			}
+			})
 			verifyFailure(t, e, id, "signatures", 6, tc.reason)
 		})
 	}

@@ -86,12 +86,20 @@ func tamperSetup(t *testing.T, h Harness, sealed bool) (*env, uuid.UUID, []ledge
 	return e, s.ID, evs
 }
 
-// rotateToAttacker rewrites tamperSetup's chain from its rotation (seq 6)
-// on as someone without the chain's keys would: the rotation names a key
-// of the attacker's, every event from it on is re-linked and signed with
-// that key, and the key table agrees. claimOldKey leaves the rotation the
-// id of the key it replaces; otherwise it names the attacker's.
+// rotateToAttacker is ForgeRotation on e's database.
 func rotateToAttacker(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event, claimOldKey bool) {
+	ForgeRotation(id, evs, claimOldKey, func(query string, args ...any) { e.db.Tamper(t, query, args...) })
+}
+
+// ForgeRotation rewrites the chain id, whose events are evs and whose key
+// rotation is at seq 6 (the new key valid from seq 7, as in the suite's
+// tamper fixtures), from the rotation on as someone without the chain's
+// keys would: the rotation names a key of the attacker's, every event from
+// it on is re-linked and signed with that key, and the key table agrees.
+// claimOldKey leaves the rotation the id of the key it replaces; otherwise
+// it names the attacker's. exec runs each statement on the database, its
+// triggers out of the way, and fails the test on an error.
+func ForgeRotation(id uuid.UUID, evs []ledger.Event, claimOldKey bool, exec func(query string, args ...any)) {
 	atk, _ := ledger.GenerateSigningKey(nil)
 	atkID := ledger.KeyID(atk.Public())
 	prev := evs[5].Hash
@@ -99,17 +107,17 @@ func rotateToAttacker(t *testing.T, e *env, id uuid.UUID, evs []ledger.Event, cl
 		ev := evs[i]
 		payload, keyID := ev.Payload, atkID
 		if i == 6 {
-			payload = []byte(fmt.Sprintf(`{"new_public_key":"%s","rotation_index":1,"type":"key_rotation"}`, hex.EncodeToString(atk.Public())))
+			payload = fmt.Appendf(nil, `{"new_public_key":"%s","rotation_index":1,"type":"key_rotation"}`, hex.EncodeToString(atk.Public()))
 			if claimOldKey {
 				keyID = ev.KeyID
 			}
 		}
 		hash := ledger.EventHash(prev, id, ev.Seq, ev.CreatedMicros, ev.Type, payload)
-		e.db.Tamper(t, `UPDATE events SET payload = ?, prev_hash = ?, hash = ?, signature = ?, key_id = ? WHERE session_id = ? AND seq = ?`,
+		exec(`UPDATE events SET payload = ?, prev_hash = ?, hash = ?, signature = ?, key_id = ? WHERE session_id = ? AND seq = ?`,
 			payload, prev[:], hash[:], atk.Sign(hash), keyID, id[:], int64(ev.Seq))
 		prev = hash
 	}
-	e.db.Tamper(t, `UPDATE keys SET public_key = ?, key_id = ? WHERE session_id = ? AND valid_from_seq = 7`, []byte(atk.Public()), atkID, id[:])
+	exec(`UPDATE keys SET public_key = ?, key_id = ? WHERE session_id = ? AND valid_from_seq = 7`, []byte(atk.Public()), atkID, id[:])
 }
 
 func randBytes(n int) []byte {

@@ -111,21 +111,29 @@ for r, ds, fs in os.walk("."):
 	}
 }
 
-// TestHiddenLinkMadeAfterTheTier: a protected path that becomes a symlink
-// only after the tier was built (serve builds it once, at start), or whose
-// link is re-pointed since, is masked at its target all the same: the
-// launcher skips the link itself, so the tier resolves the links again
-// when each command starts, and keeps the targets it saw at the start.
-func TestHiddenLinkMadeAfterTheTier(t *testing.T) {
-	fx := newFixture(t)
-	dirs := []string{filepath.Join(fx.ws, "creds-a"), filepath.Join(fx.ws, "creds-b")}
+// credsFixture is a fixture whose workspace holds two credential
+// directories, creds-a and creds-b, each with a credentials file holding
+// the fixture's secret, and the path of a link .aws not made yet.
+func credsFixture(t *testing.T) (fx *fixture, dirs []string, link string) {
+	t.Helper()
+	fx = newFixture(t)
+	dirs = []string{filepath.Join(fx.ws, "creds-a"), filepath.Join(fx.ws, "creds-b")}
 	for _, d := range dirs {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 		writeFile(t, d, "credentials", "AWS-"+fx.secretText)
 	}
-	link := filepath.Join(fx.ws, ".aws")
+	return fx, dirs, filepath.Join(fx.ws, ".aws")
+}
+
+// TestHiddenLinkMadeAfterTheTier: a protected path that becomes a symlink
+// only after the tier was built (serve builds it once, at start), or whose
+// link is re-pointed since, is masked at its target all the same: the
+// launcher skips the link itself, so the tier resolves the links again
+// when each command starts, and keeps the targets it saw at the start.
+func TestHiddenLinkMadeAfterTheTier(t *testing.T) {
+	fx, dirs, link := credsFixture(t)
 	tier := newTestTier(t, sandbox.Options{Hidden: []string{link}})
 	if err := os.Symlink(dirs[0], link); err != nil {
 		t.Fatal(err)
@@ -150,15 +158,7 @@ func TestHiddenLinkMadeAfterTheTier(t *testing.T) {
 // named it, as Compute's does. A list without it leaves the old target to
 // the caller: the tier did not resolve the list a second time.
 func TestHiddenResolvedTakesTheListAsGiven(t *testing.T) {
-	fx := newFixture(t)
-	dirs := []string{filepath.Join(fx.ws, "creds-a"), filepath.Join(fx.ws, "creds-b")}
-	for _, d := range dirs {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		writeFile(t, d, "credentials", "AWS-"+fx.secretText)
-	}
-	link := filepath.Join(fx.ws, ".aws")
+	fx, dirs, link := credsFixture(t)
 	repoint := func(t *testing.T) {
 		os.Remove(link)
 		if err := os.Symlink(dirs[0], link); err != nil {
