@@ -104,6 +104,9 @@ type app struct {
 	// oneCommand is set by a command that runs one sandboxed command and
 	// exits (standalone exec): its tier keeps no launcher ready after it.
 	oneCommand bool
+	// oneShot is set by a process that handles one command or one hook
+	// event and exits (shortLived).
+	oneShot bool
 	// invoked is args[0] of the command line, how the user ran this
 	// binary: hints name it (see program).
 	invoked string

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"runtime/debug"
 	"time"
 
 	"github.com/google/uuid"
@@ -126,18 +124,8 @@ func (a *app) runExec(o execOptions) error {
 }
 
 // execInProcess runs exec in this process.
-// execGCPercent is the collector's target for a standalone exec: four
-// times the default, so that the first cycle falls due at 16 MiB.
-const execGCPercent = 400
-
 func (a *app) execInProcess(o execOptions, res *resultOutput) error {
-	// One command allocates about 4 MiB in all, which is where the
-	// collector's first cycle falls due: 2–3 ms of CPU, to free memory the
-	// process gives back when it exits a few milliseconds later. The goal
-	// is raised for the command (GOGC, when set, stays the user's choice).
-	if os.Getenv("GOGC") == "" {
-		defer debug.SetGCPercent(debug.SetGCPercent(execGCPercent))
-	}
+	defer a.shortLived()()
 	r, err := a.loadRules(o.Workspace, o.Policy, o.PolicySHA256)
 	if err != nil {
 		return err

@@ -256,26 +256,39 @@ func TestExecThinEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("a standalone exec finishes without a collector cycle", func(t *testing.T) {
-		// execGCPercent: one command allocates about 4 MiB, where the
-		// default goal would start a cycle; also with output past the
-		// 64 KiB the observation keeps.
-		for _, command := range []string{"true", "head -c 300000 /dev/zero | tr '\\0' x"} {
-			cmd := exec.Command(bin, "exec", "--no-daemon", "--workspace", ws, "--", command)
+	t.Run("a standalone exec and a hook finish without a collector cycle", func(t *testing.T) {
+		// shortLived: one command or hook event allocates about 4 MiB,
+		// where the default goal would start a cycle; also with output
+		// past the 64 KiB the observation keeps.
+		// A tool's 200 KB of output to scan: three cycles at the default
+		// goal.
+		post := `{"session_id":"gc-1","cwd":"` + ws + `","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"},` +
+			`"tool_response":{"stdout":"` + strings.Repeat("x", 200000) + `","stderr":"","interrupted":false}}`
+		for _, c := range []struct {
+			name, stdin string
+			args        []string
+			minOut      int
+		}{
+			{"exec true", "", []string{"exec", "--no-daemon", "--workspace", ws, "--", "true"}, 0},
+			{"exec with output", "", []string{"exec", "--no-daemon", "--workspace", ws, "--", "head -c 300000 /dev/zero | tr '\\0' x"}, 64 << 10},
+			{"hook", post, []string{"hook", "claude-code", "--workspace", ws}, 0},
+		} {
+			cmd := exec.Command(bin, c.args...)
 			cmd.Dir = ws
 			cmd.Env = append(envList(inProcessEnv), "GODEBUG=gctrace=1")
+			cmd.Stdin = strings.NewReader(c.stdin)
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb
 			if err := cmd.Run(); err != nil {
-				t.Fatalf("%s: %v\n%s", command, err, errb.String())
+				t.Fatalf("%s: %v\n%s", c.name, err, errb.String())
 			}
 			for _, line := range strings.Split(errb.String(), "\n") {
 				if strings.HasPrefix(line, "gc ") {
-					t.Fatalf("%s: a collector cycle ran: %s", command, line)
+					t.Fatalf("%s: a collector cycle ran: %s", c.name, line)
 				}
 			}
-			if command != "true" && out.Len() < 64<<10 {
-				t.Fatalf("%s: %d bytes of output", command, out.Len())
+			if out.Len() < c.minOut {
+				t.Fatalf("%s: %d bytes of output", c.name, out.Len())
 			}
 		}
 	})

@@ -75,6 +75,7 @@ The workspace is --workspace, else $CLAUDE_PROJECT_DIR, else the event's cwd.`,
 		Example: `  echo '{"session_id":"s1","cwd":"/repo","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}' | ironvise hook ` + string(ag),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			defer a.shortLived()()
 			ans := a.hookAnswer(ag, o)
 			stdout, stderr, code := ag.Command(ans)
 			a.stdout.Write(stdout)
