@@ -36,11 +36,6 @@ func Setsid() error {
 	return errno(err)
 }
 
-// AllThreadsPrctl runs prctl on every thread of the process.
-func AllThreadsPrctl(option int, arg2, arg3, arg4, arg5 uintptr) error {
-	return errno(ll.AllThreadsPrctl(option, arg2, arg3, arg4, arg5))
-}
-
 // SetNoNewPrivs sets PR_SET_NO_NEW_PRIVS on the calling thread (seccomp's
 // TSYNC then extends it to every thread; Landlock needs it on the thread it
 // restricts).

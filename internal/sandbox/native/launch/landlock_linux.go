@@ -76,8 +76,9 @@ func LandlockABI() (int, error) {
 }
 
 // applyLandlock restricts the launch thread, the one that becomes the
-// command, and returns the ABI in force. Every feature of the kernel's ABI is used; an ABI of 0 (no
-// Landlock) is a failure, never a downgrade to nothing.
+// command, and returns the ABI in force. Every feature of the kernel's ABI
+// is used; an ABI of 0 (no Landlock) is a failure, never a downgrade to
+// nothing.
 func (l *launcher) applyLandlock() (int, error) {
 	var abi int
 	query := func() error {
