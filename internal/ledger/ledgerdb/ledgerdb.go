@@ -103,8 +103,8 @@ func Open(ctx context.Context, url string, poolSize int, opts ledger.Options) (*
 	return open(ctx, url, poolSize, opts, false)
 }
 
-// OpenForOneCommand is Open for a process that runs one command and exits:
-// a SQLite ledger then uses one connection for everything
+// OpenForOneCommand is Open for a process that handles one command or one
+// hook event and exits: a SQLite ledger then uses one connection for everything
 // (sqlite.OpenSingle); a PostgreSQL one is opened as by Open.
 func OpenForOneCommand(ctx context.Context, url string, poolSize int, opts ledger.Options) (*ledger.Ledger, error) {
 	return open(ctx, url, poolSize, opts, true)

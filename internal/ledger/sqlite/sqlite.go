@@ -64,10 +64,11 @@ func Open(ctx context.Context, path string) (*sqlstore.Store, error) {
 	return open(ctx, path, false)
 }
 
-// OpenSingle is Open for a process that runs one command and exits (exec):
-// its reads go through the writer's one connection instead of a pool of
-// their own. Each connection parses the schema and prepares its statements
-// anew, about 2 ms of CPU for the second one, which such a process never
+// OpenSingle is Open for a process that handles one command or one hook
+// event and exits (standalone exec, hook): its reads go through the
+// writer's one connection instead of a pool of their own. Each connection
+// parses the schema and prepares its statements anew, 1–2 ms of CPU for
+// the second one (docs/operate/performance.md), which such a process never
 // gets back; it makes no concurrent reads for a second connection to
 // serve. Its reads begin deferred (no write lock), as the pool's do.
 func OpenSingle(ctx context.Context, path string) (*sqlstore.Store, error) {

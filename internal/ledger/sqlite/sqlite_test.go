@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -168,4 +169,42 @@ func TestConformanceSingle(t *testing.T) {
 	ledgertest.Run(t, ledgertest.Harness{Name: "sqlite-single", NewDB: func(t testing.TB) ledgertest.DB {
 		return &testDB{path: filepath.Join(t.TempDir(), "ledger.db"), single: true}
 	}, Skip: map[string]string{"TamperRandomized": "the same reads as TestConformance's; about 40 s"}})
+}
+
+// TestOpenSingleReadsTakeNoWriteLock: OpenSingle's reads run on the
+// writer's connection, whose transactions begin IMMEDIATE; a read must
+// still begin deferred, or a standalone exec reading the ledger would hold
+// the write lock against serve's commits for as long as it reads.
+func TestOpenSingleReadsTakeNoWriteLock(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "ledger.db")
+	s, err := OpenSingle(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	other, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(0)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	err = s.View(ctx, func(tx ledger.ReadTx) error {
+		if _, err := tx.LogSize(ctx); err != nil {
+			return err
+		}
+		// Another process takes the write lock while the read is open.
+		c, err := other.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if _, err := c.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+			return fmt.Errorf("another writer could not take the write lock during a read: %w", err)
+		}
+		_, err = c.ExecContext(ctx, "ROLLBACK")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
