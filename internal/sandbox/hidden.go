@@ -28,7 +28,16 @@ import (
 // (docs/operate/performance.md). The memo dies with the call, so the next
 // command sees every link as it is then.
 func HiddenPaths(lists ...[]string) []string {
-	links := secretpaths.Memo(secretpaths.OSLinks{})
+	return HiddenPathsVia(secretpaths.OSLinks{}, lists...)
+}
+
+// HiddenPathsVia is HiddenPaths reading the file system through r, under
+// one secretpaths.Memo for the call: for a caller that needs to know which
+// names the answer read (the native tier keeps the answer until one of
+// them changes). An entry that is relative or not clean is resolved by
+// filepath.EvalSymlinks, not through r.
+func HiddenPathsVia(r secretpaths.LinkReader, lists ...[]string) []string {
+	links := secretpaths.Memo(r)
 	return hiddenPaths(func(p string) (string, error) { return secretpaths.RealPath(links, p) }, lists...)
 }
 

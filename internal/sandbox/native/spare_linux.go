@@ -441,6 +441,9 @@ func (p *spares) retire(l *launcher) {
 // signal).
 func (t *Tier) Close() error {
 	t.spares.close()
+	if t.hiddenCache != nil {
+		t.hiddenCache.close()
+	}
 	return nil
 }
 

@@ -69,6 +69,9 @@ type Tier struct {
 	// (spare_linux.go). Nothing it starts refers to the tier, so that an
 	// unreachable tier's cleanup can close it.
 	spares *spares
+	// hiddenCache keeps hidden's real locations between commands
+	// (hiddencache_linux.go); nil for a tier of one command.
+	hiddenCache *hiddenCache
 }
 
 // New returns the native Linux tier. It fails only on configuration the
@@ -139,6 +142,10 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 	// own start-up (opening the ledger).
 	t.spares = &spares{}
 	runtime.AddCleanup(t, (*spares).close, t.spares)
+	if !opts.OneCommand {
+		t.hiddenCache = newHiddenCache()
+		runtime.AddCleanup(t, (*hiddenCache).close, t.hiddenCache)
+	}
 	t.keepReady(t.launcherKey())
 	return t, nil
 }
@@ -425,7 +432,12 @@ func containerReachable(ws string, paths []string) string {
 // the tier's and the request's, each that the command could reach (inside
 // the workspace or a readable system root).
 func (t *Tier) masks(ws string, reqHidden []string) ([]string, error) {
-	hidden := sandbox.HiddenPaths(t.hidden, reqHidden)
+	var hidden []string
+	if t.hiddenCache != nil && len(reqHidden) == 0 {
+		hidden = t.hiddenCache.resolve(t.hidden)
+	} else {
+		hidden = sandbox.HiddenPaths(t.hidden, reqHidden)
+	}
 	// Security: / or a system directory as the workspace would grant it
 	// whole to Landlock, and one inside a protected path cannot be
 	// masked; the front ends refuse both, and the tier does not rely on

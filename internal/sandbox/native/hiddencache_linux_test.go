@@ -1,0 +1,247 @@
+//go:build linux
+
+package native
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ironvise/ironvise/internal/sandbox"
+)
+
+// hiddenFixture is a home with protected paths: a link to a vault, a
+// missing one, and one under a directory link.
+type hiddenFixture struct {
+	dir  string
+	list []string
+}
+
+func newHiddenFixture(t *testing.T) *hiddenFixture {
+	t.Helper()
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"home/u/.config", "vault", "vault2", "elsewhere/.config/gh"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(filepath.Join(dir, "vault"), filepath.Join(dir, "home/u/.ssh")); err != nil {
+		t.Fatal(err)
+	}
+	f := &hiddenFixture{dir: dir}
+	for _, p := range []string{"home/u/.ssh", "home/u/.aws", "home/u/.config/gh", "home/v/.netrc"} {
+		f.list = append(f.list, filepath.Join(dir, p))
+	}
+	return f
+}
+
+func (f *hiddenFixture) path(p string) string { return filepath.Join(f.dir, p) }
+
+// checkFresh fails unless the cache answers what resolving the list anew
+// answers now.
+func checkFresh(t *testing.T, c *hiddenCache, f *hiddenFixture, what string) []string {
+	t.Helper()
+	got, want := c.resolve(f.list), sandbox.HiddenPaths(f.list)
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s: the cache answered\n%q\nresolving anew answers\n%q", what, got, want)
+	}
+	return got
+}
+
+// TestHiddenCacheKeepsItsAnswer: with nothing changed, the second command
+// gets the kept answer (the same watch descriptor, no new resolution), and
+// a change to a name the answer did not read keeps it.
+func TestHiddenCacheKeepsItsAnswer(t *testing.T) {
+	f := newHiddenFixture(t)
+	c := newHiddenCache()
+	t.Cleanup(c.close)
+	first := checkFresh(t, c, f, "first command")
+	if c.fd < 0 {
+		t.Fatalf("the answer was not kept: %s", c.why)
+	}
+	if !slices.Contains(first, f.path("vault")) {
+		t.Fatalf("the link's target is missing: %q", first)
+	}
+	fd := c.fd
+	checkFresh(t, c, f, "second command")
+	if c.fd != fd {
+		t.Fatal("the answer was resolved again with nothing changed")
+	}
+	// Names no path goes through: a file beside the protected ones, a
+	// directory made and removed (the scratch directories of commands).
+	if err := os.WriteFile(f.path("home/u/notes.txt"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(f.path("home/u/scratch"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(f.path("home/u/scratch")); err != nil {
+		t.Fatal(err)
+	}
+	checkFresh(t, c, f, "after unrelated changes")
+	if c.fd != fd {
+		t.Fatal("a change to a name no protected path reads dropped the answer")
+	}
+}
+
+// TestHiddenCacheSeesEveryChange: each way a protected path's real
+// location can change is seen by the next command, whose answer is then
+// what resolving anew gives. Each case would fail with an answer kept
+// regardless (the first check after each change compares with a fresh
+// resolution, and the case asserts the new location is in it).
+func TestHiddenCacheSeesEveryChange(t *testing.T) {
+	cases := []struct {
+		name   string
+		change func(t *testing.T, f *hiddenFixture)
+		// now is a path the answer must list after the change.
+		now string
+	}{
+		{"a link re-pointed (unlink, symlink)", func(t *testing.T, f *hiddenFixture) {
+			must(t, os.Remove(f.path("home/u/.ssh")))
+			must(t, os.Symlink(f.path("vault2"), f.path("home/u/.ssh")))
+		}, "vault2"},
+		{"a link renamed over another", func(t *testing.T, f *hiddenFixture) {
+			must(t, os.Symlink(f.path("vault2"), f.path("home/u/.ssh.new")))
+			must(t, os.Rename(f.path("home/u/.ssh.new"), f.path("home/u/.ssh")))
+		}, "vault2"},
+		{"a missing path created as a link", func(t *testing.T, f *hiddenFixture) {
+			must(t, os.Symlink(f.path("vault2"), f.path("home/u/.aws")))
+		}, "vault2"},
+		{"a missing home created with a link inside", func(t *testing.T, f *hiddenFixture) {
+			must(t, os.MkdirAll(f.path("home/v"), 0o755))
+			must(t, os.Symlink(f.path("vault2"), f.path("home/v/.netrc")))
+		}, "vault2"},
+		{"a directory on the path replaced by a link", func(t *testing.T, f *hiddenFixture) {
+			must(t, os.Rename(f.path("home/u/.config"), f.path("home/u/.config.old")))
+			must(t, os.Symlink(f.path("elsewhere/.config"), f.path("home/u/.config")))
+		}, "elsewhere/.config/gh"},
+		{"an ancestor renamed away and a link put in its place", func(t *testing.T, f *hiddenFixture) {
+			must(t, os.Rename(f.path("home"), f.path("home.old")))
+			must(t, os.MkdirAll(f.path("home/u"), 0o755))
+			must(t, os.Symlink(f.path("vault2"), f.path("home/u/.ssh")))
+		}, "vault2"},
+		{"a watched directory removed and made again", func(t *testing.T, f *hiddenFixture) {
+			must(t, os.RemoveAll(f.path("home/u/.config")))
+			must(t, os.Symlink(f.path("elsewhere/.config"), f.path("home/u/.config")))
+		}, "elsewhere/.config/gh"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newHiddenFixture(t)
+			c := newHiddenCache()
+			t.Cleanup(c.close)
+			before := checkFresh(t, c, f, "before")
+			if c.fd < 0 {
+				t.Fatalf("the answer was not kept: %s", c.why)
+			}
+			if slices.Contains(before, f.path(tc.now)) {
+				t.Fatalf("the fixture already lists %s", tc.now)
+			}
+			tc.change(t, f)
+			after := checkFresh(t, c, f, "after the change")
+			if !slices.Contains(after, f.path(tc.now)) {
+				t.Fatalf("after the change the answer lacks %s: %q", tc.now, after)
+			}
+			if c.fd < 0 {
+				t.Fatalf("the new answer was not kept: %s", c.why)
+			}
+		})
+	}
+}
+
+// TestHiddenCacheDropsOnAttributes: a directory on a protected path whose
+// attributes change (it may have become unsearchable, which changes what
+// lstat answers beneath it) drops the answer.
+func TestHiddenCacheDropsOnAttributes(t *testing.T) {
+	f := newHiddenFixture(t)
+	c := newHiddenCache()
+	t.Cleanup(c.close)
+	checkFresh(t, c, f, "before")
+	fd := c.fd
+	if fd < 0 {
+		t.Fatalf("the answer was not kept: %s", c.why)
+	}
+	must(t, os.Chmod(f.path("home/u/.config"), 0o700))
+	if !c.quietAfter() {
+		return
+	}
+	t.Fatal("a changed attribute of a directory on a protected path kept the answer")
+}
+
+// quietAfter reports whether the cache would keep its answer now.
+func (c *hiddenCache) quietAfter() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.quiet()
+}
+
+// TestHiddenCacheSeesMounts: a mount over a directory on a protected path
+// (which changes no directory entry, so inotify says nothing) is seen by
+// the mount table's digest.
+func TestHiddenCacheSeesMounts(t *testing.T) {
+	f := newHiddenFixture(t)
+	c := newHiddenCache()
+	t.Cleanup(c.close)
+	checkFresh(t, c, f, "before")
+	if c.fd < 0 {
+		t.Fatalf("the answer was not kept: %s", c.why)
+	}
+	// The mounted tmpfs holds a link where the vault's link was.
+	if err := unix.Mount("tmpfs", f.path("home/u"), "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(f.path("home/u"), unix.MNT_DETACH) })
+	must(t, os.Symlink(f.path("vault2"), f.path("home/u/.ssh")))
+	after := checkFresh(t, c, f, "after the mount")
+	if !slices.Contains(after, f.path("vault2")) {
+		t.Fatalf("the link on the mount is not followed: %q", after)
+	}
+}
+
+// TestHiddenCacheRefusesUnwatchable: a list that reads a directory on a
+// file system inotify cannot vouch for (procfs here) is resolved anew by
+// every command, and so is a list with an entry that is not clean.
+func TestHiddenCacheRefusesUnwatchable(t *testing.T) {
+	for _, list := range [][]string{
+		{"/proc/self/ironvise-no-such-file"},
+		{"/tmp/../tmp/x"},
+	} {
+		c := newHiddenCache()
+		got := c.resolve(list)
+		if want := sandbox.HiddenPaths(list); !slices.Equal(got, want) {
+			t.Fatalf("%q: got %q, want %q", list, got, want)
+		}
+		if c.fd >= 0 || c.why == "" {
+			t.Fatalf("%q: the answer was kept (fd %d, why %q)", list, c.fd, c.why)
+		}
+		if strings.HasPrefix(list[0], "/proc") && !strings.Contains(c.why, "file system") {
+			t.Fatalf("%q: reason %q does not name the file system", list, c.why)
+		}
+		c.close()
+	}
+}
+
+// TestHiddenCacheClosed: a closed tier's cache keeps nothing.
+func TestHiddenCacheClosed(t *testing.T) {
+	f := newHiddenFixture(t)
+	c := newHiddenCache()
+	c.close()
+	checkFresh(t, c, f, "after close")
+	if c.fd >= 0 {
+		t.Fatal("a closed cache opened a watch")
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
