@@ -60,6 +60,10 @@ func (l *Ledger) submit(ctx context.Context, sessions []uuid.UUID, apply func(*b
 
 func (l *Ledger) commitLoop() {
 	defer l.wg.Done()
+	if l.remembers != nil {
+		// The only sender: rememberLoop ends after what is queued.
+		defer close(l.remembers)
+	}
 	for r := range l.reqs {
 		reqs := []*request{r}
 	gather:
@@ -124,16 +128,53 @@ func (l *Ledger) runBatch(reqs []*request) {
 		live[0].res, live[0].err = nil, err
 	} else {
 		l.afterCommit(b)
+		// The remembered-checkpoint file is a lower bound for the
+		// rollback check, so a crash before it is written loses nothing
+		// the database does not hold: rememberLoop writes it, and its
+		// write and fsync stay off the latency of the commit (an exec's
+		// reply). It is queued before the waiters are released because
+		// the Go scheduler runs the goroutine readied last first on this
+		// processor: the waiter then runs ahead of the file's write, not
+		// behind it (TestReleasedWaiterRunsFirst).
+		l.queueRemember(b)
 	}
 	for _, r := range live {
 		close(r.done)
 	}
-	if err == nil {
-		// After the waiters are released: the file is a lower bound for
-		// the rollback check, so a crash before it is written loses
-		// nothing the database does not hold, and its write and fsync
-		// stay off the latency of the commit (an exec's reply).
-		l.rememberCommitted(b)
+}
+
+// queueRemember hands a committed batch's newest checkpoint to
+// rememberLoop, when the ledger keeps a remembered-checkpoint file.
+func (l *Ledger) queueRemember(b *batch) {
+	if n := len(b.ch.Checkpoints); n > 0 && l.remembers != nil {
+		l.remembers <- b.ch.Checkpoints[n-1]
+	}
+}
+
+// rememberLoop writes the checkpoints committed batches queue to the
+// remembered-checkpoint file, in commit order; of several queued only the
+// newest is written (each one extends those before it). It ends once
+// commitLoop has ended and everything queued is written (Close waits).
+func (l *Ledger) rememberLoop() {
+	defer l.wg.Done()
+	for cp := range l.remembers {
+	newest:
+		for {
+			select {
+			case next, ok := <-l.remembers:
+				if !ok {
+					break newest
+				}
+				cp = next
+			default:
+				break newest
+			}
+		}
+		// The checkpoint is committed either way; a file that could not
+		// be written only weakens the rollback check, so say so.
+		if err := l.rememberCheckpoint(cp); err != nil {
+			l.log.Warn("could not remember the newest checkpoint outside the database", "err", err)
+		}
 	}
 }
 

@@ -26,6 +26,10 @@ const (
 	DefaultLeaseRenewInterval = 10 * time.Second
 	// maxBatch bounds one group commit.
 	maxBatch = 512
+	// rememberQueue bounds the checkpoints waiting for rememberLoop; a
+	// commit waits for room only when the file's writes fall this far
+	// behind.
+	rememberQueue = 16
 )
 
 // Secret is a string that never prints: ECTO_KEY_PASSPHRASE travels in
@@ -113,8 +117,11 @@ type Ledger struct {
 	// onCheckpoint is Options.OnCheckpoint.
 	cpFile string
 	// cpNote is the note the remembered-checkpoint file holds, as this
-	// process last read or wrote it (committer goroutine and New only).
-	cpNote       []byte
+	// process last read or wrote it (New, then rememberLoop only).
+	cpNote []byte
+	// remembers queues committed checkpoints for rememberLoop (nil
+	// without a remembered-checkpoint file).
+	remembers    chan Checkpoint
 	onCheckpoint func(Checkpoint, Event)
 	// beforeRemember, when set (by tests only), runs before the
 	// remembered-checkpoint file is written.
@@ -287,6 +294,11 @@ func New(ctx context.Context, b Backend, opts Options) (*Ledger, error) {
 			l.stop()
 			return nil, err
 		}
+	}
+	if l.cpFile != "" {
+		l.remembers = make(chan Checkpoint, rememberQueue)
+		l.wg.Add(1)
+		go l.rememberLoop()
 	}
 	l.wg.Add(1)
 	go l.commitLoop()
