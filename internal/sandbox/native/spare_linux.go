@@ -167,9 +167,14 @@ func startLauncher(k launcherKey) (*launcher, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &launcher{key: k, spec: specW, status: statusR, proxy: proxyP, kill: cancel, exited: make(chan struct{})}
 	cmd := exec.CommandContext(ctx, k.executable, launch.Arg)
-	if k.container {
+	switch {
+	case k.container:
 		// The process started is the reaper; it starts the launcher.
 		cmd.Args = append(cmd.Args, launch.ReaperArg)
+	case !k.noNetNS:
+		// Its mount and network namespaces are its own: it prepares
+		// them before it is ready (launch.NamespacesArg).
+		cmd.Args = append(cmd.Args, launch.NamespacesArg)
 	}
 	// The launcher changes to the workspace itself once its mounts are
 	// in place; until then it needs no directory of the host's.

@@ -298,3 +298,32 @@ func TestUnreachableTierReapsSpare(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestReadyLauncherPreparedItsNamespaces: a ready launcher has already
+// brought up loopback in its network namespace before any command is
+// known (launch.NamespacesArg), and a command still finds loopback up and
+// no route out.
+func TestReadyLauncherPreparedItsNamespaces(t *testing.T) {
+	fx := newFixture(t)
+	tier := newTestTier(t, sandbox.Options{})
+	l := waitReady(t, tier)
+	// A network namespace's fib_trie lists 127.0.0.1 only once lo is up.
+	trie, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/fib_trie", l.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(trie), "127.0.0.1") {
+		t.Fatalf("the ready launcher's loopback is not up before its command:\n%s", trie)
+	}
+	r := run(t, tier, fx, "cat /proc/net/fib_trie; cat /proc/net/route")
+	if r.ExitCode == nil || *r.ExitCode != 0 {
+		t.Fatalf("run: %s", r.Observation())
+	}
+	if !strings.Contains(r.Stdout, "127.0.0.1") {
+		t.Fatalf("the command's loopback is not up:\n%s", r.Stdout)
+	}
+	// /proc/net/route lists the IPv4 routes other than local ones: none.
+	if lines := strings.Split(strings.TrimSpace(r.Stdout[strings.Index(r.Stdout, "Iface"):]), "\n"); len(lines) != 1 {
+		t.Fatalf("the command has routes out:\n%s", r.Stdout)
+	}
+}

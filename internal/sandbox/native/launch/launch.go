@@ -25,6 +25,10 @@
 // and stderr pipes as 1 and 2. The launcher is then kept ready: its clone,
 // exec and Go start-up (package early dispatches it) are done when it
 // writes [Ready] to the status pipe and blocks reading its specification.
+// A launcher told that its namespaces are fresh ones of its own
+// ([NamespacesArg]) first does there what no command changes: its mount
+// tree made a slave of the host's and loopback brought up (step 2's first
+// parts; a failure is reported at its step, once the specification came).
 // When a command comes, the parent writes that command's [Spec]
 // ([Spec.Encode]) and closes the pipe. A launcher takes exactly one
 // specification, and everything that confines the command comes from it;
@@ -94,6 +98,14 @@ const ProxyFD = 5
 // agree; the namespace is the command's alone, so no other listener can
 // hold it.
 const ProxyPort = 3128
+
+// NamespacesArg, as the argument after [Arg], tells a launcher started
+// without a specification that the parent made fresh mount and network
+// namespaces for it: it prepares them before it writes [Ready] (see the
+// package documentation). Without it (container mode, or the launcher left
+// in IronVise's network namespace) nothing happens before the
+// specification.
+const NamespacesArg = "namespaces"
 
 // Ready is what a launcher started without a specification writes to
 // the status pipe once it waits for one on SpecFD, before any status

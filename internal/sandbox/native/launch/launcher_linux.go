@@ -42,6 +42,25 @@ type launcher struct {
 	// keepBounding says the bounding set could not be dropped (container
 	// mode without privilege, see dropPrivileges).
 	keepBounding bool
+	// pre is what a ready launcher did in its namespaces before its
+	// specification came (NamespacesArg).
+	pre prepared
+}
+
+// prepared records the namespace steps a ready launcher took before its
+// specification: their errors are reported at their own steps, once the
+// specification came, as if the steps had run then (and a step the
+// specification injects a failure into still fails there).
+type prepared struct {
+	done            bool
+	slave, loopback error
+}
+
+// prepareNamespaces takes the steps that no specification changes, in
+// the fresh namespaces the parent made: the mount tree a slave of the
+// host's, so that nothing mounted here propagates out, and loopback up.
+func (l *launcher) prepareNamespaces() {
+	l.pre = prepared{done: true, slave: makeSlave(), loopback: kernel.LoopbackUp()}
 }
 
 // hasCap reports whether the launcher holds capability c in its
@@ -79,13 +98,16 @@ func launcherMain(args []string) int {
 	l := &launcher{}
 	var spec Spec
 	var err error
-	if len(args) > 2 {
+	if ready := len(args) == 2 || len(args) == 3 && args[2] == NamespacesArg; !ready {
 		spec, err = ParseArgs(args[2:])
 	} else {
 		// A ready launcher: everything up to here (the exec, the Go
-		// runtime, the packages' initialisation) ran before the command
-		// was known. It says so, and the parent sends the specification
-		// when it has one.
+		// runtime, the packages' initialisation) and the preparation of
+		// its namespaces ran before the command was known. It says so,
+		// and the parent sends the specification when it has one.
+		if len(args) == 3 {
+			l.prepareNamespaces()
+		}
 		if err := kernel.Write(StatusFD, []byte(Ready)); err != nil {
 			return ExitFailed
 		}
@@ -244,7 +266,12 @@ func (l *launcher) namespaceSetup() error {
 	// cloned it): /proc/net, interface ioctls and abstract Unix sockets
 	// show nothing of the host's, and there is no route anywhere. Only
 	// loopback exists, brought up so that tools binding 127.0.0.1 work.
-	if err := l.call(StepNetwork, kernel.LoopbackUp); err != nil {
+	loopback, slave := kernel.LoopbackUp, makeSlave
+	if l.pre.done {
+		loopback = func() error { return l.pre.loopback }
+		slave = func() error { return l.pre.slave }
+	}
+	if err := l.call(StepNetwork, loopback); err != nil {
 		return stepErr(StepNetwork, fmt.Errorf("bring up loopback in the command's network namespace: %w", err), "run IronVise as root, or allow unprivileged user namespaces")
 	}
 	if s.Proxy {
@@ -253,7 +280,7 @@ func (l *launcher) namespaceSetup() error {
 		}
 	}
 	overlay := s.Overlay != nil
-	if err := l.call(StepMounts, func() error { return setupMounts(s.Workspace, s.Scratch, overlay) }); err != nil {
+	if err := l.call(StepMounts, func() error { return setupMounts(slave, s.Workspace, s.Scratch, overlay) }); err != nil {
 		return stepErr(StepMounts, err, "IronVise needs to create a mount namespace: run as root or enable unprivileged user namespaces")
 	}
 	// The overlay comes before every mask: a protected path inside the

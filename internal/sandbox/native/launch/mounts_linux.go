@@ -49,10 +49,12 @@ func hostKeys() []string {
 // namespace. It runs while the launcher still has CAP_SYS_ADMIN over the
 // namespace. In overlay mode the workspace's mount of its own is the
 // overlayfs (mountOverlay), made next, not a bind mount.
-func setupMounts(workspace, scratch string, overlay bool) error {
+func setupMounts(slave func() error, workspace, scratch string, overlay bool) error {
 	// Security: without this, the mounts below would propagate to the
-	// host's mount namespace through shared peer groups.
-	if err := kernel.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+	// host's mount namespace through shared peer groups (slave is
+	// makeSlave, or what it returned when the launcher prepared its
+	// namespaces).
+	if err := slave(); err != nil {
 		return fmt.Errorf("make / a slave mount: %w", err)
 	}
 	// The workspace too, so that it alone can be made noexec.
@@ -77,6 +79,12 @@ func setupMounts(workspace, scratch string, overlay bool) error {
 		}
 	}
 	return nil
+}
+
+// makeSlave makes every mount of the launcher's namespace a slave of the
+// host's: host mounts still propagate in, none made here propagate out.
+func makeSlave() error {
+	return kernel.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, "")
 }
 
 // mountProc mounts a /proc of the command's own PID namespace: ps shows the
