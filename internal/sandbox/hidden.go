@@ -19,7 +19,9 @@ import (
 // passes through Compute, Options.Hidden is whatever the embedding program
 // set, and a link may have been created or re-pointed since the list was
 // computed (serve computes it once, at start). A target missing here would
-// stay visible, so the tiers resolve again when each command starts.
+// stay visible, so the tiers resolve again when each command starts (the
+// native Linux tier keeps its own list's answer while nothing it read has
+// changed: internal/sandbox/native/hiddencache_linux.go).
 //
 // The real location is filepath.EvalSymlinks' answer, read through one
 // secretpaths.Memo for the whole call: the list repeats the same parents

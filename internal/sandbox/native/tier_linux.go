@@ -52,8 +52,10 @@ type Tier struct {
 	proxySeccompErr error
 	// hidden are the paths every command's mount namespace masks:
 	// Options.Hidden with its symlinks' targets as the tier was built.
-	// Each command adds their targets as it starts (sandbox.HiddenPaths),
-	// so a link re-pointed since leaves both targets masked.
+	// Each command adds their targets as they are when it starts
+	// (sandbox.HiddenPaths, or hiddenCache's kept answer while nothing it
+	// read changed), so a link re-pointed since leaves both targets
+	// masked.
 	hidden []string
 	// readRoots are the system roots a command can read; only protected
 	// paths under them or the workspace need a mask.
