@@ -356,10 +356,13 @@ func WithinFold(p, root string, fold bool) bool {
 	if p == root {
 		return true
 	}
-	if !strings.HasSuffix(root, string(filepath.Separator)) {
-		root += string(filepath.Separator)
+	// p starts with root and a separator; without building root plus
+	// one, which tiers and the tripwire would allocate for every pair of
+	// a long list.
+	if strings.HasSuffix(root, string(filepath.Separator)) {
+		return strings.HasPrefix(p, root)
 	}
-	return strings.HasPrefix(p, root)
+	return len(p) > len(root) && p[len(root)] == filepath.Separator && strings.HasPrefix(p, root)
 }
 
 // Covering returns the listed path that is p or contains it.
