@@ -45,7 +45,8 @@ import (
 // changes all pass through it (ext2/3/4, XFS, Btrfs, F2FS, tmpfs, ramfs).
 // On any other (NFS, FUSE, overlayfs, whose layers can change beneath it)
 // and whenever a watch cannot be added, every command resolves the list
-// anew, as without the cache. A tier that runs one command
+// anew, as without the cache, and does not try to watch it again until
+// the mount table changes. A tier that runs one command
 // (Options.OneCommand) or is given extra paths with a command
 // (Request.Hidden) resolves them anew too.
 //
@@ -92,6 +93,13 @@ type hiddenCache struct {
 	// why is the reason the last answer was not kept (for tests); ""
 	// when it was.
 	why string
+	// off: the list cannot be watched here (a file system that may not
+	// notify, a watch limit reached, no inotify), found under the mount
+	// table offMounts; until that table changes, every command resolves
+	// the list without trying again, so that a host where the answer
+	// cannot be kept pays nothing for the attempt.
+	off       bool
+	offMounts [sha256.Size]byte
 	// closed: the tier was closed; every call resolves anew.
 	closed bool
 }
@@ -106,6 +114,12 @@ func (c *hiddenCache) resolve(list []string) []string {
 	defer c.mu.Unlock()
 	if c.closed {
 		return sandbox.HiddenPaths(list)
+	}
+	if c.off {
+		if m, ok := mountTable(); ok && m == c.offMounts {
+			return sandbox.HiddenPaths(list)
+		}
+		c.off = false
 	}
 	if c.fd >= 0 {
 		if m, ok := mountTable(); ok && m == c.mounts && c.quiet() {
@@ -130,13 +144,13 @@ func (c *hiddenCache) compute(list []string) []string {
 	paths := sandbox.HiddenPathsVia(first, list)
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
-		c.why = "inotify_init1: " + err.Error()
+		c.turnOff(m1, ok1, "inotify_init1: "+err.Error())
 		return paths
 	}
 	names, why := watchRead(fd, first.read)
 	if why != "" {
 		unix.Close(fd)
-		c.why = why
+		c.turnOff(m1, ok1, why)
 		return paths
 	}
 	second := &recordingLinks{read: map[string]bool{}}
@@ -159,6 +173,14 @@ func (c *hiddenCache) compute(list []string) []string {
 	}
 	c.fd, c.names, c.paths, c.mounts, c.why = fd, names, again, m2, ""
 	return again
+}
+
+// turnOff records why the list cannot be watched under the mount table
+// m (read before the attempt; ok: it could be read). Without a readable
+// table the next command tries again.
+func (c *hiddenCache) turnOff(m [sha256.Size]byte, ok bool, why string) {
+	c.why = why
+	c.off, c.offMounts = ok, m
 }
 
 // drop forgets the kept answer.

@@ -228,6 +228,36 @@ func TestHiddenCacheRefusesUnwatchable(t *testing.T) {
 	}
 }
 
+// TestHiddenCacheDoesNotRetryTheUnwatchable: once a list proved
+// unwatchable, later commands resolve it without trying again (no
+// inotify descriptor, no statfs) until the mount table changes; then it
+// is tried again.
+func TestHiddenCacheDoesNotRetryTheUnwatchable(t *testing.T) {
+	list := []string{"/proc/self/ironvise-no-such-file"}
+	c := newHiddenCache()
+	t.Cleanup(c.close)
+	c.resolve(list)
+	if !c.off {
+		t.Fatalf("a list on procfs was not marked unwatchable (why %q)", c.why)
+	}
+	c.why = "" // an attempt would set it again
+	if got, want := c.resolve(list), sandbox.HiddenPaths(list); !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if c.why != "" {
+		t.Fatalf("the unwatchable list was tried again with the mount table unchanged: %s", c.why)
+	}
+	dir := t.TempDir()
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=1m"); err != nil {
+		t.Skipf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	c.resolve(list)
+	if c.why == "" || !c.off {
+		t.Fatalf("after a mount the list was not tried again (why %q, off %v)", c.why, c.off)
+	}
+}
+
 // TestHiddenCacheClosed: a closed tier's cache keeps nothing.
 func TestHiddenCacheClosed(t *testing.T) {
 	f := newHiddenFixture(t)
