@@ -181,7 +181,7 @@ func TestMCPShutdownSealsOpenConnections(t *testing.T) {
 		t.Fatalf("shutdown: %v", err)
 	}
 	if d := time.Since(start); d >= ShutdownGrace/2 {
-		t.Errorf("shutdown took %v with an MCP connection open (grace %v)", d, ShutdownGrace)
+		t.Errorf("shutdown took %v with an MCP connection open (grace %v); its steps: %v", d, ShutdownGrace, ts.shutdownSteps)
 	}
 	l, err := ledgerdb.Open(ctx, "", 0, ledger.Options{DataDir: ts.dataDir, CheckpointInterval: -1})
 	if err != nil {

@@ -159,6 +159,32 @@ type Server struct {
 	ln      net.Listener
 	local   *localsock.Listener // the exec socket (nil: none)
 	closed  atomic.Bool
+	// shutdownSteps are how long each step of Shutdown took, in order
+	// (written by Shutdown alone; tests read them after it returned).
+	shutdownSteps []shutdownStep
+}
+
+// shutdownStep is one step of Shutdown and how long it took.
+type shutdownStep struct {
+	name string
+	took time.Duration
+}
+
+// slowShutdownStep is how long a step of Shutdown may take before the log
+// says so: a shutdown that waits on one of its bounds (the guard worker's
+// stop, the webhooks' drain, the grace period) is then explained.
+const slowShutdownStep = time.Second
+
+// timeStep runs one step of Shutdown, records how long it took, and logs
+// it when it was slow.
+func (s *Server) timeStep(name string, f func()) {
+	start := time.Now()
+	f()
+	d := time.Since(start)
+	s.shutdownSteps = append(s.shutdownSteps, shutdownStep{name, d})
+	if d >= slowShutdownStep {
+		s.log.Warn("server: a shutdown step was slow", "step", name, "took", d.Round(time.Millisecond))
+	}
 }
 
 // New prepares a server: steps 1–5 of docs/design/api.md#server-config's
@@ -436,45 +462,57 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	close(s.streamsDone)
-	s.endMCPConnections()
-	s.stopLocal()
+	s.timeStep("end the MCP connections", s.endMCPConnections)
+	s.timeStep("close the exec socket", s.stopLocal)
 	var errs []error
 	if s.httpSrv != nil {
-		sctx, cancel := context.WithTimeout(ctx, ShutdownGrace)
-		if err := s.httpSrv.Shutdown(sctx); err != nil {
-			s.httpSrv.Close()
-		}
-		cancel()
+		s.timeStep("stop the HTTP server", func() {
+			sctx, cancel := context.WithTimeout(ctx, ShutdownGrace)
+			if err := s.httpSrv.Shutdown(sctx); err != nil {
+				s.httpSrv.Close()
+			}
+			cancel()
+		})
 	}
 	// Stop the sessions: loops record halt_interrupted and seal
 	// themselves; externally driven sessions are ended aborted.
-	s.runners.stopAll(ctx)
-	if err := s.closeMCP(ctx); err != nil {
-		errs = append(errs, err)
-	}
-	s.stop()
-	s.inflight.Wait()
-	s.wg.Wait()
-	s.connWG.Wait()
-	if s.genToken != "" {
-		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if err := s.ledger().DeleteToken(dctx, TokenHash(s.genToken)); err != nil && !errors.Is(err, ledger.ErrNotFound) {
-			errs = append(errs, fmt.Errorf("server: delete the one-run token: %w", err))
+	s.timeStep("stop the running sessions", func() { s.runners.stopAll(ctx) })
+	s.timeStep("seal the MCP sessions", func() {
+		if err := s.closeMCP(ctx); err != nil {
+			errs = append(errs, err)
 		}
-		cancel()
+	})
+	s.timeStep("wait for the requests and background work", func() {
+		s.stop()
+		s.inflight.Wait()
+		s.wg.Wait()
+		s.connWG.Wait()
+	})
+	if s.genToken != "" {
+		s.timeStep("delete the one-run token", func() {
+			dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			if err := s.ledger().DeleteToken(dctx, TokenHash(s.genToken)); err != nil && !errors.Is(err, ledger.ErrNotFound) {
+				errs = append(errs, fmt.Errorf("server: delete the one-run token: %w", err))
+			}
+			cancel()
+		})
 	}
 	if s.hooks != nil {
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if err := s.hooks.Close(wctx); err != nil {
-			s.log.Warn("webhook: undelivered notifications at shutdown", "err", err)
+		s.timeStep("drain the webhooks", func() {
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			if err := s.hooks.Close(wctx); err != nil {
+				s.log.Warn("webhook: undelivered notifications at shutdown", "err", err)
+			}
+			cancel()
+		})
+	}
+	s.timeStep("close the ledger", func() {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := s.ledger().Close(cctx); err != nil {
+			errs = append(errs, fmt.Errorf("server: close the ledger: %w", err))
 		}
-		cancel()
-	}
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := s.ledger().Close(cctx); err != nil {
-		errs = append(errs, fmt.Errorf("server: close the ledger: %w", err))
-	}
+	})
 	s.owner.release()
 	return errors.Join(errs...)
 }
