@@ -170,11 +170,7 @@ func (l *Ledger) rememberLoop() {
 				break newest
 			}
 		}
-		// The checkpoint is committed either way; a file that could not
-		// be written only weakens the rollback check, so say so.
-		if err := l.rememberCheckpoint(cp); err != nil {
-			l.log.Warn("could not remember the newest checkpoint outside the database", "err", err)
-		}
+		l.rememberOrWarn(cp)
 	}
 }
 
@@ -470,8 +466,8 @@ func (b *batch) createInstanceSession() error {
 }
 
 // afterCommit publishes a committed batch's cache entries and gives its
-// newest checkpoint to OnCheckpoint; rememberCommitted keeps it beside the
-// keys.
+// newest checkpoint to OnCheckpoint; rememberLoop (rememberCommitted at
+// start-up) keeps it beside the keys.
 func (l *Ledger) afterCommit(b *batch) {
 	if n := len(b.ch.Checkpoints); n > 0 {
 		cp := b.ch.Checkpoints[n-1]
@@ -544,13 +540,16 @@ func ownPayload(typ string, v any) ([]byte, error) {
 // rememberCommitted writes a committed batch's newest checkpoint to the
 // remembered-checkpoint file, when the ledger keeps one.
 func (l *Ledger) rememberCommitted(b *batch) {
-	n := len(b.ch.Checkpoints)
-	if n == 0 || l.cpFile == "" {
-		return
+	if n := len(b.ch.Checkpoints); n > 0 && l.cpFile != "" {
+		l.rememberOrWarn(b.ch.Checkpoints[n-1])
 	}
-	// The checkpoint is committed either way; a file that could not be
-	// written only weakens the rollback check, so say so.
-	if err := l.rememberCheckpoint(b.ch.Checkpoints[n-1]); err != nil {
+}
+
+// rememberOrWarn writes cp to the remembered-checkpoint file. The
+// checkpoint is committed either way; a file that could not be written
+// only weakens the rollback check, so the log says so.
+func (l *Ledger) rememberOrWarn(cp Checkpoint) {
+	if err := l.rememberCheckpoint(cp); err != nil {
 		l.log.Warn("could not remember the newest checkpoint outside the database", "err", err)
 	}
 }

@@ -69,13 +69,13 @@ const hiddenEndMask = unix.IN_IGNORED | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF 
 
 // notifyingFS are the file systems (statfs f_type, linux/magic.h) on which
 // every change to a directory passes through this kernel's inotify.
-var notifyingFS = map[int64]string{
-	0xEF53:     "ext2/3/4",
-	0x58465342: "xfs",
-	0x9123683E: "btrfs",
-	0xF2F52010: "f2fs",
-	0x01021994: "tmpfs",
-	0x858458F6: "ramfs",
+var notifyingFS = map[int64]bool{
+	0xEF53:     true, // ext2/3/4
+	0x58465342: true, // xfs
+	0x9123683E: true, // btrfs
+	0xF2F52010: true, // f2fs
+	0x01021994: true, // tmpfs
+	0x858458F6: true, // ramfs
 }
 
 // hiddenCache is a tier's resolved protected list and what keeps it
@@ -256,7 +256,7 @@ func watchRead(fd int, read map[string]bool) (names map[int32]map[string]bool, w
 			if err := unix.Statfs(dir, &st); err != nil {
 				return nil, "statfs " + dir + ": " + err.Error()
 			}
-			if _, ok := notifyingFS[int64(st.Type)]; !ok {
+			if !notifyingFS[int64(st.Type)] {
 				return nil, dir + " is on a file system whose changes inotify may not see (type 0x" + strconv.FormatInt(int64(st.Type), 16) + ")"
 			}
 			w, err := unix.InotifyAddWatch(fd, dir, hiddenWatchMask)
