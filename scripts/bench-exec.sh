@@ -167,32 +167,42 @@ if [ ${#bins[@]} -eq 2 ]; then
   done
 fi
 
-# fsync calls of one run of each ironvise row, counted by strace: the
-# client's own and, for a daemon row, those of serve while it answers.
+# fsync calls per run of each ironvise row, counted by strace over
+# syncruns runs: the client's own and, for a daemon row, those of serve
+# while it answers (serve's are traced over all the runs and shared out).
+# A standalone run's count depends on what the run before it left: most
+# find a WAL to append to, one in about ten checkpoints it on close
+# (ledger.md#operations), so the median and the extremes are printed.
 if ! command -v strace >/dev/null; then
   echo "bench-exec: strace is not installed; fsync counts skipped (apt-get install -y strace)" >&2
   exit 0
 fi
+syncruns=20
 syncs() { grep -cE '^[0-9]+ +(fsync|fdatasync|sync_file_range)\(' "$1" || true; }
 echo
-echo "| command | fsync calls per run |"
-echo "| --- | ---: |"
+echo "| command | fsync calls per run, median | fewest | most | runs |"
+echo "| --- | ---: | ---: | ---: | ---: |"
 for i in "${!cmds[@]}"; do
   case ${names[$i]} in "ironvise exec"*) ;; *) continue ;; esac
   trace=(strace -f -qq -e "trace=fsync,fdatasync,sync_file_range")
-  n=0
   if [ -n "${serves[$i]:-}" ]; then
     "${trace[@]}" -p "${serves[$i]}" -o "$work/serve.strace" 2>/dev/null &
     tracer=$!
     sleep 1 # strace attaches to every thread of serve first
   fi
-  # shellcheck disable=SC2086 # the command is a word list, as hyperfine -N runs it
-  "${trace[@]}" -o "$work/client.strace" ${cmds[$i]} >/dev/null 2>&1
-  n=$(syncs "$work/client.strace")
+  : >"$work/syncs"
+  for _ in $(seq "$syncruns"); do
+    # shellcheck disable=SC2086 # the command is a word list, as hyperfine -N runs it
+    "${trace[@]}" -o "$work/client.strace" ${cmds[$i]} >/dev/null 2>&1
+    syncs "$work/client.strace" >>"$work/syncs"
+  done
+  shared=0
   if [ -n "${serves[$i]:-}" ]; then
     sleep 0.5 # serve may still be writing after its reply (the remembered checkpoint)
     kill -INT "$tracer"; wait "$tracer" 2>/dev/null || true
-    n=$((n + $(syncs "$work/serve.strace")))
+    shared=$(awk -v n="$(syncs "$work/serve.strace")" -v r="$syncruns" 'BEGIN {print n / r}')
   fi
-  echo "| ${names[$i]} | $n |"
+  sort -n "$work/syncs" | awk -v s="$shared" -v name="${names[$i]}" '
+    {v[NR] = $1 + s}
+    END {printf "| %s | %g | %g | %g | %d |\n", name, v[int((NR + 1) / 2)], v[1], v[NR], NR}'
 done

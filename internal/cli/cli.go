@@ -107,6 +107,9 @@ type app struct {
 	// oneShot is set by a process that handles one command or one hook
 	// event and exits (shortLived).
 	oneShot bool
+	// exits is set by Main: the process exits as soon as the command
+	// returns.
+	exits bool
 	// invoked is args[0] of the command line, how the user ran this
 	// binary: hints name it (see program).
 	invoked string
@@ -182,6 +185,18 @@ func (a *app) printJSON(v any) error {
 // Run executes the ironvise command line args (args[0] is the program name)
 // and returns the process exit code.
 func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runCommandLine(ctx, args, stdin, stdout, stderr, false)
+}
+
+// Main is Run for the ironvise process itself, which exits with the code
+// Main returns as soon as it returns. A command that handles one command
+// or hook event may then leave to that exit what costs only time to clean
+// up: a SQLite ledger's small WAL (ledgerdb.OpenBeforeExit).
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runCommandLine(ctx, args, stdin, stdout, stderr, true)
+}
+
+func runCommandLine(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, exits bool) int {
 	// The native sandbox re-executes this binary as its launcher; it must
 	// run before any other work (sandbox/native).
 	if native.IsLauncher(args) {
@@ -199,7 +214,8 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "ironvise: %v\n", err)
 		return ExitUsage
 	}
-	return run(ctx, args, stdin, stdout, stderr, look)
+	a := &app{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, lookup: look, exits: exits}
+	return a.run(args)
 }
 
 // run is Run with the environment injected.

@@ -25,7 +25,10 @@ func (a *app) openLedger() (*ledger.Ledger, error) {
 	}
 	lc := cfg.Ledger
 	open := ledgerdb.Open
-	if a.oneShot {
+	switch {
+	case a.oneShot && a.exits:
+		open = ledgerdb.OpenBeforeExit
+	case a.oneShot:
 		open = ledgerdb.OpenForOneCommand
 	}
 	l, err := open(a.ctx, lc.DatabaseURL, lc.PoolSize, ledger.Options{

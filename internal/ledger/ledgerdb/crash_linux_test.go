@@ -56,6 +56,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(crashChildEnv); spec != "" {
 		os.Exit(crashChild(spec))
 	}
+	if spec := os.Getenv(exitChildEnv); spec != "" {
+		os.Exit(exitChild(spec))
+	}
 	os.Exit(m.Run())
 }
 

@@ -68,12 +68,25 @@ func Parse(url, dataDir string) (Target, error) {
 	return Target{}, fmt.Errorf("ledgerdb: DATABASE_URL %q: unknown scheme (accepted: sqlite://PATH, sqlite:PATH, sqlite::memory:, postgres://…, postgresql://…)", postgres.Redact(url))
 }
 
+// use is what the process opening a ledger will do with it.
+type use int
+
+const (
+	// useServe: many commands, many connections.
+	useServe use = iota
+	// useOneCommand: one command or hook event, one connection.
+	useOneCommand
+	// useBeforeExit: useOneCommand in a process that exits once the
+	// ledger is closed.
+	useBeforeExit
+)
+
 // OpenBackend opens and migrates the backend of url.
 func OpenBackend(ctx context.Context, url, dataDir string, poolSize int) (ledger.Backend, Target, error) {
-	return openBackend(ctx, url, dataDir, poolSize, false)
+	return openBackend(ctx, url, dataDir, poolSize, useServe)
 }
 
-func openBackend(ctx context.Context, url, dataDir string, poolSize int, oneCommand bool) (ledger.Backend, Target, error) {
+func openBackend(ctx context.Context, url, dataDir string, poolSize int, u use) (ledger.Backend, Target, error) {
 	t, err := Parse(url, dataDir)
 	if err != nil {
 		return nil, t, err
@@ -83,9 +96,12 @@ func openBackend(ctx context.Context, url, dataDir string, poolSize int, oneComm
 	case KindMemory:
 		b, err = sqlite.Open(ctx, sqlite.Memory)
 	case KindSQLite:
-		if oneCommand {
+		switch u {
+		case useOneCommand:
 			b, err = sqlite.OpenSingle(ctx, t.Path)
-		} else {
+		case useBeforeExit:
+			b, err = sqlite.OpenBeforeExit(ctx, t.Path)
+		default:
 			b, err = sqlite.Open(ctx, t.Path)
 		}
 	case KindPostgres:
@@ -100,18 +116,25 @@ func openBackend(ctx context.Context, url, dataDir string, poolSize int, oneComm
 // Open opens the backend of url and a Ledger on it. opts.DataDir is also
 // where the default SQLite file lives. The caller must Close the Ledger.
 func Open(ctx context.Context, url string, poolSize int, opts ledger.Options) (*ledger.Ledger, error) {
-	return open(ctx, url, poolSize, opts, false)
+	return open(ctx, url, poolSize, opts, useServe)
 }
 
 // OpenForOneCommand is Open for a process that handles one command or one
 // hook event and exits: a SQLite ledger then uses one connection for everything
 // (sqlite.OpenSingle); a PostgreSQL one is opened as by Open.
 func OpenForOneCommand(ctx context.Context, url string, poolSize int, opts ledger.Options) (*ledger.Ledger, error) {
-	return open(ctx, url, poolSize, opts, true)
+	return open(ctx, url, poolSize, opts, useOneCommand)
 }
 
-func open(ctx context.Context, url string, poolSize int, opts ledger.Options, oneCommand bool) (*ledger.Ledger, error) {
-	b, t, err := openBackend(ctx, url, opts.DataDir, poolSize, oneCommand)
+// OpenBeforeExit is OpenForOneCommand for a process that exits once it has
+// closed the Ledger: a SQLite ledger's Close then leaves a small WAL to the
+// next process instead of checkpointing it (sqlite.OpenBeforeExit).
+func OpenBeforeExit(ctx context.Context, url string, poolSize int, opts ledger.Options) (*ledger.Ledger, error) {
+	return open(ctx, url, poolSize, opts, useBeforeExit)
+}
+
+func open(ctx context.Context, url string, poolSize int, opts ledger.Options, u use) (*ledger.Ledger, error) {
+	b, t, err := openBackend(ctx, url, opts.DataDir, poolSize, u)
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,10 @@
 // ":memory:" keeps the whole ledger in one connection that lives as long
 // as the Store: reads wait behind writes, and everything is gone at
 // Close. Several processes may share a file on a local disk (SQLite's
-// locking), not over a network file system.
+// locking), not over a network file system. A store opened by
+// OpenBeforeExit leaves up to WALKeepBytes of its newest commits in the
+// -wal file beside the database: a copy of the database file alone misses
+// them (docs/operate/backup.md).
 package sqlite
 
 import (
@@ -61,7 +64,7 @@ const pragmas = "_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)"
 // an in-memory one for Memory, and applies the migrations. The caller must
 // Close it (ledger.Ledger.Close does).
 func Open(ctx context.Context, path string) (*sqlstore.Store, error) {
-	return open(ctx, path, false)
+	return open(ctx, path, false, false)
 }
 
 // OpenSingle is Open for a process that handles one command or one hook
@@ -72,10 +75,35 @@ func Open(ctx context.Context, path string) (*sqlstore.Store, error) {
 // gets back; it makes no concurrent reads for a second connection to
 // serve. Its reads begin deferred (no write lock), as the pool's do.
 func OpenSingle(ctx context.Context, path string) (*sqlstore.Store, error) {
-	return open(ctx, path, true)
+	return open(ctx, path, true, false)
 }
 
-func open(ctx context.Context, path string, single bool) (*sqlstore.Store, error) {
+// WALKeepBytes is the most WAL a store opened by OpenBeforeExit leaves to the
+// next process: about ten standalone execs' commits. The next process to open
+// the database reads the whole WAL it finds (SQLite rebuilds its index from
+// it), and a copy of the database file alone misses what the WAL holds; the
+// bound keeps both small. Measured side by side, 256 KiB, 1 MiB and 4 MiB
+// gave the same standalone exec time within the noise
+// (docs/operate/performance.md).
+const WALKeepBytes = 1 << 20
+
+// OpenBeforeExit is OpenSingle for a process that exits as soon as the store
+// is closed (a standalone exec or hook run from the command line). SQLite
+// checkpoints the WAL into the database when its last connection closes:
+// two more fsyncs, and the next process then syncs a fresh WAL's header
+// too. While the WAL holds at most WALKeepBytes, Close leaves the
+// connection open instead, for the process's exit to close: its commits
+// are durable already (every commit syncs the WAL), and the next process
+// to open the database reads them back from the WAL as SQLite does after
+// any exit without a close. A larger WAL is checkpointed as by OpenSingle.
+//
+// Each Close that leaves the connection keeps its three descriptors until
+// the process exits, so nothing that goes on running may use it.
+func OpenBeforeExit(ctx context.Context, path string) (*sqlstore.Store, error) {
+	return open(ctx, path, true, true)
+}
+
+func open(ctx context.Context, path string, single, beforeExit bool) (*sqlstore.Store, error) {
 	if path == Memory {
 		return openMemory(ctx)
 	}
@@ -125,15 +153,34 @@ func open(ctx context.Context, path string, single bool) (*sqlstore.Store, error
 		}
 		r.SetMaxOpenConns(4)
 	}
-	s := sqlstore.New(d, w, r, nil)
+	var closer func() error
+	opened := false
+	if beforeExit {
+		closer = func() error {
+			if opened && keepWAL(path) {
+				return nil
+			}
+			return w.Close()
+		}
+	}
+	s := sqlstore.New(d, w, r, closer)
 	if err := s.Migrate(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlite: migrate %s: %w", path, err)
 	}
+	opened = true
 	// Statements are prepared on their first reuse (sqlstore), not here:
 	// a short-lived process (one exec) would spend more preparing all of
 	// them than running the few it needs.
 	return s, nil
+}
+
+// keepWAL reports whether the WAL beside the database at path is small
+// enough to leave to the next process (OpenBeforeExit). Without a WAL, or
+// when it cannot be read, the store closes as any other.
+func keepWAL(path string) bool {
+	fi, err := os.Stat(path + "-wal")
+	return err == nil && fi.Size() > 0 && fi.Size() <= WALKeepBytes
 }
 
 func openMemory(ctx context.Context) (*sqlstore.Store, error) {
