@@ -9,6 +9,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/ironvise/ironvise/internal/enclave"
 	"github.com/ironvise/ironvise/internal/enclave/software"
@@ -180,7 +181,7 @@ func openHello(key []byte, line []byte) (enclave.Measurement, error) {
 	return h.Measurement, nil
 }
 
-var hexSHA256 = regexp.MustCompile(`^[0-9a-f]{64}$`)
+var hexSHA256 = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9a-f]{64}$`) })
 
 // checkMeasurement checks what the worker says of itself against what the
 // host expects: the executable the host hashed, and every hardening and
@@ -214,7 +215,7 @@ func checkMeasurement(m enclave.Measurement, wantSHA256 string) ([]string, error
 	if m.LandlockABI <= 0 {
 		bad = append(bad, fmt.Sprintf("Landlock ABI %d: not confined", m.LandlockABI))
 	}
-	if !hexSHA256.MatchString(m.SeccompSHA256) {
+	if !hexSHA256().MatchString(m.SeccompSHA256) {
 		bad = append(bad, fmt.Sprintf("seccomp program hash %q is not a SHA-256", m.SeccompSHA256))
 	}
 	if !m.NoNewPrivs {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -33,7 +34,9 @@ var streamKeys = []string{"password", "secret", "token", "api_key", "apikey", "a
 
 // secretAssign matches "password: x", "token=x", "API_KEY = x": the run
 // after the separator is replaced (docs/design/api.md#sse rule 2).
-var secretAssign = regexp.MustCompile(`(?i)(api_key|password|secret|token)( *[:=] *)(\S+)`)
+var secretAssign = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)(api_key|password|secret|token)( *[:=] *)(\S+)`)
+})
 
 // UndecodablePayload replaces, whole, a payload the stream redaction cannot
 // read: one JSON document without duplicate member names, invalid UTF-8,
@@ -209,7 +212,7 @@ func streamRules(s string) string {
 	// Cheap necessary conditions first: the regular expressions are linear
 	// but slow on long observations.
 	if strings.ContainsAny(s, ":=") && hasAssignWord(s) {
-		s = secretAssign.ReplaceAllString(s, "${1}${2}"+StreamRedacted)
+		s = secretAssign().ReplaceAllString(s, "${1}${2}"+StreamRedacted)
 	}
 	s = redactIPv4(s)
 	return redactIPv6(s)

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // A command that fails because of the sandbox's own rules prints what any
@@ -86,14 +87,16 @@ func (r Result) outputLines() []string {
 // name: dash ("sh: 1: foo: not found"), bash ("bash: foo: command not
 // found", "bash: line 1: foo: command not found"), busybox ("sh: foo: not
 // found").
-var notFoundRe = regexp.MustCompile(`^(?:[\w./-]*sh)(?:: line \d+| *: \d+)?: ([^\s:]+): (?:command )?not found$`)
+var notFoundRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:[\w./-]*sh)(?:: line \d+| *: \d+)?: ([^\s:]+): (?:command )?not found$`)
+})
 
 // missingTool explains exit 127 with a shell's "not found": the tier runs
 // commands with a fixed PATH, so a tool installed outside it is not found
 // even when the host has it.
 func (r Result) missingTool() string {
 	for _, line := range r.outputLines() {
-		m := notFoundRe.FindStringSubmatch(strings.TrimSpace(line))
+		m := notFoundRe().FindStringSubmatch(strings.TrimSpace(line))
 		if m == nil {
 			continue
 		}
@@ -116,7 +119,9 @@ func (r Result) pathHint() string {
 
 // permissionDeniedRe matches a shell's refusal to execute a file:
 // "sh: 1: ./build.sh: Permission denied".
-var permissionDeniedRe = regexp.MustCompile(`^(?:[\w./-]*sh)(?:: line \d+| *: \d+)?: ([^\s:]+): Permission denied$`)
+var permissionDeniedRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:[\w./-]*sh)(?:: line \d+| *: \d+)?: ([^\s:]+): Permission denied$`)
+})
 
 // execDenied explains exit 126 when the native Linux tier refused to
 // execute a program of the workspace or the scratch directory: Landlock
@@ -126,7 +131,7 @@ func (r Result) execDenied(workspace string) string {
 		return ""
 	}
 	for _, line := range r.outputLines() {
-		m := permissionDeniedRe.FindStringSubmatch(strings.TrimSpace(line))
+		m := permissionDeniedRe().FindStringSubmatch(strings.TrimSpace(line))
 		if m == nil || underExecRoot(m[1]) || !strings.Contains(m[1], "/") {
 			continue
 		}
@@ -181,14 +186,16 @@ func (r Result) callDenied() string {
 
 // absPathRe finds the absolute paths in a line: a slash at the start of a
 // word or right after a quote.
-var absPathRe = regexp.MustCompile(`(?:^|[\s'"‘“` + "`" + `(])(/[^\s'"’”:)]*)`)
+var absPathRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|[\s'"‘“` + "`" + `(])(/[^\s'"’”:)]*)`)
+})
 
 // inWorkspace reports whether an error line names a path of the workspace:
 // the workspace's own absolute path (or /workspace, where a container
 // mounts it), or only relative paths, which resolve in the workspace, the
 // directory the command starts in.
 func (r Result) inWorkspace(line, workspace string) bool {
-	paths := absPathRe.FindAllStringSubmatch(line, -1)
+	paths := absPathRe().FindAllStringSubmatch(line, -1)
 	if len(paths) == 0 {
 		return true
 	}

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/ironvise/ironvise/internal/sandbox"
@@ -59,7 +60,7 @@ func (t *Tier) preflight(ctx context.Context) (*preflight, error) {
 	return &p, nil
 }
 
-var versionRE = regexp.MustCompile(`(?i)firecracker v?(\d+)\.(\d+)\.(\d+)`)
+var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)firecracker v?(\d+)\.(\d+)\.(\d+)`) })
 
 // checkLocked checks the binary and KVM. t.mu must be held.
 func (t *Tier) checkLocked(ctx context.Context) (*preflight, error) {
@@ -83,7 +84,7 @@ func (t *Tier) checkLocked(ctx context.Context) (*preflight, error) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.WaitDelay = time.Second
 	runErr := cmd.Run()
-	m := versionRE.FindStringSubmatch(out.String())
+	m := versionRE().FindStringSubmatch(out.String())
 	if runErr != nil || m == nil {
 		cause := ErrVMM
 		if runErr != nil {
