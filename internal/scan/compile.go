@@ -153,12 +153,27 @@ func runPrefix(re *syntax.Regexp) string {
 // repeatBound is the original bound of a relaxed repeat.
 type repeatBound struct{ min, max int }
 
-// compilePatterns compiles the lists and registers their hints.
-func compilePatterns(defs []patternDef) ([]pattern, hintIndex, error) {
+// analysedPattern is what compilePattern derives from a pattern's source
+// by parsing it: its variants, or none when it runs as written. The
+// built-in patterns' are generated (analysedPatterns), so that a process
+// does not parse about a hundred regexps before its first scan.
+type analysedPattern struct {
+	src      string
+	variants []variant
+}
+
+// compilePatterns compiles the lists and registers their hints. known, by
+// index of defs, holds the analysis of each pattern whose source it names;
+// the others are parsed.
+func compilePatterns(defs []patternDef, known []analysedPattern) ([]pattern, hintIndex, error) {
 	var idx hintIndex
 	out := make([]pattern, 0, len(defs))
-	for _, d := range defs {
-		p, err := compilePattern(d, &idx)
+	for i, d := range defs {
+		var a *analysedPattern
+		if i < len(known) && known[i].src == d.re {
+			a = &known[i]
+		}
+		p, err := analysePattern(d, a, &idx)
 		if err != nil {
 			return nil, hintIndex{}, fmt.Errorf("pattern %s: %w", d.label, err)
 		}
@@ -213,6 +228,12 @@ func (p *pattern) compileRegexps() error {
 }
 
 func compilePattern(d patternDef, idx *hintIndex) (pattern, error) {
+	return analysePattern(d, nil, idx)
+}
+
+// analysePattern is compilePattern with the pattern's analysis, when known
+// is not nil, taken from known instead of derived from its parsed source.
+func analysePattern(d patternDef, known *analysedPattern, idx *hintIndex) (pattern, error) {
 	p := pattern{label: d.label, list: d.list, raw: d.raw, fence: d.fence}
 	if d.fence < Low || d.fence > High {
 		return p, fmt.Errorf("fence sensitivity %v", d.fence)
@@ -234,20 +255,25 @@ func compilePattern(d patternDef, idx *hintIndex) (pattern, error) {
 		p.hints |= 1 << id
 	}
 	p.src = d.re
-	tree, err := syntax.Parse(d.re, syntax.Perl)
-	if err != nil {
-		return p, err
-	}
-	if !d.raw && hasUpperLiteral(tree) {
-		return p, fmt.Errorf("has an uppercase literal but runs on the lowercased text")
-	}
-	p.variants, err = splitVariants(tree)
-	if err != nil {
-		// Correct but slow: the pattern runs as written.
-		p.variants = nil
+	if known != nil {
+		p.variants = cloneVariants(known.variants)
+	} else {
+		tree, err := syntax.Parse(d.re, syntax.Perl)
+		if err != nil {
+			return p, err
+		}
+		if !d.raw && hasUpperLiteral(tree) {
+			return p, fmt.Errorf("has an uppercase literal but runs on the lowercased text")
+		}
+		p.variants, err = splitVariants(tree)
+		if err != nil {
+			// Correct but slow: the pattern runs as written.
+			p.variants = nil
+		}
 	}
 	for i := range p.variants {
 		w := &p.variants[i]
+		w.prefixB = []byte(w.prefix)
 		if !isASCII(w.prefix) {
 			return p, fmt.Errorf("variant prefix %q is not ASCII", w.prefix)
 		}
@@ -258,6 +284,23 @@ func compilePattern(d patternDef, idx *hintIndex) (pattern, error) {
 		w.prefixHint = uint8(id)
 	}
 	return p, nil
+}
+
+// cloneVariants copies vs for one pattern's use: compiling fills in each
+// variant's regexps, its run's included, and must not write to the
+// generated analysis every scanner's lists start from.
+func cloneVariants(vs []variant) []variant {
+	if vs == nil {
+		return nil
+	}
+	out := slices.Clone(vs)
+	for i := range out {
+		if r := out[i].run; r != nil {
+			c := *r
+			out[i].run = &c
+		}
+	}
+	return out
 }
 
 // splitVariants turns a parsed pattern into literal-prefixed variants: a
@@ -303,7 +346,6 @@ func analyseVariant(w variant, rest *syntax.Regexp) (variant, error) {
 	if w.prefix, w.complete, err = treePrefix(rest, expr); err != nil {
 		return w, err
 	}
-	w.prefixB = []byte(w.prefix)
 	w.anchor = rarestByte(w.prefix)
 	if w.prefix == "" {
 		return w, fmt.Errorf("variant %q has no literal prefix", expr)

@@ -222,10 +222,14 @@ func newWith(sens Sensitivity, l *lists) (*Scanner, error) {
 }
 
 // compileLists compiles the built-in lists and registers their hints.
-func compileLists() (*lists, error) {
+func compileLists() (*lists, error) { return compileListsFrom(analysedPatterns) }
+
+// compileListsFrom is compileLists with the built-in patterns' analyses
+// taken from known (nil: each pattern parsed).
+func compileListsFrom(known []analysedPattern) (*lists, error) {
 	l := &lists{class: newClassTable()}
 	var err error
-	if l.patterns, l.hints, err = compilePatterns(builtinPatterns()); err != nil {
+	if l.patterns, l.hints, err = compilePatterns(builtinPatterns(), known); err != nil {
 		return nil, bug(err)
 	}
 	// The structural needles share the hint pass, so a text without any
