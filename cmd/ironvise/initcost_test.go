@@ -4,7 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,28 +16,38 @@ import (
 // regexp.MustCompile costs every process: a standalone exec, a hook, each
 // launcher that is not a ready one. Three in the sandbox package's error
 // explanations took 0.27 ms of every start (GODEBUG=inittrace=1). Compile on
-// first use instead (sync.OnceValue). Packages only tests import (their
-// names end in "test") are exempt.
+// first use instead (sync.OnceValue). The packages are the module's own that
+// `go list -deps` says the binary links; every source file of each is
+// checked, those of other systems included.
 func TestNoRegexpCompiledAtInit(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("listing the binary's packages needs the go tool")
+	}
+	out, err := exec.Command(goTool, "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}} {{.Dir}}{{end}}", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
 	fset := token.NewFileSet()
 	var found []string
-	for _, root := range []string{"../../internal", "../../cmd"} {
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	dirs := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		path, dir, ok := strings.Cut(line, " ")
+		if !ok || !strings.HasPrefix(path, "github.com/ironvise/ironvise/") {
+			continue
+		}
+		dirs++
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, file := range files {
+			if strings.HasSuffix(file, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
 			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				if d.Name() == "testdata" || strings.HasSuffix(d.Name(), "test") {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-				return nil
-			}
-			f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-			if err != nil {
-				return err
+				t.Fatal(err)
 			}
 			for _, decl := range f.Decls {
 				g, ok := decl.(*ast.GenDecl)
@@ -52,11 +62,10 @@ func TestNoRegexpCompiledAtInit(t *testing.T) {
 					}
 				}
 			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
 		}
+	}
+	if dirs < 20 {
+		t.Fatalf("go list named %d of the module's packages; want the binary's (output %q)", dirs, out)
 	}
 	if len(found) > 0 {
 		t.Fatalf("regexps compiled while packages are initialised (wrap them in sync.OnceValue):\n%s", strings.Join(found, "\n"))
