@@ -58,7 +58,7 @@ type Execve struct {
 	envp []*byte
 }
 
-// PrepareExecve converts path, argv and env for Exec.
+// PrepareExecve converts path, argv and env for CapThenExec.
 func PrepareExecve(path string, argv, env []string) (*Execve, error) {
 	p, err := unix.BytePtrFromString(path)
 	if err != nil {
@@ -75,13 +75,6 @@ func PrepareExecve(path string, argv, env []string) (*Execve, error) {
 	return &Execve{path: p, argv: a, envp: e}, nil
 }
 
-// Exec replaces the process image. It returns only on failure.
-func (x *Execve) Exec() error {
-	_, _, e := unix.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(x.path)),
-		uintptr(unsafe.Pointer(&x.argv[0])), uintptr(unsafe.Pointer(&x.envp[0])))
-	return e
-}
-
 // SetRlimit sets the soft and hard limit of resource for the process. It
 // allocates nothing: the launcher sets the address-space cap with it, and
 // the Go runtime cannot map more memory under that cap (an allocation that
@@ -94,4 +87,61 @@ func SetRlimit(resource int, cur, max uint64) error {
 		return e
 	}
 	return nil
+}
+
+// What CapThenExec failed at.
+const (
+	FailedCap    = iota + 1 // setting the limit; nothing was executed
+	FailedRecord            // writing the record; the shell was not executed
+	FailedExec              // executing the shell
+)
+
+// CapThenExec sets the address-space limit (RLIMIT_AS) to cur and max,
+// unless capped is false, and then executes: each of direct in turn while
+// the kernel answers ENOENT, ENOTDIR or EACCES (a shell's search of PATH:
+// a file absent, under a non-directory or not executable sends it on; any
+// other failure, ENOEXEC for a script without #! say, goes to the shell),
+// then, after writing record to fd when direct was not empty, shell. It
+// returns only when it could not, with what failed (FailedCap,
+// FailedRecord, FailedExec) and the error.
+//
+// Between the limit and execve there are system calls and nothing else.
+// Under the limit the Go runtime cannot map memory, and neither can the
+// race detector: a call of any instrumented function records events, and
+// when its trace buffer fills it maps a new one, which killed the launcher
+// of a -race test build one launch in a few. So this function is not
+// instrumented (go:norace), calls only the raw system calls, which are not
+// either, and allocates nothing.
+//
+//go:norace
+func CapThenExec(capped bool, cur, max uint64, direct []*Execve, fd int, record []byte, shell *Execve) (failed int, err syscall.Errno) {
+	if capped {
+		r := unix.Rlimit{Cur: cur, Max: max}
+		if _, _, e := syscall.RawSyscall6(unix.SYS_PRLIMIT64, 0, unix.RLIMIT_AS, uintptr(unsafe.Pointer(&r)), 0, 0, 0); e != 0 {
+			return FailedCap, e
+		}
+	}
+	if len(direct) > 0 {
+		for i := 0; i < len(direct); i++ {
+			x := direct[i]
+			_, _, e := syscall.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(x.path)),
+				uintptr(unsafe.Pointer(&x.argv[0])), uintptr(unsafe.Pointer(&x.envp[0])))
+			if e != unix.ENOENT && e != unix.ENOTDIR && e != unix.EACCES {
+				break
+			}
+		}
+		for off := 0; off < len(record); {
+			n, _, e := syscall.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&record[off])), uintptr(len(record)-off))
+			if e == unix.EINTR {
+				continue
+			}
+			if e != 0 {
+				return FailedRecord, e
+			}
+			off += int(n)
+		}
+	}
+	_, _, e := syscall.RawSyscall(unix.SYS_EXECVE, uintptr(unsafe.Pointer(shell.path)),
+		uintptr(unsafe.Pointer(&shell.argv[0])), uintptr(unsafe.Pointer(&shell.envp[0])))
+	return FailedExec, e
 }

@@ -567,22 +567,27 @@ func (l *launcher) exec() error {
 		return stepErr(StepExec, fmt.Errorf("execve /bin/sh: %w", syscall.Errno(e)), "install a POSIX shell at /bin/sh")
 	}
 	// The address-space cap comes last: the Go runtime reserves large
-	// virtual ranges and must not allocate under it. Nothing allocates
-	// between here and execve (the arguments are prepared above).
-	if err := l.call(StepRlimits, func() error { return kernel.SetRlimit(unix.RLIMIT_AS, asCur, asMax) }); err != nil {
-		return stepErr(StepRlimits, fmt.Errorf("setrlimit RLIMIT_AS: %w", err), "")
-	}
-	if len(direct) > 0 {
-		execDirect(direct)
-		// The shell takes over: it reports a missing program (127), an
-		// unexecutable one (126) or runs a script without #!, in its
-		// own words. The record says so.
-		if err := kernel.Write(StatusFD, shellRecord); err != nil {
-			return stepErr(StepExec, fmt.Errorf("write status: %w", err), "")
+	// virtual ranges and must not allocate under it, so from the cap to
+	// execve only system calls run (kernel.CapThenExec; the arguments
+	// and both records are prepared above). When a direct exec fails, the
+	// shell takes over: it reports a missing program (127), an
+	// unexecutable one (126) or runs a script without #!, in its own
+	// words, and the second record says so.
+	capped := true
+	if e, ok := s.Inject[StepRlimits]; ok {
+		if e != InjectSkip {
+			return stepErr(StepRlimits, fmt.Errorf("setrlimit RLIMIT_AS: %w", syscall.Errno(e)), "")
 		}
+		capped = false
 	}
-	err = sh.Exec()
-	return stepErr(StepExec, fmt.Errorf("execve /bin/sh: %w", err), "install a POSIX shell at /bin/sh")
+	failed, errno := kernel.CapThenExec(capped, asCur, asMax, direct, StatusFD, shellRecord, sh)
+	switch failed {
+	case kernel.FailedCap:
+		return stepErr(StepRlimits, fmt.Errorf("setrlimit RLIMIT_AS: %w", errno), "")
+	case kernel.FailedRecord:
+		return stepErr(StepExec, fmt.Errorf("write status: %w", errno), "")
+	}
+	return stepErr(StepExec, fmt.Errorf("execve /bin/sh: %w", errno), "install a POSIX shell at /bin/sh")
 }
 
 // prepareArgv prepares the execs a shell would try for argv: argv[0]
@@ -619,19 +624,4 @@ func prepareArgv(argv, env []string) ([]*kernel.Execve, error) {
 		out = append(out, x)
 	}
 	return out, nil
-}
-
-// execDirect tries each prepared exec in order, as the shell's PATH search
-// does: a file that is absent, under a non-directory or not executable
-// sends it on to the next directory. Any other failure (ENOEXEC: a script
-// without #!, which the shell would run itself) stops the search. It
-// returns only when no exec succeeded. It must not allocate.
-func execDirect(xs []*kernel.Execve) {
-	for _, x := range xs {
-		switch x.Exec() {
-		case unix.ENOENT, unix.ENOTDIR, unix.EACCES:
-			continue
-		}
-		return
-	}
 }
