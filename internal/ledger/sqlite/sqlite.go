@@ -123,7 +123,12 @@ func open(ctx context.Context, path string, single, beforeExit bool) (*sqlstore.
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	f.Close()
-	w, err := sql.Open("sqlite", path+"?_txlock=immediate&_journal_mode=WAL&_synchronous=FULL&"+pragmas)
+	dsn := path + "?_txlock=immediate&_journal_mode=WAL&_synchronous=FULL&" + pragmas
+	if !single {
+		// The checkpointer checkpoints instead (checkpointer.go).
+		dsn += "&_pragma=wal_autocheckpoint(0)"
+	}
+	w, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -155,12 +160,29 @@ func open(ctx context.Context, path string, single, beforeExit bool) (*sqlstore.
 	}
 	var closer func() error
 	opened := false
-	if beforeExit {
+	switch {
+	case beforeExit:
 		closer = func() error {
 			if opened && keepWAL(path) {
 				return nil
 			}
 			return w.Close()
+		}
+	case !single:
+		ckdb, err := sql.Open("sqlite", path+"?_synchronous=FULL&"+pragmas)
+		if err != nil {
+			r.Close()
+			w.Close()
+			return nil, fmt.Errorf("sqlite: open %s for checkpoints: %w", path, err)
+		}
+		ckdb.SetMaxOpenConns(1)
+		ck := startCheckpointer(ckdb, path)
+		d.AfterCommit = ck.committed
+		closer = func() error {
+			// The writer closes last: as the last connection it
+			// checkpoints what is left, and its WAL handle has synced
+			// already (a first sync also syncs the directory).
+			return errors.Join(ck.stop(), r.Close(), w.Close())
 		}
 	}
 	s := sqlstore.New(d, w, r, closer)

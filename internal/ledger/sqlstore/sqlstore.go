@@ -65,6 +65,10 @@ type Dialect struct {
 	// commit); Listen, when set, implements ledger.CommitNotifier.
 	Notify string
 	Listen func(ctx context.Context, db *sql.DB) (<-chan struct{}, error)
+	// AfterCommit, when set, is run after every write transaction that
+	// committed (SQLite: it wakes the checkpointer that keeps the WAL
+	// checkpoint off the commit's path). It must not block.
+	AfterCommit func()
 }
 
 // Store is a ledger.Backend over database/sql.
@@ -375,6 +379,9 @@ func (s *Store) Update(ctx context.Context, fn func(ledger.WriteTx) error) error
 		return fmt.Errorf("sqlstore: commit: %w", err)
 	}
 	s.commits.Add(1)
+	if s.d.AfterCommit != nil {
+		s.d.AfterCommit()
+	}
 	return nil
 }
 
@@ -423,6 +430,9 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, until int64) erro
 		return fmt.Errorf("sqlstore: renew leases: commit: %w", err)
 	}
 	s.commits.Add(1)
+	if s.d.AfterCommit != nil {
+		s.d.AfterCommit()
+	}
 	return nil
 }
 
