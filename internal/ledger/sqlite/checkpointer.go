@@ -68,11 +68,25 @@ func (c *checkpointer) loop() {
 			continue
 		}
 		c.pending.Store(0)
-		// An error (SQLITE_BUSY while another process checkpoints, say)
-		// leaves the frames in the WAL, where they are as durable: the
-		// next trigger, or the last connection's close, copies them.
-		_, _ = c.db.ExecContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)")
+		c.checkpoint()
 		base = c.walSize()
+	}
+}
+
+// checkpoint copies the WAL into the database. SQLite starts the WAL
+// over at the next commit only if every frame in it was copied, so a pass
+// during which commits added frames is followed by another (a short one:
+// only those frames), a few at most. An error (SQLITE_BUSY while another
+// process checkpoints, say) leaves the frames in the WAL, where they are
+// as durable: the next trigger, or the last connection's close, copies
+// them.
+func (c *checkpointer) checkpoint() {
+	for range 4 {
+		var busy, frames, copied int64
+		err := c.db.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied)
+		if err != nil || busy != 0 || copied >= frames {
+			return
+		}
 	}
 }
 
