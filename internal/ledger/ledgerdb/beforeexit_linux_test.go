@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -76,9 +77,18 @@ func exitChild(specJSON string) int {
 // of the session it recorded.
 func runExitChild(t *testing.T, spec exitSpec) uuid.UUID {
 	t.Helper()
-	raw, err := json.Marshal(spec)
+	id, err := startExitChild(spec)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return id
+}
+
+// startExitChild is runExitChild for any goroutine: it returns the error.
+func startExitChild(spec exitSpec) (uuid.UUID, error) {
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return uuid.Nil, err
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), exitChildEnv+"="+string(raw))
@@ -86,13 +96,13 @@ func runExitChild(t *testing.T, spec exitSpec) uuid.UUID {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("exit child: %v\n%s", err, stderr.Bytes())
+		return uuid.Nil, fmt.Errorf("exit child: %v\n%s", err, stderr.Bytes())
 	}
 	id, err := uuid.Parse(strings.TrimSpace(string(out)))
 	if err != nil {
-		t.Fatalf("exit child printed %q: %v", out, err)
+		return uuid.Nil, fmt.Errorf("exit child printed %q: %v", out, err)
 	}
-	return id
+	return id, nil
 }
 
 // walSize is the size of the WAL beside dir's ledger.db, -1 when there is
@@ -191,4 +201,38 @@ func TestOpenForOneCommandCheckpoints(t *testing.T) {
 		t.Fatalf("after a process recorded a session with OpenForOneCommand the WAL is %d bytes; want it checkpointed and removed", n)
 	}
 	verifySessions(t, dir, id)
+}
+
+// TestOpenBeforeExitConcurrentProcesses: agents run tool calls in parallel,
+// so hooks and standalone execs open the ledger at once, each leaving the
+// WAL to whoever comes next. Every session any of them recorded is there
+// and verifies, and the WAL stays bounded by SQLite's own checkpoint.
+func TestOpenBeforeExitConcurrentProcesses(t *testing.T) {
+	dir := t.TempDir()
+	// The first creates the keys, which concurrent first runs would race for.
+	ids := []uuid.UUID{runExitChild(t, exitSpec{Dir: dir, Bytes: 1000})}
+	const procs, rounds = 6, 4
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var errs []error
+	for p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				id, err := startExitChild(exitSpec{Dir: dir, Bytes: 20_000 * (1 + (p+r)%3)})
+				mu.Lock()
+				ids, errs = append(ids, id), append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if n := walSize(t, dir); n > 8<<20 {
+		t.Fatalf("the WAL grew to %d bytes; want it bounded by SQLite's automatic checkpoint", n)
+	}
+	verifySessions(t, dir, ids...)
 }
