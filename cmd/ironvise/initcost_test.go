@@ -15,7 +15,7 @@ import (
 // before main runs, whatever the command, so a package-level
 // regexp.MustCompile costs every process: a standalone exec, a hook, each
 // launcher that is not a ready one. Three in the sandbox package's error
-// explanations took 0.27 ms of every start (GODEBUG=inittrace=1). Compile on
+// explanations took 0.07–0.27 ms of every start (GODEBUG=inittrace=1). Compile on
 // first use instead (sync.OnceValue). The packages are the module's own that
 // `go list -deps` says the binary links; every source file of each is
 // checked, those of other systems included.

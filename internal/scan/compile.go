@@ -173,7 +173,7 @@ func compilePatterns(defs []patternDef, known []analysedPattern) ([]pattern, hin
 		if i < len(known) && known[i].src == d.re {
 			a = &known[i]
 		}
-		p, err := analysePattern(d, a, &idx)
+		p, err := compilePattern(d, a, &idx)
 		if err != nil {
 			return nil, hintIndex{}, fmt.Errorf("pattern %s: %w", d.label, err)
 		}
@@ -227,13 +227,10 @@ func (p *pattern) compileRegexps() error {
 	return nil
 }
 
-func compilePattern(d patternDef, idx *hintIndex) (pattern, error) {
-	return analysePattern(d, nil, idx)
-}
-
-// analysePattern is compilePattern with the pattern's analysis, when known
-// is not nil, taken from known instead of derived from its parsed source.
-func analysePattern(d patternDef, known *analysedPattern, idx *hintIndex) (pattern, error) {
+// compilePattern checks d, registers its hints and analyses it: its
+// analysis is taken from known when known is not nil, else derived from
+// its parsed source. Its regexps compile on first use (pattern.compile).
+func compilePattern(d patternDef, known *analysedPattern, idx *hintIndex) (pattern, error) {
 	p := pattern{label: d.label, list: d.list, raw: d.raw, fence: d.fence}
 	if d.fence < Low || d.fence > High {
 		return p, fmt.Errorf("fence sensitivity %v", d.fence)

@@ -66,7 +66,7 @@ func TestCompilePatternRejectsBadDefinitions(t *testing.T) {
 		{maskInjection, "nofence", false, []string{"x"}, `x`, 0},
 	} {
 		var idx hintIndex
-		if _, err := compilePattern(d, &idx); err == nil {
+		if _, err := compilePattern(d, nil, &idx); err == nil {
 			t.Errorf("%s: compiled without error", d.label)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 // checkpoints its WAL into the database. SQLite's own automatic checkpoint
 // (1,000 pages) runs inside the commit that crosses it: that commit's
 // caller waits for two more fsyncs and for every page to be copied: about
-// one daemon exec in forty (docs/operate/performance.md). The
+// one daemon exec in sixty (docs/operate/performance.md). The
 // writer's automatic checkpoint is off instead, and a goroutine with a
 // connection of its own checkpoints after checkpointCommits commits, or
 // sooner once the WAL file has grown by checkpointGrowth since the last

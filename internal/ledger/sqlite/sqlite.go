@@ -64,7 +64,7 @@ const pragmas = "_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)"
 // an in-memory one for Memory, and applies the migrations. The caller must
 // Close it (ledger.Ledger.Close does).
 func Open(ctx context.Context, path string) (*sqlstore.Store, error) {
-	return open(ctx, path, false, false)
+	return open(ctx, path, pooled)
 }
 
 // OpenSingle is Open for a process that handles one command or one hook
@@ -75,7 +75,7 @@ func Open(ctx context.Context, path string) (*sqlstore.Store, error) {
 // gets back; it makes no concurrent reads for a second connection to
 // serve. Its reads begin deferred (no write lock), as the pool's do.
 func OpenSingle(ctx context.Context, path string) (*sqlstore.Store, error) {
-	return open(ctx, path, true, false)
+	return open(ctx, path, single)
 }
 
 // WALKeepBytes is the most WAL a store opened by OpenBeforeExit leaves to the
@@ -100,10 +100,20 @@ const WALKeepBytes = 1 << 20
 // Each Close that leaves the connection keeps its three descriptors until
 // the process exits, so nothing that goes on running may use it.
 func OpenBeforeExit(ctx context.Context, path string) (*sqlstore.Store, error) {
-	return open(ctx, path, true, true)
+	return open(ctx, path, beforeExit)
 }
 
-func open(ctx context.Context, path string, single, beforeExit bool) (*sqlstore.Store, error) {
+// mode is how a store uses its connections, by the open function that
+// chose it.
+type mode int
+
+const (
+	pooled     mode = iota // Open: a writer, a pool of readers, the checkpointer
+	single                 // OpenSingle: one connection for everything
+	beforeExit             // OpenBeforeExit: single, and the WAL left at Close
+)
+
+func open(ctx context.Context, path string, m mode) (*sqlstore.Store, error) {
 	if path == Memory {
 		return openMemory(ctx)
 	}
@@ -124,7 +134,7 @@ func open(ctx context.Context, path string, single, beforeExit bool) (*sqlstore.
 	}
 	f.Close()
 	dsn := path + "?_txlock=immediate&_journal_mode=WAL&_synchronous=FULL&" + pragmas
-	if !single {
+	if m == pooled {
 		// The checkpointer checkpoints instead (checkpointer.go).
 		dsn += "&_pragma=wal_autocheckpoint(0)"
 	}
@@ -147,7 +157,7 @@ func open(ctx context.Context, path string, single, beforeExit bool) (*sqlstore.
 		return nil, err
 	}
 	r := w
-	if single {
+	if m != pooled {
 		// Read-only transactions begin without _txlock's IMMEDIATE.
 		d.ViewOptions = &sql.TxOptions{ReadOnly: true}
 	} else {
@@ -160,7 +170,7 @@ func open(ctx context.Context, path string, single, beforeExit bool) (*sqlstore.
 	}
 	var closer func() error
 	opened := false
-	switch {
+	switch m {
 	case beforeExit:
 		closer = func() error {
 			if opened && keepWAL(path) {
@@ -168,7 +178,7 @@ func open(ctx context.Context, path string, single, beforeExit bool) (*sqlstore.
 			}
 			return w.Close()
 		}
-	case !single:
+	case pooled:
 		ckdb, err := sql.Open("sqlite", path+"?_synchronous=FULL&"+pragmas)
 		if err != nil {
 			r.Close()

@@ -75,11 +75,9 @@ func PrepareExecve(path string, argv, env []string) (*Execve, error) {
 	return &Execve{path: p, argv: a, envp: e}, nil
 }
 
-// SetRlimit sets the soft and hard limit of resource for the process. It
-// allocates nothing: the launcher sets the address-space cap with it, and
-// the Go runtime cannot map more memory under that cap (an allocation that
-// needs a new mapping aborts the launch). unix.Prlimit would move the
-// limit to the heap; syscall.RawSyscall6 keeps it on the stack.
+// SetRlimit sets the soft and hard limit of resource for the process. The
+// address-space cap, under which the Go runtime cannot map memory, is set
+// by CapThenExec instead.
 func SetRlimit(resource int, cur, max uint64) error {
 	r := unix.Rlimit{Cur: cur, Max: max}
 	_, _, e := syscall.RawSyscall6(unix.SYS_PRLIMIT64, 0, uintptr(resource), uintptr(unsafe.Pointer(&r)), 0, 0, 0)

@@ -573,12 +573,11 @@ func (l *launcher) exec() error {
 	// shell takes over: it reports a missing program (127), an
 	// unexecutable one (126) or runs a script without #!, in its own
 	// words, and the second record says so.
-	capped := true
-	if e, ok := s.Inject[StepRlimits]; ok {
-		if e != InjectSkip {
-			return stepErr(StepRlimits, fmt.Errorf("setrlimit RLIMIT_AS: %w", syscall.Errno(e)), "")
-		}
-		capped = false
+	// The cap itself is set in CapThenExec; l.call only says whether a
+	// test injects a failure (reported here) or skips it.
+	capped := false
+	if err := l.call(StepRlimits, func() error { capped = true; return nil }); err != nil {
+		return stepErr(StepRlimits, fmt.Errorf("setrlimit RLIMIT_AS: %w", err), "")
 	}
 	failed, errno := kernel.CapThenExec(capped, asCur, asMax, direct, StatusFD, shellRecord, sh)
 	switch failed {
