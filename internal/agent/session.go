@@ -328,7 +328,21 @@ func (s *Session) runStep(ctx context.Context, step int, raw string, src Source,
 		}
 		return ev, nil
 	}, func(ev ledger.Event) { res.Committed, res.ActionSeq = true, ev.Seq })
-	if _, err := s.flush(rctx); err != nil {
+	// A command is confined while its intent commits: the tier prepares
+	// it (the launcher's mounts, Landlock and seccomp) alongside the
+	// commit, and it starts only once the commit is durable, or never.
+	var held sandbox.Prepared
+	if in.Action == intent.RunCommand && !delegated && s.cfg.Overlay == nil {
+		ready := make(chan sandbox.Prepared, 1)
+		req := s.commandRequest(in)
+		go func() { ready <- sandbox.Prepare(ctx, s.env.Tier, req) }()
+		_, err := s.flush(rctx)
+		held = <-ready
+		if err != nil {
+			held.Discard()
+			return res, fmt.Errorf("commit step %d: %w", step, err)
+		}
+	} else if _, err := s.flush(rctx); err != nil {
 		return res, fmt.Errorf("commit step %d: %w", step, err)
 	}
 	if in.Action == intent.Complete {
@@ -338,7 +352,7 @@ func (s *Session) runStep(ctx context.Context, step int, raw string, src Source,
 	if delegated {
 		return res, nil
 	}
-	text, err := s.execute(ctx, rctx, res, in)
+	text, err := s.execute(ctx, rctx, res, in, held)
 	if err == nil {
 		err = s.observe(res, text)
 	}
@@ -388,12 +402,19 @@ func (s *Session) append(ctx context.Context, typ string, payload any) (ledger.E
 	return ev, nil
 }
 
+// commandRequest is the sandbox request of a run_command intent.
+func (s *Session) commandRequest(in *intent.Intent) sandbox.Request {
+	return sandbox.Request{Command: in.Command, Workspace: s.cfg.Workspace, Env: s.env.SandboxEnv, Egress: s.cfg.Egress}
+}
+
 // execute runs a committed intent and returns the observation text before
 // scanning. Failures of the action itself are observations, not errors.
-func (s *Session) execute(ctx, rctx context.Context, res *StepResult, in *intent.Intent) (string, error) {
+// held is the command prepared during the commit (nil in overlay mode,
+// whose layer is made here first).
+func (s *Session) execute(ctx, rctx context.Context, res *StepResult, in *intent.Intent, held sandbox.Prepared) (string, error) {
 	switch in.Action {
 	case intent.RunCommand:
-		req := sandbox.Request{Command: in.Command, Workspace: s.cfg.Workspace, Env: s.env.SandboxEnv, Egress: s.cfg.Egress}
+		req := s.commandRequest(in)
 		var pend *overlay.Pending
 		if s.cfg.Overlay != nil {
 			// Fail closed: without its layer the command does not run
@@ -405,7 +426,12 @@ func (s *Session) execute(ctx, rctx context.Context, res *StepResult, in *intent
 			}
 			pend, req.Overlay = p, p.Overlay()
 		}
-		sr := s.env.Tier.Run(ctx, req)
+		var sr sandbox.Result
+		if held != nil {
+			sr = held.Start()
+		} else {
+			sr = s.env.Tier.Run(ctx, req)
+		}
 		res.Sandbox = &sr
 		ref, err := s.stageSandboxResult(res, sr)
 		if err != nil {

@@ -275,6 +275,13 @@ func (a Attempt) Abort(format string, args ...any) Result {
 	return Aborted(a.tier, fmt.Sprintf(format, args...), a.Elapsed())
 }
 
+// Restart is a with its clock started now: a prepared command's duration
+// runs from its start, not from its preparation.
+func Restart(a Attempt) Attempt {
+	a.start = time.Now()
+	return a
+}
+
 // Elapsed is the time since the attempt began.
 func (a Attempt) Elapsed() time.Duration { return time.Since(a.start) }
 

@@ -84,6 +84,47 @@ type Tier interface {
 	SelfTest(ctx context.Context) error
 }
 
+// Preparer is a Tier that can confine a command before it may run: the
+// agent prepares a command while the ledger commits its intent, and starts
+// it once the commit is durable, so that the confinement's cost overlaps
+// the commit's instead of following it (docs/operate/performance.md).
+type Preparer interface {
+	Tier
+	// Prepare confines req's command and holds it; nothing of the command
+	// runs before Start. ctx is the run's (its end stops the command,
+	// held or running). A failure to confine is the aborted Result
+	// Start returns.
+	Prepare(ctx context.Context, req Request) Prepared
+}
+
+// Prepared is a command confined by its tier and held before it runs.
+// Exactly one of Start and Discard must be called.
+type Prepared interface {
+	// Start runs the command and reports what happened, as Tier.Run.
+	Start() Result
+	// Discard withdraws the command: it never runs.
+	Discard()
+}
+
+// Prepare is t.Prepare when t is a Preparer; for any other tier, a
+// Prepared whose Start runs req with t.Run then (Discard does nothing).
+func Prepare(ctx context.Context, t Tier, req Request) Prepared {
+	if p, ok := t.(Preparer); ok {
+		return p.Prepare(ctx, req)
+	}
+	return &deferredRun{ctx: ctx, t: t, req: req}
+}
+
+// deferredRun is Prepare's answer for a tier that cannot prepare.
+type deferredRun struct {
+	ctx context.Context
+	t   Tier
+	req Request
+}
+
+func (d *deferredRun) Start() Result { return d.t.Run(d.ctx, d.req) }
+func (d *deferredRun) Discard()      {}
+
 // CloseTier releases what t keeps between commands (the native Linux
 // tier's ready launcher) when it keeps anything; commands already running
 // are not affected. Closing is not required for correctness — a tier's

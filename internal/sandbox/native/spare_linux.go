@@ -257,8 +257,9 @@ func (l *launcher) awaitReady() error {
 // errExited is a ready launcher that died before it took a specification.
 var errExited = errors.New("the ready launcher has exited")
 
-// send gives the launcher its specification and closes the pipe. An error
-// means the launcher did not take it (it has exited).
+// send gives the launcher its specification (launch.Frame) and keeps the
+// pipe open for startCommand. An error means the launcher did not take it
+// (it has exited).
 func (l *launcher) send(spec []byte) error {
 	select {
 	case <-l.exited:
@@ -266,7 +267,21 @@ func (l *launcher) send(spec []byte) error {
 		return errExited
 	default:
 	}
-	_, err := l.spec.Write(spec)
+	framed, err := launch.Frame(spec)
+	if err == nil {
+		_, err = l.spec.Write(framed)
+	}
+	if err != nil {
+		l.spec.Close()
+	}
+	return err
+}
+
+// startCommand lets the launcher exec its command (launch.Start) and
+// closes the pipe. An error means the launcher is gone: its status says
+// why, and nothing ran.
+func (l *launcher) startCommand() error {
+	_, err := l.spec.Write([]byte{launch.Start})
 	if cerr := l.spec.Close(); err == nil {
 		err = cerr
 	}

@@ -254,22 +254,36 @@ func (t *Tier) SelfTest(ctx context.Context) error {
 	return sandbox.SelfTest(ctx, t)
 }
 
-// Run implements sandbox.Tier. Each step up to the launcher's start fails
-// closed, in this order: the request, the seccomp profile, the workspace
-// and the protected paths, the scratch directory, the launch
-// specification; then the result is trusted only once the launcher
-// confirmed the sandbox applied.
+// Run implements sandbox.Tier: Prepare, then Start at once.
 func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
+	return t.Prepare(ctx, req).Start()
+}
+
+// Prepare implements sandbox.Preparer: it confines req's command in a
+// launcher that waits for Start. Each step up to the launcher's start
+// fails closed, in this order: the request, the seccomp profile, the
+// workspace and the protected paths, the scratch directory, the launch
+// specification; such a failure is the aborted Result that Start returns.
+// ctx is the run's: its end kills the launcher, held or running.
+func (t *Tier) Prepare(ctx context.Context, req sandbox.Request) sandbox.Prepared {
 	attempt, err := sandbox.Begin(sandbox.TierNativeLinux, req)
-	abort := attempt.Abort
+	p := &prepared{t: t, ctx: ctx, req: req, attempt: attempt}
+	abort := func(format string, args ...any) sandbox.Prepared {
+		r := attempt.Abort(format, args...)
+		p.result = &r
+		if p.scratch != nil {
+			p.scratch.remove()
+		}
+		return p
+	}
 	if err != nil {
 		return abort("%v", err)
 	}
 	if t.seccompErr != nil {
 		return abort("build the seccomp profile: %v; fix: use linux/amd64 or linux/arm64, or set ECTO_DOCKER_IMAGE", t.seccompErr)
 	}
-	proxy := req.Egress != nil
-	if proxy && t.container {
+	p.proxy = req.Egress != nil
+	if p.proxy && t.container {
 		// Security: fail closed. The command would reach the
 		// container's network directly, around the proxy.
 		return abort("%s", containerProxyRefused)
@@ -279,7 +293,7 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		// workspace instead.
 		return abort("%s", containerOverlayRefused)
 	}
-	if proxy && t.proxySeccompErr != nil {
+	if p.proxy && t.proxySeccompErr != nil {
 		return abort("build the proxy-mode seccomp profile: %v; fix: use linux/amd64 or linux/arm64, or set ECTO_SANDBOX_NETWORK=none", t.proxySeccompErr)
 	}
 	ws, err := sandbox.ResolveWorkspace(req.Workspace)
@@ -290,9 +304,8 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if err != nil {
 		return abort("%v", err)
 	}
-	var overlay *launch.Overlay
 	if req.Overlay != nil {
-		if overlay, err = t.checkOverlay(ws, req.Overlay); err != nil {
+		if p.overlay, err = t.checkOverlay(ws, req.Overlay); err != nil {
 			return abort("%v", err)
 		}
 	}
@@ -310,6 +323,9 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if err != nil {
 		return abort("create scratch directory: %v; fix: make %s writable", err, t.scratchDir)
 	}
+	// The scratch directory never outlives the command (Start and
+	// Discard remove it).
+	p.scratch = scratch
 	if t.container && t.switchUser {
 		// A plain directory here, not a tmpfs mounted for the command:
 		// it must be the command's own.
@@ -317,30 +333,86 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 			return abort("chown scratch directory %s to the command's user: %v", scratch.dir, err)
 		}
 	}
-	// The scratch directory never outlives the command.
-	defer scratch.remove()
-	lspec := t.launchSpec(req, ws, scratch.dir, masks, proxy)
-	lspec.Overlay = overlay
+	lspec := t.launchSpec(req, ws, scratch.dir, masks, p.proxy)
+	lspec.Overlay = p.overlay
 	spec, err := lspec.Encode()
 	if err != nil {
 		return abort("encode launch specification: %v", err)
 	}
-
-	timeout := t.opts.EffectiveTimeout(req)
-	rctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
-	l, err := t.launch(rctx, spec)
+	p.l, err = t.launch(ctx, spec)
 	if err != nil {
 		return abort("%s", startFailure(err, t.userNS))
 	}
+	p.stop = context.AfterFunc(ctx, p.l.kill)
+	return p
+}
+
+// prepared is one command of the tier, confined in its launcher and held
+// there until Start (sandbox.Prepared).
+type prepared struct {
+	t       *Tier
+	ctx     context.Context
+	req     sandbox.Request
+	attempt sandbox.Attempt
+	proxy   bool
+	overlay *launch.Overlay
+	scratch *hostScratch
+	l       *launcher
+	// stop undoes the kill on ctx's end.
+	stop func() bool
+	// result is set when Prepare failed: Start returns it.
+	result *sandbox.Result
+	used   bool
+}
+
+// Discard implements sandbox.Prepared: the launcher is killed before its
+// command ran, and its scratch directory removed.
+func (p *prepared) Discard() {
+	if p.used {
+		return
+	}
+	p.used = true
+	if p.l == nil {
+		return
+	}
+	p.stop()
+	p.l.discard()
+	p.scratch.remove()
+	if !p.t.opts.OneCommand {
+		p.t.keepReady(p.l.key)
+	}
+}
+
+// Start implements sandbox.Prepared: the launcher execs the command, and
+// the result is trusted only once the launcher confirmed the sandbox
+// applied. The run's timeout starts here, and so does its duration.
+func (p *prepared) Start() sandbox.Result {
+	if p.used {
+		return p.attempt.Abort("the prepared command was already started or discarded")
+	}
+	p.used = true
+	if p.result != nil {
+		return *p.result
+	}
+	t, l, ctx, req := p.t, p.l, p.ctx, p.req
+	defer p.stop()
+	defer p.scratch.remove()
 	defer l.status.Close()
 	defer l.proxy.Close()
+	attempt := sandbox.Restart(p.attempt)
+	timeout := t.opts.EffectiveTimeout(req)
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	stop := context.AfterFunc(rctx, l.kill)
 	defer stop()
+	if err := l.startCommand(); err != nil {
+		// The launcher is gone (its status says why) or cannot be
+		// told: either way nothing of the command may run.
+		l.kill()
+	}
 	var px *proxyRun
 	var proxyErr error
-	if proxy {
+	if p.proxy {
 		// The launcher sends the socket before its applied record; a
 		// launcher that failed first closes its end, and its status
 		// record says why.
@@ -371,17 +443,18 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	if proxyErr != nil {
 		return sandbox.Aborted(sandbox.TierNativeLinux, proxyErr.Error()+"; fix: set ECTO_SANDBOX_NETWORK=none to run without network, and report this with the output of `ironvise sandbox doctor`", dur)
 	}
+	scratch := p.scratch
 	res.Enforced = t.enforced(applied, scratch.dir)
-	if proxy {
+	if p.proxy {
 		res.Enforced.Network = networkProxy
 	}
-	if overlay != nil {
+	if p.overlay != nil {
 		// The launcher checked the mount before exec; a record without
 		// it means the command did not run on the overlay.
 		if applied.Overlay == "" || !slices.Contains(applied.Verified, launch.VerifiedOverlay) {
 			return sandbox.Aborted(sandbox.TierNativeLinux, "overlay mode: the launcher did not confirm the workspace's overlay; report this with the output of `ironvise sandbox doctor`", dur)
 		}
-		overlayEnforced(res.Enforced, applied, len(overlay.Layers))
+		overlayEnforced(res.Enforced, applied, len(p.overlay.Layers))
 	}
 	res.ExecMode = applied.Exec
 	res.Enforced.Scratch.Cleanup = scratch.remove()

@@ -29,13 +29,13 @@
 // ([NamespacesArg]) first does there what no command changes: its mount
 // tree made a slave of the host's and loopback brought up (step 2's first
 // parts; a failure is reported at its step, once the specification came).
-// When a command comes, the parent writes that command's [Spec]
-// ([Spec.Encode]) and closes the pipe. A launcher takes exactly one
+// When a command comes, the parent writes that command's [Spec] framed
+// ([Frame]) and keeps the pipe open. A launcher takes exactly one
 // specification, and everything that confines the command comes from it;
 // nothing before it depends on the command. (A specification given as
 // arguments after [Arg] is used at once.) The launcher, in order:
 //
-//  0. reads the specification and closes [SpecFD];
+//  0. reads the specification;
 //  1. marks every inherited descriptor above 2 close-on-exec;
 //  2. setsid, brings up loopback and, in proxy mode ([Spec.Proxy]), listens
 //     on 127.0.0.1:[ProxyPort] and hands the socket to the parent over
@@ -51,7 +51,13 @@
 //     thread, the one that execs the command;
 //  6. installs the parent's seccomp program with TSYNC, after checking its
 //     hash;
-//  7. writes an [Applied] record and execs /bin/sh -c <command>, or the
+//  7. waits for [Start] on [SpecFD] and closes it: the parent confines the
+//     command while it commits the command's intent to the ledger, and
+//     lets it start only once that commit is durable. A pipe closed
+//     without [Start] (the commit failed, the run was withdrawn, the
+//     parent died) ends the launch at [StepStart], before anything of the
+//     command runs;
+//  8. writes an [Applied] record and execs /bin/sh -c <command>, or the
 //     command's argument vector directly when the parent sent one.
 //
 // Any failure is written as a [SetupError] record and the launcher exits
@@ -84,6 +90,10 @@ const StatusFD = 3
 // SpecFD is the pipe a ready launcher reads its specification from: the
 // parent's ExtraFiles[1].
 const SpecFD = 4
+
+// Start is the byte the parent writes on [SpecFD], after the framed
+// specification, when the command may run (step 7 above).
+const Start = 'g'
 
 // ProxyFD is a Unix stream socket, the parent's ExtraFiles[2], on which a
 // launcher in proxy mode ([Spec.Proxy]) hands the parent the listening
@@ -351,6 +361,7 @@ const (
 	StepReaper   = "reaper"
 	StepProxy    = "proxy"
 	StepOverlay  = "overlay"
+	StepStart    = "start"
 )
 
 // ContainerFix is the fix named when IronVise in a container cannot build

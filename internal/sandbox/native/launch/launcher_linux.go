@@ -45,6 +45,9 @@ type launcher struct {
 	// pre is what a ready launcher did in its namespaces before its
 	// specification came (NamespacesArg).
 	pre prepared
+	// start is the specification pipe, on which the parent's Start comes
+	// (nil when the specification came as arguments).
+	start *os.File
 }
 
 // prepared records the namespace steps a ready launcher took before its
@@ -111,7 +114,7 @@ func launcherMain(args []string) int {
 		if err := kernel.Write(StatusFD, []byte(Ready)); err != nil {
 			return ExitFailed
 		}
-		spec, err = readSpec()
+		spec, l.start, err = readSpec()
 	}
 	if err != nil {
 		return l.fail(&SetupError{Step: StepSpec, Message: "decode launch specification: " + err.Error()})
@@ -127,25 +130,39 @@ func launcherMain(args []string) int {
 	return l.fail(se)
 }
 
-// maxSpecBytes bounds what the launcher reads from SpecFD; a
-// specification is a few KiB (the seccomp program, the environment).
-const maxSpecBytes = 16 << 20
-
-// readSpec reads the specification from SpecFD until the parent closes its
-// end, then closes the descriptor: nothing of it reaches the command.
-func readSpec() (Spec, error) {
+// readSpec reads the framed specification from SpecFD and returns the
+// pipe, on which the parent's Start comes later (awaitStart).
+func readSpec() (Spec, *os.File, error) {
 	f := os.NewFile(SpecFD, "launch-spec")
-	b, err := io.ReadAll(io.LimitReader(f, maxSpecBytes+1))
-	_ = f.Close()
-	switch {
-	case err != nil:
-		return Spec{}, fmt.Errorf("missing launch specification: read descriptor %d: %w", SpecFD, err)
-	case len(b) > maxSpecBytes:
-		return Spec{}, fmt.Errorf("launch specification over %d bytes", maxSpecBytes)
-	case len(b) == 0:
-		return Spec{}, errors.New("missing launch specification")
+	s, err := ReadFrame(f)
+	if err != nil {
+		_ = f.Close()
+		return Spec{}, nil, fmt.Errorf("read descriptor %d: %w", SpecFD, err)
 	}
-	return ParseSpec(b)
+	return s, f, nil
+}
+
+// awaitStart waits for the parent's Start on the specification pipe, then
+// closes the pipe: nothing of it reaches the command. Anything else — the
+// pipe closed, a read error, another byte — ends the launch before the
+// command runs.
+func (l *launcher) awaitStart() error {
+	if l.start == nil {
+		return nil // the specification came as arguments: used at once
+	}
+	var b [1]byte
+	n, err := l.start.Read(b[:])
+	_ = l.start.Close()
+	l.start = nil
+	switch {
+	case n == 1 && b[0] == Start:
+		return nil
+	case n == 1:
+		err = fmt.Errorf("unexpected byte %#x", b[0])
+	case err == nil:
+		err = io.ErrUnexpectedEOF
+	}
+	return stepErr(StepStart, fmt.Errorf("the parent did not let the command start (%w); nothing of it ran", err), "")
 }
 
 // fail reports se to the parent and returns the launcher's exit code.
@@ -253,7 +270,14 @@ func (l *launcher) launch() error {
 		return err
 	}
 
-	// 8. Exec.
+	// 8. Security: the command runs only once the parent says so — after
+	// its intent is durable in the ledger. Everything above only confined
+	// this process, which exits if the start never comes.
+	if err := l.awaitStart(); err != nil {
+		return err
+	}
+
+	// 9. Exec.
 	return l.exec()
 }
 

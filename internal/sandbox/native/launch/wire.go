@@ -2,8 +2,10 @@ package launch
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 )
@@ -94,6 +96,40 @@ func (s Spec) Args() ([]string, error) {
 		}
 	}
 	return args, nil
+}
+
+// maxSpecBytes bounds a framed specification; one is a few KiB (the
+// seccomp program, the environment).
+const maxSpecBytes = 16 << 20
+
+// Frame is spec (Encode's output) as the parent writes it on SpecFD: its
+// length as 4 big-endian bytes, then spec. The frame tells the launcher
+// where the specification ends while the pipe stays open for [Start].
+func Frame(spec []byte) ([]byte, error) {
+	if len(spec) == 0 || len(spec) > maxSpecBytes {
+		return nil, fmt.Errorf("launch: a specification of %d bytes (1 to %d)", len(spec), maxSpecBytes)
+	}
+	b := make([]byte, 4, 4+len(spec))
+	binary.BigEndian.PutUint32(b, uint32(len(spec)))
+	return append(b, spec...), nil
+}
+
+// ReadFrame reads one framed specification from r (see Frame) and decodes
+// it.
+func ReadFrame(r io.Reader) (Spec, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return Spec{}, fmt.Errorf("missing launch specification: %w", err)
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n == 0 || n > maxSpecBytes {
+		return Spec{}, fmt.Errorf("a launch specification of %d bytes (1 to %d)", n, maxSpecBytes)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return Spec{}, fmt.Errorf("truncated launch specification: %w", err)
+	}
+	return ParseSpec(b)
 }
 
 // Encode is the specification as a ready launcher reads it from SpecFD:

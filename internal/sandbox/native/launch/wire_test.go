@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"bytes"
 	"reflect"
 	"slices"
 	"strings"
@@ -220,4 +221,61 @@ func FuzzParseStatus(f *testing.F) {
 func testStatusApplied() Status {
 	return Status{Applied: &Applied{LandlockABI: 7, SeccompSHA256: "ab", NoNewPrivs: true, Namespaces: []string{"mount", "pid"},
 		RLimits: RLimits{CPUSecs: 30, ASMiB: 512, NoFile: 64, NProc: 512, FSizeMiB: 256}, Exec: ExecArgv}}
+}
+
+// TestFrameRoundTrip: a framed specification reads back whole, and the
+// bytes after it (the parent's Start) stay in the pipe for the launcher's
+// later read.
+func TestFrameRoundTrip(t *testing.T) {
+	spec, err := testSpec().Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	framed, err := Frame(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := bytes.NewReader(append(framed, Start))
+	got, err := ReadFrame(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, testSpec()) {
+		t.Fatalf("got %+v; want %+v", got, testSpec())
+	}
+	if b, err := r.ReadByte(); err != nil || b != Start {
+		t.Fatalf("after the frame: %q, %v; want the start byte", b, err)
+	}
+}
+
+// TestReadFrameRejects: a launcher given no specification, an empty one,
+// one longer than the bound or one cut short takes none, so it never
+// confines (or runs) anything from a partial one.
+func TestReadFrameRejects(t *testing.T) {
+	spec, err := testSpec().Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	framed, err := Frame(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string][]byte{
+		"nothing":   nil,
+		"short hdr": {0, 0},
+		"empty":     {0, 0, 0, 0},
+		"too large": {0xff, 0, 0, 0},
+		"truncated": framed[:len(framed)-1],
+	}
+	for name, b := range cases {
+		if _, err := ReadFrame(bytes.NewReader(b)); err == nil {
+			t.Errorf("%s: read a specification from %q", name, b)
+		}
+	}
+	if _, err := Frame(nil); err == nil {
+		t.Error("Frame framed an empty specification")
+	}
+	if _, err := Frame(make([]byte, maxSpecBytes+1)); err == nil {
+		t.Error("Frame framed a specification over the bound")
+	}
 }

@@ -1,0 +1,101 @@
+package agent
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ironvise/ironvise/internal/sandbox"
+)
+
+// preparingTier records how a step uses a sandbox.Preparer. It is an
+// interface fake over the permissive tier because what it observes — the
+// order of the commit and the start, and a commit that fails — happens
+// inside the agent; the native tier's own tests run the real launcher's
+// hold (internal/sandbox/native, TestPreparedCommandWaitsForStart).
+type preparingTier struct {
+	sandbox.Tier
+	mu    sync.Mutex
+	calls []string
+}
+
+func (p *preparingTier) note(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = append(p.calls, s)
+}
+
+func (p *preparingTier) Prepare(ctx context.Context, req sandbox.Request) sandbox.Prepared {
+	p.note("prepare " + req.Command)
+	return &preparedFake{tier: p, ctx: ctx, req: req}
+}
+
+type preparedFake struct {
+	tier *preparingTier
+	ctx  context.Context
+	req  sandbox.Request
+}
+
+func (f *preparedFake) Start() sandbox.Result {
+	f.tier.note("start " + f.req.Command)
+	return f.tier.Tier.Run(f.ctx, f.req)
+}
+
+func (f *preparedFake) Discard() { f.tier.note("discard " + f.req.Command) }
+
+// TestCommandPreparedDuringItsCommit: a tier that can prepare gets the
+// command before the step's commit and starts it after; the action is in
+// the ledger when the command starts.
+func TestCommandPreparedDuringItsCommit(t *testing.T) {
+	h := newHarness(t)
+	tier := &preparingTier{Tier: h.env.Tier}
+	h.env.Tier = tier
+	s := h.session(t, "audit", nil, nil)
+	res, err := s.Step(context.Background(), 1, rcEcho, SourceAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Committed || res.Sandbox == nil || !strings.Contains(res.Sandbox.Stdout, "step") {
+		t.Fatalf("step: committed %v, sandbox %+v", res.Committed, res.Sandbox)
+	}
+	if got := strings.Join(tier.calls, ", "); got != "prepare echo step, start echo step" {
+		t.Fatalf("tier calls: %s", got)
+	}
+	// The action committed before the start: its sequence is in the
+	// ledger below the sandbox result's.
+	var action, result uint64
+	for _, ev := range h.events(t, s.ID.String()) {
+		switch ev.Type {
+		case "action":
+			action = ev.Seq
+		case "sandbox_result":
+			result = ev.Seq
+		}
+	}
+	if action == 0 || result <= action {
+		t.Fatalf("action seq %d, sandbox_result seq %d", action, result)
+	}
+}
+
+// TestCommandDiscardedWhenItsCommitFails: when the commit of a prepared
+// command's intent fails, the command is discarded and never started —
+// verify-then-commit, then execute, with the confinement overlapping the
+// commit.
+func TestCommandDiscardedWhenItsCommitFails(t *testing.T) {
+	h := newHarness(t)
+	tier := &preparingTier{Tier: h.env.Tier}
+	h.env.Tier = tier
+	s := h.session(t, "audit", nil, nil)
+	// The ledger is gone before the step: the checks allow the command,
+	// and the commit of its intent fails.
+	h.env.Ledger.Close(context.Background())
+	_, err := s.Step(context.Background(), 1, rcEcho, SourceAPI)
+	if err == nil || !strings.Contains(err.Error(), "commit step 1") {
+		t.Fatalf("step: %v; want the commit's failure", err)
+	}
+	got := strings.Join(tier.calls, ", ")
+	if strings.Contains(got, "start") || !strings.Contains(got, "discard echo step") {
+		t.Fatalf("tier calls after a failed commit: %s (err %v)", got, err)
+	}
+}

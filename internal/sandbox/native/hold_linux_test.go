@@ -1,0 +1,143 @@
+package native
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/sandbox/native/launch"
+)
+
+// readSyscall is read(2)'s number in /proc/PID/task/TID/syscall.
+func readSyscall(t *testing.T) string {
+	switch runtime.GOARCH {
+	case "amd64":
+		return "0"
+	case "arm64":
+		return "63"
+	}
+	t.Skipf("no read(2) number known for %s", runtime.GOARCH)
+	return ""
+}
+
+// awaitHeld waits until a thread of the launcher pid blocks reading the
+// specification pipe (read(2) on launch.SpecFD): the launcher has confined
+// itself and waits for its start. It fails the test when the process ends
+// or execs something else first, or after 10 s.
+func awaitHeld(t *testing.T, pid int) {
+	t.Helper()
+	nr := readSyscall(t)
+	self, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := nr + " 0x" + strconv.FormatInt(launch.SpecFD, 16) + " "
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); err != nil || exe != self {
+			t.Fatalf("the prepared launcher %d is now %q (%v): the command ran before its start", pid, exe, err)
+		}
+		tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/syscall")
+		for _, f := range tasks {
+			if b, err := os.ReadFile(f); err == nil && strings.HasPrefix(string(b), want) {
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("the prepared launcher %d never waited on its specification pipe", pid)
+}
+
+func prepare(t *testing.T, tier *Tier, fx *fixture, cmd string) *prepared {
+	t.Helper()
+	p, ok := tier.Prepare(context.Background(), sandbox.Request{Command: cmd, Workspace: fx.ws, Timeout: 60 * time.Second}).(*prepared)
+	if !ok || p.result != nil {
+		t.Fatalf("prepare failed: %+v", p.result)
+	}
+	return p
+}
+
+// TestPreparedCommandWaitsForStart: a prepared command's launcher applies
+// the whole sandbox and then holds: the process is still the launcher, and
+// stays so, until Start, which runs the command confined as Run does.
+func TestPreparedCommandWaitsForStart(t *testing.T) {
+	tier := newTestTier(t, sandbox.Options{})
+	fx := newFixture(t)
+	p := prepare(t, tier, fx, "echo started")
+	awaitHeld(t, p.l.cmd.Process.Pid)
+	// What holds is already confined: no_new_privs and the seccomp
+	// filter are on before the start (the overlap with the commit).
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(p.l.cmd.Process.Pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\nNoNewPrivs:\t1\n", "\nSeccomp:\t2\n", "\nCapEff:\t0000000000000000\n"} {
+		if !strings.Contains(string(status), want) {
+			t.Fatalf("the held launcher's status lacks %q:\n%s", want, status)
+		}
+	}
+	// Held well past the time a launch takes: still nothing ran.
+	time.Sleep(100 * time.Millisecond)
+	awaitHeld(t, p.l.cmd.Process.Pid)
+	r := p.Start()
+	exitZero(t, r)
+	contains(t, r, "started")
+	if r.Enforced == nil || r.Enforced.LandlockABI == nil || r.Enforced.SeccompProfileSHA256 == "" {
+		t.Fatalf("no enforcement recorded: %+v", r.Enforced)
+	}
+	// A second start is refused; it runs nothing.
+	if again := p.Start(); again.Status != sandbox.StatusAborted {
+		t.Fatalf("a second Start: %s; want aborted", again.Status)
+	}
+}
+
+// TestDiscardedCommandNeverRuns: a prepared command that is discarded (its
+// intent's commit failed) never runs: the launcher is killed while it
+// holds, nothing reaches the command's output, and its scratch directory
+// is gone.
+func TestDiscardedCommandNeverRuns(t *testing.T) {
+	tier := newTestTier(t, sandbox.Options{})
+	fx := newFixture(t)
+	p := prepare(t, tier, fx, "echo started")
+	awaitHeld(t, p.l.cmd.Process.Pid)
+	p.Discard()
+	if out, _ := p.l.stdout.Capped(); out != "" {
+		t.Fatalf("a discarded command wrote %q", out)
+	}
+	if _, err := os.Stat(p.scratch.dir); !os.IsNotExist(err) {
+		t.Fatalf("scratch directory %s left behind: %v", p.scratch.dir, err)
+	}
+	if r := p.Start(); r.Status != sandbox.StatusAborted {
+		t.Fatalf("Start after Discard: %s; want aborted", r.Status)
+	}
+}
+
+// TestWithdrawnCommandEndsAtStart: a launcher whose parent closes the
+// specification pipe without the start byte (the parent died or withdrew
+// the command) reports a setup failure at the start step and exits
+// without running the command.
+func TestWithdrawnCommandEndsAtStart(t *testing.T) {
+	tier := newTestTier(t, sandbox.Options{})
+	fx := newFixture(t)
+	p := prepare(t, tier, fx, "echo started")
+	defer p.Discard()
+	awaitHeld(t, p.l.cmd.Process.Pid)
+	p.l.spec.Close()
+	_, _, setupErr := readStatus(p.l.status)
+	<-p.l.exited
+	if setupErr == nil || setupErr.Step != launch.StepStart || !strings.Contains(setupErr.Message, "nothing of it ran") {
+		t.Fatalf("status: %+v; want a setup error at %q", setupErr, launch.StepStart)
+	}
+	if code := p.l.cmd.ProcessState.ExitCode(); code != launch.ExitFailed {
+		t.Fatalf("launcher exit %d; want %d", code, launch.ExitFailed)
+	}
+	if out, _ := p.l.stdout.Capped(); out != "" {
+		t.Fatalf("a withdrawn command wrote %q", out)
+	}
+}
