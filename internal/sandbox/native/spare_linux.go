@@ -342,9 +342,11 @@ func (k launcherKey) sysProcAttr() *syscall.SysProcAttr {
 // spares holds the tier's ready launcher (at most one) and the launchers
 // it is starting or discarding in the background.
 type spares struct {
-	mu       sync.Mutex
-	ready    *launcher
-	starting bool
+	mu    sync.Mutex
+	ready *launcher
+	// starting is closed when the launcher being started in the
+	// background is ready or failed; nil when none is starting.
+	starting chan struct{}
 	closed   bool
 	bg       sync.WaitGroup
 }
@@ -358,7 +360,7 @@ type spares struct {
 // started.
 func (t *Tier) launch(ctx context.Context, spec []byte) (*launcher, error) {
 	k := t.launcherKey()
-	l := t.takeSpare(k)
+	l := t.takeSpare(ctx, k)
 	if l != nil {
 		if l.send(spec) == nil {
 			return l, nil
@@ -383,10 +385,25 @@ func (t *Tier) launch(ctx context.Context, spec []byte) (*launcher, error) {
 }
 
 // takeSpare takes the ready launcher if it was started with k; a stale one
-// is discarded.
-func (t *Tier) takeSpare(k launcherKey) *launcher {
+// is discarded. A launcher still starting is waited for (until ctx ends):
+// it is ready within milliseconds, and a second one started beside it
+// would compete with it for the CPU and arrive no sooner. That happens
+// when a command comes right after the tier was built (a standalone exec
+// prepares its command while the ledger commits the intent) or right
+// after the previous command.
+func (t *Tier) takeSpare(ctx context.Context, k launcherKey) *launcher {
 	p := t.spares
 	p.mu.Lock()
+	for p.ready == nil && p.starting != nil {
+		started := p.starting
+		p.mu.Unlock()
+		select {
+		case <-started:
+		case <-ctx.Done():
+			return nil
+		}
+		p.mu.Lock()
+	}
 	l := p.ready
 	p.ready = nil
 	p.mu.Unlock()
@@ -410,10 +427,11 @@ func (t *Tier) keepReady(k launcherKey) {
 	p := t.spares
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || p.ready != nil || p.starting {
+	if p.closed || p.ready != nil || p.starting != nil {
 		return
 	}
-	p.starting = true
+	started := make(chan struct{})
+	p.starting = started
 	p.bg.Add(1)
 	go func() {
 		defer p.bg.Done()
@@ -424,7 +442,8 @@ func (t *Tier) keepReady(k launcherKey) {
 			}
 		}
 		p.mu.Lock()
-		p.starting = false
+		p.starting = nil
+		close(started)
 		if err == nil && !p.closed {
 			p.ready, l = l, nil
 		}

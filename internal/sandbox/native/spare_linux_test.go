@@ -132,8 +132,34 @@ func TestOneCommandTierKeepsNoSpare(t *testing.T) {
 	tier.spares.mu.Lock()
 	ready, starting := tier.spares.ready, tier.spares.starting
 	tier.spares.mu.Unlock()
-	if ready != nil || starting {
-		t.Fatalf("a one-command tier keeps another launcher (ready %v, starting %v)", ready != nil, starting)
+	if ready != nil || starting != nil {
+		t.Fatalf("a one-command tier keeps another launcher (ready %v, starting %v)", ready != nil, starting != nil)
+	}
+	if l := launchers(t); len(l) != 0 {
+		t.Fatalf("launcher processes left after the one command: %v", l)
+	}
+}
+
+// TestCommandWaitsForTheStartingLauncher: a command that comes while the
+// tier's first launcher is still starting (a standalone exec prepares its
+// command as soon as the ledger commits) runs in that launcher once it is
+// ready, rather than in a second one started beside it: no launcher is
+// left over.
+func TestCommandWaitsForTheStartingLauncher(t *testing.T) {
+	fx := newFixture(t)
+	tier := newTestTier(t, sandbox.Options{OneCommand: true})
+	tier.spares.mu.Lock()
+	starting := tier.spares.starting != nil && tier.spares.ready == nil
+	tier.spares.mu.Unlock()
+	if !starting {
+		t.Skip("the first launcher was ready before the command came; nothing to wait for")
+	}
+	runNS(t, tier, fx)
+	tier.spares.mu.Lock()
+	ready := tier.spares.ready
+	tier.spares.mu.Unlock()
+	if ready != nil {
+		t.Fatal("the launcher started ahead was left ready: the command ran in another one")
 	}
 	if l := launchers(t); len(l) != 0 {
 		t.Fatalf("launcher processes left after the one command: %v", l)
@@ -195,7 +221,7 @@ func TestCloseReapsSpares(t *testing.T) {
 		t.Fatalf("the ready launcher %d is still there (%v)", pid, err)
 	}
 	runNS(t, tier, fx)
-	if tier.spares.ready != nil || tier.spares.starting {
+	if tier.spares.ready != nil || tier.spares.starting != nil {
 		t.Fatal("a closed tier keeps a launcher ready")
 	}
 	if c := launchers(t); len(c) != 0 {
