@@ -377,8 +377,10 @@ func (p *prober) scratchProbes(ctx context.Context) []Guarantee {
 	}
 	switch {
 	case r.Enforced != nil && r.Enforced.Scratch != nil:
-		_, err := os.Stat(r.Enforced.ScratchDir)
-		v.add(GScratchCleanup, r.Enforced.Scratch.Cleanup == ScratchRemoved && os.IsNotExist(err), true,
+		// Gone, or (a long-lived native tier's shared mount point) an
+		// empty directory: nothing of the command is on the host.
+		left, err := os.ReadDir(r.Enforced.ScratchDir)
+		v.add(GScratchCleanup, r.Enforced.Scratch.Cleanup == ScratchRemoved && (os.IsNotExist(err) || err == nil && len(left) == 0), true,
 			"after a chmod 000 tree was left in scratch: "+r.Enforced.Scratch.Cleanup)
 	case r.Enforced != nil && filepath.IsAbs(r.Enforced.ScratchDir) && (p.t.Name() == TierNativeDarwin):
 		_, err := os.Stat(r.Enforced.ScratchDir)

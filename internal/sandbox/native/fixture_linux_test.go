@@ -216,6 +216,23 @@ func run(t testing.TB, tier sandbox.Tier, fx *fixture, cmd string, mod ...func(*
 	return r
 }
 
+// scratchLeftNothing fails unless nothing of r's scratch space is left on
+// the host: a one-command tier's directory is gone, and a long-lived
+// tier's shared mount point is there and empty.
+func scratchLeftNothing(t testing.TB, tier *Tier, r sandbox.Result) {
+	t.Helper()
+	if r.Enforced.Scratch.Cleanup != sandbox.ScratchRemoved {
+		t.Fatalf("cleanup: %s", r.Enforced.Scratch.Cleanup)
+	}
+	if tier.opts.OneCommand || tier.container {
+		absent(t, r.Enforced.ScratchDir)
+		return
+	}
+	if empty, err := emptyDir(r.Enforced.ScratchDir); err != nil || !empty {
+		t.Fatalf("the shared scratch mount point %s: empty %v, %v", r.Enforced.ScratchDir, empty, err)
+	}
+}
+
 // unchanged fails if the file's content is not want.
 func unchanged(t testing.TB, path, want string) {
 	t.Helper()

@@ -99,8 +99,8 @@ func TestPreparedCommandWaitsForStart(t *testing.T) {
 
 // TestDiscardedCommandNeverRuns: a prepared command that is discarded (its
 // intent's commit failed) never runs: the launcher is killed while it
-// holds, nothing reaches the command's output, and its scratch directory
-// is gone.
+// holds, nothing reaches the command's output, and its scratch mount
+// point is left empty.
 func TestDiscardedCommandNeverRuns(t *testing.T) {
 	tier := newTestTier(t, sandbox.Options{})
 	fx := newFixture(t)
@@ -110,8 +110,8 @@ func TestDiscardedCommandNeverRuns(t *testing.T) {
 	if out, _ := p.l.stdout.Capped(); out != "" {
 		t.Fatalf("a discarded command wrote %q", out)
 	}
-	if _, err := os.Stat(p.scratch.dir); !os.IsNotExist(err) {
-		t.Fatalf("scratch directory %s left behind: %v", p.scratch.dir, err)
+	if empty, err := emptyDir(p.scratch.dir); err != nil || !empty {
+		t.Fatalf("the scratch mount point %s after a discard: empty %v, %v", p.scratch.dir, empty, err)
 	}
 	if r := p.Start(); r.Status != sandbox.StatusAborted {
 		t.Fatalf("Start after Discard: %s; want aborted", r.Status)

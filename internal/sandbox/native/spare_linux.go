@@ -480,6 +480,7 @@ func (p *spares) retire(l *launcher) {
 // signal).
 func (t *Tier) Close() error {
 	t.spares.close()
+	t.mountPoint.close()
 	if t.hiddenCache != nil {
 		t.hiddenCache.close()
 	}

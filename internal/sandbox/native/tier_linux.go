@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -67,6 +68,9 @@ type Tier struct {
 	// shellOnly runs every command under /bin/sh -c: a test hook that
 	// compares argv mode with the shell.
 	shellOnly bool
+	// mountPoint is the host directory a long-lived tier mounts every
+	// command's scratch tmpfs on (newScratch).
+	mountPoint sharedMountPoint
 	// spares is the launcher kept ready for the next command
 	// (spare_linux.go). Nothing it starts refers to the tier, so that an
 	// unreachable tier's cleanup can close it.
@@ -540,19 +544,97 @@ func (t *Tier) masks(ws string, reqHidden []string) ([]string, error) {
 // mount point of the command's tmpfs: the command's files lived in its
 // mount namespace and went with it.
 type hostScratch struct {
-	dir     string
-	plain   bool // container mode: a plain directory, not a tmpfs's mount point
+	dir   string
+	plain bool // container mode: a plain directory, not a tmpfs's mount point
+	// shared is the tier's mount point, which dir is, kept for the next
+	// command; nil when dir is the command's own.
+	shared  *sharedMountPoint
 	log     *slog.Logger
 	removed bool
 	outcome string // what remove reported
 }
 
+// newScratch makes the directory a command's scratch tmpfs is mounted on
+// (in container mode, the plain directory that is its scratch space). A
+// tier that runs many commands (serve) mounts them all on one directory
+// of its own, which only ever holds mounts in the commands' namespaces:
+// making and removing a directory per command cost 0.5 to 1.8 ms, the
+// removal most (rmdir of a directory that was a mount point in a
+// namespace being torn down).
 func (t *Tier) newScratch() (*hostScratch, error) {
+	if !t.container && !t.opts.OneCommand {
+		dir, err := t.mountPoint.get(t.scratchDir)
+		if err != nil {
+			return nil, err
+		}
+		return &hostScratch{dir: dir, log: t.log, shared: &t.mountPoint}, nil
+	}
 	dir, err := os.MkdirTemp(t.scratchDir, "ironvise-scratch-")
 	if err != nil {
 		return nil, err
 	}
 	return &hostScratch{dir: dir, log: t.log, plain: t.container}, nil
+}
+
+// sharedMountPoint is the one scratch mount point of a tier that runs many
+// commands. Each command's tmpfs is mounted on it in that command's own
+// mount namespace, so commands running at once each see their own, and on
+// the host it stays an empty directory.
+type sharedMountPoint struct {
+	mu  sync.Mutex
+	dir string
+	// users counts the commands between get and release; the tier's
+	// Close removes the directory once none is left (a removal would
+	// detach a running command's tmpfs).
+	users  int
+	closed bool
+}
+
+// get returns the mount point, made again when it has gone (a cleaner of
+// the temporary directory removed it) or is no longer a directory. Its
+// times are refreshed on each use, so that an age-based cleaner leaves a
+// directory in use alone. Each get is paired with a release.
+func (m *sharedMountPoint) get(parent string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.dir != "" {
+		now := time.Now()
+		if st, err := os.Lstat(m.dir); err == nil && st.IsDir() && os.Chtimes(m.dir, now, now) == nil {
+			m.users++
+			return m.dir, nil
+		}
+	}
+	dir, err := os.MkdirTemp(parent, "ironvise-scratch-")
+	if err != nil {
+		return "", err
+	}
+	m.dir = dir
+	m.users++
+	return dir, nil
+}
+
+// release ends a command's use of the mount point.
+func (m *sharedMountPoint) release() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.users--
+	m.removeIfDone()
+}
+
+// close removes the mount point now or, when commands still use it, once
+// the last one released it (Tier.Close).
+func (m *sharedMountPoint) close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	m.removeIfDone()
+}
+
+func (m *sharedMountPoint) removeIfDone() {
+	if m.closed && m.users == 0 && m.dir != "" {
+		_ = os.Remove(m.dir)
+		m.dir = ""
+	}
 }
 
 // maxUnlockDepth bounds unlockTree's recursion (one descriptor per level).
@@ -608,6 +690,20 @@ func (s *hostScratch) remove() string {
 		return s.outcome
 	}
 	s.removed, s.outcome = true, sandbox.ScratchRemoved
+	if s.shared != nil {
+		// The command's tmpfs went with its mount namespace; the mount
+		// point stays for the next command, as empty as it was made.
+		empty, err := emptyDir(s.dir)
+		s.shared.release()
+		if err == nil && !empty {
+			err = errors.New("the host's directory is not empty")
+		}
+		if err != nil {
+			s.log.Warn("sandbox: scratch mount point", "dir", s.dir, "err", err)
+			s.outcome = fmt.Sprintf("left %s: %v", s.dir, err)
+		}
+		return s.outcome
+	}
 	err := os.RemoveAll(s.dir)
 	if err != nil && s.plain {
 		// The command's files are on disk here, and a tree it left
