@@ -63,14 +63,21 @@ func prepare(t *testing.T, tier *Tier, fx *fixture, cmd string) *prepared {
 	return p
 }
 
+// held prepares `echo started` on a fresh tier and waits until its
+// launcher holds.
+func held(t *testing.T) *prepared {
+	t.Helper()
+	tier := newTestTier(t, sandbox.Options{})
+	p := prepare(t, tier, newFixture(t), "echo started")
+	awaitHeld(t, p.l.cmd.Process.Pid)
+	return p
+}
+
 // TestPreparedCommandWaitsForStart: a prepared command's launcher applies
 // the whole sandbox and then holds: the process is still the launcher, and
 // stays so, until Start, which runs the command confined as Run does.
 func TestPreparedCommandWaitsForStart(t *testing.T) {
-	tier := newTestTier(t, sandbox.Options{})
-	fx := newFixture(t)
-	p := prepare(t, tier, fx, "echo started")
-	awaitHeld(t, p.l.cmd.Process.Pid)
+	p := held(t)
 	// What holds is already confined: no_new_privs and the seccomp
 	// filter are on before the start (the overlap with the commit).
 	status, err := os.ReadFile("/proc/" + strconv.Itoa(p.l.cmd.Process.Pid) + "/status")
@@ -102,10 +109,7 @@ func TestPreparedCommandWaitsForStart(t *testing.T) {
 // holds, nothing reaches the command's output, and its scratch mount
 // point is left empty.
 func TestDiscardedCommandNeverRuns(t *testing.T) {
-	tier := newTestTier(t, sandbox.Options{})
-	fx := newFixture(t)
-	p := prepare(t, tier, fx, "echo started")
-	awaitHeld(t, p.l.cmd.Process.Pid)
+	p := held(t)
 	p.Discard()
 	if out, _ := p.l.stdout.Capped(); out != "" {
 		t.Fatalf("a discarded command wrote %q", out)
@@ -123,11 +127,8 @@ func TestDiscardedCommandNeverRuns(t *testing.T) {
 // the command) reports a setup failure at the start step and exits
 // without running the command.
 func TestWithdrawnCommandEndsAtStart(t *testing.T) {
-	tier := newTestTier(t, sandbox.Options{})
-	fx := newFixture(t)
-	p := prepare(t, tier, fx, "echo started")
+	p := held(t)
 	defer p.Discard()
-	awaitHeld(t, p.l.cmd.Process.Pid)
 	p.l.spec.Close()
 	_, _, setupErr := readStatus(p.l.status)
 	<-p.l.exited

@@ -223,10 +223,9 @@ func testStatusApplied() Status {
 		RLimits: RLimits{CPUSecs: 30, ASMiB: 512, NoFile: 64, NProc: 512, FSizeMiB: 256}, Exec: ExecArgv}}
 }
 
-// TestFrameRoundTrip: a framed specification reads back whole, and the
-// bytes after it (the parent's Start) stay in the pipe for the launcher's
-// later read.
-func TestFrameRoundTrip(t *testing.T) {
+// framedSpec is testSpec encoded and framed.
+func framedSpec(t *testing.T) []byte {
+	t.Helper()
 	spec, err := testSpec().Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -235,6 +234,14 @@ func TestFrameRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return framed
+}
+
+// TestFrameRoundTrip: a framed specification reads back whole, and the
+// bytes after it (the parent's Start) stay in the pipe for the launcher's
+// later read.
+func TestFrameRoundTrip(t *testing.T) {
+	framed := framedSpec(t)
 	r := bytes.NewReader(append(framed, Start))
 	got, err := ReadFrame(r)
 	if err != nil {
@@ -252,14 +259,7 @@ func TestFrameRoundTrip(t *testing.T) {
 // one longer than the bound or one cut short takes none, so it never
 // confines (or runs) anything from a partial one.
 func TestReadFrameRejects(t *testing.T) {
-	spec, err := testSpec().Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	framed, err := Frame(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	framed := framedSpec(t)
 	cases := map[string][]byte{
 		"nothing":   nil,
 		"short hdr": {0, 0},
