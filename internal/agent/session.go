@@ -409,27 +409,27 @@ func (s *Session) commandRequest(in *intent.Intent) sandbox.Request {
 
 // execute runs a committed intent and returns the observation text before
 // scanning. Failures of the action itself are observations, not errors.
-// held is the command prepared during the commit (nil in overlay mode,
-// whose layer is made here first).
+// held is the command prepared during the commit; nil in overlay mode,
+// whose layer is made here first, before the command is run.
 func (s *Session) execute(ctx, rctx context.Context, res *StepResult, in *intent.Intent, held sandbox.Prepared) (string, error) {
 	switch in.Action {
 	case intent.RunCommand:
-		req := s.commandRequest(in)
 		var pend *overlay.Pending
-		if s.cfg.Overlay != nil {
-			// Fail closed: without its layer the command does not run
-			// (it must never write to the real workspace).
-			p, err := s.beginOverlay(res.Step)
-			if err != nil {
-				res.Workspace = &WorkspaceResult{Err: err.Error()}
-				return "[run_command not run: the workspace overlay could not be prepared: " + oneLine(err.Error()) + "]", nil
-			}
-			pend, req.Overlay = p, p.Overlay()
-		}
 		var sr sandbox.Result
 		if held != nil {
 			sr = held.Start()
 		} else {
+			req := s.commandRequest(in)
+			if s.cfg.Overlay != nil {
+				// Fail closed: without its layer the command does not
+				// run (it must never write to the real workspace).
+				p, err := s.beginOverlay(res.Step)
+				if err != nil {
+					res.Workspace = &WorkspaceResult{Err: err.Error()}
+					return "[run_command not run: the workspace overlay could not be prepared: " + oneLine(err.Error()) + "]", nil
+				}
+				pend, req.Overlay = p, p.Overlay()
+			}
 			sr = s.env.Tier.Run(ctx, req)
 		}
 		res.Sandbox = &sr

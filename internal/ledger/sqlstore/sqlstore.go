@@ -378,10 +378,7 @@ func (s *Store) Update(ctx context.Context, fn func(ledger.WriteTx) error) error
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlstore: commit: %w", err)
 	}
-	s.commits.Add(1)
-	if s.d.AfterCommit != nil {
-		s.d.AfterCommit()
-	}
+	s.committed()
 	return nil
 }
 
@@ -429,11 +426,17 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, until int64) erro
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("sqlstore: renew leases: commit: %w", err)
 	}
-	s.commits.Add(1)
-	if s.d.AfterCommit != nil {
-		s.d.AfterCommit()
-	}
+	s.committed()
 	return nil
 }
 
 var _ ledger.Backend = (*Store)(nil)
+
+// committed counts a write transaction that committed and runs the
+// dialect's AfterCommit.
+func (s *Store) committed() {
+	s.commits.Add(1)
+	if s.d.AfterCommit != nil {
+		s.d.AfterCommit()
+	}
+}

@@ -3,6 +3,7 @@ package native
 import (
 	"os"
 	"testing"
+	"time"
 
 	"github.com/ironvise/ironvise/internal/sandbox"
 )
@@ -26,6 +27,16 @@ func TestScratchMountPointIsShared(t *testing.T) {
 		t.Fatalf("the second command's scratch space is not fresh: %q", second.Stdout)
 	}
 	scratchLeftNothing(t, tier, second)
+	// Each use refreshes its times, so that an age-based cleaner of the
+	// temporary directory leaves a mount point in use alone.
+	old := time.Now().Add(-30 * 24 * time.Hour)
+	if err := os.Chtimes(first.Enforced.ScratchDir, old, old); err != nil {
+		t.Fatal(err)
+	}
+	run(t, tier, fx, "true")
+	if st, err := os.Stat(first.Enforced.ScratchDir); err != nil || time.Since(st.ModTime()) > time.Hour {
+		t.Fatalf("the mount point's times after a use: %v, %v", st.ModTime(), err)
+	}
 	tier.Close()
 	absent(t, first.Enforced.ScratchDir)
 

@@ -51,13 +51,15 @@
 //     thread, the one that execs the command;
 //  6. installs the parent's seccomp program with TSYNC, after checking its
 //     hash;
-//  7. waits for [Start] on [SpecFD] and closes it: the parent confines the
+//  7. reads back from the kernel what it applied (seccomp mode,
+//     no_new_privs, capabilities, Landlock, the network);
+//  8. waits for [Start] on [SpecFD] and closes it: the parent confines the
 //     command while it commits the command's intent to the ledger, and
 //     lets it start only once that commit is durable. A pipe closed
 //     without [Start] (the commit failed, the run was withdrawn, the
 //     parent died) ends the launch at [StepStart], before anything of the
 //     command runs;
-//  8. writes an [Applied] record and execs /bin/sh -c <command>, or the
+//  9. writes an [Applied] record and execs /bin/sh -c <command>, or the
 //     command's argument vector directly when the parent sent one.
 //
 // Any failure is written as a [SetupError] record and the launcher exits
@@ -92,7 +94,7 @@ const StatusFD = 3
 const SpecFD = 4
 
 // Start is the byte the parent writes on [SpecFD], after the framed
-// specification, when the command may run (step 7 above).
+// specification, when the command may run (step 8 above).
 const Start = 'g'
 
 // ProxyFD is a Unix stream socket, the parent's ExtraFiles[2], on which a
