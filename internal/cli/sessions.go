@@ -39,6 +39,10 @@ func (a *app) openLedger() (*ledger.Ledger, error) {
 		CheckpointInterval: time.Duration(lc.CheckpointSecs) * time.Second,
 		LeaseDuration:      a.timing.lease,
 		OwnerID:            a.timing.owner,
+		// A process that records one command (exec, a hook) would wait
+		// at its exit for the remembered checkpoint's fsync: the fourth
+		// of a standalone exec, past the budget of three.
+		CheckpointFileUnsynced: a.oneShot,
 		// Every checkpoint also goes to the SIEM, so a copy of each tree
 		// head lives outside the operator's database (evidence.md).
 		OnCheckpoint: func(_ ledger.Checkpoint, record ledger.Event) {

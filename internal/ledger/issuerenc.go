@@ -88,16 +88,23 @@ func issuerAEAD(passphrase Secret, salt []byte, t, m uint32, p uint8) (cipher.AE
 }
 
 // replaceFile writes data to path through a temporary file (0600, as
-// os.CreateTemp makes it) and a rename, so a crash leaves the old content
-// or the new, never half of either: the issuer key and the remembered
-// checkpoint are written this way.
-func replaceFile(path string, data []byte) error {
+// os.CreateTemp makes it), an fsync and a rename, so a crash leaves the
+// old content or the new, never half of either: the issuer key and the
+// remembered checkpoint are written this way.
+func replaceFile(path string, data []byte) error { return writeReplacing(path, data, true) }
+
+// writeReplacing is replaceFile, without the fsync when sync is false:
+// the rename still never exposes a partly written file to a running
+// system, but after a power cut the file may hold its old content or, on
+// a file system that does not order a rename after the data it names,
+// nothing at all.
+func writeReplacing(path string, data []byte, sync bool) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	if _, err = tmp.Write(data); err == nil {
+	if _, err = tmp.Write(data); err == nil && sync {
 		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {

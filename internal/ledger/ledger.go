@@ -88,6 +88,16 @@ type Options struct {
 	// DataDir by default; "-" keeps none). New refuses a database whose
 	// log is older than it or not an extension of it (ErrRolledBack).
 	CheckpointFile string
+	// CheckpointFileUnsynced writes the remembered checkpoint without an
+	// fsync: for a process that records one command and exits, whose
+	// exit would otherwise wait for it (the fourth fsync of a standalone
+	// exec). The rename still replaces the file whole. After a power cut
+	// it may hold an older checkpoint, which only narrows the rollback
+	// check to that one, or on some file systems be empty, which New
+	// takes as no file (docs/ledger.md#rollback-and-forks). A long-running
+	// process (serve) leaves it false: its write is off every commit's
+	// latency anyway.
+	CheckpointFileUnsynced bool
 	// OnCheckpoint, when set, is called with every checkpoint after it is
 	// committed, and with the instance-chain event that records it (to
 	// send it to SIEM webhooks, so a copy lives outside the operator's
@@ -116,6 +126,8 @@ type Ledger struct {
 	// cpFile is Options.CheckpointFile resolved ("" when none);
 	// onCheckpoint is Options.OnCheckpoint.
 	cpFile string
+	// cpSync is !Options.CheckpointFileUnsynced.
+	cpSync bool
 	// cpNote is the note the remembered-checkpoint file holds, as this
 	// process last read or wrote it (New, then rememberLoop only).
 	cpNote []byte
@@ -277,6 +289,7 @@ func New(ctx context.Context, b Backend, opts Options) (*Ledger, error) {
 	case opts.DataDir != "":
 		l.cpFile = RememberedCheckpointPath(opts.DataDir)
 	}
+	l.cpSync = !opts.CheckpointFileUnsynced
 	if l.cpFile != "" {
 		// Before initialize: on an emptied database it would write a new
 		// first checkpoint and overwrite what was remembered.

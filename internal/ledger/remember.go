@@ -48,7 +48,8 @@ func ParseCheckpointNote(text []byte, origin string, pub ed25519.PublicKey) (Che
 }
 
 // rememberCheckpoint writes cp's note to the remembered-checkpoint file
-// (temporary file, fsync, rename). l.cpFile must be set.
+// (temporary file, fsync unless Options.CheckpointFileUnsynced, rename).
+// l.cpFile must be set.
 func (l *Ledger) rememberCheckpoint(cp Checkpoint) error {
 	if bytes.Equal(cp.Note, l.cpNote) {
 		// The file already holds this note (read at startup, or written
@@ -62,7 +63,7 @@ func (l *Ledger) rememberCheckpoint(cp Checkpoint) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("ledger: remember checkpoint %d: %w", cp.TreeSize, err)
 	}
-	if err := replaceFile(l.cpFile, cp.Note); err != nil {
+	if err := writeReplacing(l.cpFile, cp.Note, l.cpSync); err != nil {
 		return fmt.Errorf("ledger: remember checkpoint %d in %s: %w", cp.TreeSize, l.cpFile, err)
 	}
 	l.cpNote = cp.Note
@@ -81,6 +82,16 @@ func (l *Ledger) checkRemembered(ctx context.Context) error {
 	}
 	if err != nil {
 		return fmt.Errorf("ledger: read the remembered checkpoint: %w", err)
+	}
+	if len(text) == 0 {
+		// What a power cut can leave of a file written without an fsync
+		// (Options.CheckpointFileUnsynced) on a file system that does not
+		// order the rename after the data. It is taken as no file: a
+		// missing file is accepted too (a new data directory has none),
+		// so an empty one lets nobody past the check who could not
+		// delete it. New writes the newest checkpoint to it again.
+		l.log.Warn("the remembered checkpoint is empty (a power cut before it reached the disk?); checking the database against none this time", "file", l.cpFile)
+		return nil
 	}
 	rem, err := ParseCheckpointNote(text, l.origin, l.issuerPub)
 	if err != nil {
