@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -247,7 +248,13 @@ func wrapperBinary(t testing.TB) string {
 			return
 		}
 		wrapperPath = filepath.Join(dir, "guard.test")
+		// No fork while the file is open for writing: a child forked by
+		// a parallel test holds the descriptor until its exec, and
+		// executing the copy meanwhile fails with ETXTBSY ("text file
+		// busy"). os/exec forks under ForkLock's read lock.
+		syscall.ForkLock.Lock()
 		wrapperErr = os.WriteFile(wrapperPath, b, 0o755)
+		syscall.ForkLock.Unlock()
 	})
 	if wrapperErr != nil {
 		t.Fatalf("copy the test binary: %v", wrapperErr)

@@ -55,7 +55,7 @@ func dialect() (sqlstore.Dialect, error) {
 	if err != nil {
 		return sqlstore.Dialect{}, fmt.Errorf("sqlite: embedded migrations: %w", err)
 	}
-	return sqlstore.Dialect{Name: "sqlite", Migrations: sub}, nil
+	return sqlstore.Dialect{Name: "sqlite", Migrations: sub, ConnKeepsStatements: true}, nil
 }
 
 const pragmas = "_pragma=foreign_keys(1)&_pragma=busy_timeout(10000)"
@@ -138,7 +138,7 @@ func open(ctx context.Context, path string, m mode) (*sqlstore.Store, error) {
 		// The checkpointer checkpoints instead (checkpointer.go).
 		dsn += "&_pragma=wal_autocheckpoint(0)"
 	}
-	w, err := sql.Open("sqlite", dsn)
+	w, err := openDB(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -161,7 +161,7 @@ func open(ctx context.Context, path string, m mode) (*sqlstore.Store, error) {
 		// Read-only transactions begin without _txlock's IMMEDIATE.
 		d.ViewOptions = &sql.TxOptions{ReadOnly: true}
 	} else {
-		r, err = sql.Open("sqlite", path+"?_txlock=deferred&_pragma=query_only(1)&"+pragmas)
+		r, err = openDB(path+"?_txlock=deferred&_pragma=query_only(1)&"+pragmas)
 		if err != nil {
 			w.Close()
 			return nil, fmt.Errorf("sqlite: open %s for reading: %w", path, err)
@@ -179,7 +179,7 @@ func open(ctx context.Context, path string, m mode) (*sqlstore.Store, error) {
 			return w.Close()
 		}
 	case pooled:
-		ckdb, err := sql.Open("sqlite", path+"?_synchronous=FULL&"+pragmas)
+		ckdb, err := openDB(path+"?_synchronous=FULL&"+pragmas)
 		if err != nil {
 			r.Close()
 			w.Close()
@@ -218,7 +218,7 @@ func keepWAL(path string) bool {
 func openMemory(ctx context.Context) (*sqlstore.Store, error) {
 	// A private in-memory database lives exactly as long as its one
 	// connection, so the pool keeps exactly one, forever.
-	db, err := sql.Open("sqlite", ":memory:?_txlock=immediate&"+pragmas)
+	db, err := openDB(":memory:?_txlock=immediate&"+pragmas)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open in-memory database: %w", err)
 	}

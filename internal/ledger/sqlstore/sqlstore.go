@@ -69,6 +69,10 @@ type Dialect struct {
 	// committed (SQLite: it wakes the checkpointer that keeps the WAL
 	// checkpoint off the commit's path). It must not block.
 	AfterCommit func()
+	// ConnKeepsStatements means each driver connection keeps the
+	// statements it parsed (SQLite's, internal/ledger/sqlite): the store
+	// then prepares none of its own.
+	ConnKeepsStatements bool
 }
 
 // Store is a ledger.Backend over database/sql.
@@ -118,6 +122,9 @@ func New(d Dialect, writer, reader *sql.DB, closer func() error) *Store {
 // miss instead; prepareMissed prepares a query missed twice once the
 // transaction gave its connection back.
 func (s *Store) stmt(db *sql.DB, query string) *sql.Stmt {
+	if s.d.ConnKeepsStatements {
+		return nil
+	}
 	s.stmtMu.Lock()
 	defer s.stmtMu.Unlock()
 	k := stmtKey{db, query}
