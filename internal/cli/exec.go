@@ -126,12 +126,32 @@ func (a *app) runExec(o execOptions) error {
 // execInProcess runs exec in this process.
 func (a *app) execInProcess(o execOptions, res *resultOutput) error {
 	defer a.shortLived()()
-	r, err := a.loadRules(o.Workspace, o.Policy, o.PolicySHA256)
+	// The ledger opens (and checks its tail) while the rules load and the
+	// sandbox tier starts: neither needs the other.
+	takeLedger, dropLedger, err := a.openingLedger()
 	if err != nil {
 		return err
 	}
+	defer dropLedger()
+	p, err := a.loadProtection(o.Workspace)
+	if err != nil {
+		return err
+	}
+	// The tier starts its one launcher now: the launcher's own start-up
+	// (a process of the ironvise binary, its namespaces) then runs while
+	// the rest of the rules load and the ledger opens, where it used to
+	// keep the command waiting after the checks.
 	a.oneCommand = true
-	rt, done, err := a.sessionRuntime(r.cfg, nil)
+	tier, err := a.sandboxTier("")
+	if err != nil {
+		return err
+	}
+	r, err := a.rulesOf(p, o.Policy, o.PolicySHA256)
+	if err != nil {
+		sandbox.CloseTier(tier)
+		return err
+	}
+	rt, done, err := a.sessionRuntimeOn(r.cfg, nil, tier, takeLedger)
 	if err != nil {
 		return err
 	}

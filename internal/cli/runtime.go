@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/guard"
@@ -26,16 +27,26 @@ func (a *app) scanner(cfg *config.Config) (*scan.Scanner, error) {
 // receives the sessions' operational messages (nil: none). The returned
 // done delivers the queued notifications, then closes the ledger.
 func (a *app) sessionRuntime(cfg *config.Config, log *slog.Logger) (*session.Runtime, func(), error) {
-	tier, err := a.sandboxTier("")
-	if err != nil {
-		return nil, nil, err
+	return a.sessionRuntimeOn(cfg, log, nil, a.openLedgerForWrite)
+}
+
+// sessionRuntimeOn is sessionRuntime on tier, when not nil (it is closed
+// on failure, as the runtime's done closes it), and with the ledger from
+// openLedger, which it calls once the tier and the scanner are ready (and
+// not at all when either fails).
+func (a *app) sessionRuntimeOn(cfg *config.Config, log *slog.Logger, tier sandbox.Tier, openLedger func() (*ledger.Ledger, error)) (*session.Runtime, func(), error) {
+	if tier == nil {
+		var err error
+		if tier, err = a.sandboxTier(""); err != nil {
+			return nil, nil, err
+		}
 	}
 	scanner, err := a.scanner(cfg)
 	if err != nil {
 		sandbox.CloseTier(tier)
 		return nil, nil, err
 	}
-	l, err := a.openLedgerForWrite()
+	l, err := openLedger()
 	if err != nil {
 		sandbox.CloseTier(tier)
 		return nil, nil, err
@@ -53,6 +64,45 @@ func (a *app) sessionRuntime(cfg *config.Config, log *slog.Logger) (*session.Run
 		closeLedger(l)
 		sandbox.CloseTier(tier)
 	}, nil
+}
+
+// openingLedger starts openLedgerForWrite on a goroutine of its own, for a
+// command that has other start-up work to do meanwhile (exec loads its
+// rules and starts its sandbox tier: 2–4 ms of CPU that need no ledger).
+// take returns what it opened, waiting for it; drop closes it, unless take
+// returned it, and must run on every path (deferred). The configuration is
+// loaded first, so that the two goroutines only read it.
+func (a *app) openingLedger() (take func() (*ledger.Ledger, error), drop func(), err error) {
+	if _, err := a.config(); err != nil {
+		return nil, nil, err
+	}
+	type opened struct {
+		l   *ledger.Ledger
+		err error
+	}
+	ch := make(chan opened, 1)
+	go func() {
+		l, err := a.openLedgerForWrite()
+		ch <- opened{l, err}
+	}()
+	var (
+		once  sync.Once
+		got   opened
+		taken bool
+	)
+	wait := func() { once.Do(func() { got = <-ch }) }
+	take = func() (*ledger.Ledger, error) {
+		wait()
+		taken = true
+		return got.l, got.err
+	}
+	drop = func() {
+		wait()
+		if !taken && got.l != nil {
+			closeLedger(got.l)
+		}
+	}
+	return take, drop, nil
 }
 
 // openLedgerForWrite opens the ledger for a command that records: it marks

@@ -68,23 +68,6 @@ func (a *app) loadTripwireConfig(cfg *config.Config, ws string) (*tripwire.Confi
 	return tc, nil
 }
 
-// loadTripwire builds the tripwire of a workspace with the run's protected
-// paths, refusing a workspace inside one of them.
-func (a *app) loadTripwire(cfg *config.Config, ws string) (*tripwire.Tripwire, error) {
-	tc, err := a.loadTripwireConfig(cfg, ws)
-	if err != nil {
-		return nil, err
-	}
-	list, err := a.protection(cfg, tc.ProtectedPaths)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkWorkspace(ws, list); err != nil {
-		return nil, err
-	}
-	return tripwire.New(tc, tripwire.Options{Workspace: ws, Protected: list, Egress: egressRules(cfg)}), nil
-}
-
 // egressRules is the allow list of proxy mode, by which the tripwire
 // judges the destinations a command names as the egress proxy does
 // (docs/checks.md#commands-in-proxy-mode); nil in mode none. A session
@@ -112,6 +95,25 @@ type rules struct {
 // loadRules loads the rules of one command run; every failure is a
 // configuration error (exit 2) naming what to fix.
 func (a *app) loadRules(wsFlag, policyRef, policyPin string) (*rules, error) {
+	p, err := a.loadProtection(wsFlag)
+	if err != nil {
+		return nil, err
+	}
+	return a.rulesOf(p, policyRef, policyPin)
+}
+
+// protected is the first part of a command's rules: the configuration,
+// the workspace, its tripwire configuration and the protected paths —
+// all a sandbox tier needs to start (a standalone exec starts its tier
+// there, so that its first launcher gets going before the rest loads).
+type protected struct {
+	cfg  *config.Config
+	ws   string
+	tc   *tripwire.Config
+	list secretpaths.List
+}
+
+func (a *app) loadProtection(wsFlag string) (*protected, error) {
 	cfg, err := a.config()
 	if err != nil {
 		return nil, err
@@ -120,13 +122,27 @@ func (a *app) loadRules(wsFlag, policyRef, policyPin string) (*rules, error) {
 	if err != nil {
 		return nil, err
 	}
-	tw, err := a.loadTripwire(cfg, ws)
+	tc, err := a.loadTripwireConfig(cfg, ws)
 	if err != nil {
 		return nil, err
 	}
-	pol, hash, err := a.loadPolicy(cfg, policyRef, policyPin)
+	list, err := a.protection(cfg, tc.ProtectedPaths)
 	if err != nil {
 		return nil, err
 	}
-	return &rules{cfg: cfg, ws: ws, tw: tw, pol: pol, polHash: hash}, nil
+	return &protected{cfg: cfg, ws: ws, tc: tc, list: list}, nil
+}
+
+// rulesOf is the rest of the rules: the workspace refused inside a
+// protected path, the tripwire with the run's protected paths, the policy.
+func (a *app) rulesOf(p *protected, policyRef, policyPin string) (*rules, error) {
+	if err := checkWorkspace(p.ws, p.list); err != nil {
+		return nil, err
+	}
+	tw := tripwire.New(p.tc, tripwire.Options{Workspace: p.ws, Protected: p.list, Egress: egressRules(p.cfg)})
+	pol, hash, err := a.loadPolicy(p.cfg, policyRef, policyPin)
+	if err != nil {
+		return nil, err
+	}
+	return &rules{cfg: p.cfg, ws: p.ws, tw: tw, pol: pol, polHash: hash}, nil
 }

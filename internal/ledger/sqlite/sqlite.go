@@ -161,7 +161,7 @@ func open(ctx context.Context, path string, m mode) (*sqlstore.Store, error) {
 		// Read-only transactions begin without _txlock's IMMEDIATE.
 		d.ViewOptions = &sql.TxOptions{ReadOnly: true}
 	} else {
-		r, err = openDB(path+"?_txlock=deferred&_pragma=query_only(1)&"+pragmas)
+		r, err = openDB(path + "?_txlock=deferred&_pragma=query_only(1)&" + pragmas)
 		if err != nil {
 			w.Close()
 			return nil, fmt.Errorf("sqlite: open %s for reading: %w", path, err)
@@ -179,7 +179,7 @@ func open(ctx context.Context, path string, m mode) (*sqlstore.Store, error) {
 			return w.Close()
 		}
 	case pooled:
-		ckdb, err := openDB(path+"?_synchronous=FULL&"+pragmas)
+		ckdb, err := openDB(path + "?_synchronous=FULL&" + pragmas)
 		if err != nil {
 			r.Close()
 			w.Close()
@@ -218,7 +218,7 @@ func keepWAL(path string) bool {
 func openMemory(ctx context.Context) (*sqlstore.Store, error) {
 	// A private in-memory database lives exactly as long as its one
 	// connection, so the pool keeps exactly one, forever.
-	db, err := openDB(":memory:?_txlock=immediate&"+pragmas)
+	db, err := openDB(":memory:?_txlock=immediate&" + pragmas)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open in-memory database: %w", err)
 	}

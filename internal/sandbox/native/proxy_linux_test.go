@@ -386,7 +386,7 @@ func TestProxyModeVerification(t *testing.T) {
 		want string
 	}{
 		{"host network namespace", func(t *Tier) { t.noNetNS = true }, "want only lo"},
-		{"a profile allowing UDP", func(t *Tier) { t.proxySeccomp = udpProfile }, "SOCK_DGRAM) succeeded under the proxy-mode seccomp profile"},
+		{"a profile allowing UDP", func(t *Tier) { t.proxySeccomp = func() (*seccomp.Profile, error) { return udpProfile, nil } }, "SOCK_DGRAM) succeeded under the proxy-mode seccomp profile"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -408,7 +408,17 @@ func TestProxyModeVerification(t *testing.T) {
 	}
 	none := run(t, tier, newFixture(t), "true")
 	if r.Enforced.SeccompProfileSHA256 == none.Enforced.SeccompProfileSHA256 || none.Enforced.SeccompProfileSHA256 != tier.seccomp.SHA256 ||
-		r.Enforced.SeccompProfileSHA256 != tier.proxySeccomp.SHA256 {
+		r.Enforced.SeccompProfileSHA256 != proxyProfile(t, tier).SHA256 {
 		t.Fatalf("profile hashes: proxy %s, none %s", r.Enforced.SeccompProfileSHA256, none.Enforced.SeccompProfileSHA256)
 	}
+}
+
+// proxyProfile is the tier's proxy-mode seccomp profile.
+func proxyProfile(t *testing.T, tier *Tier) *seccomp.Profile {
+	t.Helper()
+	p, err := tier.proxySeccomp()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -47,10 +47,11 @@ type Tier struct {
 	path       string // PATH of the commands: sandbox.CommandPath at construction
 	seccomp    *seccomp.Profile
 	seccompErr error
-	// proxySeccomp is the profile of proxy-mode commands
-	// (seccomp.BuildProxy); nil in container mode, which refuses them.
-	proxySeccomp    *seccomp.Profile
-	proxySeccompErr error
+	// proxySeccomp builds, on its first call, the profile of proxy-mode
+	// commands (seccomp.BuildProxy): most processes never run one, and
+	// building it cost each 0.16 ms. Container mode refuses them, and
+	// its proxySeccomp says so.
+	proxySeccomp func() (*seccomp.Profile, error)
 	// hidden are the paths every command's mount namespace masks:
 	// Options.Hidden with its symlinks' targets as the tier was built.
 	// Each command adds their targets as they are when it starts
@@ -126,9 +127,19 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 		// directory, and keeps them.
 		t.seccomp, t.seccompErr = seccomp.BuildContainer(!t.switchUser)
 	}
-	if !t.container {
-		t.proxySeccomp, t.proxySeccompErr = seccomp.BuildProxy()
+	t.proxySeccomp = sync.OnceValues(seccomp.BuildProxy)
+	if t.container {
+		t.proxySeccomp = func() (*seccomp.Profile, error) {
+			return nil, errors.New("container mode runs no proxy-mode command")
+		}
 	}
+	// The first launcher starts now, while the caller gets on with its
+	// own start-up (a standalone exec loads its rules and opens the
+	// ledger): it needs only the launcher's key and the profile's
+	// build having worked.
+	t.spares = &spares{}
+	runtime.AddCleanup(t, (*spares).close, t.spares)
+	t.keepReady(t.launcherKey())
 	// The real locations the list's links have now: they stay masked
 	// after a link is re-pointed (each command adds the new ones).
 	if opts.HiddenResolved {
@@ -144,15 +155,10 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 			t.readRoots = append(t.readRoots, real)
 		}
 	}
-	// The first launcher starts now, while the caller gets on with its
-	// own start-up (opening the ledger).
-	t.spares = &spares{}
-	runtime.AddCleanup(t, (*spares).close, t.spares)
 	if !opts.OneCommand {
 		t.hiddenCache = newHiddenCache()
 		runtime.AddCleanup(t, (*hiddenCache).close, t.hiddenCache)
 	}
-	t.keepReady(t.launcherKey())
 	return t, nil
 }
 
@@ -297,8 +303,10 @@ func (t *Tier) Prepare(ctx context.Context, req sandbox.Request) sandbox.Prepare
 		// workspace instead.
 		return abort("%s", containerOverlayRefused)
 	}
-	if p.proxy && t.proxySeccompErr != nil {
-		return abort("build the proxy-mode seccomp profile: %v; fix: use linux/amd64 or linux/arm64, or set ECTO_SANDBOX_NETWORK=none", t.proxySeccompErr)
+	if p.proxy {
+		if _, err := t.proxySeccomp(); err != nil {
+			return abort("build the proxy-mode seccomp profile: %v; fix: use linux/amd64 or linux/arm64, or set ECTO_SANDBOX_NETWORK=none", err)
+		}
 	}
 	ws, err := sandbox.ResolveWorkspace(req.Workspace)
 	if err != nil {
@@ -732,7 +740,9 @@ func (t *Tier) launchSpec(req sandbox.Request, ws, scratch string, masks []strin
 	prof := t.seccomp
 	env := t.commandEnv(ws, scratch)
 	if proxy {
-		prof = t.proxySeccomp
+		// Built already: prepare refuses a proxy-mode command whose
+		// profile failed to build.
+		prof, _ = t.proxySeccomp()
 		proxyEnv(env)
 	}
 	return launch.Spec{
