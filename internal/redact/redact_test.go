@@ -3,8 +3,7 @@ package redact
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -215,12 +214,19 @@ func TestLineStart(t *testing.T) {
 func TestRuleThatCannotCompileWithholdsItsWindow(t *testing.T) {
 	// Rule regexps compile on first use; should one ever fail, the text
 	// it could not check is withheld, never passed through.
-	rs, err := Compile(gitleaksTOML)
+	// The shapes are the generated ones and the regexps are compiled on
+	// first use, so each rule below parses fine and fails to compile.
+	broken := gitleaksRules
+	broken.Rules = slices.Clone(gitleaksRules.Rules)
+	for i := range broken.Rules {
+		broken.Rules[i].Regex = "(" + broken.Rules[i].Regex
+	}
+	rs, err := compileConfig(broken, gitleaksShapes, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range rs.rules {
-		rs.rules[i].re = func() (*regexp.Regexp, error) { return nil, errors.New("broken") }
+	if _, err := rs.rules[0].re(); err == nil {
+		t.Fatal("a broken regexp compiled")
 	}
 	out, _ := New(rs, nil).Redact("key id " + awsKeyID + " here")
 	if strings.Contains(out, awsKeyID) || !strings.Contains(out, ruleUnavailable) {

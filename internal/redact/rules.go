@@ -73,17 +73,35 @@ type Rules struct {
 // rule's keywords: parsing and compiling every regexp is most of the cost
 // of a rule set, and most rules never see their keyword in a process
 // (docs/operate/performance.md#start-up).
+//
+// The deferred parts are the rule's own fields, each behind a sync.Once,
+// rather than a closure per part: building the 200-odd closures and their
+// once-values was most of the 0.3 ms of CPU and 2,200 allocations that the
+// default set cost every process that redacts (every exec, every hook).
+// A rule is therefore used through a pointer into Rules.rules, which is
+// never appended to after compileConfig.
 type rule struct {
 	id string
-	// shape returns what the rule's parsed regexp gives, parsed on
-	// first use unless the set was built with it (gitleaksShapes). An
-	// error withholds every window of the rule (fail closed).
-	shape func() (*ruleShape, error)
-	// allow compiles the rule's allowlists on its first match. An error
-	// exempts nothing: the match stays redacted.
-	allow func() ([]allowlist, error)
-	// re compiles the rule's regexp on the first window that needs it.
-	re func() (*regexp.Regexp, error)
+	// src is the rule as configured: its regexp and allowlists, compiled
+	// on first use.
+	src *tomlRule
+
+	// shape (parsed on first use unless the set was built with it,
+	// gitleaksShapes) is what the rule's parsed regexp gives. An error
+	// withholds every window of the rule (fail closed).
+	shapeOnce sync.Once
+	shapeV    *ruleShape
+	shapeErr  error
+	// allow, compiled on the rule's first match: an error exempts
+	// nothing, the match stays redacted.
+	allowOnce sync.Once
+	allowV    []allowlist
+	allowErr  error
+	// re, compiled on the first window that needs it.
+	reOnce sync.Once
+	reV    *regexp.Regexp
+	reErr  error
+
 	// group is the secret's capture group (secretGroup); when 0, the
 	// first of groups that took part in the match is the secret, and the
 	// whole match when none did.
@@ -171,6 +189,9 @@ func compileConfig(cfg tomlConfig, shapes []*ruleShape, eager bool) (*Rules, err
 		return a, nil
 	})}
 	var kws []kwDef
+	// Room for every rule: a rule is used through a pointer into the
+	// slice (see rule), so it must never move.
+	rs.rules = make([]rule, 0, len(cfg.Rules))
 	for i, tr := range cfg.Rules {
 		if tr.Regex == "" || tr.Path != "" {
 			continue // path rules need a file name an observation lacks
@@ -178,15 +199,11 @@ func compileConfig(cfg tomlConfig, shapes []*ruleShape, eager bool) (*Rules, err
 		if _, ok := replacedRules[tr.ID]; ok {
 			continue
 		}
-		r := rule{id: tr.ID, group: tr.SecretGroup, entropy: tr.Entropy, assign: strings.Contains(tr.Regex, assignShape)}
+		rs.rules = append(rs.rules, rule{id: tr.ID, src: &cfg.Rules[i], group: tr.SecretGroup, entropy: tr.Entropy, assign: strings.Contains(tr.Regex, assignShape)})
+		r := &rs.rules[len(rs.rules)-1]
 		if i < len(shapes) && shapes[i] != nil {
-			sh := shapes[i]
-			r.shape = func() (*ruleShape, error) { return sh, nil }
-		} else {
-			r.shape = sync.OnceValues(func() (*ruleShape, error) { return parseShape(tr) })
+			r.shapeV = shapes[i]
 		}
-		r.allow = sync.OnceValues(func() ([]allowlist, error) { return compileAllowlists(tr) })
-		r.re = sync.OnceValues(func() (*regexp.Regexp, error) { return regexp.Compile(tr.Regex) })
 		if len(tr.Keywords) == 0 {
 			return nil, fmt.Errorf("redact: rule %s has no keywords; every rule must name one so it is not run on every text", tr.ID)
 		}
@@ -206,7 +223,6 @@ func compileConfig(cfg tomlConfig, shapes []*ruleShape, eager bool) (*Rules, err
 				kws = append(kws, kwDef{word: w})
 			}
 		}
-		rs.rules = append(rs.rules, r)
 	}
 	for _, p := range builtinPasses() {
 		ids := make([]int, 0, len(p.words))
@@ -258,6 +274,28 @@ func (rs *Rules) check() error {
 		}
 	}
 	return nil
+}
+
+// shape returns what the rule's parsed regexp gives (see rule).
+func (r *rule) shape() (*ruleShape, error) {
+	r.shapeOnce.Do(func() {
+		if r.shapeV == nil {
+			r.shapeV, r.shapeErr = parseShape(*r.src)
+		}
+	})
+	return r.shapeV, r.shapeErr
+}
+
+// allow returns the rule's compiled allowlists (see rule).
+func (r *rule) allow() ([]allowlist, error) {
+	r.allowOnce.Do(func() { r.allowV, r.allowErr = compileAllowlists(*r.src) })
+	return r.allowV, r.allowErr
+}
+
+// re returns the rule's compiled regexp (see rule).
+func (r *rule) re() (*regexp.Regexp, error) {
+	r.reOnce.Do(func() { r.reV, r.reErr = regexp.Compile(r.src.Regex) })
+	return r.reV, r.reErr
 }
 
 // parseShape parses a rule's regexp, which gives what regexp.Compile would
