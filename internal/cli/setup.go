@@ -113,6 +113,7 @@ type protected struct {
 	list secretpaths.List
 }
 
+// loadProtection loads the first part of a command's rules (protected).
 func (a *app) loadProtection(wsFlag string) (*protected, error) {
 	cfg, err := a.config()
 	if err != nil {
