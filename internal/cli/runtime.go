@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"log/slog"
-	"sync"
 
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/guard"
@@ -85,19 +84,24 @@ func (a *app) openingLedger() (take func() (*ledger.Ledger, error), drop func(),
 		l, err := a.openLedgerForWrite()
 		ch <- opened{l, err}
 	}()
+	// take and drop run on the caller's goroutine: plain state will do.
 	var (
-		once  sync.Once
-		got   opened
-		taken bool
+		got      opened
+		received bool
+		taken    bool
 	)
-	wait := func() { once.Do(func() { got = <-ch }) }
+	receive := func() {
+		if !received {
+			got, received = <-ch, true
+		}
+	}
 	take = func() (*ledger.Ledger, error) {
-		wait()
+		receive()
 		taken = true
 		return got.l, got.err
 	}
 	drop = func() {
-		wait()
+		receive()
 		if !taken && got.l != nil {
 			closeLedger(got.l)
 		}

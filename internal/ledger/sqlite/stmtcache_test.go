@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // keptDB is a one-connection pool over a new database file, with a table
@@ -222,10 +223,23 @@ func TestKeptStatementsBoundedAndErrors(t *testing.T) {
 
 	const slow = `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?) SELECT count(*) FROM n`
 	_, c2 := keptDB(t, 1)
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
+	if _, err := c2.ExecContext(ctx, slow, 10); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := kept(t, c2, slow)
+	if first == nil {
+		t.Fatal("the query was not kept")
+	}
+	// Cancelled while it runs (a context already done would stop
+	// database/sql before the driver): SQLite is interrupted inside the
+	// kept statement, which must come back reset and free.
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
 	if _, err := c2.ExecContext(cctx, slow, 1_000_000_000); err == nil {
-		t.Fatal("a cancelled query ran")
+		t.Fatal("a query of a billion rows ran to its end within 30 ms")
+	}
+	if k, _ := kept(t, c2, slow); k != first || k.busy {
+		t.Fatalf("after the interrupted run the query keeps %p (busy %v); want %p, free", k, k != nil && k.busy, first)
 	}
 	var n int
 	if err := c2.QueryRowContext(ctx, slow, 10).Scan(&n); err != nil || n != 10 {

@@ -127,11 +127,12 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 		// directory, and keeps them.
 		t.seccomp, t.seccompErr = seccomp.BuildContainer(!t.switchUser)
 	}
-	t.proxySeccomp = sync.OnceValues(seccomp.BuildProxy)
 	if t.container {
 		t.proxySeccomp = func() (*seccomp.Profile, error) {
 			return nil, errors.New("container mode runs no proxy-mode command")
 		}
+	} else {
+		t.proxySeccomp = sync.OnceValues(seccomp.BuildProxy)
 	}
 	// The first launcher starts now, while the caller gets on with its
 	// own start-up (a standalone exec loads its rules and opens the
