@@ -21,15 +21,23 @@ func (c *Conn) Close() error { return c.f.Close() }
 // errTooLarge reads as the daemon's own refusal of an oversized message.
 var errTooLarge = errors.New("localsock: message too large")
 
-// call sends req and reads the response. An error means the daemon may
-// have started the command: the caller must not run it again.
-func (c *Conn) call(req *wire.Request) (*wire.Response, error) {
+// send writes req. An error means the daemon may have read part of it
+// (receive tells whether it refused it).
+func (c *Conn) send(req *wire.Request) error {
 	msg := wire.AppendRequest(make([]byte, 4, 512), req)
-	werr := errTooLarge
-	if n := len(msg) - 4; n <= wire.MaxResponse {
-		msg[0], msg[1], msg[2], msg[3] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
-		_, werr = c.f.Write(msg)
+	n := len(msg) - 4
+	if n > wire.MaxResponse {
+		return errTooLarge
 	}
+	msg[0], msg[1], msg[2], msg[3] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
+	_, err := c.f.Write(msg)
+	return err
+}
+
+// receive reads the response to the request send wrote, werr being
+// send's error. An error means the daemon may have started the command:
+// the caller must not run it again.
+func (c *Conn) receive(werr error) (*wire.Response, error) {
 	if werr != nil {
 		// A daemon that refuses the peer answers before it reads and may
 		// close first; its answer, when there is one, says why and that

@@ -151,3 +151,50 @@ func TestExchangeInterruptHangsUp(t *testing.T) {
 		t.Fatal("the daemon did not see the client hang up")
 	}
 }
+
+// TestExchangeWaitContextAfterSend: the thin path sets up its Ctrl-C
+// handling only once the request is sent (it costs a thread the runtime
+// starts and waits for), so exchangeThen must ask for the context after
+// the whole request is written, and the context it gets must still end the
+// wait.
+func TestExchangeWaitContextAfterSend(t *testing.T) {
+	read := make(chan localsock.Request, 1)
+	hungUp := make(chan struct{})
+	data := fakeDaemon(t, func(c *net.UnixConn) {
+		var req localsock.Request
+		if err := localsock.ReadMessage(c, localsock.MaxRequest, &req); err != nil {
+			t.Error(err)
+		}
+		read <- req
+		// Never answers: only the client's hang-up ends this.
+		c.Read(make([]byte, 1))
+		close(hungUp)
+	})
+	conn, err := Dial(context.Background(), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	req := &wire.Request{Command: "echo hi", Workspace: "/w", Justification: "why"}
+	code, msg := exchangeThen(conn, req, io.Discard, io.Discard, func() context.Context {
+		select {
+		case got := <-read:
+			if got.Command != "echo hi" || got.Justification != "why" {
+				t.Errorf("the daemon read %+v", got)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("the context was asked for before the daemon had the whole request")
+		}
+		time.AfterFunc(20*time.Millisecond, cancel)
+		return ctx
+	})
+	if code != ExitAborted || msg == nil || !strings.HasPrefix(msg.Error(), "interrupted: context canceled") {
+		t.Fatalf("exchange: %d %v", code, msg)
+	}
+	select {
+	case <-hungUp:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the daemon never saw the hang-up")
+	}
+}
