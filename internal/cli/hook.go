@@ -163,6 +163,21 @@ func (a *app) decideHook(ctx context.Context, ag hook.Agent, ev *hook.Event, o h
 	if ws == "" {
 		return fail(errors.New("no workspace: the event has no cwd; pass --workspace DIR"))
 	}
+	// One lease owner per agent session: the session outlives this
+	// process, and the next hook process renews its lease.
+	sum := sha256.Sum256([]byte(ev.SessionID))
+	a.timing.owner = "hook/" + string(ag) + "/" + hex.EncodeToString(sum[:8])
+	if a.timing.lease == 0 {
+		a.timing.lease = hookLease
+	}
+	// The ledger opens (and checks its tail) while the rules load, as a
+	// standalone exec's does: neither needs the other. A rules error is
+	// still the one reported when both fail.
+	takeLedger, dropLedger, err := a.openingLedger()
+	if err != nil {
+		return fail(unwrapExit(err))
+	}
+	defer dropLedger()
 	a.hookRequest = true
 	r, err := a.loadRules(ws, o.policy, o.policyPin)
 	if err != nil {
@@ -171,14 +186,7 @@ func (a *app) decideHook(ctx context.Context, ag hook.Agent, ev *hook.Event, o h
 	if err := policyOutsideWorkspace(o.policy, r.ws); err != nil {
 		return fail(err)
 	}
-	// One lease owner per agent session: the session outlives this
-	// process, and the next hook process renews its lease.
-	sum := sha256.Sum256([]byte(ev.SessionID))
-	a.timing.owner = "hook/" + string(ag) + "/" + hex.EncodeToString(sum[:8])
-	if a.timing.lease == 0 {
-		a.timing.lease = hookLease
-	}
-	l, err := a.openLedgerForWrite()
+	l, err := takeLedger()
 	if err != nil {
 		return fail(unwrapExit(err))
 	}
