@@ -62,3 +62,51 @@ func TestStandaloneExecFsyncBudget(t *testing.T) {
 		}
 	}
 }
+
+// TestHookEventFsyncBudget: a hook event of an agent session that is
+// already recorded makes at most three fsyncs (here: the WAL's directory,
+// which SQLite syncs on a process's first commit, and the WAL on each of
+// the event's two commits). Renewing the session's day-long lease wrote, and synced, one more
+// transaction on every event; it is now written only once less than half
+// of the lease is left (ledger.RenewLeasesIfDue). The first event, which
+// creates the keys, the database and the session, is not counted.
+func TestHookEventFsyncBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("strace is not installed; .ci/run installs it")
+		}
+		t.Skip("counting fsyncs needs strace (.ci/run installs it; CI=true turns this skip into a failure)")
+	}
+	bin := buildIronvise(t)
+	ws, _ := filepath.EvalSymlinks(t.TempDir())
+	env := map[string]string{"ECTO_DATA_DIR": t.TempDir(), "HOME": t.TempDir(), "PATH": "/usr/local/bin:/usr/bin:/bin", "GUARD_REQUIRED": "false"}
+	event := `{"session_id":"fsync-budget","cwd":"` + ws + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}`
+	hookRun := func(name string, arg ...string) {
+		t.Helper()
+		cmd := exec.Command(name, arg...)
+		cmd.Dir, cmd.Env, cmd.Stdin = ws, envList(env), strings.NewReader(event)
+		if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "{}" {
+			t.Fatalf("%v: %s", err, out)
+		}
+	}
+	hookRun(bin, "hook", "claude-code")
+	for run := range 4 {
+		trace := filepath.Join(t.TempDir(), "strace")
+		hookRun(strace, "-f", "-qq", "-y", "-o", trace, "-e", "trace=fsync,fdatasync,syncfs,sync,msync,sync_file_range", bin, "hook", "claude-code")
+		b, err := os.ReadFile(trace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls := syncCall.FindAllString(string(b), -1)
+		if len(calls) == 0 {
+			t.Fatalf("run %d: strace saw no fsync at all; the event was not recorded durably or strace traced nothing:\n%s", run, b)
+		}
+		if len(calls) > 3 {
+			t.Errorf("run %d: %d fsyncs; want at most 3:\n%s", run, len(calls), strings.Join(calls, "\n"))
+		}
+	}
+}

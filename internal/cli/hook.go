@@ -191,7 +191,7 @@ func (a *app) decideHook(ctx context.Context, ag hook.Agent, ev *hook.Event, o h
 		return fail(unwrapExit(err))
 	}
 	defer closeLedger(l)
-	if err := l.RenewLeases(ctx); err != nil {
+	if err := l.RenewLeasesIfDue(ctx); err != nil {
 		return fail(err)
 	}
 	scanner, err := a.scanner(cfg)

@@ -23,11 +23,12 @@ type Backend interface {
 	Update(ctx context.Context, fn func(WriteTx) error) error
 	// View runs fn in a read-only transaction with a consistent snapshot.
 	View(ctx context.Context, fn func(ReadTx) error) error
-	// RenewLeases extends lease_until of the running sessions owned by
-	// owner. It takes the write lock first, as Update does: the rows it
-	// updates are the rows group commits lock, and taking them in another
-	// order than a commit deadlocks on PostgreSQL.
-	RenewLeases(ctx context.Context, owner string, untilMicros int64) error
+	// RenewLeases sets lease_until of the running sessions owned by owner
+	// to untilMicros; with dueBeforeMicros not zero, only of those whose
+	// lease ends before it. It takes the write lock first, as Update does:
+	// the rows it updates are the rows group commits lock, and taking them
+	// in another order than a commit deadlocks on PostgreSQL.
+	RenewLeases(ctx context.Context, owner string, untilMicros, dueBeforeMicros int64) error
 	// Close releases the database.
 	Close() error
 }

@@ -487,7 +487,7 @@ func (l *Ledger) renewLeases() {
 	ctx, cancel := context.WithTimeout(l.bg, l.lease)
 	defer cancel()
 	until := l.clock().Add(l.lease).UnixMicro()
-	if err := l.b.RenewLeases(ctx, l.owner, until); err != nil {
+	if err := l.b.RenewLeases(ctx, l.owner, until, 0); err != nil {
 		l.log.Warn("ledger: renew session leases failed; other instances may recover these sessions once the lease lapses", "owner", l.owner, "err", err)
 	}
 }

@@ -41,8 +41,21 @@ func (l *Ledger) Owned(ctx context.Context) ([]uuid.UUID, error) {
 // sessions its predecessor left carry this process's lease, not the
 // dead one's (which another instance would wait out).
 func (l *Ledger) RenewLeases(ctx context.Context) error {
+	return l.renewLeasesBefore(ctx, 0)
+}
+
+// RenewLeasesIfDue is RenewLeases for the leases that end within half the
+// lease duration; the others are left as they are. A process that lives
+// for one hook event, one per tool call of its agent session, renews the
+// session's long lease with it: written on every call, that was one more
+// durable transaction, and its sync, each time.
+func (l *Ledger) RenewLeasesIfDue(ctx context.Context) error {
+	return l.renewLeasesBefore(ctx, l.clock().Add(l.lease/2).UnixMicro())
+}
+
+func (l *Ledger) renewLeasesBefore(ctx context.Context, dueBefore int64) error {
 	until := l.clock().Add(l.lease).UnixMicro()
-	if err := l.b.RenewLeases(ctx, l.owner, until); err != nil {
+	if err := l.b.RenewLeases(ctx, l.owner, until, dueBefore); err != nil {
 		return fmt.Errorf("ledger: renew leases: %w", err)
 	}
 	return nil

@@ -145,7 +145,7 @@ func testCrashRecovery(t *testing.T, h Harness) {
 	// (The live session belongs to e.l, whose lease also lapses on this
 	// fake clock, so renew it as its owner would.)
 	e.clock.Advance(31 * time.Second)
-	if err := e.l.Backend().RenewLeases(ctx(), e.l.OwnerID(), e.clock.Now().Add(30*time.Second).UnixMicro()); err != nil {
+	if err := e.l.Backend().RenewLeases(ctx(), e.l.OwnerID(), e.clock.Now().Add(30*time.Second).UnixMicro(), 0); err != nil {
 		t.Fatal(err)
 	}
 	got, err := rec.Recover(ctx())

@@ -86,3 +86,52 @@ func testLeaseOptions(t *testing.T, h Harness) {
 		})
 	}
 }
+
+// testLeaseRenewIfDue: RenewLeasesIfDue leaves a lease with more than half
+// of it left as it is (a hook process, one per tool call, would otherwise
+// write and sync it each time), renews one that ends within half of it,
+// and never touches another owner's; RenewLeases renews at once.
+func testLeaseRenewIfDue(t *testing.T, h Harness) {
+	const lease = time.Hour
+	e := open(t, h, func(o *ledger.Options) { o.LeaseDuration = lease; o.LeaseRenewInterval = lease / 3 })
+	s := newSession(t, e.l, "a hook session")
+	other := e.openLedger(func(o *ledger.Options) { o.LeaseDuration = lease; o.LeaseRenewInterval = lease / 3 })
+	theirs := newSession(t, other, "another owner's session")
+	leaseOf := func(id uuid.UUID) time.Time {
+		t.Helper()
+		got, err := e.l.Session(ctx(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.LeaseUntil
+	}
+	created, theirsCreated := leaseOf(s.ID), leaseOf(theirs.ID)
+
+	e.clock.Advance(lease/2 - time.Minute)
+	if err := e.l.RenewLeasesIfDue(ctx()); err != nil {
+		t.Fatal(err)
+	}
+	if got := leaseOf(s.ID); !got.Equal(created) {
+		t.Fatalf("a lease with more than half left was renewed: %s → %s", created, got)
+	}
+
+	e.clock.Advance(2 * time.Minute)
+	if err := e.l.RenewLeasesIfDue(ctx()); err != nil {
+		t.Fatal(err)
+	}
+	renewed := leaseOf(s.ID)
+	if want := e.clock.Now().Add(lease); renewed.Before(want.Add(-time.Minute)) || renewed.After(want) {
+		t.Fatalf("a lease ending within half of it: %s after renewal, want about %s", renewed, want)
+	}
+	if got := leaseOf(theirs.ID); !got.Equal(theirsCreated) {
+		t.Fatalf("another owner's lease changed: %s → %s", theirsCreated, got)
+	}
+
+	e.clock.Advance(time.Minute)
+	if err := e.l.RenewLeases(ctx()); err != nil {
+		t.Fatal(err)
+	}
+	if got := leaseOf(s.ID); !got.After(renewed) {
+		t.Fatalf("RenewLeases left the lease at %s (was %s)", got, renewed)
+	}
+}

@@ -87,6 +87,7 @@ func Run(t *testing.T, h Harness) {
 		{"CrashRecovery", testCrashRecovery},
 		{"LeaseHeartbeat", testLeaseHeartbeat},
 		{"LeaseOptions", testLeaseOptions},
+		{"LeaseRenewIfDue", testLeaseRenewIfDue},
 		{"RenewalUnderAppends", testRenewalUnderAppends},
 		{"GoalAnchoringOnAppend", testGoalAnchoringOnAppend},
 		{"CheckpointCadence", testCheckpointCadence},

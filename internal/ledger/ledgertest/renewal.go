@@ -55,7 +55,7 @@ func testRenewalUnderAppends(t *testing.T, h Harness) {
 			defer wg.Done()
 			for c.Err() == nil {
 				until := time.Now().Add(time.Minute).UnixMicro()
-				if err := e.l.Backend().RenewLeases(ctx(), e.l.OwnerID(), until); err != nil {
+				if err := e.l.Backend().RenewLeases(ctx(), e.l.OwnerID(), until, 0); err != nil {
 					errs <- fmt.Errorf("renew leases: %w", err)
 					return
 				}

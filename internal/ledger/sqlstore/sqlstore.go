@@ -415,7 +415,7 @@ func (s *Store) View(ctx context.Context, fn func(ledger.ReadTx) error) error {
 // taking the same rows in different orders deadlock (issue 13: PostgreSQL
 // aborted one under load). Under the one lock, row locks are only ever
 // taken by one of them at a time.
-func (s *Store) RenewLeases(ctx context.Context, owner string, until int64) error {
+func (s *Store) RenewLeases(ctx context.Context, owner string, until, dueBefore int64) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("sqlstore: renew leases: begin: %w", err)
@@ -426,7 +426,13 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, until int64) erro
 			return fmt.Errorf("sqlstore: renew leases: take write lock: %w", err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, s.q(`UPDATE sessions SET lease_until = ? WHERE owner_id = ? AND status = 'running' AND sealed_at IS NULL`), until, owner); err != nil {
+	q, args := `UPDATE sessions SET lease_until = ? WHERE owner_id = ? AND status = 'running' AND sealed_at IS NULL`, []any{until, owner}
+	if dueBefore != 0 {
+		// A transaction that changes no row writes nothing to SQLite's
+		// WAL, so it does not sync either.
+		q, args = q+` AND lease_until < ?`, append(args, dueBefore)
+	}
+	if _, err := tx.ExecContext(ctx, s.q(q), args...); err != nil {
 		tx.Rollback()
 		return fmt.Errorf("sqlstore: renew leases: %w", err)
 	}
