@@ -66,10 +66,11 @@ func TestStandaloneExecFsyncBudget(t *testing.T) {
 // TestHookEventFsyncBudget: a hook event of an agent session that is
 // already recorded makes at most three fsyncs (here: the WAL's directory,
 // which SQLite syncs on a process's first commit, and the WAL on each of
-// the event's two commits). Renewing the session's day-long lease wrote, and synced, one more
-// transaction on every event; it is now written only once less than half
-// of the lease is left (ledger.RenewLeasesIfDue). The first event, which
-// creates the keys, the database and the session, is not counted.
+// the event's two commits). Renewing the session's day-long lease wrote,
+// and synced, one more transaction on every event; it is now written only
+// once less than half of the lease is left (ledger.RenewLeasesIfDue). The
+// first event, which creates the keys, the database and the session, is
+// not counted.
 func TestHookEventFsyncBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
