@@ -16,14 +16,10 @@ import (
 // another line, which does not match).
 var syncCall = regexp.MustCompile(`(?m)^[0-9]+ +(fsync|fdatasync|syncfs|sync|msync|sync_file_range)\(.*$`)
 
-// TestStandaloneExecFsyncBudget: a standalone exec (no daemon) makes at
-// most three fsyncs, counted by strace over the process and its sandbox:
-// the two commits' WAL syncs and the WAL's directory, which SQLite syncs on
-// every process's first commit. The remembered checkpoint is written
-// without one (ledger.Options.CheckpointFileUnsynced); with its fsync each
-// run made four. The first run, which creates the keys and the database,
-// is not counted.
-func TestStandaloneExecFsyncBudget(t *testing.T) {
+// straceOrSkip is strace's path; without it the test skips, or fails in
+// CI, whose .ci/run installs it.
+func straceOrSkip(t *testing.T) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -34,18 +30,18 @@ func TestStandaloneExecFsyncBudget(t *testing.T) {
 		}
 		t.Skip("counting fsyncs needs strace (.ci/run installs it; CI=true turns this skip into a failure)")
 	}
-	bin := buildIronvise(t)
-	ws, _ := filepath.EvalSymlinks(t.TempDir())
-	data := t.TempDir()
-	env := map[string]string{"ECTO_DATA_DIR": data, "HOME": t.TempDir(), "PATH": "/usr/local/bin:/usr/bin:/bin", "GUARD_REQUIRED": "false"}
-	args := []string{"exec", "--no-daemon", "--workspace", ws, "--", "true"}
-	if r := runBin(t, bin, ws, env, args...); r.code != 0 {
-		t.Fatalf("first exec: exit %d: %s", r.code, r.stderr)
-	}
+	return strace
+}
+
+// checkSyncBudget runs bin with args under strace four times, in ws with
+// env and stdin, and fails the test when a run makes no fsync at all or
+// more than most.
+func checkSyncBudget(t *testing.T, strace, bin, ws string, env map[string]string, stdin string, most int, args ...string) {
+	t.Helper()
 	for run := range 4 {
 		trace := filepath.Join(t.TempDir(), "strace")
 		cmd := exec.Command(strace, append([]string{"-f", "-qq", "-y", "-o", trace, "-e", "trace=fsync,fdatasync,syncfs,sync,msync,sync_file_range", bin}, args...)...)
-		cmd.Dir, cmd.Env = ws, envList(env)
+		cmd.Dir, cmd.Env, cmd.Stdin = ws, envList(env), strings.NewReader(stdin)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("run %d: %v\n%s", run, err, out)
 		}
@@ -55,12 +51,31 @@ func TestStandaloneExecFsyncBudget(t *testing.T) {
 		}
 		calls := syncCall.FindAllString(string(b), -1)
 		if len(calls) == 0 {
-			t.Fatalf("run %d: strace saw no fsync at all; the commits were not durable or strace traced nothing:\n%s", run, b)
+			t.Fatalf("run %d: strace saw no fsync at all; nothing was made durable or strace traced nothing:\n%s", run, b)
 		}
-		if len(calls) > 3 {
-			t.Errorf("run %d: %d fsyncs; want at most 3:\n%s", run, len(calls), strings.Join(calls, "\n"))
+		if len(calls) > most {
+			t.Errorf("run %d: %d fsyncs; want at most %d:\n%s", run, len(calls), most, strings.Join(calls, "\n"))
 		}
 	}
+}
+
+// TestStandaloneExecFsyncBudget: a standalone exec (no daemon) makes at
+// most three fsyncs, counted by strace over the process and its sandbox:
+// the two commits' WAL syncs and the WAL's directory, which SQLite syncs on
+// every process's first commit. The remembered checkpoint is written
+// without one (ledger.Options.CheckpointFileUnsynced); with its fsync each
+// run made four. The first run, which creates the keys and the database,
+// is not counted.
+func TestStandaloneExecFsyncBudget(t *testing.T) {
+	strace := straceOrSkip(t)
+	bin := buildIronvise(t)
+	ws, _ := filepath.EvalSymlinks(t.TempDir())
+	env := map[string]string{"ECTO_DATA_DIR": t.TempDir(), "HOME": t.TempDir(), "PATH": "/usr/local/bin:/usr/bin:/bin", "GUARD_REQUIRED": "false"}
+	args := []string{"exec", "--no-daemon", "--workspace", ws, "--", "true"}
+	if r := runBin(t, bin, ws, env, args...); r.code != 0 {
+		t.Fatalf("first exec: exit %d: %s", r.code, r.stderr)
+	}
+	checkSyncBudget(t, strace, bin, ws, env, "", 3, args...)
 }
 
 // TestHookEventFsyncBudget: a hook event of an agent session that is
@@ -72,42 +87,15 @@ func TestStandaloneExecFsyncBudget(t *testing.T) {
 // first event, which creates the keys, the database and the session, is
 // not counted.
 func TestHookEventFsyncBudget(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	strace, err := exec.LookPath("strace")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("strace is not installed; .ci/run installs it")
-		}
-		t.Skip("counting fsyncs needs strace (.ci/run installs it; CI=true turns this skip into a failure)")
-	}
+	strace := straceOrSkip(t)
 	bin := buildIronvise(t)
 	ws, _ := filepath.EvalSymlinks(t.TempDir())
 	env := map[string]string{"ECTO_DATA_DIR": t.TempDir(), "HOME": t.TempDir(), "PATH": "/usr/local/bin:/usr/bin:/bin", "GUARD_REQUIRED": "false"}
 	event := `{"session_id":"fsync-budget","cwd":"` + ws + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}`
-	hookRun := func(name string, arg ...string) {
-		t.Helper()
-		cmd := exec.Command(name, arg...)
-		cmd.Dir, cmd.Env, cmd.Stdin = ws, envList(env), strings.NewReader(event)
-		if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "{}" {
-			t.Fatalf("%v: %s", err, out)
-		}
+	cmd := exec.Command(bin, "hook", "claude-code")
+	cmd.Dir, cmd.Env, cmd.Stdin = ws, envList(env), strings.NewReader(event)
+	if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "{}" {
+		t.Fatalf("first event: %v: %s", err, out)
 	}
-	hookRun(bin, "hook", "claude-code")
-	for run := range 4 {
-		trace := filepath.Join(t.TempDir(), "strace")
-		hookRun(strace, "-f", "-qq", "-y", "-o", trace, "-e", "trace=fsync,fdatasync,syncfs,sync,msync,sync_file_range", bin, "hook", "claude-code")
-		b, err := os.ReadFile(trace)
-		if err != nil {
-			t.Fatal(err)
-		}
-		calls := syncCall.FindAllString(string(b), -1)
-		if len(calls) == 0 {
-			t.Fatalf("run %d: strace saw no fsync at all; the event was not recorded durably or strace traced nothing:\n%s", run, b)
-		}
-		if len(calls) > 3 {
-			t.Errorf("run %d: %d fsyncs; want at most 3:\n%s", run, len(calls), strings.Join(calls, "\n"))
-		}
-	}
+	checkSyncBudget(t, strace, bin, ws, env, event, 3, "hook", "claude-code")
 }
