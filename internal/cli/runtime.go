@@ -121,7 +121,13 @@ func (a *app) openLedgerForWrite() (*ledger.Ledger, error) {
 		closeLedger(l)
 		return nil, exitCode(ExitUsage, fmt.Errorf("ledger recovery: %w", err))
 	}
-	rep, err := l.VerifyStartup(a.ctx)
+	verify := l.VerifyStartup
+	if a.oneShot {
+		// One command or hook event: it writes to no running session but
+		// its own (ledger.VerifyStartupOwned).
+		verify = l.VerifyStartupOwned
+	}
+	rep, err := verify(a.ctx)
 	if err == nil {
 		err = rep.Err()
 	}

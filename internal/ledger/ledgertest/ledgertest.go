@@ -97,6 +97,7 @@ func Run(t *testing.T, h Harness) {
 		{"TamperRandomized", testTamperRandomized},
 		{"StartupAndFullVerification", testStartup},
 		{"StartupTail", testStartupTail},
+		{"StartupOwned", testStartupOwned},
 		{"OperationalTables", testOperationalTables},
 		{"AdminChangeAudited", testAdminChangeAudited},
 		{"Reopen", testReopen},

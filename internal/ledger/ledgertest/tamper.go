@@ -1,6 +1,7 @@
 package ledgertest
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -535,5 +536,37 @@ func testStartupTail(t *testing.T, h Harness) {
 				t.Fatalf("VerifySession: ok=%v, %v; want a failure", r.OK(), err)
 			}
 		})
+	}
+}
+
+// testStartupOwned: VerifyStartupOwned checks the log's tail, the instance
+// chain and the running sessions of its own owner id; a tampered session
+// of another owner is VerifyStartup's to find, and its owner's.
+func testStartupOwned(t *testing.T, h Harness) {
+	e := open(t, h, func(o *ledger.Options) { o.OwnerID = "owner-a" })
+	mine := newSession(t, e.l, "mine")
+	appendN(t, e.l, mine.ID, 3)
+	b := e.openLedger(func(o *ledger.Options) { o.OwnerID = "owner-b" })
+	theirs := newSession(t, b, "theirs")
+	appendN(t, b, theirs.ID, 3)
+	rep, err := e.l.VerifyStartupOwned(ctx())
+	if err != nil || !rep.OK() || rep.SessionsChecked != 2 {
+		t.Fatalf("clean ledger: %+v, %v; want OK over the instance chain and one session", rep, err)
+	}
+	evs, _ := b.Events(ctx(), theirs.ID, 0, 0)
+	sig := append([]byte{}, evs[len(evs)-1].Signature...)
+	sig[0] ^= 1
+	e.db.Tamper(t, `UPDATE events SET signature = ? WHERE session_id = ? AND seq = ?`, sig, theirs.ID[:], int64(len(evs)-1))
+	if rep, err := e.l.VerifyStartupOwned(ctx()); err != nil || !rep.OK() {
+		t.Fatalf("another owner's session tampered: %+v, %v; want OK", rep.Problems, err)
+	}
+	for name, verify := range map[string]func(context.Context) (ledger.StartupReport, error){
+		"VerifyStartup":                  e.l.VerifyStartup,
+		"the owner's VerifyStartupOwned": b.VerifyStartupOwned,
+	} {
+		rep, err := verify(ctx())
+		if err != nil || rep.OK() || !strings.Contains(strings.Join(rep.Problems, "\n"), theirs.ID.String()) {
+			t.Fatalf("%s after tampering: %+v, %v; want the tampered session named", name, rep.Problems, err)
+		}
 	}
 }
