@@ -154,6 +154,9 @@ type Server struct {
 	// answer refused connections.
 	conns  *connLimiter
 	connWG sync.WaitGroup
+	// fresh are the connections that have sent no request yet, which
+	// Shutdown closes (freshconns.go).
+	fresh freshConns
 
 	httpSrv *http.Server
 	ln      net.Listener
@@ -406,6 +409,7 @@ func (s *Server) Start(ctx context.Context) error {
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		BaseContext:    func(net.Listener) context.Context { return s.bg },
+		ConnState:      s.fresh.track,
 	}
 	s.feed = newFeed(s)
 	s.wg.Add(3)
@@ -468,7 +472,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.httpSrv != nil {
 		s.timeStep("stop the HTTP server", func() {
 			sctx, cancel := context.WithTimeout(ctx, ShutdownGrace)
-			if err := s.httpSrv.Shutdown(sctx); err != nil {
+			if err := s.fresh.closingDuring(func() error { return s.httpSrv.Shutdown(sctx) }); err != nil {
 				s.httpSrv.Close()
 			}
 			cancel()

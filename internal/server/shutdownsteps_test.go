@@ -3,6 +3,8 @@ package server
 import (
 	"bytes"
 	"log/slog"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -47,5 +49,46 @@ func TestShutdownRecordsItsSteps(t *testing.T) {
 	}
 	if !strings.HasSuffix(got, "close the ledger") {
 		t.Fatalf("the ledger is not closed last: %q", got)
+	}
+}
+
+// TestShutdownClosesConnectionsWithoutRequest: a connection that sent no
+// request does not hold up the HTTP server's shutdown. net/http's
+// Shutdown waits up to 5 s before it takes such a connection as idle, and
+// HTTP clients leave them: Go's keeps a connection it dialed for a request
+// that was cancelled meanwhile (an MCP client's stream reconnecting as the
+// server ends it). That made TestMCPShutdownSealsOpenConnections fail on
+// one run in 15–30.
+func TestShutdownClosesConnectionsWithoutRequest(t *testing.T) {
+	ts := startServer(t, tsOptions{})
+	addr := strings.TrimPrefix(ts.url, "http://")
+	var conns []net.Conn
+	for range 3 {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	// The server has accepted them (a request on another connection is
+	// answered after they were), and none has sent anything.
+	resp, err := http.Get(ts.url + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	start := time.Now()
+	if err := ts.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d >= time.Second {
+		t.Fatalf("shutdown took %v with %d connections that sent no request; its steps: %v", d, len(conns), ts.shutdownSteps)
+	}
+	for i, c := range conns {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err == nil {
+			t.Fatalf("connection %d still open after shutdown", i)
+		}
 	}
 }
