@@ -87,8 +87,16 @@ func (d *webDriver) wait(css, want string, within time.Duration) string {
 	d.t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		if id := d.find(css); id != "" && (want == "" || strings.Contains(d.text(id), want)) {
-			return id
+		if id := d.find(css); id != "" {
+			if want == "" {
+				return id
+			}
+			// The page may redraw the element between the find and the
+			// read (the dashboard renders its lists again as events
+			// come): a stale element is looked up again.
+			if text, ok := d.textIfFresh(id); ok && strings.Contains(text, want) {
+				return id
+			}
 		}
 		if time.Now().After(deadline) {
 			d.screenshot("timeout")
@@ -102,6 +110,36 @@ func (d *webDriver) text(id string) string {
 	var s string
 	json.Unmarshal(d.cmd("GET", "/element/"+id+"/text", nil), &s)
 	return s
+}
+
+// textIfFresh is text, with ok false when the element is no longer in the
+// page (WebDriver's "stale element reference"); any other failure fails
+// the test as text does.
+func (d *webDriver) textIfFresh(id string) (text string, ok bool) {
+	d.t.Helper()
+	res, err := http.Get(d.base + "/element/" + id + "/text")
+	if err != nil {
+		d.t.Fatalf("webdriver GET text: %v", err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	var out struct {
+		Value json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		d.t.Fatalf("webdriver GET text: %d %s", res.StatusCode, raw)
+	}
+	if res.StatusCode != 200 {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(out.Value, &e) == nil && e.Error == "stale element reference" {
+			return "", false
+		}
+		d.t.Fatalf("webdriver GET text: %d %s", res.StatusCode, raw)
+	}
+	json.Unmarshal(out.Value, &text)
+	return text, true
 }
 
 func (d *webDriver) click(id string) { d.cmd("POST", "/element/"+id+"/click", map[string]any{}) }
@@ -272,4 +310,23 @@ func TestDashboardInBrowser(t *testing.T) {
 	d.click(d.wait(`.tab[data-view="live"]`, "", 5*time.Second))
 	d.wait("#live-body tr", "", 5*time.Second)
 	d.screenshot("05-live")
+}
+
+// TestWebDriverStaleElement: the harness's wait looks an element up again
+// when the page replaced it between the find and the read, instead of
+// failing the test (the dashboard redraws its lists as events come).
+func TestWebDriverStaleElement(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Debian's chromium runs on Linux")
+	}
+	d := startBrowser(t)
+	d.cmd("POST", "/url", map[string]any{"url": "data:text/html,<p id=x>first</p>"})
+	id := d.wait("#x", "first", 10*time.Second)
+	d.script(`document.getElementById("x").remove(); const p = document.createElement("p"); p.id = "x"; p.textContent = "second"; document.body.appendChild(p);`)
+	if _, ok := d.textIfFresh(id); ok {
+		t.Fatal("the replaced element still reads as fresh")
+	}
+	if got := d.text(d.wait("#x", "second", 10*time.Second)); got != "second" {
+		t.Fatalf("the new element reads %q", got)
+	}
 }
