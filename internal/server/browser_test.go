@@ -38,6 +38,17 @@ type webDriver struct {
 
 func (d *webDriver) cmd(method, path string, body any) json.RawMessage {
 	d.t.Helper()
+	value, status, raw := d.do(method, path, body)
+	if value == nil || status != 200 {
+		d.t.Fatalf("webdriver %s %s: %d %s", method, path, status, raw)
+	}
+	return value
+}
+
+// do sends one WebDriver command and returns its answer's value (nil when
+// the answer is not WebDriver's JSON), its status and the raw answer.
+func (d *webDriver) do(method, path string, body any) (value json.RawMessage, status int, raw []byte) {
+	d.t.Helper()
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -53,11 +64,11 @@ func (d *webDriver) cmd(method, path string, body any) json.RawMessage {
 	var out struct {
 		Value json.RawMessage `json:"value"`
 	}
-	raw, _ := io.ReadAll(res.Body)
-	if err := json.Unmarshal(raw, &out); err != nil || res.StatusCode != 200 {
-		d.t.Fatalf("webdriver %s %s: %d %s", method, path, res.StatusCode, raw)
+	raw, _ = io.ReadAll(res.Body)
+	if json.Unmarshal(raw, &out) != nil {
+		return nil, res.StatusCode, raw
 	}
-	return out.Value
+	return out.Value, res.StatusCode, raw
 }
 
 // find returns an element id, or "" when none matches.
@@ -117,28 +128,17 @@ func (d *webDriver) text(id string) string {
 // the test as text does.
 func (d *webDriver) textIfFresh(id string) (text string, ok bool) {
 	d.t.Helper()
-	res, err := http.Get(d.base + "/element/" + id + "/text")
-	if err != nil {
-		d.t.Fatalf("webdriver GET text: %v", err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	var out struct {
-		Value json.RawMessage `json:"value"`
-	}
-	if err := json.Unmarshal(raw, &out); err != nil {
-		d.t.Fatalf("webdriver GET text: %d %s", res.StatusCode, raw)
-	}
-	if res.StatusCode != 200 {
+	value, status, raw := d.do("GET", "/element/"+id+"/text", nil)
+	if status != 200 {
 		var e struct {
 			Error string `json:"error"`
 		}
-		if json.Unmarshal(out.Value, &e) == nil && e.Error == "stale element reference" {
+		if json.Unmarshal(value, &e) == nil && e.Error == "stale element reference" {
 			return "", false
 		}
-		d.t.Fatalf("webdriver GET text: %d %s", res.StatusCode, raw)
+		d.t.Fatalf("webdriver GET /element/%s/text: %d %s", id, status, raw)
 	}
-	json.Unmarshal(out.Value, &text)
+	json.Unmarshal(value, &text)
 	return text, true
 }
 

@@ -10,11 +10,12 @@ import (
 // freshConns tracks the HTTP connections that have sent no request yet
 // (http.StateNew), so that shutting down does not wait for them.
 // http.Server.Shutdown waits up to 5 s before it takes such a connection as
-// idle, since its first request may be on the way, and HTTP clients leave
-// them behind: Go's keeps a connection it dialed for a request that was
-// cancelled meanwhile, as an MCP client's stream does when it reconnects
-// while the server ends it. Every such connection made a shutdown 5 s
-// longer (TestShutdownClosesConnectionsWithoutRequest).
+// idle, since its first request may be on the way, so every one made a
+// shutdown 5 s longer (TestShutdownClosesConnectionsWithoutRequest). A
+// client can leave one open by connecting and sending nothing yet; in
+// TestMCPShutdownSealsOpenConnections, run 120 times on a loaded machine,
+// one shutdown found such a connection of the MCP client's, whose stream
+// the shutdown had just ended, and that is the run that used to fail.
 type freshConns struct {
 	mu sync.Mutex
 	m  map[net.Conn]struct{}
