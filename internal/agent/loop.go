@@ -219,9 +219,16 @@ func (s *Session) End(ctx context.Context, status ledger.Status, actor string, c
 }
 
 func (s *Session) loop(ctx context.Context, o RunOptions, lim Limits, st *loopState, out *Outcome) (*errStop, error) {
+	// The loop's own reads and writes never take the interruption's
+	// context: an interrupt (Ctrl-C, shutdown, a seal) is taken at the
+	// loop's safe points below and ends the session aborted. Cutting a
+	// write short instead failed it as a ledger error and lost the record
+	// of what had happened (a repaired reply's schema_error, a failed model
+	// call). Each write takes a deadline of its own (s.append).
+	lctx := context.WithoutCancel(ctx)
 	// The goal passes the prompt scan once, before any model call.
 	pv := s.env.Scanner.ScanGoal(s.Goal)
-	if err := s.appendVerdictTimed(ctx, 0, "", checkTimed(pv)); err != nil {
+	if err := s.appendVerdictTimed(lctx, 0, "", checkTimed(pv)); err != nil {
 		return nil, err
 	}
 	if pv.Denied() {
@@ -236,7 +243,7 @@ func (s *Session) loop(ctx context.Context, o RunOptions, lim Limits, st *loopSt
 		if st.Step >= lim.MaxSteps {
 			return s.halt(ctx, st, verdict.HaltMaxSteps, fmt.Sprintf("step limit %d", lim.MaxSteps), lim.MaxSteps, ledger.StatusFailed)
 		}
-		if err := s.perceive(ctx, st, marker); err != nil {
+		if err := s.perceive(lctx, st, marker); err != nil {
 			return nil, err
 		}
 		req := llm.Request{
@@ -252,7 +259,7 @@ func (s *Session) loop(ctx context.Context, o RunOptions, lim Limits, st *loopSt
 		})
 		st.Tokens += prop.Usage.Total()
 		if prop.Repaired {
-			if err := s.appendSchemaError(ctx, st.Step+1, prop); err != nil {
+			if err := s.appendSchemaError(lctx, st.Step+1, prop); err != nil {
 				return nil, err
 			}
 		}
@@ -262,7 +269,7 @@ func (s *Session) loop(ctx context.Context, o RunOptions, lim Limits, st *loopSt
 			}
 			st.Counters.LLMErrors++
 			s.report(o, StepReport{Step: st.Step + 1, LLMError: perr.Error()})
-			if _, err := s.append(ctx, ledger.TypeThought, thoughtEvent{
+			if _, err := s.append(lctx, ledger.TypeThought, thoughtEvent{
 				Content: fmt.Sprintf("model call failed (%d of %d allowed in a row): %v", st.Counters.LLMErrors, lim.LLMErrorLimit, perr),
 			}); err != nil {
 				return nil, err
@@ -379,16 +386,19 @@ func (s *Session) afterStep(ctx context.Context, o RunOptions, lim Limits, st *l
 	}
 	if ctx.Err() != nil {
 		// Interrupted: the loop records the halt next; no rotation or
-		// snapshot is started.
+		// snapshot is started (one started runs to its end: see loop).
 		return nil, nil
 	}
 	if lim.KeyRotationSteps > 0 && st.Step%lim.KeyRotationSteps == 0 {
-		if _, err := s.env.Ledger.RotateKey(ctx, s.ID); err != nil {
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.env.writeTimeout())
+		_, err := s.env.Ledger.RotateKey(wctx, s.ID)
+		cancel()
+		if err != nil {
 			return nil, fmt.Errorf("rotate the session key: %w", err)
 		}
 	}
 	if st.Step%lim.SnapshotInterval == 0 {
-		if err := s.snapshot(ctx, st); err != nil {
+		if err := s.snapshot(context.WithoutCancel(ctx), st); err != nil {
 			return nil, err
 		}
 	}
@@ -414,7 +424,9 @@ func repeats(window []string) int {
 // history the prompt shows. It never reads another session's events.
 func (s *Session) perceive(ctx context.Context, st *loopState, marker string) error {
 	for {
-		evs, err := s.env.Ledger.Events(ctx, s.ID, st.NextSeq, 500)
+		rctx, cancel := context.WithTimeout(ctx, s.env.writeTimeout())
+		evs, err := s.env.Ledger.Events(rctx, s.ID, st.NextSeq, 500)
+		cancel()
 		if err != nil {
 			return fmt.Errorf("read the session's events: %w", err)
 		}

@@ -430,3 +430,67 @@ func TestInterruptMidStepKeepsRecords(t *testing.T) {
 		t.Fatalf("verify: %v %+v", err, rep)
 	}
 }
+
+// cancelOnCall cancels the run during its nth model call and still answers
+// it, as a reply that arrives while the operator presses Ctrl-C (or serve
+// shuts down) would. It wraps the mock backend.
+type cancelOnCall struct {
+	llm.Client
+	n, calls int
+	cancel   context.CancelFunc
+}
+
+func (c *cancelOnCall) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	if c.calls++; c.calls == c.n {
+		c.cancel()
+		return c.Client.Complete(context.WithoutCancel(ctx), req)
+	}
+	return c.Client.Complete(ctx, req)
+}
+
+// TestInterruptDuringLoopWriteAborts: an interruption that cuts short one
+// of the loop's own ledger reads or writes (here the schema_error of a
+// repaired reply) ends the session as any interruption does, aborted with
+// halt_interrupted, not failed with a ledger error.
+func TestInterruptDuringLoopWriteAborts(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &cancelOnCall{Client: script(t, badJSON, rfNotes, complete), n: 2, cancel: cancel}
+	s := h.session(t, "audit", nil, nil)
+	out, err := s.Run(ctx, RunOptions{LLM: m})
+	if err != nil || out.Status != ledger.StatusAborted || out.Stop != "halt_interrupted" {
+		t.Fatalf("%v %+v", err, out)
+	}
+	evs := h.events(t, s.ID.String())
+	if p := payloadOf(t, evs, ledger.TypeSessionHalted); p["code"] != "halt_interrupted" {
+		t.Fatalf("halt %v", p)
+	}
+	// The first reply's schema error happened: it is on record.
+	if p := payloadOf(t, evs, ledger.TypeSchemaError); p["attempt"] != 1.0 {
+		t.Fatalf("schema_error %v", p)
+	}
+	if rep, err := h.env.Ledger.VerifySession(context.Background(), s.ID); err != nil || !rep.OK() {
+		t.Fatalf("verify: %v %+v", err, rep)
+	}
+}
+
+// TestInterruptBeforeRunAborts: a run interrupted before it starts records
+// the goal's prompt scan, then halts: aborted with halt_interrupted, not
+// failed because the scan's record was refused.
+func TestInterruptBeforeRunAborts(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s := h.session(t, "audit", nil, nil)
+	out, err := s.Run(ctx, RunOptions{LLM: script(t, rfNotes, complete)})
+	if err != nil || out.Status != ledger.StatusAborted || out.Stop != "halt_interrupted" {
+		t.Fatalf("%v %+v", err, out)
+	}
+	var types []string
+	for _, e := range h.events(t, s.ID.String()) {
+		types = append(types, e.Type)
+	}
+	if got := strings.Join(types, " "); !strings.HasSuffix(got, "check_verdict session_halted session_sealed") {
+		t.Fatalf("events %s", got)
+	}
+}
