@@ -286,6 +286,11 @@ func Resolve(r LinkReader, abs string, refuse func(link string) error) (string, 
 // no symlink, with the components todo.
 func ResolveFrom(r LinkReader, cur string, todo []string, refuse func(link string) error) (string, error) {
 	links := 0
+	// clean says cur is in filepath.Clean's form, which every step below
+	// leaves it in: a name is then appended to it as is, where
+	// filepath.Join would clean the whole path again for every component
+	// (a third of a pass over the protected list, BenchmarkCompute).
+	clean := cur == filepath.Clean(cur)
 	for len(todo) > 0 {
 		c := todo[0]
 		todo = todo[1:]
@@ -295,19 +300,24 @@ func ResolveFrom(r LinkReader, cur string, todo []string, refuse func(link strin
 		case "..":
 			// cur holds no symlink, so its lexical parent is its physical
 			// parent.
-			cur = filepath.Dir(cur)
+			cur, clean = filepath.Dir(cur), true
 			continue
 		}
-		next := filepath.Join(cur, c)
+		var next string
+		if clean && !strings.ContainsAny(c, separators) {
+			next = appendName(cur, c)
+		} else {
+			next = filepath.Join(cur, c)
+		}
 		fi, err := r.Lstat(next)
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			return filepath.Join(append([]string{next}, todo...)...), nil
+			return joinRest(next, todo), nil
 		}
 		if err != nil {
 			return "", err
 		}
 		if fi.Mode()&fs.ModeSymlink == 0 {
-			cur = next
+			cur, clean = next, true
 			continue
 		}
 		if links++; links > maxSymlinks {
@@ -325,11 +335,46 @@ func ResolveFrom(r LinkReader, cur string, todo []string, refuse func(link strin
 		if filepath.IsAbs(target) {
 			tv := filepath.VolumeName(target)
 			cur = tv + string(filepath.Separator)
+			clean = cur == filepath.Clean(cur)
 			target = target[len(tv):]
 		}
 		todo = append(SplitPath(target), todo...)
 	}
 	return cur, nil
+}
+
+// joinRest is filepath.Join of dir and the components rest. Most entries
+// of the protected list end here, under a directory that does not exist:
+// when dir is clean and each component a plain name, joining them needs
+// no cleaning.
+func joinRest(dir string, rest []string) string {
+	if dir != filepath.Clean(dir) {
+		return filepath.Join(append([]string{dir}, rest...)...)
+	}
+	for _, c := range rest {
+		if c == "" || c == "." || c == ".." || strings.ContainsAny(c, separators) {
+			return filepath.Join(append([]string{dir}, rest...)...)
+		}
+	}
+	if len(rest) == 0 {
+		return dir
+	}
+	return appendName(dir, strings.Join(rest, string(filepath.Separator)))
+}
+
+// separators are the characters that end a path component here.
+const separators = "/" + string(filepath.Separator)
+
+// appendName is filepath.Join(dir, name) for a dir in filepath.Clean's
+// form and a name that is one component other than "", "." and "..".
+func appendName(dir, name string) string {
+	switch {
+	case dir == ".":
+		return name
+	case os.IsPathSeparator(dir[len(dir)-1]):
+		return dir + name // the root, or a volume's
+	}
+	return dir + string(filepath.Separator) + name
 }
 
 // SplitPath returns the components of p, split at '/' and at the

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -138,13 +139,26 @@ func TestWalksMatchTheirOriginals(t *testing.T) {
 				found++
 			}
 			for _, f := range []func(string) error{nil, refuse} {
-				want, wantErr := Resolve(OSLinks{}, q, f)
+				want, wantErr := resolveJoined(OSLinks{}, "/", SplitPath(q), f)
 				got, gotErr := Resolve(memo, q, f)
 				if got != want || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
-					t.Fatalf("Resolve(%q) through a Memo = %q, %v; without: %q, %v", q, got, gotErr, want, wantErr)
+					t.Fatalf("Resolve(%q) through a Memo = %q, %v; the plain walk without: %q, %v", q, got, gotErr, want, wantErr)
 				}
 				if wantErr == nil {
 					resolved++
+				}
+				// The walk continued from a directory not in Clean's form
+				// (a caller's), which it cleans as it goes.
+				if f != nil || q != p {
+					continue
+				}
+				rel := strings.TrimPrefix(q, root+"/")
+				for _, cur := range []string{root + "/", root + "/a/..", root + "//."} {
+					want, wantErr := resolveJoined(OSLinks{}, cur, strings.Split(rel, "/"), f)
+					got, gotErr := ResolveFrom(memo, cur, strings.Split(rel, "/"), f)
+					if got != want || fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+						t.Fatalf("ResolveFrom(%q, %q) = %q, %v; the plain walk: %q, %v", cur, rel, got, gotErr, want, wantErr)
+					}
 				}
 			}
 		}
@@ -154,6 +168,54 @@ func TestWalksMatchTheirOriginals(t *testing.T) {
 	if found < 500 || found > 11000 || resolved < 500 || resolved > 23000 {
 		t.Fatalf("%d paths found and %d resolved of 12,000: the generator misses a case", found, resolved)
 	}
+}
+
+// resolveJoined is ResolveFrom written the plain way, each step through
+// filepath.Join: the definition the walk's appending of names must match.
+func resolveJoined(r LinkReader, cur string, todo []string, refuse func(link string) error) (string, error) {
+	links := 0
+	for len(todo) > 0 {
+		c := todo[0]
+		todo = todo[1:]
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, c)
+		fi, err := r.Lstat(next)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return filepath.Join(append([]string{next}, todo...)...), nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if links++; links > maxSymlinks {
+			return "", fmt.Errorf("%s: too many levels of symbolic links", next)
+		}
+		if refuse != nil {
+			if err := refuse(next); err != nil {
+				return "", err
+			}
+		}
+		target, err := r.Readlink(next)
+		if err != nil {
+			return "", err
+		}
+		if filepath.IsAbs(target) {
+			tv := filepath.VolumeName(target)
+			cur = tv + string(filepath.Separator)
+			target = target[len(tv):]
+		}
+		todo = append(SplitPath(target), todo...)
+	}
+	return cur, nil
 }
 
 // FuzzRealPath: for any path under the tree, RealPath through a Memo
