@@ -4,7 +4,7 @@
 # with hyperfine, and prints each median and its ratio to bubblewrap
 # (docs/operate/performance.md#exec-latency).
 #
-#   scripts/bench-exec.sh [--quick] [--bin PATH]... [--runs N]
+#   scripts/bench-exec.sh [--quick] [--bin PATH]... [--runs N] [--parallel N]
 #
 # --bin names an ironvise binary to measure (repeatable, e.g. a build before
 # and after a change); without it the script builds ./cmd/ironvise into a
@@ -13,20 +13,26 @@
 # create its keys and database, so the measured runs are the steady state.
 # --quick takes fewer runs. With two --bin, each exec row is also run with
 # the two builds alternating (one run of each in turn), the comparison to
-# trust on a machine whose speed drifts. The script installs nothing: it
-# says what is missing and how to install it.
+# trust on a machine whose speed drifts. --parallel N also runs each daemon
+# row's command from 1 and from N clients at once (the runs shared out
+# among them) and prints the commands per second and, when perf is
+# installed, serve's fsync calls per command: the group commit at work.
+# The script installs nothing: it says what is missing and how to install
+# it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 runs=200
 warmup=10
+parallel=0
 bins=()
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) runs=30; warmup=3 ;;
     --runs) runs=$2; shift ;;
     --bin) bins+=("$(realpath "$2")"); shift ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --parallel) parallel=$2; shift ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-exec: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -164,6 +170,53 @@ if [ ${#bins[@]} -eq 2 ]; then
     ma=$(median <"$work/a.times")
     mb=$(median <"$work/b.times")
     echo "| $row | $ma | $mb | $(awk -v a="$ma" -v b="$mb" 'BEGIN {printf "%.2f", a / b}') |"
+  done
+fi
+
+# Throughput through the daemon: the runs of each daemon row shared out
+# among 1, then $parallel clients running at once. Commands that wait for
+# the same commit share its fsync (the ledger's group commit), so the
+# fsyncs per command fall as clients are added; perf counts them at
+# serve's system-call entry without stopping it (strace would slow every
+# client down and change how commits group).
+if [ "$parallel" -gt 1 ] && [ ${#daemon[@]} -gt 0 ]; then
+  echo
+  echo "| daemon row | clients | commands | wall s | commands per s | serve fsyncs per command |"
+  echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+  for i in "${daemon[@]}"; do
+    for clients in 1 "$parallel"; do
+      each=$(((runs + clients - 1) / clients))
+      counter=""
+      if command -v perf >/dev/null; then
+        perf stat -x, -e syscalls:sys_enter_fsync,syscalls:sys_enter_fdatasync -p "${serves[$i]}" -o "$work/perf.csv" 2>/dev/null &
+        counter=$!
+        sleep 0.5
+      fi
+      t0=$(date +%s%N)
+      pids=()
+      for _ in $(seq 1 "$clients"); do
+        (
+          for _ in $(seq 1 "$each"); do
+            # shellcheck disable=SC2086 # the command is a word list, as hyperfine -N runs it
+            ${cmds[$i]} >/dev/null 2>&1 || echo "bench-exec: a run of ${names[$i]} failed" >&2
+          done
+        ) &
+        pids+=($!)
+      done
+      wait "${pids[@]}"
+      t1=$(date +%s%N)
+      per="n/a (perf not installed)"
+      if [ -n "$counter" ]; then
+        sleep 0.3 # serve may still be writing after its last reply
+        kill -INT "$counter"
+        wait "$counter" 2>/dev/null || true
+        # Without the tracepoints (no permission, no tracefs) perf has
+        # nothing to count: say so rather than print zero.
+        per=$(awk -F, -v n=$((clients * each)) '/sys_enter_f/ && $1 ~ /^[0-9]+$/ {s += $1; k++} END {if (k) printf "%.2f", s / n; else print "n/a (perf cannot count system calls here)"}' "$work/perf.csv" 2>/dev/null || echo "n/a (perf failed)")
+      fi
+      awk -v name="${names[$i]}" -v c="$clients" -v n=$((clients * each)) -v ns=$((t1 - t0)) -v per="$per" \
+        'BEGIN {printf "| %s | %d | %d | %.2f | %.1f | %s |\n", name, c, n, ns / 1e9, n / (ns / 1e9), per}'
+    done
   done
 fi
 
