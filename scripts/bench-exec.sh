@@ -145,8 +145,19 @@ jq -r '
 # and the next, which a comparison of two builds then takes for their
 # difference; alternating puts the drift on both. Each run is timed around
 # its fork and exec from this shell, a millisecond or two that both share.
+#
+# Each build runs from three copies of its file, in turn: on a virtual
+# machine the same binary copied to another file measured up to 2 ms
+# (7 %) apart on a standalone exec, depending on where the file's pages
+# landed (performance.md#exec-2026-12-03-night), which one file per build
+# would take for the builds' difference.
 if [ ${#bins[@]} -eq 2 ]; then
   now() { date +%s%N; }
+  for n in 0 1; do
+    for c in 0 1 2; do
+      cp "${bins[$n]}" "$work/copy$c-$n"
+    done
+  done
   median() { sort -n | awk '{v[NR] = $1} END {printf "%.2f", v[int((NR + 1) / 2)] / 1e6}'; }
   echo
   echo "| alternated, $runs runs each | median ms, ${bins[0]} | median ms, ${bins[1]} | ratio |"
@@ -157,13 +168,14 @@ if [ ${#bins[@]} -eq 2 ]; then
     IFS=: read -r row ia ib <<<"$r"
     : >"$work/a.times"
     : >"$work/b.times"
-    for _ in $(seq 1 "$runs"); do
+    for k in $(seq 1 "$runs"); do
       for side in a b; do
-        i=$ia
-        [ "$side" = b ] && i=$ib
+        i=$ia n=0
+        [ "$side" = b ] && i=$ib n=1
+        cmd=${cmds[$i]//"${bins[$n]}"/"$work/copy$((k % 3))-$n"}
         t0=$(now)
         # shellcheck disable=SC2086 # the command is a word list, as hyperfine -N runs it
-        ${cmds[$i]} >/dev/null 2>&1 || true
+        $cmd >/dev/null 2>&1 || true
         echo $(($(now) - t0)) >>"$work/$side.times"
       done
     done
