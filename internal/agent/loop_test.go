@@ -74,6 +74,24 @@ func (h *harness) events(t *testing.T, id string) []ledger.Event {
 	return mustEvents(t, h.env.Ledger, id)
 }
 
+// types is the session's event types in order, space-separated.
+func (h *harness) types(t *testing.T, id string) string {
+	t.Helper()
+	var types []string
+	for _, e := range h.events(t, id) {
+		types = append(types, e.Type)
+	}
+	return strings.Join(types, " ")
+}
+
+// wantInterrupted fails unless a run ended as an interruption ends it.
+func wantInterrupted(t *testing.T, out *Outcome, err error) {
+	t.Helper()
+	if err != nil || out.Status != ledger.StatusAborted || out.Stop != "halt_interrupted" {
+		t.Fatalf("%v %+v", err, out)
+	}
+}
+
 func mustEvents(t *testing.T, l *ledger.Ledger, id string) []ledger.Event {
 	t.Helper()
 	s, err := l.Sessions(context.Background(), ledger.SessionFilter{})
@@ -377,9 +395,7 @@ func TestInterruptRecordsAndAborts(t *testing.T) {
 			cancel()
 		}
 	}})
-	if err != nil || out.Status != ledger.StatusAborted || out.Stop != "halt_interrupted" {
-		t.Fatalf("%v %+v", err, out)
-	}
+	wantInterrupted(t, out, err)
 	evs := h.events(t, s.ID.String())
 	if p := payloadOf(t, evs, ledger.TypeSessionHalted); p["code"] != "halt_interrupted" {
 		t.Fatalf("halt %v", p)
@@ -415,15 +431,8 @@ func TestInterruptMidStepKeepsRecords(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := h.session(t, "audit", cancellingGuard{cancel}, nil)
 	out, err := s.Run(ctx, RunOptions{LLM: script(t, rfNotes, complete)})
-	if err != nil || out.Status != ledger.StatusAborted || out.Stop != "halt_interrupted" {
-		t.Fatalf("%v %+v", err, out)
-	}
-	var types []string
-	for _, e := range h.events(t, s.ID.String()) {
-		types = append(types, e.Type)
-	}
-	got := strings.Join(types, " ")
-	if !strings.Contains(got, "intent_proposed check_verdict check_verdict check_verdict check_verdict session_halted session_sealed") || strings.Contains(got, "action") {
+	wantInterrupted(t, out, err)
+	if got := h.types(t, s.ID.String()); !strings.Contains(got, "intent_proposed check_verdict check_verdict check_verdict check_verdict session_halted session_sealed") || strings.Contains(got, "action") {
 		t.Fatalf("events %s", got)
 	}
 	if rep, err := h.env.Ledger.VerifySession(context.Background(), s.ID); err != nil || !rep.OK() {
@@ -458,9 +467,7 @@ func TestInterruptDuringLoopWriteAborts(t *testing.T) {
 	m := &cancelOnCall{Client: script(t, badJSON, rfNotes, complete), n: 2, cancel: cancel}
 	s := h.session(t, "audit", nil, nil)
 	out, err := s.Run(ctx, RunOptions{LLM: m})
-	if err != nil || out.Status != ledger.StatusAborted || out.Stop != "halt_interrupted" {
-		t.Fatalf("%v %+v", err, out)
-	}
+	wantInterrupted(t, out, err)
 	evs := h.events(t, s.ID.String())
 	if p := payloadOf(t, evs, ledger.TypeSessionHalted); p["code"] != "halt_interrupted" {
 		t.Fatalf("halt %v", p)
@@ -483,14 +490,8 @@ func TestInterruptBeforeRunAborts(t *testing.T) {
 	cancel()
 	s := h.session(t, "audit", nil, nil)
 	out, err := s.Run(ctx, RunOptions{LLM: script(t, rfNotes, complete)})
-	if err != nil || out.Status != ledger.StatusAborted || out.Stop != "halt_interrupted" {
-		t.Fatalf("%v %+v", err, out)
-	}
-	var types []string
-	for _, e := range h.events(t, s.ID.String()) {
-		types = append(types, e.Type)
-	}
-	if got := strings.Join(types, " "); !strings.HasSuffix(got, "check_verdict session_halted session_sealed") {
+	wantInterrupted(t, out, err)
+	if got := h.types(t, s.ID.String()); !strings.HasSuffix(got, "check_verdict session_halted session_sealed") {
 		t.Fatalf("events %s", got)
 	}
 }
