@@ -7,8 +7,11 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/sandbox/native/launch"
@@ -26,12 +29,17 @@ func readSyscall(t *testing.T) string {
 	return ""
 }
 
-// awaitHeld waits until a thread of the launcher pid blocks reading the
-// specification pipe (read(2) on launch.SpecFD): the launcher has confined
-// itself and waits for its start. It fails the test when the process ends
-// or execs something else first, or after 10 s.
-func awaitHeld(t *testing.T, pid int) {
+// awaitHeld waits until a thread of p's launcher blocks reading the
+// specification pipe (read(2) on launch.SpecFD) with the pipe empty: the
+// launcher took its specification, confined itself and waits for its
+// start. The same read waits for the specification itself, and a launcher
+// that was asleep in it when the specification came still shows it until
+// it runs; the specification is then still in the pipe, which tells the
+// two apart. It fails the test when the process ends or execs something
+// else first, or after 10 s.
+func awaitHeld(t *testing.T, p *prepared) {
 	t.Helper()
+	pid := p.l.cmd.Process.Pid
 	nr := readSyscall(t)
 	self, err := os.Readlink("/proc/self/exe")
 	if err != nil {
@@ -43,15 +51,38 @@ func awaitHeld(t *testing.T, pid int) {
 		if exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); err != nil || exe != self {
 			t.Fatalf("the prepared launcher %d is now %q (%v): the command ran before its start", pid, exe, err)
 		}
-		tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/syscall")
-		for _, f := range tasks {
-			if b, err := os.ReadFile(f); err == nil && strings.HasPrefix(string(b), want) {
-				return
+		// Unread bytes first, then the blocked read: a read seen after
+		// the pipe was found empty came after the specification was read.
+		if unread(t, p.l.spec) == 0 {
+			tasks, _ := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/syscall")
+			for _, f := range tasks {
+				if b, err := os.ReadFile(f); err == nil && strings.HasPrefix(string(b), want) {
+					return
+				}
 			}
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("the prepared launcher %d never waited on its specification pipe", pid)
+}
+
+// unread is how many bytes wait in the pipe whose end f is (FIONREAD
+// answers for either end of a pipe; TIOCINQ is its number).
+func unread(t *testing.T, f *os.File) int {
+	t.Helper()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	var ierr error
+	if err := rc.Control(func(fd uintptr) { n, ierr = unix.IoctlGetInt(int(fd), unix.TIOCINQ) }); err != nil {
+		t.Fatal(err)
+	}
+	if ierr != nil {
+		t.Fatalf("FIONREAD on the specification pipe: %v", ierr)
+	}
+	return n
 }
 
 func prepare(t *testing.T, tier *Tier, fx *fixture, cmd string) *prepared {
@@ -69,7 +100,7 @@ func held(t *testing.T) *prepared {
 	t.Helper()
 	tier := newTestTier(t, sandbox.Options{})
 	p := prepare(t, tier, newFixture(t), "echo started")
-	awaitHeld(t, p.l.cmd.Process.Pid)
+	awaitHeld(t, p)
 	return p
 }
 
@@ -91,7 +122,7 @@ func TestPreparedCommandWaitsForStart(t *testing.T) {
 	}
 	// Held well past the time a launch takes: still nothing ran.
 	time.Sleep(100 * time.Millisecond)
-	awaitHeld(t, p.l.cmd.Process.Pid)
+	awaitHeld(t, p)
 	r := p.Start()
 	exitZero(t, r)
 	contains(t, r, "started")
@@ -141,4 +172,54 @@ func TestWithdrawnCommandEndsAtStart(t *testing.T) {
 	if out, _ := p.l.stdout.Capped(); out != "" {
 		t.Fatalf("a withdrawn command wrote %q", out)
 	}
+}
+
+// readySpare waits for tier's ready launcher and returns its pid.
+func readySpare(t *testing.T, tier *Tier) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		tier.spares.mu.Lock()
+		l := tier.spares.ready
+		tier.spares.mu.Unlock()
+		if l != nil {
+			return l.cmd.Process.Pid
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatal("the tier has no ready launcher after 10 s")
+	return 0
+}
+
+// TestAwaitHeldWaitsForTheSpecificationToBeRead: a launcher that still
+// sleeps in the read its specification came on looks held to a check of
+// the blocked read alone. Stopped there (SIGSTOP) while the specification
+// arrives, it must not count as held until it ran, read it and confined
+// itself.
+func TestAwaitHeldWaitsForTheSpecificationToBeRead(t *testing.T) {
+	tier := newTestTier(t, sandbox.Options{})
+	pid := readySpare(t, tier)
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := make(chan struct{})
+	go func() {
+		defer close(resumed)
+		time.Sleep(300 * time.Millisecond)
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+	}()
+	defer func() { <-resumed }()
+	p := prepare(t, tier, newFixture(t), "echo started")
+	if p.l.cmd.Process.Pid != pid {
+		t.Fatalf("the command went to launcher %d, not the ready one %d", p.l.cmd.Process.Pid, pid)
+	}
+	awaitHeld(t, p)
+	status, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(status), "\nNoNewPrivs:\t1\n") {
+		t.Fatalf("counted as held before it confined itself:\n%s", status)
+	}
+	exitZero(t, p.Start())
 }
