@@ -111,17 +111,34 @@ for i in "${!bins[@]}"; do
     daemon+=($((${#cmds[@]} - 1)))
   fi
 done
+# The other sandboxes are measured when they are installed and run here;
+# one that is installed but fails (a missing dependency) is skipped with
+# its error rather than timed failing.
+others() {
+  local name=$1 cmd=$2 out
+  # shellcheck disable=SC2086 # the command is a word list, as hyperfine -N runs it
+  if out=$($cmd 2>&1); then
+    names+=("$name")
+    cmds+=("$cmd")
+  else
+    echo "bench-exec: $name fails here; skipped: $(printf '%s' "$out" | tail -n 1)" >&2
+  fi
+}
 if command -v codex >/dev/null; then
-  names+=("codex sandbox")
-  cmds+=("codex sandbox linux -- /bin/true")
+  # Recent releases run the command after `codex sandbox --`; older ones
+  # took the platform as a subcommand (`codex sandbox linux --`).
+  chelp=$(codex sandbox --help 2>/dev/null || true)
+  case $chelp in
+    *$'\n'"  linux "*) others "codex sandbox" "codex sandbox linux -- /bin/true" ;;
+    *) others "codex sandbox" "codex sandbox -- /bin/true" ;;
+  esac
 else
   echo "bench-exec: codex is not installed; skipped (npm install -g @openai/codex)" >&2
 fi
 if command -v srt >/dev/null; then
-  names+=(srt)
-  cmds+=("srt /bin/true")
+  others srt "srt /bin/true"
 else
-  echo "bench-exec: srt is not installed; skipped (npm install -g @anthropic-ai/sandbox-runtime)" >&2
+  echo "bench-exec: srt is not installed; skipped (npm install -g @anthropic-ai/sandbox-runtime; it needs bubblewrap, ripgrep and socat)" >&2
 fi
 
 args=(-N --style basic --runs "$runs" --warmup "$warmup" --export-json "$work/result.json")
@@ -132,11 +149,16 @@ echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; $runs runs
 hyperfine "${args[@]}" >&2
 
 echo
+# With codex measured, a last column says how many times faster than
+# `codex sandbox` each row is (the issue's target for the daemon: 10).
 jq -r '
   (.results[] | select(.command == "bubblewrap") | .median) as $bw
-  | ["command", "median ms", "× bubblewrap"], ["---", "---:", "---:"],
-    (.results[] | [.command, (.median * 1000 * 100 | round / 100 | tostring),
-                   ((.median / $bw) * 100 | round / 100 | tostring)])
+  | ([.results[] | select(.command == "codex sandbox") | .median] | first) as $cx
+  | def r2: . * 100 | round / 100 | tostring;
+    (["command", "median ms", "× bubblewrap"] + (if $cx then ["codex sandbox ÷"] else [] end)),
+    (["---", "---:", "---:"] + (if $cx then ["---:"] else [] end)),
+    (.results[] | [.command, (.median * 1000 | r2), (.median / $bw | r2)]
+                  + (if $cx then [($cx / .median | r2)] else [] end))
   | "| " + join(" | ") + " |"' "$work/result.json"
 
 # Two builds: the same rows again, one run of each build in turn. hyperfine
