@@ -174,23 +174,6 @@ func TestWithdrawnCommandEndsAtStart(t *testing.T) {
 	}
 }
 
-// readySpare waits for tier's ready launcher and returns its pid.
-func readySpare(t *testing.T, tier *Tier) int {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		tier.spares.mu.Lock()
-		l := tier.spares.ready
-		tier.spares.mu.Unlock()
-		if l != nil {
-			return l.cmd.Process.Pid
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatal("the tier has no ready launcher after 10 s")
-	return 0
-}
-
 // TestAwaitHeldWaitsForTheSpecificationToBeRead: a launcher that still
 // sleeps in the read its specification came on looks held to a check of
 // the blocked read alone. Stopped there (SIGSTOP) while the specification
@@ -198,7 +181,7 @@ func readySpare(t *testing.T, tier *Tier) int {
 // itself.
 func TestAwaitHeldWaitsForTheSpecificationToBeRead(t *testing.T) {
 	tier := newTestTier(t, sandbox.Options{})
-	pid := readySpare(t, tier)
+	pid := waitReady(t, tier).cmd.Process.Pid
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
