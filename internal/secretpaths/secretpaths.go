@@ -289,7 +289,8 @@ func ResolveFrom(r LinkReader, cur string, todo []string, refuse func(link strin
 	// clean says cur is in filepath.Clean's form, which every step below
 	// leaves it in: a name is then appended to it as is, where
 	// filepath.Join would clean the whole path again for every component
-	// (a third of a pass over the protected list, BenchmarkCompute).
+	// (with the rest of a missing path, 28 % of a pass over the protected
+	// list in a CPU profile of BenchmarkCompute).
 	clean := cur == filepath.Clean(cur)
 	for len(todo) > 0 {
 		c := todo[0]
