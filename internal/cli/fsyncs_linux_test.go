@@ -59,6 +59,12 @@ func checkSyncBudget(t *testing.T, strace, bin, ws string, env map[string]string
 	}
 }
 
+// budgetEnv is a fresh data directory and home, the system's PATH and no
+// guard: what a counted run needs and nothing that would write more.
+func budgetEnv(t *testing.T) map[string]string {
+	return map[string]string{"ECTO_DATA_DIR": t.TempDir(), "HOME": t.TempDir(), "PATH": "/usr/local/bin:/usr/bin:/bin", "GUARD_REQUIRED": "false"}
+}
+
 // TestStandaloneExecFsyncBudget: a standalone exec (no daemon) makes at
 // most three fsyncs, counted by strace over the process and its sandbox:
 // the two commits' WAL syncs and the WAL's directory, which SQLite syncs on
@@ -70,7 +76,7 @@ func TestStandaloneExecFsyncBudget(t *testing.T) {
 	strace := straceOrSkip(t)
 	bin := buildIronvise(t)
 	ws, _ := filepath.EvalSymlinks(t.TempDir())
-	env := map[string]string{"ECTO_DATA_DIR": t.TempDir(), "HOME": t.TempDir(), "PATH": "/usr/local/bin:/usr/bin:/bin", "GUARD_REQUIRED": "false"}
+	env := budgetEnv(t)
 	args := []string{"exec", "--no-daemon", "--workspace", ws, "--", "true"}
 	if r := runBin(t, bin, ws, env, args...); r.code != 0 {
 		t.Fatalf("first exec: exit %d: %s", r.code, r.stderr)
@@ -90,7 +96,7 @@ func TestHookEventFsyncBudget(t *testing.T) {
 	strace := straceOrSkip(t)
 	bin := buildIronvise(t)
 	ws, _ := filepath.EvalSymlinks(t.TempDir())
-	env := map[string]string{"ECTO_DATA_DIR": t.TempDir(), "HOME": t.TempDir(), "PATH": "/usr/local/bin:/usr/bin:/bin", "GUARD_REQUIRED": "false"}
+	env := budgetEnv(t)
 	event := `{"session_id":"fsync-budget","cwd":"` + ws + `","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}`
 	cmd := exec.Command(bin, "hook", "claude-code")
 	cmd.Dir, cmd.Env, cmd.Stdin = ws, envList(env), strings.NewReader(event)

@@ -344,14 +344,11 @@ func ResolveFrom(r LinkReader, cur string, todo []string, refuse func(link strin
 	return cur, nil
 }
 
-// joinRest is filepath.Join of dir and the components rest. Most entries
-// of the protected list end here, under a directory that does not exist:
-// when dir is clean and each component a plain name, joining them needs
-// no cleaning.
+// joinRest is filepath.Join of dir, in filepath.Clean's form (the walk's
+// path so far always is), and the components rest. Most entries of the
+// protected list end here, under a directory that does not exist: when
+// each component is a plain name, joining them needs no cleaning.
 func joinRest(dir string, rest []string) string {
-	if dir != filepath.Clean(dir) {
-		return filepath.Join(append([]string{dir}, rest...)...)
-	}
 	for _, c := range rest {
 		if c == "" || c == "." || c == ".." || strings.ContainsAny(c, separators) {
 			return filepath.Join(append([]string{dir}, rest...)...)

@@ -12,10 +12,10 @@ import (
 // http.Server.Shutdown waits up to 5 s before it takes such a connection as
 // idle, since its first request may be on the way, so every one made a
 // shutdown 5 s longer (TestShutdownClosesConnectionsWithoutRequest). A
-// client can leave one open by connecting and sending nothing yet; in
-// TestMCPShutdownSealsOpenConnections, run 120 times on a loaded machine,
-// one shutdown found such a connection of the MCP client's, whose stream
-// the shutdown had just ended, and that is the run that used to fail.
+// client can leave one open by connecting and sending nothing yet: the
+// runs of TestMCPShutdownSealsOpenConnections that failed found such a
+// connection of the MCP client's, whose stream the shutdown had just
+// ended.
 type freshConns struct {
 	mu sync.Mutex
 	m  map[net.Conn]struct{}

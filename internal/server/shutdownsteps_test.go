@@ -57,8 +57,8 @@ func TestShutdownRecordsItsSteps(t *testing.T) {
 // Shutdown waits up to 5 s before it takes such a connection as idle, and
 // HTTP clients leave them: Go's keeps a connection it dialed for a request
 // that was cancelled meanwhile (an MCP client's stream reconnecting as the
-// server ends it). That made TestMCPShutdownSealsOpenConnections fail on
-// one run in 15–30.
+// server ends it). That made TestMCPShutdownSealsOpenConnections fail now
+// and then (once in 30 runs when it was found).
 func TestShutdownClosesConnectionsWithoutRequest(t *testing.T) {
 	ts := startServer(t, tsOptions{})
 	addr := strings.TrimPrefix(ts.url, "http://")
