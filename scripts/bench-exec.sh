@@ -9,8 +9,11 @@
 # --bin names an ironvise binary to measure (repeatable, e.g. a build before
 # and after a change); without it the script builds ./cmd/ironvise into a
 # temporary directory. Each binary gets a data directory of its own, created
-# fresh on disk (under /var/tmp, not a tmpfs) for this run; the warm-up runs
-# create its keys and database, so the measured runs are the steady state.
+# fresh on disk (under /var/tmp, not a tmpfs) for this run and shared by its
+# serve and its rows; the warm-up runs bring it to the steady state. The
+# rows of the first binary run it without a wrapper, as the other
+# sandboxes run; a further binary's rows go through env, measured as a row
+# of its own.
 # --quick takes fewer runs. With two --bin, each exec row is also run with
 # the two builds alternating (one run of each in turn), the comparison to
 # trust on a machine whose speed drifts. --parallel N also runs each daemon
@@ -32,7 +35,7 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift ;;
     --bin) bins+=("$(realpath "$2")"); shift ;;
     --parallel) parallel=$2; shift ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-exec: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -58,8 +61,9 @@ trap cleanup EXIT
 mkdir "$work/ws"
 if [ ${#bins[@]} -eq 0 ]; then
   command -v go >/dev/null || { echo "bench-exec: no go toolchain to build ironvise; pass --bin PATH" >&2; exit 1; }
-  # Built as the release is (Makefile build): static, no cgo.
-  CGO_ENABLED=0 go build -trimpath -o "$work/ironvise" ./cmd/ironvise
+  # Built as the release is (make build): static, no cgo, the sandbox
+  # launcher embedded.
+  scripts/build-ironvise.sh "$work/ironvise"
   bins=("$work/ironvise")
 fi
 
@@ -68,32 +72,44 @@ serves=() # command index -> the serve pid answering it (daemon rows)
 alone=()  # per binary: the index of its standalone row
 daemon=() # per binary: the index of its daemon row, when it has one
 cmds=(/bin/true "bwrap --ro-bind / / /bin/true")
+# acmds are the same commands with every data directory named by env, for
+# the alternated comparison of two builds (below), where both sides must
+# pay for the same wrapper.
+acmds=("${cmds[@]}")
 for i in "${!bins[@]}"; do
   b=${bins[$i]}
   [ -x "$b" ] || { echo "bench-exec: $b is not an executable" >&2; exit 1; }
+  # Each binary has a data directory of its own, which its standalone and
+  # daemon rows share (exec --no-daemon runs beside serve as it would for
+  # a user). The first binary's is hyperfine's own environment, so that
+  # its rows run ironvise itself, as the other sandboxes' rows run
+  # theirs; hyperfine -N sets no variable per command, so the rows of
+  # any further binary name theirs with env, and a row of env alone
+  # shows what that adds.
   data="$work/data$i"
+  mkdir -p "$data"
+  wrap="env ECTO_DATA_DIR=$data "
+  [ "$i" -eq 0 ] && wrap=""
   label="ironvise exec"
   [ ${#bins[@]} -gt 1 ] && label="ironvise exec ($b)"
   names+=("$label")
-  # env, not the shell, sets the data directory: hyperfine runs each
-  # command without a shell (-N). A build with the daemon path is told to
-  # run in-process here; its daemon row follows.
+  # A build with the daemon path is told to run in-process here; its
+  # daemon row follows.
   nodaemon=""
   # The help is read whole first: grep -q would stop reading early, and
   # under pipefail the writer's SIGPIPE would read as "no such flag".
   help=$("$b" exec --help 2>/dev/null || true)
-  case $help in *--no-daemon*) nodaemon="--no-daemon" ;; esac
-  cmds+=("env ECTO_DATA_DIR=$data $b exec $nodaemon --workspace $work/ws -- /bin/true")
+  case $help in *--no-daemon*) nodaemon="--no-daemon " ;; esac
+  cmds+=("$wrap$b exec $nodaemon--workspace $work/ws -- /bin/true")
+  acmds+=("env ECTO_DATA_DIR=$data $b exec $nodaemon--workspace $work/ws -- /bin/true")
   alone+=($((${#cmds[@]} - 1)))
   if [ -n "$nodaemon" ]; then
-    # The daemon path: a serve of this build on its own data directory,
+    # The daemon path: a serve of this build on the data directory,
     # answering on $data/run/ironvise.sock; it stops with the script.
-    ddata="$work/daemon$i"
-    mkdir -p "$ddata"
-    ECTO_DATA_DIR="$ddata" ECTO_BIND_PORT=0 GUARD_REQUIRED=false "$b" serve >"$work/serve$i.log" 2>&1 &
+    ECTO_DATA_DIR="$data" ECTO_BIND_PORT=0 GUARD_REQUIRED=false "$b" serve >"$work/serve$i.log" 2>&1 &
     serve_pids+=($!)
-    for _ in $(seq 1 100); do [ -S "$ddata/run/ironvise.sock" ] && break; sleep 0.1; done
-    [ -S "$ddata/run/ironvise.sock" ] || { echo "bench-exec: serve of $b did not open its socket; see $work/serve$i.log" >&2; exit 1; }
+    for _ in $(seq 1 100); do [ -S "$data/run/ironvise.sock" ] && break; sleep 0.1; done
+    [ -S "$data/run/ironvise.sock" ] || { echo "bench-exec: serve of $b did not open its socket; see $work/serve$i.log" >&2; exit 1; }
     # serve probes its sandbox guarantees in the background once it
     # listens (a few seconds of deliberately heavy commands); measuring
     # alongside them would time the probes, so wait until no launcher of
@@ -106,11 +122,18 @@ for i in "${!bins[@]}"; do
       sleep 0.1
     done
     names+=("$label (daemon)")
-    cmds+=("env ECTO_DATA_DIR=$ddata $b exec --workspace $work/ws -- /bin/true")
+    cmds+=("$wrap$b exec --workspace $work/ws -- /bin/true")
+    acmds+=("env ECTO_DATA_DIR=$data $b exec --workspace $work/ws -- /bin/true")
     serves[${#cmds[@]} - 1]=${serve_pids[-1]}
     daemon+=($((${#cmds[@]} - 1)))
   fi
 done
+export ECTO_DATA_DIR="$work/data0"
+if [ ${#bins[@]} -gt 1 ]; then
+  names+=("env")
+  cmds+=("env ECTO_DATA_DIR=$work/data1 /bin/true")
+  acmds+=("${cmds[-1]}")
+fi
 # The other sandboxes are measured when they are installed and run here;
 # one that is installed but fails (a missing dependency) is skipped with
 # its error rather than timed failing.
@@ -120,6 +143,7 @@ others() {
   if out=$($cmd 2>&1); then
     names+=("$name")
     cmds+=("$cmd")
+    acmds+=("$cmd")
   else
     echo "bench-exec: $name fails here; skipped: $(printf '%s' "$out" | tail -n 1)" >&2
   fi
@@ -194,7 +218,7 @@ if [ ${#bins[@]} -eq 2 ]; then
       for side in a b; do
         i=$ia n=0
         [ "$side" = b ] && i=$ib n=1
-        cmd=${cmds[$i]//"${bins[$n]}"/"$work/copy$((k % 3))-$n"}
+        cmd=${acmds[$i]//"${bins[$n]}"/"$work/copy$((k % 3))-$n"}
         t0=$(now)
         # shellcheck disable=SC2086 # the command is a word list, as hyperfine -N runs it
         $cmd >/dev/null 2>&1 || true
