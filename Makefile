@@ -10,9 +10,10 @@ BIN       := bin
 
 all: build
 
-## build: the ironvise binary (pure Go, no cgo) into ./bin
+## build: the ironvise binary (pure Go, no cgo) into ./bin, with the sandbox
+## launcher embedded on Linux (scripts/build-ironvise.sh)
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ironvise ./cmd/ironvise
+	GO='$(GO)' LDFLAGS='$(LDFLAGS)' ./scripts/build-ironvise.sh $(BIN)/ironvise
 
 ## install: build, then copy ironvise into BINDIR: $GOBIN when set (the
 ## environment or `go env GOBIN`), else /usr/local/bin; PREFIX=DIR installs
@@ -84,10 +85,12 @@ unit:
 	if [ $$status -ne 0 ]; then echo; echo "== FAIL: go test exited $$status; the failures are listed above under === Failed and === Errors"; fi; \
 	exit $$status
 
-## cross: prove the main binary cross-compiles without cgo
+## cross: prove the main binary cross-compiles without cgo (linux/arm64 with
+## its embedded launcher)
 cross:
 	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/ironvise
 	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./cmd/ironvise
+	GO='$(GO)' GOOS=linux GOARCH=arm64 ./scripts/build-ironvise.sh /dev/null
 
 ## bench: the performance targets of the spec
 bench:

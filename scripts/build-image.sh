@@ -43,8 +43,8 @@ command -v "$engine" >/dev/null 2>&1 || {
 
 echo "build-image: building the static linux binary"
 mkdir -p bin/image
-CGO_ENABLED=0 GOOS=linux GOARCH=${GOARCH:-$("$go_cmd" env GOARCH)} \
-	"$go_cmd" build -trimpath -ldflags "${LDFLAGS:--s -w}" -o bin/image/ironvise ./cmd/ironvise
+GO="$go_cmd" GOOS=linux GOARCH=${GOARCH:-$("$go_cmd" env GOARCH)} LDFLAGS="${LDFLAGS:--s -w}" \
+	./scripts/build-ironvise.sh bin/image/ironvise
 
 build_base() {
 	command -v apt-get >/dev/null 2>&1 && command -v dpkg >/dev/null 2>&1 || {

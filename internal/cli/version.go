@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/ironvise/ironvise/internal/sandbox/native/launcherbin"
 	"runtime"
 
 	"github.com/spf13/cobra"
@@ -22,12 +23,24 @@ func (a *app) versionCommand() *cobra.Command {
 				GoVersion string   `json:"go_version"`
 				Platform  string   `json:"platform"`
 				Tiers     []string `json:"tiers"`
-			}{version, commit, runtime.Version(), runtime.GOOS + "/" + runtime.GOARCH, buildTiers()}
+				// Launcher is the SHA-256 of the sandbox launcher
+				// embedded in this build (package launcherbin); empty
+				// when the build has none and the native Linux tier
+				// re-executes this binary for each command.
+				Launcher string `json:"embedded_launcher_sha256"`
+			}{Version: version, Commit: commit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH, Tiers: buildTiers()}
+			size, sum, embedded := launcherbin.Info()
+			info.Launcher = sum
 			if asJSON {
 				return a.printJSON(info)
 			}
 			fmt.Fprintf(a.stdout, "ironvise %s (commit %s, %s, %s)\nsandbox tiers: %v\n",
 				info.Version, info.Commit, info.GoVersion, info.Platform, info.Tiers)
+			if embedded {
+				fmt.Fprintf(a.stdout, "sandbox launcher: embedded, %d bytes, sha256 %s\n", size, sum)
+			} else if runtime.GOOS == "linux" {
+				fmt.Fprintln(a.stdout, "sandbox launcher: this binary (not embedded; make build embeds it)")
+			}
 			return nil
 		},
 	}

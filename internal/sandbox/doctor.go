@@ -182,12 +182,22 @@ func Doctor(ctx context.Context, t Tier, selected bool) TierReport {
 		rep.Problem = err.Error()
 	}
 	rep.Notes = tierNotes(t.Name(), rep.Enforced)
+	if d, ok := t.(LauncherDescriber); ok {
+		rep.Notes = append(rep.Notes, "launcher: "+d.Launcher())
+	}
 	if p.container {
 		rep.Notes = append(rep.Notes,
 			"container mode: the command shares the container's PID, mount and network namespaces; the guarantees marked delegated hold only as far as the container provides them",
 			"container mode: run IronVise's container with a pids limit (podman's default is 2048; docker run --pids-limit): RLIMIT_NPROC does not bind root of the initial user namespace")
 	}
 	return rep
+}
+
+// LauncherDescriber is a tier that starts each command from a launcher
+// program of its own (the native Linux tier) and says which one, for the
+// doctor.
+type LauncherDescriber interface {
+	Launcher() string
 }
 
 // tierNotes are the documented limits worth repeating in doctor.

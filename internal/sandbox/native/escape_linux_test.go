@@ -412,7 +412,11 @@ func TestEscapeSuiteAsUser(t *testing.T) {
 }
 
 func runEscapeSuite(t *testing.T, opts sandbox.Options, keyOnly bool) {
-	tier := newTestTier(t, opts)
+	runEscapeSuiteOn(t, newTestTier(t, opts), opts, keyOnly)
+}
+
+// runEscapeSuiteOn is runEscapeSuite on tier, built with opts.
+func runEscapeSuiteOn(t *testing.T, tier *Tier, opts sandbox.Options, keyOnly bool) {
 	cases := escapeCases(t)
 	if n := len(cases); n < 30 && !keyOnly {
 		t.Fatalf("the escape suite has %d attempts; want at least 30", n)

@@ -368,6 +368,15 @@ func (t *Tier) launch(ctx context.Context, spec []byte) (*launcher, error) {
 		t.spares.retire(l)
 	}
 	l, err := startLauncher(k)
+	if err != nil && t.embedded != nil {
+		// The embedded launcher passed its check when the tier was
+		// built; should it fail to start now, the ironvise binary is
+		// the same launcher and is always there (its key differs, so a
+		// spare of either kind is only ever used as what it is).
+		t.log.Warn("the embedded sandbox launcher did not start; this command's launcher starts as the ironvise binary", "err", err)
+		k.executable = selfExe
+		l, err = startLauncher(k)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -421,7 +430,7 @@ func (t *Tier) takeSpare(ctx context.Context, k launcherKey) *launcher {
 func (t *Tier) keepReady(k launcherKey) {
 	// A key without the mount table's digest never matches (takeSpare):
 	// a launcher started under it would only be discarded.
-	if t.seccompErr != nil || !launch.Dispatches() || !k.mountsOK {
+	if t.seccompErr != nil || (t.embedded == nil && !launch.Dispatches()) || !k.mountsOK {
 		return
 	}
 	p := t.spares

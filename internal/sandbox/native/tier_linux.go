@@ -26,6 +26,7 @@ import (
 
 	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/sandbox/native/launch"
+	"github.com/ironvise/ironvise/internal/sandbox/native/launcherbin"
 	"github.com/ironvise/ironvise/internal/sandbox/native/seccomp"
 	"github.com/ironvise/ironvise/internal/secretpaths"
 	"github.com/ironvise/ironvise/internal/shell"
@@ -33,9 +34,14 @@ import (
 
 // Tier is the native Linux tier.
 type Tier struct {
-	opts       sandbox.Options
-	log        *slog.Logger
-	executable string // the ironvise binary to re-execute
+	opts sandbox.Options
+	log  *slog.Logger
+	// executable is what each launcher is started from: the ironvise
+	// binary (/proc/self/exe), or the launcher embedded in it
+	// (launcherbin) for a tier of many commands.
+	executable string
+	// embedded is the embedded launcher in use; nil: the ironvise binary.
+	embedded   *launcherbin.Executable
 	scratchDir string // parent of the per-command scratch directories
 	userNS     bool   // IronVise lacks CAP_SYS_ADMIN: a user namespace is needed
 	// container is container mode (sandbox.Options.ContainerMode): no
@@ -87,9 +93,12 @@ type Tier struct {
 // reported by Available, SelfTest and each Run.
 func New(opts sandbox.Options) (sandbox.Tier, error) {
 	opts = opts.WithDefaults()
-	t := &Tier{opts: opts, log: opts.Logger, executable: "/proc/self/exe", scratchDir: os.TempDir(),
+	t := &Tier{opts: opts, log: opts.Logger, executable: selfExe, scratchDir: os.TempDir(),
 		container: opts.ContainerMode, path: sandbox.CommandPath()}
 	t.userNS = !t.container && needsUserNS()
+	if !opts.OneCommand {
+		t.useEmbedded()
+	}
 	if opts.User != "" {
 		switch {
 		case os.Geteuid() != 0:
@@ -161,6 +170,35 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 		runtime.AddCleanup(t, (*hiddenCache).close, t.hiddenCache)
 	}
 	return t, nil
+}
+
+// selfExe starts a launcher as the running ironvise binary.
+const selfExe = "/proc/self/exe"
+
+// useEmbedded starts launchers from the launcher embedded in this binary
+// when the build put one there (package launcherbin); making it
+// executable costs a copy of it into memory and one run, which only a
+// tier of many commands earns back. One that cannot be used leaves the
+// tier on the ironvise binary, which works everywhere, with a warning.
+func (t *Tier) useEmbedded() {
+	e, err := launcherbin.Embedded()
+	switch {
+	case err == nil:
+		t.executable, t.embedded = e.Path, e
+	case !errors.Is(err, launcherbin.ErrNotEmbedded):
+		t.log.Warn("the sandbox launcher embedded in this binary cannot be used; each launcher starts as the whole ironvise binary instead, which is slower", "err", err)
+	}
+}
+
+// Launcher implements sandbox.LauncherDescriber.
+func (t *Tier) Launcher() string {
+	if e := t.embedded; e != nil {
+		return fmt.Sprintf("the launcher program embedded in this binary (%d bytes, sha256 %s), run from a sealed memory file", e.Size, e.SHA256)
+	}
+	if t.opts.OneCommand {
+		return "this binary, re-executed (a process that runs one command does not unpack the embedded launcher)"
+	}
+	return "this binary, re-executed (it embeds no launcher program; make build embeds one)"
 }
 
 // needsUserNS reports whether the launcher needs a user namespace to create

@@ -128,6 +128,14 @@ const Ready = "ready\n"
 // sandbox (the parent reads the reason from the status pipe).
 const ExitFailed = 125
 
+// CheckArg, as the only argument of the launcher program (package
+// launcherbin/launcher), makes it print CheckReply and exit: the tier's
+// proof that the program it embeds runs here.
+const CheckArg = "--check"
+
+// CheckReply is the launcher program's answer to CheckArg.
+const CheckReply = "ironvise sandbox launcher"
+
 // IsLauncher reports whether args (os.Args) ask for the launcher.
 func IsLauncher(args []string) bool {
 	dispatches.Store(true)

@@ -1,0 +1,120 @@
+package launcherbin
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// The launcher program itself runs in package native's tests
+// (embedded_linux_test.go), which build it; these test the pieces.
+
+func TestCheckELF(t *testing.T) {
+	self, err := os.ReadFile("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := elfMachines[runtime.GOARCH]; !ok {
+		t.Skip("no launcher is embedded on " + runtime.GOARCH)
+	}
+	if err := checkELF(self); err != nil {
+		t.Fatalf("this test binary: %v", err)
+	}
+	mutate := func(off int, v ...byte) []byte {
+		b := append([]byte(nil), self[:64]...)
+		copy(b[off:], v)
+		return b
+	}
+	other := byte(62)
+	if runtime.GOARCH == "amd64" {
+		other = 183
+	}
+	for name, tc := range map[string]struct {
+		b    []byte
+		want string
+	}{
+		"text":         {[]byte("#!/bin/sh\necho pwned\n"), "not an ELF program"},
+		"short":        {self[:10], "not an ELF program"},
+		"32-bit":       {mutate(4, 1), "64-bit"},
+		"big-endian":   {mutate(5, 2), "little-endian"},
+		"relocatable":  {mutate(16, 1, 0), "not an executable"},
+		"core":         {mutate(16, 4, 0), "not an executable"},
+		"another arch": {mutate(18, other, 0), "built for ELF machine"},
+	} {
+		if err := checkELF(tc.b); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want one saying %q", name, err, tc.want)
+		}
+	}
+}
+
+// TestSealedFile: the memory file holds the bytes, above the descriptors a
+// launcher's start places, and nothing can change it.
+func TestSealedFile(t *testing.T) {
+	want := []byte("launcher bytes\x00\x01")
+	fd, err := sealedFile(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if fd < minFD {
+		t.Errorf("descriptor %d, want at least %d", fd, minFD)
+	}
+	got, err := os.ReadFile("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil || string(got) != string(want) {
+		t.Fatalf("content %q, %v; want %q", got, err, want)
+	}
+	if _, err := unix.Pwrite(fd, []byte("X"), 0); !errors.Is(err, unix.EPERM) {
+		t.Errorf("write into the sealed file: %v, want EPERM", err)
+	}
+	if err := unix.Ftruncate(fd, 1); !errors.Is(err, unix.EPERM) {
+		t.Errorf("shrink the sealed file: %v, want EPERM", err)
+	}
+	if err := unix.Ftruncate(fd, 1<<20); !errors.Is(err, unix.EPERM) {
+		t.Errorf("grow the sealed file: %v, want EPERM", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, 0); !errors.Is(err, unix.EPERM) {
+		t.Errorf("add seals after F_SEAL_SEAL: %v, want EPERM", err)
+	}
+	// Reopened for writing through /proc, it is the same sealed file.
+	if f, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(fd), os.O_WRONLY, 0); err == nil {
+		_, werr := f.Write([]byte("X"))
+		f.Close()
+		if werr == nil {
+			t.Error("a write through a reopened descriptor succeeded")
+		}
+	}
+	if _, err := unix.Mmap(fd, 0, len(want), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); !errors.Is(err, unix.EPERM) {
+		t.Errorf("shared writable mapping of the sealed file: %v, want EPERM", err)
+	}
+}
+
+// TestNotEmbedded: a test binary is built without the overlay.
+func TestNotEmbedded(t *testing.T) {
+	if _, _, ok := Info(); ok {
+		t.Fatal("Info reports an embedded launcher in a test binary")
+	}
+	if _, err := Embedded(); !errors.Is(err, ErrNotEmbedded) {
+		t.Fatalf("Embedded() = %v, want ErrNotEmbedded", err)
+	}
+}
+
+// TestFromBytesChecksTheHashFirst: a program that is not the stamped one
+// is refused before anything is written or run.
+func TestFromBytesChecksTheHashFirst(t *testing.T) {
+	b := []byte("#!/bin/sh\ntouch /tmp/ironvise-launcherbin-ran\n")
+	sum := sha256.Sum256([]byte("something else"))
+	if _, err := FromBytes(b, hex.EncodeToString(sum[:])); err == nil || !strings.Contains(err.Error(), "not the one this binary was built with") {
+		t.Fatalf("err = %v, want the hash refusal", err)
+	}
+	sum = sha256.Sum256(b)
+	if _, err := FromBytes(b, hex.EncodeToString(sum[:])); err == nil || !strings.Contains(err.Error(), "not an ELF program") {
+		t.Fatalf("a script with its own hash: err = %v, want the ELF refusal", err)
+	}
+}
