@@ -198,7 +198,6 @@ jq -r '
 # landed (performance.md#exec-2026-12-03-night), which one file per build
 # would take for the builds' difference.
 if [ ${#bins[@]} -eq 2 ]; then
-  now() { date +%s%N; }
   for n in 0 1; do
     for c in 0 1 2; do
       cp "${bins[$n]}" "$work/copy$c-$n"
@@ -219,10 +218,14 @@ if [ ${#bins[@]} -eq 2 ]; then
         i=$ia n=0
         [ "$side" = b ] && i=$ib n=1
         cmd=${acmds[$i]//"${bins[$n]}"/"$work/copy$((k % 3))-$n"}
-        t0=$(now)
+        # bash's own clock, in microseconds: no process is started to read
+        # it (until the night of 2026-12-03 a date process per reading was
+        # timed too, several milliseconds on a slow machine).
+        t0=${EPOCHREALTIME/[.,]/}
         # shellcheck disable=SC2086 # the command is a word list, as hyperfine -N runs it
         $cmd >/dev/null 2>&1 || true
-        echo $(($(now) - t0)) >>"$work/$side.times"
+        t1=${EPOCHREALTIME/[.,]/}
+        echo $(((10#$t1 - 10#$t0) * 1000)) >>"$work/$side.times"
       done
     done
     ma=$(median <"$work/a.times")
