@@ -131,6 +131,9 @@ func TestEmbeddedLauncherRuns(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	if d := tier.Launcher(); !strings.Contains(d, "embedded in this binary") || !strings.Contains(d, e.SHA256) {
+		t.Errorf("the doctor's description %q does not name the launcher program %s", d, e.SHA256)
+	}
 	if r.Enforced == nil || r.Enforced.SeccompProfileSHA256 != tier.seccomp.SHA256 {
 		t.Fatalf("enforcement recorded through the launcher program: %+v", r.Enforced)
 	}
@@ -174,6 +177,9 @@ func TestTierWithoutEmbeddedLauncher(t *testing.T) {
 		tier := newTestTier(t, sandbox.Options{OneCommand: one})
 		if tier.executable != selfExe || tier.embedded != nil {
 			t.Fatalf("OneCommand=%v: the tier starts launchers from %s (embedded %v), want /proc/self/exe", one, tier.executable, tier.embedded)
+		}
+		if d := tier.Launcher(); !strings.Contains(d, "embeds no launcher program") {
+			t.Fatalf("OneCommand=%v: the doctor's description %q", one, d)
 		}
 	}
 	if _, err := launcherbin.Embedded(); !errors.Is(err, launcherbin.ErrNotEmbedded) {

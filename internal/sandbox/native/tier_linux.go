@@ -195,10 +195,15 @@ func (t *Tier) Launcher() string {
 	if e := t.embedded; e != nil {
 		return fmt.Sprintf("the launcher program embedded in this binary (%d bytes, sha256 %s), run from a sealed memory file", e.Size, e.SHA256)
 	}
-	if t.opts.OneCommand {
+	_, _, embedded := launcherbin.Info()
+	switch {
+	case !embedded:
+		return "this binary, re-executed (it embeds no launcher program; make build embeds one)"
+	case t.opts.OneCommand:
 		return "this binary, re-executed (a process that runs one command does not unpack the embedded launcher)"
+	default:
+		return "this binary, re-executed (the embedded launcher cannot be used here; the warning logged at start says why)"
 	}
-	return "this binary, re-executed (it embeds no launcher program; make build embeds one)"
 }
 
 // needsUserNS reports whether the launcher needs a user namespace to create

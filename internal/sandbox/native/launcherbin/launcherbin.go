@@ -9,13 +9,13 @@
 // the ironvise binary for it means starting a 39 MB Go program: the
 // runtime registers the interface tables of every package linked in and
 // walks its whole function table, and each page it touches is a page
-// fault. The launcher alone is a 3 MB program with a few dozen interface
+// fault. The launcher alone is a 2 MB program with a few dozen interface
 // tables. Measured on a 2-core virtual machine whose page faults are slow
 // (docs/operate/performance.md#exec-2026-12-03-late-night): a launcher started until it
 // gives up for want of a specification took 13.7 ms as the ironvise binary
 // and 6.0 ms as its own program (5.1 ms for a Go program that does
-// nothing), and eight clients at once through one `ironvise serve` ran 18 %
-// more commands per second.
+// nothing), and eight clients at once through one `ironvise serve` ran
+// 15–18 % more commands per second.
 //
 // # How it is built and trusted
 //
