@@ -3,6 +3,7 @@
 package native
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/sandbox/native/launcherbin"
 )
 
 // unprivEnv marks the copy of the test binary that TestUnprivileged runs
@@ -47,6 +49,17 @@ func TestUnprivileged(t *testing.T) {
 	cmd := exec.Command("/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--",
 		bin, "-test.run", "^TestUnprivilegedChild$", "-test.count=1", "-test.v")
 	cmd.Env = []string{unprivEnv + "=1", "TMPDIR=/tmp", "HOME=/tmp", "PATH=/usr/bin:/bin"}
+	// The launcher program too, for the child's tier to start its
+	// launchers from inside the user namespace it needs.
+	if b, err := builtLauncher(); err == nil {
+		p := filepath.Join(dir, "launcher")
+		if err := os.WriteFile(p, b.program, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd.Env = append(cmd.Env, unprivLauncherEnv+"="+p+":"+b.sha256)
+	} else if !errors.Is(err, errNoGo) {
+		t.Fatal(err)
+	}
 	cmd.Dir = "/"
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: TestUnprivilegedChild") {
@@ -55,8 +68,16 @@ func TestUnprivileged(t *testing.T) {
 	if strings.Contains(string(out), "--- SKIP") {
 		t.Fatalf("the unprivileged run skipped cases:\n%s", out)
 	}
-	t.Logf("%d key attempts passed as uid 65534", strings.Count(string(out), "    --- PASS: TestUnprivilegedChild/escape/"))
+	t.Logf("%d key attempts passed as uid 65534, %d through the launcher program", strings.Count(string(out), "    --- PASS: TestUnprivilegedChild/escape/"),
+		strings.Count(string(out), "    --- PASS: TestUnprivilegedChild/escape_embedded_launcher/"))
+	if b, err := builtLauncher(); err == nil && b.sha256 != "" && !strings.Contains(string(out), "--- PASS: TestUnprivilegedChild/escape_embedded_launcher") {
+		t.Fatalf("the key attempts through the launcher program did not pass as uid 65534:\n%s", out)
+	}
 }
+
+// unprivLauncherEnv hands the unprivileged child the built launcher
+// program, as PATH:SHA256.
+const unprivLauncherEnv = "IRONVISE_TEST_UNPRIVILEGED_LAUNCHER"
 
 // TestUnprivilegedChild is the part TestUnprivileged runs as uid 65534.
 func TestUnprivilegedChild(t *testing.T) {
@@ -88,6 +109,22 @@ func TestUnprivilegedChild(t *testing.T) {
 		}
 	})
 	t.Run("confine_self", TestConfineSelf)
+	if v := os.Getenv(unprivLauncherEnv); v != "" {
+		t.Run("escape_embedded_launcher", func(t *testing.T) {
+			p, sum, _ := strings.Cut(v, ":")
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := launcherbin.FromBytes(b, sum)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tier := newTestTier(t, sandbox.Options{})
+			tier.executable, tier.embedded = e.Path, e
+			runEscapeSuiteOn(t, tier, sandbox.Options{}, true)
+		})
+	}
 	t.Run("work", func(t *testing.T) {
 		r := run(t, tier, fx, `grep -rn needle . | wc -l; echo x > "$TMPDIR/f" && cat "$TMPDIR/f"`)
 		exitZero(t, r)
