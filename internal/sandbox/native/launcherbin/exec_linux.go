@@ -71,11 +71,50 @@ func makeExecutable(b []byte, want string) (*Executable, error) {
 		return nil, err
 	}
 	path := "/proc/self/fd/" + strconv.Itoa(fd)
-	if err := check(path); err != nil {
+	// Security: the hash is checked again on the sealed file, which is
+	// what runs: between its creation and its seals a process allowed
+	// to open this one's descriptors could have written to it.
+	err = sealedHash(fd, len(b), got)
+	if err == nil {
+		err = check(path)
+	}
+	if err != nil {
 		unix.Close(fd)
 		return nil, err
 	}
 	return &Executable{Path: path, SHA256: got, Size: len(b)}, nil
+}
+
+// sealedHash reads the sealed file fd back and requires size bytes that
+// hash to want.
+func sealedHash(fd, size int, want string) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("stat the launcher's memory file: %w", err)
+	}
+	if st.Size != int64(size) {
+		return fmt.Errorf("the launcher's memory file holds %d bytes, not the %d written", st.Size, size)
+	}
+	h := sha256.New()
+	buf := make([]byte, 256<<10)
+	for off := int64(0); off < st.Size; {
+		n, err := unix.Pread(fd, buf, off)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read the launcher's memory file back: %w", err)
+		}
+		if n == 0 {
+			return errors.New("read the launcher's memory file back: it ended early")
+		}
+		h.Write(buf[:n])
+		off += int64(n)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		return fmt.Errorf("the launcher's sealed memory file hashes to %s, not %s: something wrote to it before it was sealed", got, want)
+	}
+	return nil
 }
 
 // minFD is the lowest descriptor the memory file may have: above every

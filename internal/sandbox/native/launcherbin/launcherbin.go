@@ -31,7 +31,8 @@
 // hash. The launcher runs from a sealed memory file copied from the
 // binary's own read-only data: nothing on disk can be swapped under it,
 // and it is trusted exactly as far as the ironvise binary is. Before the
-// tier uses it, it runs it once (launch.CheckArg).
+// tier uses it, the sealed copy is read back and hashed again, and run
+// once (launch.CheckArg).
 //
 // # Limitations
 //

@@ -118,3 +118,36 @@ func TestFromBytesChecksTheHashFirst(t *testing.T) {
 		t.Fatalf("a script with its own hash: err = %v, want the ELF refusal", err)
 	}
 }
+
+// TestSealedHash: the read-back finds a change made to the memory file
+// before it was sealed, and accepts the file as written.
+func TestSealedHash(t *testing.T) {
+	b := []byte("the launcher as embedded")
+	sum := sha256.Sum256(b)
+	want := hex.EncodeToString(sum[:])
+	fd, err := sealedFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := sealedHash(fd, len(b), want); err != nil {
+		t.Fatalf("the file as written: %v", err)
+	}
+	if err := sealedHash(fd, len(b)+1, want); err == nil || !strings.Contains(err.Error(), "not the") {
+		t.Fatalf("a size that differs: %v", err)
+	}
+	// A file written to after the bytes went in and before the seals.
+	fd2, err := unix.MemfdCreate("tampered", unix.MFD_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd2)
+	tampered := append([]byte(nil), b...)
+	tampered[0] ^= 1
+	if _, err := unix.Write(fd2, tampered); err != nil {
+		t.Fatal(err)
+	}
+	if err := sealedHash(fd2, len(b), want); err == nil || !strings.Contains(err.Error(), "something wrote to it") {
+		t.Fatalf("a tampered file: %v", err)
+	}
+}
