@@ -8,9 +8,17 @@ import (
 	"runtime"
 )
 
-// elfMachines are the ELF machine numbers of the architectures the native
-// tier runs on (its seccomp profiles: amd64 and arm64).
-var elfMachines = map[string]uint16{"amd64": 62, "arm64": 183}
+// elfMachine is the ELF machine number of goarch, one of the architectures
+// the native tier runs on (its seccomp profiles: amd64 and arm64).
+func elfMachine(goarch string) (uint16, bool) {
+	switch goarch {
+	case "amd64":
+		return 62, true // EM_X86_64
+	case "arm64":
+		return 183, true // EM_AARCH64
+	}
+	return 0, false
+}
 
 // checkELF refuses b unless it is a 64-bit little-endian ELF executable for
 // this process's architecture: a launcher overlaid for another one would
@@ -26,7 +34,7 @@ func checkELF(b []byte) error {
 	if typ != 2 && typ != 3 { // ET_EXEC, ET_DYN
 		return fmt.Errorf("the embedded launcher is an ELF file of type %d, not an executable", typ)
 	}
-	want, ok := elfMachines[runtime.GOARCH]
+	want, ok := elfMachine(runtime.GOARCH)
 	if !ok {
 		return fmt.Errorf("no embedded launcher is used on %s", runtime.GOARCH)
 	}

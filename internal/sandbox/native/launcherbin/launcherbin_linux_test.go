@@ -21,7 +21,7 @@ func TestCheckELF(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := elfMachines[runtime.GOARCH]; !ok {
+	if _, ok := elfMachine(runtime.GOARCH); !ok {
 		t.Skip("no launcher is embedded on " + runtime.GOARCH)
 	}
 	if err := checkELF(self); err != nil {
