@@ -205,6 +205,12 @@ func TestKeepAlive(t *testing.T) {
 			ts := startServer(t, tsOptions{env: map[string]string{"SSE_KEEPALIVE_SECS": strconv.Itoa(secs)}})
 			id := ts.createSession(map[string]any{"goal": "quiet", "agent_loop": false})
 			time.Sleep(time.Second) // let the after-append checkpoint pass
+			// The server's silence starts when it takes the request, which
+			// is after this instant and before openStream returns: the
+			// first bounds "never sooner" exactly (a busy machine once
+			// returned from openStream 0.13 s after the server began to
+			// count), the second "not much later".
+			asked := time.Now()
 			c := ts.openStream("/api/stream?after=9999999999", adminTok)
 			opened := time.Now()
 			interval := time.Duration(secs) * time.Second
@@ -212,8 +218,11 @@ func TestKeepAlive(t *testing.T) {
 			if !ok || f.raw != ": keep-alive\n\n" {
 				t.Fatalf("first frame %q", f.raw)
 			}
-			if d := f.at.Sub(opened); d < interval-100*time.Millisecond || d > interval+time.Second {
-				t.Errorf("keep-alive after %v of silence; want %v (±1 s, never sooner)", d, interval)
+			if d := f.at.Sub(asked); d < interval {
+				t.Errorf("keep-alive %v after the stream was asked for; want no sooner than %v", d, interval)
+			}
+			if d := f.at.Sub(opened); d > interval+time.Second {
+				t.Errorf("keep-alive after %v of silence; want %v (at most 1 s later)", d, interval)
 			}
 			if secs != 2 {
 				return
@@ -224,6 +233,9 @@ func TestKeepAlive(t *testing.T) {
 			head := int(evs[len(evs)-1]["id"].(float64))
 			c2 := ts.openStream("/api/stream?session_id="+id+"&after="+strconv.Itoa(head), adminTok)
 			time.Sleep(interval / 2)
+			// The event frame is written after this instant and read
+			// before ev.at: the same two bounds as above.
+			posted := time.Now()
 			ts.call("POST", "/api/sessions/"+id+"/events", adminTok, map[string]any{"type": "thought", "content": "tick"})
 			ev, ok := c2.next(t, time.Second)
 			if !ok || ev.event != "event" {
@@ -233,8 +245,11 @@ func TestKeepAlive(t *testing.T) {
 			if !ok || ka.raw != ": keep-alive\n\n" {
 				t.Fatalf("keep-alive %q", ka.raw)
 			}
-			if d := ka.at.Sub(ev.at); d < interval-100*time.Millisecond || d > interval+time.Second {
-				t.Errorf("keep-alive %v after the last event frame; want %v", d, interval)
+			if d := ka.at.Sub(posted); d < interval {
+				t.Errorf("keep-alive %v after the event was posted; want no sooner than %v", d, interval)
+			}
+			if d := ka.at.Sub(ev.at); d > interval+time.Second {
+				t.Errorf("keep-alive %v after the last event frame; want %v (at most 1 s later)", d, interval)
 			}
 		})
 	}
