@@ -169,9 +169,10 @@ const devShm = "/dev/shm"
 // command can build a path at run time. A path that vanished under an
 // earlier mask (a child of a masked directory) needs nothing more.
 func (l *launcher) hide() error {
+	scan := newMaskScan(os.Lstat)
 	for _, p := range l.spec.Hide {
-		fi, err := os.Lstat(p)
-		if err != nil {
+		fi, ok := scan.find(p)
+		if !ok {
 			continue // absent, or under a directory masked already
 		}
 		if fi.Mode()&os.ModeSymlink != 0 {
@@ -179,11 +180,15 @@ func (l *launcher) hide() error {
 			// target as its own entry.
 			continue
 		}
-		err = l.call(StepHide, func() error {
-			if fi.IsDir() {
-				return kernel.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,nr_inodes=1,mode=0555")
+		err := l.call(StepHide, func() error {
+			if !fi.IsDir() {
+				return kernel.Mount("/dev/null", p, "", unix.MS_BIND, "")
 			}
-			return kernel.Mount("/dev/null", p, "", unix.MS_BIND, "")
+			if err := kernel.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,nr_inodes=1,mode=0555"); err != nil {
+				return err
+			}
+			scan.masked(p)
+			return nil
 		})
 		if err != nil {
 			return stepErr(StepHide, fmt.Errorf("mask %s: %w", p, err), "")
