@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -72,9 +73,11 @@ func installed(t *testing.T, dest string) []string {
 	return files
 }
 
-// TestMakeInstall: `make install` puts one executable ironvise into $GOBIN
-// when it is set, else /usr/local/bin; PREFIX and BINDIR choose another
-// place, DESTDIR roots all of them, and `make uninstall` takes it away.
+// TestMakeInstall: `make install` puts the executables ironvise and
+// ironvise-exec side by side into $GOBIN when it is set, else
+// /usr/local/bin; PREFIX and BINDIR choose another place, DESTDIR roots all
+// of them, and `make uninstall` takes them away. The installed
+// ironvise-exec finds the ironvise beside it.
 func TestMakeInstall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary with make")
@@ -111,15 +114,24 @@ func TestMakeInstall(t *testing.T) {
 			dest := t.TempDir()
 			env := makeEnv(tc.env...)
 			makeInstall(t, "install", build, dest, env, tc.args...)
-			if got := installed(t, dest); len(got) != 1 || got[0] != tc.want {
-				t.Fatalf("installed %q; want only %s", got, tc.want)
+			if got, want := installed(t, dest), []string{tc.want, tc.want + "-exec"}; !slices.Equal(got, want) {
+				t.Fatalf("installed %q; want only %q", got, want)
 			}
 			bin := filepath.Join(dest, tc.want)
-			if st, err := os.Stat(bin); err != nil || st.Mode().Perm() != 0o755 {
-				t.Fatalf("%s: %v %v; want mode 0755", bin, st, err)
+			for _, f := range []string{bin, bin + "-exec"} {
+				if st, err := os.Stat(f); err != nil || st.Mode().Perm() != 0o755 {
+					t.Fatalf("%s: %v %v; want mode 0755", f, st, err)
+				}
 			}
 			if out, err := exec.Command(bin, "version").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "ironvise ") {
 				t.Fatalf("%s version: %v %s", bin, err, out)
+			}
+			// ironvise-exec hands what no daemon takes to the ironvise
+			// beside it: here exec's help, with no PATH to find another.
+			help := exec.Command(bin+"-exec", "--help")
+			help.Env = []string{"HOME=" + t.TempDir()}
+			if out, err := help.CombinedOutput(); err != nil || !strings.Contains(string(out), "ironvise exec [flags]") {
+				t.Fatalf("%s-exec --help: %v %s", bin, err, out)
 			}
 			makeInstall(t, "uninstall", build, dest, env, tc.args...)
 			if got := installed(t, dest); len(got) != 0 {

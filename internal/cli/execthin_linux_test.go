@@ -74,6 +74,19 @@ func buildIronvise(t *testing.T) string {
 	return bin
 }
 
+// buildIronviseExec builds cmd/ironvise-exec beside bin, as make build
+// does.
+func buildIronviseExec(t *testing.T, bin string) string {
+	t.Helper()
+	out := filepath.Join(filepath.Dir(bin), "ironvise-exec")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "github.com/ironvise/ironvise/cmd/ironvise-exec")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build ironvise-exec: %v\n%s", err, b)
+	}
+	return out
+}
+
 func envList(env map[string]string) []string {
 	var out []string
 	for k, v := range env {
@@ -172,15 +185,17 @@ func sameOutput(a, b binRun) bool {
 }
 
 // TestExecThinEndToEnd runs the real binary against a real serve: exec
-// through the thin path, through the full command line's daemon path and
-// with --no-daemon gives the same output and exit code; everything the
-// thin path does not handle behaves as the full command line; a refused
-// peer, a daemon that hangs up and Ctrl-C end as they always did.
+// through the thin path, through the full command line's daemon path,
+// with --no-daemon and as ironvise-exec gives the same output and exit
+// code; everything the thin path does not handle behaves as the full
+// command line (ironvise-exec hands it to the ironvise beside it); a
+// refused peer, a daemon that hangs up and Ctrl-C end as they always did.
 func TestExecThinEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and starts serve")
 	}
 	bin := buildIronvise(t)
+	execBin := buildIronviseExec(t, bin)
 	ws, _ := filepath.EvalSymlinks(t.TempDir())
 	os.WriteFile(filepath.Join(ws, "app.conf"), []byte("user=admin\npassword=hunter2\n"), 0o644)
 	// The data directory is $XDG_DATA_HOME/ironvise, so that one case can
@@ -199,7 +214,7 @@ func TestExecThinEndToEnd(t *testing.T) {
 	fullEnv := withEnv(clientEnv, "GUARD_REQUIRED", "false")
 	inProcessEnv := withEnv(daemonEnv, "LANG", "C.UTF-8", "TZ", "UTC")
 
-	t.Run("same output three ways", func(t *testing.T) {
+	t.Run("same output four ways", func(t *testing.T) {
 		for _, c := range []struct {
 			name string
 			args []string
@@ -216,13 +231,14 @@ func TestExecThinEndToEnd(t *testing.T) {
 				thin := runBin(t, bin, ws, clientEnv, args...)
 				full := runBin(t, bin, ws, fullEnv, args...)
 				inProc := runBin(t, bin, ws, inProcessEnv, append([]string{"exec", "--no-daemon"}, args[1:]...)...)
-				if !thin.thin() || full.thin() || inProc.thin() {
-					t.Fatalf("paths: thin %v, full %v, in-process %v", thin.thin(), full.thin(), inProc.thin())
+				small := runBin(t, execBin, ws, clientEnv, args[1:]...)
+				if !thin.thin() || full.thin() || inProc.thin() || !small.thin() {
+					t.Fatalf("paths: thin %v, full %v, in-process %v, ironvise-exec without hand-over %v", thin.thin(), full.thin(), inProc.thin(), small.thin())
 				}
-				if h := thin.heavy(); len(h) > 0 {
+				if h := append(thin.heavy(), small.heavy()...); len(h) > 0 {
 					t.Fatalf("the thin path initialised %v", h)
 				}
-				for _, r := range []*binRun{&thin, &full, &inProc} {
+				for _, r := range []*binRun{&thin, &full, &inProc, &small} {
 					if c.name == "timeout" && r.code == 128+15 {
 						r.code = c.code // the timeout's TERM may win over its KILL
 					}
@@ -230,9 +246,10 @@ func TestExecThinEndToEnd(t *testing.T) {
 				if thin.code != c.code {
 					t.Fatalf("thin path: exit %d, want %d\n%s", thin.code, c.code, thin.stderr)
 				}
-				if !sameOutput(thin, full) || !sameOutput(thin, inProc) {
-					t.Fatalf("outputs differ:\nthin       %d %q %q\nfull       %d %q %q\nin-process %d %q %q",
-						thin.code, thin.stdout, thin.stderr, full.code, full.stdout, full.stderr, inProc.code, inProc.stdout, inProc.stderr)
+				if !sameOutput(thin, full) || !sameOutput(thin, inProc) || !sameOutput(thin, small) {
+					t.Fatalf("outputs differ:\nthin          %d %q %q\nfull          %d %q %q\nin-process    %d %q %q\nironvise-exec %d %q %q",
+						thin.code, thin.stdout, thin.stderr, full.code, full.stdout, full.stderr, inProc.code, inProc.stdout, inProc.stderr,
+						small.code, small.stdout, small.stderr)
 				}
 				if strings.Contains(thin.stdout+thin.stderr, "hunter2") {
 					t.Fatalf("the secret was not redacted: %q", thin.stdout)
@@ -322,21 +339,47 @@ func TestExecThinEndToEnd(t *testing.T) {
 				if !sameOutput(r, binRun{code: code, stdout: out, stderr: errOut}) {
 					t.Fatalf("binary %d %q %q\nrun    %d %q %q", r.code, r.stdout, r.stderr, code, out, errOut)
 				}
+				// ironvise-exec hands the same command line to ironvise.
+				small := runBin(t, execBin, c.dir, c.env, c.args[1:]...)
+				if small.thin() || !sameOutput(small, r) {
+					t.Fatalf("ironvise-exec: handed over %v, %d %q %q\nironvise:       %d %q %q", !small.thin(), small.code, small.stdout, small.stderr, r.code, r.stdout, r.stderr)
+				}
 			})
 		}
 		t.Run("no daemon answers", func(t *testing.T) {
 			env := withEnv(clientEnv, "ECTO_DATA_DIR", t.TempDir())
-			r := runBin(t, bin, ws, env, "exec", "--", "echo", "alone")
-			if r.thin() || r.code != 0 || r.stdout != "alone\n" || !strings.Contains(r.stderr, "recorded in session") {
-				t.Fatalf("thin %v exit %d %q %q", r.thin(), r.code, r.stdout, r.stderr)
+			for _, r := range []binRun{runBin(t, bin, ws, env, "exec", "--", "echo", "alone"), runBin(t, execBin, ws, env, "--", "echo", "alone")} {
+				if r.thin() || r.code != 0 || r.stdout != "alone\n" || !strings.Contains(r.stderr, "recorded in session") {
+					t.Fatalf("thin %v exit %d %q %q", r.thin(), r.code, r.stdout, r.stderr)
+				}
+			}
+		})
+		t.Run("ironvise-exec alone", func(t *testing.T) {
+			// Nothing to hand a command to: with a daemon the thin path
+			// still runs it; without one nothing runs, and the message
+			// says what to install.
+			alone := filepath.Join(t.TempDir(), "ironvise-exec")
+			b, _ := os.ReadFile(execBin)
+			os.WriteFile(alone, b, 0o755)
+			env := withEnv(clientEnv, "PATH", "/usr/bin:/bin")
+			r := runBin(t, alone, ws, env, "--", "echo", "daemon")
+			if !r.thin() || r.code != 0 || r.stdout != "daemon\n" {
+				t.Fatalf("with a daemon: thin %v exit %d %q %q", r.thin(), r.code, r.stdout, r.stderr)
+			}
+			r = runBin(t, alone, ws, withEnv(env, "ECTO_DATA_DIR", t.TempDir()), "--", "echo", "none")
+			if r.code != ExitUsage || r.stdout != "" || !strings.HasPrefix(r.stderr, "ironvise-exec: no ironvise next to this program or on PATH") || !strings.Contains(r.stderr, "nothing was run") {
+				t.Fatalf("without: exit %d %q %q", r.code, r.stdout, r.stderr)
 			}
 		})
 	})
 
 	t.Run("interrupt", func(t *testing.T) {
-		for i, env := range []map[string]string{clientEnv, fullEnv} {
+		for i, env := range []map[string]string{clientEnv, fullEnv, clientEnv} {
 			arg := strconv.Itoa(9970 + i) // a sleep no one else runs
 			cmd := exec.Command(bin, "exec", "--workspace", ws, "--", "sleep", arg)
+			if i == 2 {
+				cmd = exec.Command(execBin, "--workspace", ws, "--", "sleep", arg)
+			}
 			cmd.Dir, cmd.Env = ws, append(envList(env), "GODEBUG=inittrace=1")
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb
@@ -349,7 +392,7 @@ func TestExecThinEndToEnd(t *testing.T) {
 			}
 			cmd.Process.Signal(os.Interrupt)
 			r := finish(t, cmd, cmd.Wait(), &out, &errb)
-			if r.thin() != (i == 0) || r.code != ExitExecAborted || r.stderr != "ironvise: interrupted: context canceled; the daemon was told to stop the command\n" {
+			if r.thin() != (i != 1) || r.code != ExitExecAborted || r.stderr != "ironvise: interrupted: context canceled; the daemon was told to stop the command\n" {
 				t.Fatalf("thin %v exit %d %q", r.thin(), r.code, r.stderr)
 			}
 			if !waitFor(func() bool { return !sleeping(arg) }, 30*time.Second) {
@@ -359,7 +402,9 @@ func TestExecThinEndToEnd(t *testing.T) {
 	})
 
 	t.Run("daemon hangs up mid-request", func(t *testing.T) {
-		for i, env := range []map[string]string{clientEnv, fullEnv} {
+		// Once connected the outcome is final: neither the full command
+		// line nor ironvise-exec (i == 2) runs the command again.
+		for i, env := range []map[string]string{clientEnv, fullEnv, clientEnv} {
 			gone := t.TempDir()
 			sock := localsock.Path(gone)
 			os.MkdirAll(filepath.Dir(sock), 0o700)
@@ -382,10 +427,15 @@ func TestExecThinEndToEnd(t *testing.T) {
 					c.Close()
 				}
 			}()
-			r := runBin(t, bin, ws, withEnv(env, "ECTO_DATA_DIR", gone), "exec", "--", "echo", "once")
+			args := []string{"exec", "--", "echo", "once"}
+			run := bin
+			if i == 2 {
+				run, args = execBin, args[1:]
+			}
+			r := runBin(t, run, ws, withEnv(env, "ECTO_DATA_DIR", gone), args...)
 			ln.Close()
 			want := "ironvise: the daemon at " + sock + " failed mid-request (EOF); the command may have run, so it is not run again (see 'ironvise sessions')\n"
-			if r.thin() != (i == 0) || r.code != ExitExecAborted || r.stderr != want || r.stdout != "" {
+			if r.thin() != (i != 1) || r.code != ExitExecAborted || r.stderr != want || r.stdout != "" {
 				t.Fatalf("thin %v exit %d %q", r.thin(), r.code, r.stderr)
 			}
 			if n := <-conns; n != 1 {
@@ -408,7 +458,7 @@ func TestExecThinEndToEnd(t *testing.T) {
 		// Only the peer uid check stands in the way: nobody may reach the
 		// binary and the socket.
 		sock := localsock.Path(data)
-		for _, p := range []string{sock, bin} {
+		for _, p := range []string{sock, bin, execBin} {
 			for d := filepath.Dir(p); d != "/"; d = filepath.Dir(d) {
 				if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o011 != 0o011 {
 					os.Chmod(d, st.Mode().Perm()|0o011)
@@ -417,8 +467,11 @@ func TestExecThinEndToEnd(t *testing.T) {
 		}
 		os.Chmod(sock, 0o666)
 		var runs []binRun
-		for _, env := range []map[string]string{clientEnv, fullEnv} {
+		for i, env := range []map[string]string{clientEnv, fullEnv, clientEnv} {
 			cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", bin, "exec", "--", "true")
+			if i == 2 {
+				cmd = exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", execBin, "--", "true")
+			}
 			cmd.Dir, cmd.Env = "/", append(envList(env), "GODEBUG=inittrace=1")
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb
@@ -427,6 +480,9 @@ func TestExecThinEndToEnd(t *testing.T) {
 		want := "ironvise: the daemon at " + sock + " refused this connection: peer uid 65534 is not the uid serve runs as (0); run exec as that user or with --no-daemon\n"
 		if !runs[0].thin() || runs[1].thin() || runs[0].code != ExitUsage || runs[0].stderr != want || !sameOutput(runs[0], runs[1]) {
 			t.Fatalf("thin %v %d %q\nfull %v %d %q", runs[0].thin(), runs[0].code, runs[0].stderr, runs[1].thin(), runs[1].code, runs[1].stderr)
+		}
+		if !runs[2].thin() || !sameOutput(runs[0], runs[2]) {
+			t.Fatalf("ironvise-exec: thin %v %d %q", runs[2].thin(), runs[2].code, runs[2].stderr)
 		}
 	})
 }

@@ -285,8 +285,10 @@ func (e *wrapError) Error() string { return e.msg }
 func (e *wrapError) Unwrap() error { return e.err }
 
 // Thin is exec's thin path (see the package documentation): it handles
-// the command line args (os.Args) when it can and returns handled and the
-// exit code; handled is false when the full command line must run.
+// the command line args (os.Args, or the command line cmd/ironvise-exec
+// hands on) when it can and returns handled and the exit code; handled is
+// false when the full command line must run. The hints it prints name the
+// program as args[0] does.
 func Thin(args []string) (handled bool, code int) {
 	if !daemonPath {
 		return false, 0
@@ -307,7 +309,7 @@ func Thin(args []string) (handled bool, code int) {
 	if err != nil {
 		return false, 0
 	}
-	prog := progname.Name(os.Args[0], os.Getenv("PATH"))
+	prog := progname.Name(args[0], os.Getenv("PATH"))
 	SetProgram(req, prog)
 	// The full command line catches these two signals from the start of
 	// main; here from the moment the request is sent, the first one at
