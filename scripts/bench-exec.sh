@@ -7,8 +7,9 @@
 #   scripts/bench-exec.sh [--quick] [--bin PATH]... [--runs N] [--parallel N]
 #
 # --bin names an ironvise binary to measure (repeatable, e.g. a build before
-# and after a change); without it the script builds ./cmd/ironvise into a
-# temporary directory. Each binary gets a data directory of its own, created
+# and after a change), with a row for the ironvise-exec beside it when there
+# is one; without it the script builds ./cmd/ironvise and ./cmd/ironvise-exec
+# into a temporary directory. Each binary gets a data directory of its own, created
 # fresh on disk (under /var/tmp, not a tmpfs) for this run and shared by its
 # serve and its rows; the warm-up runs bring it to the steady state. The
 # rows of the first binary run it without a wrapper, as the other
@@ -35,7 +36,7 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift ;;
     --bin) bins+=("$(realpath "$2")"); shift ;;
     --parallel) parallel=$2; shift ;;
-    -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-exec: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -64,6 +65,7 @@ if [ ${#bins[@]} -eq 0 ]; then
   # Built as the release is (make build): static, no cgo, the sandbox
   # launcher embedded.
   scripts/build-ironvise.sh "$work/ironvise"
+  CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$work/ironvise-exec" ./cmd/ironvise-exec
   bins=("$work/ironvise")
 fi
 
@@ -71,6 +73,7 @@ names=(true bubblewrap)
 serves=() # command index -> the serve pid answering it (daemon rows)
 alone=()  # per binary: the index of its standalone row
 daemon=() # per binary: the index of its daemon row, when it has one
+quick=()  # the indexes of the ironvise-exec rows
 cmds=(/bin/true "bwrap --ro-bind / / /bin/true")
 # acmds are the same commands with every data directory named by env, for
 # the alternated comparison of two builds (below), where both sides must
@@ -126,6 +129,16 @@ for i in "${!bins[@]}"; do
     acmds+=("env ECTO_DATA_DIR=$data $b exec --workspace $work/ws -- /bin/true")
     serves[${#cmds[@]} - 1]=${serve_pids[-1]}
     daemon+=($((${#cmds[@]} - 1)))
+    # ironvise-exec beside the binary (make build puts it there): exec's
+    # quick path to the same serve as a small program of its own.
+    small=$(dirname "$b")/ironvise-exec
+    if [ -x "$small" ]; then
+      names+=("${label/ironvise exec/ironvise-exec} (daemon)")
+      cmds+=("$wrap$small --workspace $work/ws -- /bin/true")
+      acmds+=("env ECTO_DATA_DIR=$data $small --workspace $work/ws -- /bin/true")
+      serves[${#cmds[@]} - 1]=${serve_pids[-1]}
+      quick+=($((${#cmds[@]} - 1)))
+    fi
   fi
 done
 export ECTO_DATA_DIR="$work/data0"
@@ -244,7 +257,7 @@ if [ "$parallel" -gt 1 ] && [ ${#daemon[@]} -gt 0 ]; then
   echo
   echo "| daemon row | clients | commands | wall s | commands per s | serve fsyncs per command |"
   echo "| --- | ---: | ---: | ---: | ---: | ---: |"
-  for i in "${daemon[@]}"; do
+  for i in "${daemon[@]}" "${quick[@]}"; do
     for clients in 1 "$parallel"; do
       each=$(((runs + clients - 1) / clients))
       counter=""
@@ -297,7 +310,7 @@ echo
 echo "| command | fsync calls per run, median | fewest | most | runs |"
 echo "| --- | ---: | ---: | ---: | ---: |"
 for i in "${!cmds[@]}"; do
-  case ${names[$i]} in "ironvise exec"*) ;; *) continue ;; esac
+  case ${names[$i]} in "ironvise exec"* | "ironvise-exec"*) ;; *) continue ;; esac
   trace=(strace -f -qq -e "trace=fsync,fdatasync,sync_file_range")
   if [ -n "${serves[$i]:-}" ]; then
     "${trace[@]}" -p "${serves[$i]}" -o "$work/serve.strace" 2>/dev/null &

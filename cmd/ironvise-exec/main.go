@@ -5,7 +5,7 @@
 // the largest part left of a daemon exec was the client's start: the Go
 // runtime reads the interface tables, type and function metadata of the
 // whole binary before main, and ironvise is about 40 MB. This program
-// holds only exec's thin path (internal/execclient), about 2.5 MB, and
+// holds only exec's thin path (internal/execclient), about 1.7 MB, and
 // starts several milliseconds sooner (docs/operate/performance.md#exec-2026-12-04).
 //
 // It takes exactly what `ironvise exec` takes. What the thin path handles
