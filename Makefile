@@ -13,7 +13,7 @@ all: build
 ## build: the ironvise binary (pure Go, no cgo) into ./bin, with the sandbox
 ## launcher embedded on Linux (scripts/build-ironvise.sh), and beside it
 ## ironvise-exec, `ironvise exec` as a small program of its own for agents
-## that send one command at a time to `ironvise serve` (docs/design/cli.md#ironvise-exec)
+## that send one command at a time to `ironvise serve` (docs/cli.md#ironvise-exec)
 build:
 	GO='$(GO)' LDFLAGS='$(LDFLAGS)' ./scripts/build-ironvise.sh $(BIN)/ironvise
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/ironvise-exec ./cmd/ironvise-exec
