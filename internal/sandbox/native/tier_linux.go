@@ -560,8 +560,9 @@ func containerReachable(ws string, paths []string) string {
 }
 
 // masks are the protected paths the launcher covers for a command in ws:
-// the tier's and the request's, each that the command could reach (inside
-// the workspace or a readable system root).
+// the tier's and the request's, under each name the mounts give them, each
+// that the command could reach (inside the workspace or a readable system
+// root).
 func (t *Tier) masks(ws string, reqHidden []string) ([]string, error) {
 	var hidden []string
 	if t.hiddenCache != nil && len(reqHidden) == 0 {
@@ -569,11 +570,21 @@ func (t *Tier) masks(ws string, reqHidden []string) ([]string, error) {
 	} else {
 		hidden = sandbox.HiddenPaths(t.hidden, reqHidden)
 	}
+	// Security: each protected path, and each of the launcher's own
+	// masks, is masked under every other name a mount gives it
+	// (mountalias_linux.go), not only under the one listed.
+	hidden, err := withMountAliases(hidden)
+	if err != nil {
+		return nil, err
+	}
 	// Security: / or a system directory as the workspace would grant it
 	// whole to Landlock, and one inside a protected path cannot be
 	// masked; the front ends refuse both, and the tier does not rely on
 	// them (the same check as theirs and the container tier's).
 	if err := secretpaths.CheckWorkspace(ws, secretpaths.List{Paths: hidden}); err != nil {
+		return nil, err
+	}
+	if err := notSystemRootByMount(ws); err != nil {
 		return nil, err
 	}
 	var visible []string

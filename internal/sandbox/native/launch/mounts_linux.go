@@ -45,6 +45,13 @@ func hostKeys() []string {
 	return keys
 }
 
+// FixedMasks are the paths every launcher masks whatever its
+// specification (maskedFiles and the SSH host keys), for the tier, which
+// masks the other names mounts give them (Spec.Hide).
+func FixedMasks() []string {
+	return append(append([]string(nil), maskedFiles...), hostKeys()...)
+}
+
 // setupMounts builds the command's mount view inside its new mount
 // namespace. It runs while the launcher still has CAP_SYS_ADMIN over the
 // namespace. In overlay mode the workspace's mount of its own is the
@@ -63,8 +70,7 @@ func setupMounts(slave func() error, workspace, scratch string, overlay bool) er
 			return fmt.Errorf("bind workspace %s: %w", workspace, err)
 		}
 	}
-	paths := append(append([]string(nil), maskedFiles...), hostKeys()...)
-	for _, p := range paths {
+	for _, p := range FixedMasks() {
 		fi, err := os.Lstat(p)
 		if err != nil || fi.Mode()&os.ModeSymlink != 0 {
 			continue // absent, or a symlink the mount would follow

@@ -1,0 +1,155 @@
+//go:build linux
+
+package native
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ironvise/ironvise/internal/sandbox"
+)
+
+func TestParseMountinfo(t *testing.T) {
+	in := "21 26 0:20 / /proc rw,relatime - proc proc rw\n" +
+		"26 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n" +
+		`40 26 254:0 /srv/my\040dir /mnt/a\134b\011c rw - ext4 /dev/vda rw` + "\n"
+	got, err := parseMountinfo([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []mountEntry{{"0:20", "/", "/proc"}, {"254:0", "/", "/"}, {"254:0", "/srv/my dir", "/mnt/a\\b\tc"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	for _, bad := range []string{"1 2 3\n", "1 2 nodev / /x rw - x x rw\n", `1 2 0:1 /a\04 /x rw - x x rw` + "\n", `1 2 0:1 /a\09x /x rw - x x rw` + "\n"} {
+		if _, err := parseMountinfo([]byte(bad)); err == nil {
+			t.Errorf("%q parsed without an error", bad)
+		}
+	}
+}
+
+func TestMountAliases(t *testing.T) {
+	root := mountEntry{"8:1", "/", "/"}
+	for _, c := range []struct {
+		name   string
+		mounts []mountEntry
+		paths  []string
+		want   []string
+	}{
+		{"no file system mounted twice", []mountEntry{root, {"0:20", "/", "/proc"}}, []string{"/etc/shadow"}, nil},
+		{"/etc bound elsewhere", []mountEntry{root, {"8:1", "/etc", "/srv/etc"}}, []string{"/etc/shadow", "/home/a/.ssh", "/etc"},
+			[]string{"/srv/etc/shadow", "/srv/etc"}},
+		{"a home bound into a project", []mountEntry{root, {"0:40", "/", "/home"}, {"0:40", "/alice", "/work/p/home"}},
+			[]string{"/home/alice/.ssh", "/home/bob/.ssh"}, []string{"/work/p/home/.ssh"}},
+		{"the root file system mounted again", []mountEntry{root, {"8:1", "/", "/host"}}, []string{"/etc/shadow"}, []string{"/host/etc/shadow"}},
+		{"a path under the second mount names the first", []mountEntry{root, {"8:1", "/etc", "/srv/etc"}}, []string{"/srv/etc/shadow"}, []string{"/etc/shadow"}},
+		{"a bind of a directory onto itself adds nothing", []mountEntry{root, {"8:1", "/run/netns", "/run/netns"}}, []string{"/run/netns/x", "/etc/shadow"}, nil},
+		{"the mount on top decides", []mountEntry{root, {"8:1", "/etc", "/srv/etc"}, {"0:50", "/", "/srv/etc"}}, []string{"/srv/etc/shadow"}, nil},
+		{"a sibling with a common prefix is not inside", []mountEntry{root, {"8:1", "/etc", "/srv/etc"}}, []string{"/etcetera/x"}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := mountAliases(c.mounts, c.paths)
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestHiddenPathThroughABindMount: a protected path, or one of the
+// launcher's own masks, that a bind mount also shows under another name
+// in the workspace is masked there too. It failed before the tier masked
+// the other names: the command read the secrets through the bind mounts.
+func TestHiddenPathThroughABindMount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make bind mounts")
+	}
+	for _, opts := range userOptions(t) {
+		t.Run(optsName(opts), func(t *testing.T) {
+			fx := newFixture(t)
+			// The store lies outside every root the command may read;
+			// a bind mount shows its home inside the workspace.
+			netrc := filepath.Join(fx.home, ".netrc")
+			writeFile(t, fx.home, ".netrc", "machine example.com password NETRC-"+fx.secretText+"\n")
+			os.Chmod(netrc, 0o644)
+			bind := func(src, dst string) {
+				if err := os.MkdirAll(dst, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
+					t.Skipf("bind mount %s: %v", src, err)
+				}
+				t.Cleanup(func() { unix.Unmount(dst, unix.MNT_DETACH) })
+			}
+			bind(fx.home, filepath.Join(fx.ws, "home"))
+			bind("/etc", filepath.Join(fx.ws, "etc"))
+			opts.Hidden = []string{filepath.Join(fx.home, ".ssh"), netrc}
+			tier := newTestTier(t, opts)
+			shadow, _ := os.ReadFile("/etc/shadow")
+			firstLine, _, _ := strings.Cut(string(shadow), "\n")
+			for _, cmd := range []string{
+				`cat home/.ssh/id_ed25519`, `cat home/.netrc`, `ls -la home/.ssh`,
+				`grep -r -a -e PRIVATE -e NETRC- . 2>&1`,
+				`cat etc/shadow`, `cat etc/gshadow`,
+			} {
+				r := run(t, tier, fx, cmd)
+				noLeak(t, r, fx.secretText)
+				if len(firstLine) > 8 {
+					noLeak(t, r, firstLine)
+				}
+			}
+			// The rest of what the mounts show is still there.
+			r := run(t, tier, fx, `head -n 1 etc/passwd; ls -A home`)
+			contains(t, r, "root:")
+			contains(t, r, ".netrc")
+			// The bind mount of /etc is no workspace, as /etc is not.
+			r = tier.Run(context.Background(), sandbox.Request{Command: "true", Workspace: filepath.Join(fx.ws, "etc"), Timeout: time.Minute})
+			if r.Status != sandbox.StatusAborted || !strings.Contains(r.Reason, "system directory /etc under another name") {
+				t.Fatalf("a workspace that is /etc by a bind mount: %s %s", r.Status, r.Reason)
+			}
+		})
+	}
+}
+
+// TestMasksListTheOtherNames: the tier's list for the launcher holds the
+// names bind mounts give the protected paths, and only while the mounts
+// are there.
+func TestMasksListTheOtherNames(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make bind mounts")
+	}
+	fx := newFixture(t)
+	store := filepath.Join(fx.home, ".ssh")
+	tier := newTestTier(t, sandbox.Options{Hidden: []string{store}})
+	alias := filepath.Join(fx.ws, "h")
+	os.Mkdir(alias, 0o755)
+	masks, err := tier.masks(fx.ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(masks, filepath.Join(alias, ".ssh")) {
+		t.Fatalf("an alias before any mount: %q", masks)
+	}
+	if err := unix.Mount(fx.home, alias, "", unix.MS_BIND, ""); err != nil {
+		t.Skipf("bind mount: %v", err)
+	}
+	masks, err = tier.masks(fx.ws, nil)
+	unix.Unmount(alias, unix.MNT_DETACH)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(masks, filepath.Join(alias, ".ssh")) {
+		t.Fatalf("the bind mount's name for %s is not masked: %q", store, masks)
+	}
+	masks, _ = tier.masks(fx.ws, nil)
+	if slices.Contains(masks, filepath.Join(alias, ".ssh")) {
+		t.Fatalf("the alias outlived its mount: %q", masks)
+	}
+}
