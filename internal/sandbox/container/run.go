@@ -69,7 +69,11 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	// workspace holds ~/.ssh and the data directory) are covered in the
 	// container; the checks refuse naming them, this hides them from
 	// whatever the command computes.
-	plan, err := planMasks(ws, sandbox.HiddenPaths(t.opts.Hidden, req.Hidden))
+	hidden, err := withMountAliases(sandbox.HiddenPaths(t.opts.Hidden, req.Hidden))
+	if err != nil {
+		return abort("%v", err)
+	}
+	plan, err := planMasks(ws, hidden)
 	if err != nil {
 		return abort("%v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/sandbox/mounts"
 	"github.com/ironvise/ironvise/internal/secretpaths"
 )
 
@@ -33,7 +34,7 @@ import (
 //     unsearchable is a changed attribute), and for the directory's own
 //     deletion, move or unmount; an event for a name the answer did not
 //     read is dropped, any other event (or a full queue) drops the answer;
-//   - the mount table's digest (mountTable) must be the one the answer was
+//   - the mount table's digest (mounts.Digest) must be the one the answer was
 //     computed under;
 //   - the answer is computed a second time once the watches are in place,
 //     and kept only if both computations agree and read no name outside
@@ -116,13 +117,13 @@ func (c *hiddenCache) resolve(list []string) []string {
 		return sandbox.HiddenPaths(list)
 	}
 	if c.off {
-		if m, ok := mountTable(); ok && m == c.offMounts {
+		if m, ok := mounts.Digest(); ok && m == c.offMounts {
 			return sandbox.HiddenPaths(list)
 		}
 		c.off = false
 	}
 	if c.fd >= 0 {
-		if m, ok := mountTable(); ok && m == c.mounts && c.quiet() {
+		if m, ok := mounts.Digest(); ok && m == c.mounts && c.quiet() {
 			return slices.Clone(c.paths)
 		}
 		c.drop()
@@ -139,7 +140,7 @@ func (c *hiddenCache) compute(list []string) []string {
 			return sandbox.HiddenPaths(list)
 		}
 	}
-	m1, ok1 := mountTable()
+	m1, ok1 := mounts.Digest()
 	first := &recordingLinks{read: map[string]bool{}}
 	paths := sandbox.HiddenPathsVia(first, list)
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
@@ -155,7 +156,7 @@ func (c *hiddenCache) compute(list []string) []string {
 	}
 	second := &recordingLinks{read: map[string]bool{}}
 	again := sandbox.HiddenPathsVia(second, list)
-	m2, ok2 := mountTable()
+	m2, ok2 := mounts.Digest()
 	switch {
 	case !ok1 || !ok2:
 		why = "the mount table cannot be read"

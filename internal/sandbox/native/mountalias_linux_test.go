@@ -16,53 +16,6 @@ import (
 	"github.com/ironvise/ironvise/internal/sandbox"
 )
 
-func TestParseMountinfo(t *testing.T) {
-	in := "21 26 0:20 / /proc rw,relatime - proc proc rw\n" +
-		"26 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n" +
-		`40 26 254:0 /srv/my\040dir /mnt/a\134b\011c rw - ext4 /dev/vda rw` + "\n"
-	got, err := parseMountinfo([]byte(in))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []mountEntry{{"0:20", "/", "/proc"}, {"254:0", "/", "/"}, {"254:0", "/srv/my dir", "/mnt/a\\b\tc"}}
-	if !slices.Equal(got, want) {
-		t.Fatalf("got %q\nwant %q", got, want)
-	}
-	for _, bad := range []string{"1 2 3\n", "1 2 nodev / /x rw - x x rw\n", `1 2 0:1 /a\04 /x rw - x x rw` + "\n", `1 2 0:1 /a\09x /x rw - x x rw` + "\n"} {
-		if _, err := parseMountinfo([]byte(bad)); err == nil {
-			t.Errorf("%q parsed without an error", bad)
-		}
-	}
-}
-
-func TestMountAliases(t *testing.T) {
-	root := mountEntry{"8:1", "/", "/"}
-	for _, c := range []struct {
-		name   string
-		mounts []mountEntry
-		paths  []string
-		want   []string
-	}{
-		{"no file system mounted twice", []mountEntry{root, {"0:20", "/", "/proc"}}, []string{"/etc/shadow"}, nil},
-		{"/etc bound elsewhere", []mountEntry{root, {"8:1", "/etc", "/srv/etc"}}, []string{"/etc/shadow", "/home/a/.ssh", "/etc"},
-			[]string{"/srv/etc/shadow", "/srv/etc"}},
-		{"a home bound into a project", []mountEntry{root, {"0:40", "/", "/home"}, {"0:40", "/alice", "/work/p/home"}},
-			[]string{"/home/alice/.ssh", "/home/bob/.ssh"}, []string{"/work/p/home/.ssh"}},
-		{"the root file system mounted again", []mountEntry{root, {"8:1", "/", "/host"}}, []string{"/etc/shadow"}, []string{"/host/etc/shadow"}},
-		{"a path under the second mount names the first", []mountEntry{root, {"8:1", "/etc", "/srv/etc"}}, []string{"/srv/etc/shadow"}, []string{"/etc/shadow"}},
-		{"a bind of a directory onto itself adds nothing", []mountEntry{root, {"8:1", "/run/netns", "/run/netns"}}, []string{"/run/netns/x", "/etc/shadow"}, nil},
-		{"the mount on top decides", []mountEntry{root, {"8:1", "/etc", "/srv/etc"}, {"0:50", "/", "/srv/etc"}}, []string{"/srv/etc/shadow"}, nil},
-		{"a sibling with a common prefix is not inside", []mountEntry{root, {"8:1", "/etc", "/srv/etc"}}, []string{"/etcetera/x"}, nil},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			got := mountAliases(c.mounts, c.paths)
-			if !slices.Equal(got, c.want) {
-				t.Fatalf("got %q, want %q", got, c.want)
-			}
-		})
-	}
-}
-
 // TestHiddenPathThroughABindMount: a protected path, or one of the
 // launcher's own masks, that a bind mount also shows under another name
 // in the workspace is masked there too. It failed before the tier masked

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/sandbox/mounts"
 	"github.com/ironvise/ironvise/internal/sandbox/native/launch"
 )
 
@@ -62,61 +63,9 @@ type launcherKey struct {
 // launcherKey is the tier's current key.
 func (t *Tier) launcherKey() launcherKey {
 	k := launcherKey{executable: t.executable, userNS: t.userNS, noNetNS: t.noNetNS, container: t.container, uid: os.Geteuid(), gid: os.Getegid()}
-	k.mounts, k.mountsOK = mountTable()
+	k.mounts, k.mountsOK = mounts.Digest()
 	return k
 }
-
-// mountTable is the digest of IronVise's mount table; false when it cannot
-// be read.
-//
-// Every command asks for it three times (its key, and around the next
-// launcher's clone), and reading the table costs more than the rest of
-// the key: the digest is kept until the table changes. The kernel marks
-// an open mountinfo file with POLLPRI (and POLLERR) once a mount or
-// unmount has happened in its mount namespace since that file was last
-// polled (proc(5)); the table is read again after such a mark, after any
-// failure to poll, and whenever the watch cannot be opened. Polling comes
-// before reading, so a change during the read is marked for the next
-// call.
-func mountTable() ([sha256.Size]byte, bool) {
-	w := &mountWatch
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.fd < 0 && !w.unusable {
-		// A raw descriptor: one os.Open made would join the runtime's
-		// epoll set, whose own polls of it would consume the mark.
-		fd, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			w.unusable = true
-		} else {
-			w.fd = int32(fd)
-		}
-	}
-	if w.fd >= 0 && w.ok {
-		fds := []unix.PollFd{{Fd: w.fd, Events: unix.POLLPRI}}
-		if n, err := unix.Poll(fds, 0); err == nil && n == 0 {
-			return w.digest, true
-		}
-	}
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		w.ok = false
-		return [sha256.Size]byte{}, false
-	}
-	w.digest, w.ok = sha256.Sum256(b), true
-	return w.digest, true
-}
-
-// mountWatch is mountTable's cache: the digest of the table as last read
-// and the descriptor of mountinfo polled for changes since (never closed:
-// one per process).
-var mountWatch = struct {
-	mu       sync.Mutex
-	fd       int32 // -1 until opened
-	unusable bool  // the file could not be opened; every call reads
-	digest   [sha256.Size]byte
-	ok       bool // digest holds a table read since the watch opened
-}{fd: -1}
 
 // launcher is one launcher process, ready or running its command.
 type launcher struct {
@@ -145,7 +94,7 @@ type launcher struct {
 // started when the previous command ended); a table that changed across
 // the clone leaves the launcher without a usable key.
 func startLauncher(k launcherKey) (*launcher, error) {
-	k.mounts, k.mountsOK = mountTable()
+	k.mounts, k.mountsOK = mounts.Digest()
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -220,7 +169,7 @@ func startLauncher(k launcherKey) (*launcher, error) {
 		proxyP.Close()
 		return nil, err
 	}
-	if m, ok := mountTable(); !ok || m != k.mounts {
+	if m, ok := mounts.Digest(); !ok || m != k.mounts {
 		l.key.mountsOK = false
 	}
 	l.cmd = cmd

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package mounts
+
+// Aliases returns no other names where there is no mountinfo: the tiers of
+// these systems mask nothing by mount (the container tier's engine runs in
+// a virtual machine of its own there).
+func Aliases(paths []string) ([]string, error) { return nil, nil }
