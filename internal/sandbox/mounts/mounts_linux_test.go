@@ -84,4 +84,3 @@ func TestAliasesIn(t *testing.T) {
 		})
 	}
 }
-

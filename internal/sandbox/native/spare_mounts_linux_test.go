@@ -93,4 +93,3 @@ func TestSpareKeyIsTheTableItCopied(t *testing.T) {
 		t.Fatalf("the command ran in a launcher holding a mount removed since:\n%s", r.Observation())
 	}
 }
-
