@@ -52,4 +52,9 @@ func TestPodmanMasksOtherNamesThroughMounts(t *testing.T) {
 	if !strings.Contains(res.Stdout, "root:") || !strings.Contains(res.Stdout, "workspace file") {
 		t.Fatalf("stdout %q; want the rest of the mounts and the workspace", res.Stdout)
 	}
+	// The bind mount of /etc is no workspace, as /etc is not.
+	res = run(t, tier, sandbox.Request{Workspace: filepath.Join(ws, "etc"), Command: "cat shadow"})
+	if res.Status != sandbox.StatusAborted || !strings.Contains(res.Reason, "system directory /etc under another name") {
+		t.Fatalf("a workspace that is /etc by a bind mount: %s %q", res.Status, res.Reason)
+	}
 }

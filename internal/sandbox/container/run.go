@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/sandbox/mounts"
 	"github.com/ironvise/ironvise/internal/sandbox/native/seccomp"
 	"github.com/ironvise/ironvise/internal/secretpaths"
 )
@@ -63,6 +64,10 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	// host's configuration, keys and other users' files. The front ends
 	// refuse it too; the tier does not rely on them.
 	if err := secretpaths.CheckWorkspace(ws, secretpaths.List{}); err != nil {
+		return abort("%v", err)
+	}
+	// Security: and by another name a mount gives it (a bind of /etc).
+	if err := mounts.CheckWorkspace(ws); err != nil {
 		return abort("%v", err)
 	}
 	// Security: the protected paths inside the workspace (a home

@@ -17,12 +17,17 @@ package mounts
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ironvise/ironvise/internal/secretpaths"
 )
 
 // Digest is the digest of the mount table (/proc/self/mountinfo); false
@@ -272,4 +277,21 @@ var cache struct {
 	devs   map[string]int
 	memo   map[string][]string
 	ok     bool
+}
+
+// CheckWorkspace refuses a workspace that is a system directory under
+// another name a mount gives it (/srv/etc bound from /etc, the host's root
+// mounted at /host), as secretpaths.CheckWorkspace refuses the directory by
+// its own name.
+func CheckWorkspace(ws string) error {
+	for _, r := range secretpaths.SystemRoots(runtime.GOOS) {
+		aliases, err := Aliases([]string{r})
+		if err != nil {
+			return errors.New("read the mount table for other names of the system directories: " + err.Error() + "; nothing was run")
+		}
+		if slices.Contains(aliases, ws) {
+			return &secretpaths.WorkspaceError{Workspace: ws, Reason: "it is the system directory " + r + " under another name, through a mount: every command could read the host's files in it"}
+		}
+	}
+	return nil
 }

@@ -4,12 +4,10 @@ package native
 
 import (
 	"errors"
-	"runtime"
 	"slices"
 
 	"github.com/ironvise/ironvise/internal/sandbox/mounts"
 	"github.com/ironvise/ironvise/internal/sandbox/native/launch"
-	"github.com/ironvise/ironvise/internal/secretpaths"
 )
 
 // withMountAliases is hidden and every other name that its paths and the
@@ -32,21 +30,4 @@ func withMountAliases(hidden []string) ([]string, error) {
 	out := append(slices.Clone(hidden), aliases...)
 	slices.Sort(out)
 	return slices.Compact(out), nil
-}
-
-// notSystemRootByMount refuses a workspace that is a system directory
-// under another name a mount gives it (/srv/etc bound from /etc, the
-// host's root mounted at /host), as secretpaths.CheckWorkspace refuses the
-// directory by its own name.
-func notSystemRootByMount(ws string) error {
-	for _, r := range secretpaths.SystemRoots(runtime.GOOS) {
-		aliases, err := mounts.Aliases([]string{r})
-		if err != nil {
-			return errors.New("read the mount table for other names of the system directories: " + err.Error() + "; nothing was run")
-		}
-		if slices.Contains(aliases, ws) {
-			return &secretpaths.WorkspaceError{Workspace: ws, Reason: "it is the system directory " + r + " under another name, through a mount: every command could read the host's files in it"}
-		}
-	}
-	return nil
 }

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/sandbox/mounts"
 	"github.com/ironvise/ironvise/internal/sandbox/native/launch"
 	"github.com/ironvise/ironvise/internal/sandbox/native/launcherbin"
 	"github.com/ironvise/ironvise/internal/sandbox/native/seccomp"
@@ -584,7 +585,7 @@ func (t *Tier) masks(ws string, reqHidden []string) ([]string, error) {
 	if err := secretpaths.CheckWorkspace(ws, secretpaths.List{Paths: hidden}); err != nil {
 		return nil, err
 	}
-	if err := notSystemRootByMount(ws); err != nil {
+	if err := mounts.CheckWorkspace(ws); err != nil {
 		return nil, err
 	}
 	var visible []string
