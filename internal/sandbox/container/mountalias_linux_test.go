@@ -8,9 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/sandbox/mounts/mountstest"
 )
 
 // TestPodmanMasksOtherNamesThroughMounts: the engine binds the workspace
@@ -20,9 +19,6 @@ import (
 // failed before the tier read the mount table: the container printed both
 // secrets.
 func TestPodmanMasksOtherNamesThroughMounts(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to make bind mounts")
-	}
 	home := workspace(t)
 	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o755); err != nil {
 		t.Fatal(err)
@@ -31,17 +27,8 @@ func TestPodmanMasksOtherNamesThroughMounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := workspace(t)
-	bind := func(src, dst string) {
-		if err := os.MkdirAll(dst, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
-			t.Skipf("bind mount %s: %v", src, err)
-		}
-		t.Cleanup(func() { unix.Unmount(dst, unix.MNT_DETACH) })
-	}
-	bind(home, filepath.Join(ws, "home"))
-	bind("/etc", filepath.Join(ws, "etc"))
+	mountstest.Bind(t, home, filepath.Join(ws, "home"))
+	mountstest.Bind(t, "/etc", filepath.Join(ws, "etc"))
 	shadow, _ := os.ReadFile("/etc/shadow")
 	firstLine, _, _ := strings.Cut(string(shadow), "\n")
 	tier := newPodman(t, func(o *sandbox.Options) { o.Hidden = []string{filepath.Join(home, ".ssh")} })

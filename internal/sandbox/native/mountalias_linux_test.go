@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/sandbox/mounts/mountstest"
 )
 
 // TestHiddenPathThroughABindMount: a protected path, or one of the
@@ -21,9 +22,6 @@ import (
 // in the workspace is masked there too. It failed before the tier masked
 // the other names: the command read the secrets through the bind mounts.
 func TestHiddenPathThroughABindMount(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to make bind mounts")
-	}
 	for _, opts := range userOptions(t) {
 		t.Run(optsName(opts), func(t *testing.T) {
 			fx := newFixture(t)
@@ -32,17 +30,8 @@ func TestHiddenPathThroughABindMount(t *testing.T) {
 			netrc := filepath.Join(fx.home, ".netrc")
 			writeFile(t, fx.home, ".netrc", "machine example.com password NETRC-"+fx.secretText+"\n")
 			os.Chmod(netrc, 0o644)
-			bind := func(src, dst string) {
-				if err := os.MkdirAll(dst, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := unix.Mount(src, dst, "", unix.MS_BIND, ""); err != nil {
-					t.Skipf("bind mount %s: %v", src, err)
-				}
-				t.Cleanup(func() { unix.Unmount(dst, unix.MNT_DETACH) })
-			}
-			bind(fx.home, filepath.Join(fx.ws, "home"))
-			bind("/etc", filepath.Join(fx.ws, "etc"))
+			mountstest.Bind(t, fx.home, filepath.Join(fx.ws, "home"))
+			mountstest.Bind(t, "/etc", filepath.Join(fx.ws, "etc"))
 			opts.Hidden = []string{filepath.Join(fx.home, ".ssh"), netrc}
 			tier := newTestTier(t, opts)
 			shadow, _ := os.ReadFile("/etc/shadow")
