@@ -40,7 +40,9 @@
 //
 // Paths are compared by name. A hard link to a protected file placed
 // elsewhere beforehand is a different name; read_file compares the file it
-// opened with the listed files, but the sandbox masks names only. A home
+// opened with the listed files, but the sandbox masks names only: the
+// listed ones and the other names mounts give them (package
+// sandbox/mounts), not a hard link's. A home
 // directory created after Compute ran is not covered until the next run
 // (the next command for exec and audit, the next start for serve). The
 // list is only as complete as the known locations of each tool's secrets.
