@@ -84,3 +84,22 @@ func TestAliasesIn(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkAliases is what a tier pays per command for the other names of
+// its list: a few hundred paths, the mount table unchanged since the last
+// call (docs/operate/performance.md#exec-2026-12-04).
+func BenchmarkAliases(b *testing.B) {
+	paths := make([]string, 0, 200)
+	for i := 0; i < 200; i++ {
+		paths = append(paths, "/home/u"+string(rune('a'+i%26))+"/.config/app"+string(rune('a'+i/26)))
+	}
+	if _, err := Aliases(paths); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := Aliases(paths); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
