@@ -5,8 +5,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/ironvise/ironvise/internal/check"
 	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/verdict"
 )
 
 // preparingTier records how a step uses a sandbox.Preparer. It is an
@@ -99,5 +102,85 @@ func TestCommandDiscardedWhenItsCommitFails(t *testing.T) {
 	got := strings.Join(tier.calls, ", ")
 	if strings.Contains(got, "start") || !strings.Contains(got, "discard echo step") {
 		t.Fatalf("tier calls after a failed commit: %s (err %v)", got, err)
+	}
+}
+
+// notingGuard answers after the tier was asked to prepare the command
+// (waiting up to 10 s for it: a command prepared only after the checks
+// would make it wait that long and come second) and notes its review among
+// the tier's calls. An interface fake, as stubGuard.
+type notingGuard struct {
+	tier *preparingTier
+	deny bool
+}
+
+func (g *notingGuard) Review(context.Context, check.GuardRequest) verdict.Verdict {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		g.tier.mu.Lock()
+		prepared := len(g.tier.calls) > 0
+		g.tier.mu.Unlock()
+		if prepared {
+			break
+		}
+	}
+	g.tier.note("guard")
+	if g.deny {
+		return verdict.Denial(verdict.CheckGuard, verdict.GuardDeny, "off goal")
+	}
+	return verdict.New(verdict.CheckGuard, verdict.Allow, verdict.GuardAllow, "ALLOW")
+}
+
+// TestCommandPreparedWhileReviewed: the tier prepares a command once the
+// checks before the guard allowed it, while the guard (the last check)
+// reviews it; it starts after the commit as before.
+func TestCommandPreparedWhileReviewed(t *testing.T) {
+	h := newHarness(t)
+	tier := &preparingTier{Tier: h.env.Tier}
+	h.env.Tier = tier
+	s := h.session(t, "audit", &notingGuard{tier: tier}, nil)
+	res, err := s.Step(context.Background(), 1, rcEcho, SourceAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Committed || res.Sandbox == nil || !strings.Contains(res.Sandbox.Stdout, "step") {
+		t.Fatalf("step: committed %v, sandbox %+v", res.Committed, res.Sandbox)
+	}
+	tier.mu.Lock()
+	defer tier.mu.Unlock()
+	if got := strings.Join(tier.calls, ", "); got != "prepare echo step, guard, start echo step" {
+		t.Fatalf("tier calls: %s", got)
+	}
+}
+
+// TestCommandPreparedThenDenied: a command the guard denies after it was
+// prepared is discarded and never started; one an earlier check denies is
+// never prepared.
+func TestCommandPreparedThenDenied(t *testing.T) {
+	for _, c := range []struct {
+		name, raw string
+		deny      bool
+		want      string
+	}{
+		{"by the tripwire", rcSudo, false, ""},
+		{"by the guard", rcEcho, true, "prepare echo step, guard, discard echo step"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			tier := &preparingTier{Tier: h.env.Tier}
+			h.env.Tier = tier
+			s := h.session(t, "audit", &notingGuard{tier: tier, deny: c.deny}, nil)
+			res, err := s.Step(context.Background(), 1, c.raw, SourceAPI)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Committed || res.Sandbox != nil {
+				t.Fatalf("a denied command: committed %v, sandbox %+v", res.Committed, res.Sandbox)
+			}
+			tier.mu.Lock()
+			defer tier.mu.Unlock()
+			if got := strings.Join(tier.calls, ", "); got != c.want {
+				t.Fatalf("tier calls: %s; want %s", got, c.want)
+			}
+		})
 	}
 }

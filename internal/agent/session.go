@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -286,6 +287,19 @@ func (s *Session) runStep(ctx context.Context, step int, raw string, src Source,
 	// sandbox_result of a command that ran within its limit was then lost.
 	rctx := context.WithoutCancel(ctx)
 	rec := &recorder{s: s, step: step, intentID: res.IntentID, src: src, call: call, rctx: rctx}
+	// A command is confined while the guard reviews it and its intent
+	// commits: the tier prepares it (the launcher's mounts, Landlock and
+	// seccomp) once the checks before the guard allowed it, and it starts
+	// only once the guard allowed it too and the commit is durable, or
+	// never. (Preparing after the guard put the launcher's confinement
+	// after a model's answer; and without a guard the launcher finished
+	// about 2.5 ms after the commit when commands follow each other,
+	// docs/operate/performance.md#exec-2026-12-04.)
+	var early *earlyCommand
+	if !delegated && s.cfg.Overlay == nil {
+		early = &earlyCommand{}
+		defer early.discard()
+	}
 	p := &check.Pipeline{
 		Tripwire: s.cfg.Tripwire, Policy: check.PolicyCheck(s.cfg.Policy),
 		Guard: s.cfg.Guard, GuardDisabled: s.cfg.GuardDisabled, Approver: s.cfg.Approver,
@@ -293,6 +307,13 @@ func (s *Session) runStep(ctx context.Context, step int, raw string, src Source,
 		// IronVise executes no writes: only an agent that runs its own
 		// tools may propose write_file.
 		NoWrite: !delegated,
+	}
+	if early != nil {
+		p.Reviewing = func(in *intent.Intent) {
+			if in.Action == intent.RunCommand {
+				early.start(ctx, s.env.Tier, s.commandRequest(in))
+			}
+		}
 	}
 	cr := p.Run(ctx, check.Input{SessionID: s.ID.String(), Step: step, Goal: s.Goal, Raw: raw, SessionFlags: s.flags})
 	res.Check = cr
@@ -328,14 +349,19 @@ func (s *Session) runStep(ctx context.Context, step int, raw string, src Source,
 		}
 		return ev, nil
 	}, func(ev ledger.Event) { res.Committed, res.ActionSeq = true, ev.Seq })
-	// A command is confined while its intent commits: the tier prepares
-	// it (the launcher's mounts, Landlock and seccomp) alongside the
-	// commit, and it starts only once the commit is durable, or never.
+	// The command prepared since its schema check (early) runs once the
+	// commit is durable.
 	var held sandbox.Prepared
 	if in.Action == intent.RunCommand && !delegated && s.cfg.Overlay == nil {
-		ready := make(chan sandbox.Prepared, 1)
-		req := s.commandRequest(in)
-		go func() { ready <- sandbox.Prepare(ctx, s.env.Tier, req) }()
+		ready := early.take(s.commandRequest(in))
+		if ready == nil {
+			// Not prepared yet (or for another request): now.
+			early.discard()
+			c := make(chan sandbox.Prepared, 1)
+			req := s.commandRequest(in)
+			go func() { c <- sandbox.Prepare(ctx, s.env.Tier, req) }()
+			ready = c
+		}
 		_, err := s.flush(rctx)
 		held = <-ready
 		if err != nil {
@@ -367,6 +393,46 @@ func (s *Session) runStep(ctx context.Context, step int, raw string, src Source,
 		return res, fmt.Errorf("record the result of step %d: %w", step, err)
 	}
 	return res, nil
+}
+
+// earlyCommand is a command the tier prepares while the guard reviews it
+// (runStep): the Prepared arrives on ready. What is not taken by the step's
+// commit is discarded when the step returns: nothing of it ever runs.
+type earlyCommand struct {
+	req   sandbox.Request
+	ready chan sandbox.Prepared
+}
+
+// start prepares req in the background; a second call does nothing.
+func (e *earlyCommand) start(ctx context.Context, tier sandbox.Tier, req sandbox.Request) {
+	if e.ready != nil {
+		return
+	}
+	ready := make(chan sandbox.Prepared, 1)
+	e.req, e.ready = req, ready
+	go func() { ready <- sandbox.Prepare(ctx, tier, req) }()
+}
+
+// take hands over the command being prepared when it is req, nil
+// otherwise (nothing was started, or for a request the checks changed);
+// e may be nil.
+func (e *earlyCommand) take(req sandbox.Request) <-chan sandbox.Prepared {
+	if e == nil || e.ready == nil || !reflect.DeepEqual(e.req, req) {
+		return nil
+	}
+	ready := e.ready
+	e.ready = nil
+	return ready
+}
+
+// discard waits for a command still held and discards it (a denial, an
+// interrupt, a failed record, another request).
+func (e *earlyCommand) discard() {
+	if e == nil || e.ready == nil {
+		return
+	}
+	(<-e.ready).Discard()
+	e.ready = nil
 }
 
 // dropStaged forgets the records a failed step staged (keeping a deferred

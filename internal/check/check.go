@@ -159,6 +159,13 @@ type Pipeline struct {
 	NoWrite bool
 	// Sink, when set, receives every record as it happens.
 	Sink Sink
+	// Reviewing, when set, receives the intent once every check before
+	// the guard allowed it (schema, policy, tripwire and an approval the
+	// policy asked for), as the guard starts its review: the agent starts
+	// confining a command there, which starts only if the guard allows it
+	// too. Not sooner: an approval can take hours, and nothing is held
+	// for it. It must not block.
+	Reviewing func(*intent.Intent)
 	// Now defaults to time.Now; tests pin it.
 	Now func() time.Time
 }
@@ -279,6 +286,9 @@ func (p *Pipeline) Run(ctx context.Context, in Input) *Result {
 	}
 
 	// [4] guard
+	if p.Reviewing != nil {
+		p.Reviewing(parsed)
+	}
 	p.step(ctx, res, verdict.CheckGuard, func() verdict.Verdict {
 		if p.Guard == nil {
 			msg := p.GuardDisabled
