@@ -349,8 +349,8 @@ func (s *Session) runStep(ctx context.Context, step int, raw string, src Source,
 		}
 		return ev, nil
 	}, func(ev ledger.Event) { res.Committed, res.ActionSeq = true, ev.Seq })
-	// The command prepared since its schema check (early) runs once the
-	// commit is durable.
+	// The command prepared since the guard began its review (early) runs
+	// once the commit is durable.
 	var held sandbox.Prepared
 	if in.Action == intent.RunCommand && !delegated && s.cfg.Overlay == nil {
 		ready := early.take(s.commandRequest(in))
