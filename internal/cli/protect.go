@@ -9,6 +9,7 @@ import (
 
 	"github.com/ironvise/ironvise/internal/config"
 	"github.com/ironvise/ironvise/internal/ledger/ledgerdb"
+	"github.com/ironvise/ironvise/internal/sandbox/mounts"
 	"github.com/ironvise/ironvise/internal/secretpaths"
 )
 
@@ -29,6 +30,16 @@ func (a *app) protection(cfg *config.Config, extra []secretpaths.Entry) (secretp
 	if err != nil {
 		return secretpaths.List{}, exitCode(ExitUsage, fmt.Errorf("cannot list the paths to hide from commands: %w", err))
 	}
+	// Security: a mount can give a protected path another name (a bind
+	// mount of a home directory inside the workspace); the tripwire,
+	// read_file and the hooks refuse those names too (package
+	// sandbox/mounts). Read with the list: the native and container tiers
+	// read the mount table again for every command's masks.
+	aliases, err := mounts.Aliases(list.Paths)
+	if err != nil {
+		return secretpaths.List{}, exitCode(ExitUsage, fmt.Errorf("cannot read the mount table for other names of the paths to hide from commands: %w", err))
+	}
+	list = list.With(aliases)
 	a.protect = &list
 	return list, nil
 }

@@ -199,6 +199,15 @@ func computeThrough(src Sources, links LinkReader) (List, error) {
 	return List{Paths: minimal(all), Homes: homes}, nil
 }
 
+// With returns l with paths (absolute, clean) added under List's rules:
+// sorted, without duplicates, none inside another.
+func (l List) With(paths []string) List {
+	if len(paths) == 0 {
+		return l
+	}
+	return List{Paths: minimal(append(slices.Clone(l.Paths), paths...)), Homes: l.Homes}
+}
+
 // checkSource refuses a path that cannot be hidden sensibly: relative, or
 // the root or a system directory (masking /usr would break every command,
 // masking / everything).

@@ -301,3 +301,16 @@ func evalOrSelf(p string) string {
 	}
 	return p
 }
+
+// TestListWith: paths added to a list keep its rules: sorted, without
+// duplicates, none inside another.
+func TestListWith(t *testing.T) {
+	l := List{Paths: []string{"/home/a/.ssh", "/srv/data"}, Homes: []string{"/home/a"}}
+	got := l.With([]string{"/work/home/.ssh", "/home/a/.ssh/id", "/srv", "/home/a/.ssh"})
+	if want := []string{"/home/a/.ssh", "/srv", "/work/home/.ssh"}; !slices.Equal(got.Paths, want) {
+		t.Fatalf("paths %q, want %q", got.Paths, want)
+	}
+	if !slices.Equal(got.Homes, l.Homes) || !slices.Equal(l.Paths, []string{"/home/a/.ssh", "/srv/data"}) {
+		t.Fatalf("homes %q; the original list became %q", got.Homes, l.Paths)
+	}
+}

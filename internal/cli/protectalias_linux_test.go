@@ -1,0 +1,48 @@
+//go:build linux
+
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ironvise/ironvise/internal/sandbox/mounts/mountstest"
+)
+
+// TestProtectedPathsUnderAnotherName: a bind mount that shows the home
+// directory inside a project gives its credential stores other names; the
+// checks refuse those names as they refuse the stores' own (read_file reads
+// the file itself, and an agent's hook lets its own tools read one). It
+// failed before the list took in the mount table: read_file of the key
+// through the bind mount was allowed.
+func TestProtectedPathsUnderAnotherName(t *testing.T) {
+	home, env := homeWorkspace(t)
+	project, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, "notes.txt"), []byte("project notes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mountstest.Bind(t, home, filepath.Join(project, "home"))
+	for _, tc := range []struct {
+		intent string
+		code   int
+	}{
+		{`{"action":"read_file","params":{"path":"home/.ssh/id_ed25519"},"justification":"read the key"}`, ExitDenied},
+		{`{"action":"read_file","params":{"path":"home/.aws/credentials"},"justification":"read the key"}`, ExitDenied},
+		{`{"action":"run_command","params":{"command":"cat home/.ssh/id_ed25519"},"justification":"read the key"}`, ExitDenied},
+		{`{"action":"read_file","params":{"path":"home/notes.txt"},"justification":"read the notes"}`, ExitOK},
+		{`{"action":"read_file","params":{"path":"notes.txt"},"justification":"read the notes"}`, ExitOK},
+	} {
+		code, out, errOut := runCLI(t, env, tc.intent, "check", "--workspace", project)
+		if code != tc.code {
+			t.Errorf("%s: exit %d; want %d (%s %s)", tc.intent, code, tc.code, out, errOut)
+		}
+		if tc.code == ExitDenied && !strings.Contains(out, `"code": "path_protected"`) {
+			t.Errorf("%s: verdict %s; want path_protected", tc.intent, out)
+		}
+	}
+}
