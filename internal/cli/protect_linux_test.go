@@ -105,23 +105,12 @@ func TestCheckRefusesProtectedAndUserEntries(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(env["ECTO_DATA_DIR"], "tripwire.json"), []byte(`{"protected_paths": ["~/.config/myapp"]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		intent string
-		code   int
-	}{
+	checkCodes(t, env, ws, []checkCase{
 		{`{"action":"read_file","params":{"path":".ssh/id_ed25519"},"justification":"read the key"}`, ExitDenied},
 		{`{"action":"read_file","params":{"path":".config/myapp/token"},"justification":"read the token"}`, ExitDenied},
 		{`{"action":"run_command","params":{"command":"cat .config/myapp/token"},"justification":"read the token"}`, ExitDenied},
 		{`{"action":"read_file","params":{"path":"notes.txt"},"justification":"read the notes"}`, ExitOK},
-	} {
-		code, out, errOut := runCLI(t, env, tc.intent, "check", "--workspace", ws)
-		if code != tc.code {
-			t.Errorf("%s: exit %d; want %d (%s %s)", tc.intent, code, tc.code, out, errOut)
-		}
-		if tc.code == ExitDenied && !strings.Contains(out, `"code": "path_protected"`) {
-			t.Errorf("%s: verdict %s; want path_protected", tc.intent, out)
-		}
-	}
+	})
 	// A broken entry is a configuration error naming the entry.
 	if err := os.WriteFile(filepath.Join(env["ECTO_DATA_DIR"], "tripwire.json"), []byte(`{"protected_paths": ["~/ok", "relative"]}`), 0o600); err != nil {
 		t.Fatal(err)
@@ -129,6 +118,27 @@ func TestCheckRefusesProtectedAndUserEntries(t *testing.T) {
 	code, _, errOut := runCLI(t, env, `{"action":"complete"}`, "check", "--workspace", ws)
 	if code != ExitUsage || !strings.Contains(errOut, `$.protected_paths[1]: "relative"`) {
 		t.Errorf("invalid entry: exit %d %s", code, errOut)
+	}
+}
+
+// checkCase is one intent for `ironvise check` and its exit code.
+type checkCase struct {
+	intent string
+	code   int
+}
+
+// checkCodes runs `ironvise check --workspace ws` on each case's intent
+// and wants its exit code, and a path_protected verdict for a denial.
+func checkCodes(t *testing.T, env map[string]string, ws string, cases []checkCase) {
+	t.Helper()
+	for _, tc := range cases {
+		code, out, errOut := runCLI(t, env, tc.intent, "check", "--workspace", ws)
+		if code != tc.code {
+			t.Errorf("%s: exit %d; want %d (%s %s)", tc.intent, code, tc.code, out, errOut)
+		}
+		if tc.code == ExitDenied && !strings.Contains(out, `"code": "path_protected"`) {
+			t.Errorf("%s: verdict %s; want path_protected", tc.intent, out)
+		}
 	}
 }
 

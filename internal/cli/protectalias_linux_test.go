@@ -5,7 +5,6 @@ package cli
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/ironvise/ironvise/internal/sandbox/mounts/mountstest"
@@ -27,22 +26,11 @@ func TestProtectedPathsUnderAnotherName(t *testing.T) {
 		t.Fatal(err)
 	}
 	mountstest.Bind(t, home, filepath.Join(project, "home"))
-	for _, tc := range []struct {
-		intent string
-		code   int
-	}{
+	checkCodes(t, env, project, []checkCase{
 		{`{"action":"read_file","params":{"path":"home/.ssh/id_ed25519"},"justification":"read the key"}`, ExitDenied},
 		{`{"action":"read_file","params":{"path":"home/.aws/credentials"},"justification":"read the key"}`, ExitDenied},
 		{`{"action":"run_command","params":{"command":"cat home/.ssh/id_ed25519"},"justification":"read the key"}`, ExitDenied},
 		{`{"action":"read_file","params":{"path":"home/notes.txt"},"justification":"read the notes"}`, ExitOK},
 		{`{"action":"read_file","params":{"path":"notes.txt"},"justification":"read the notes"}`, ExitOK},
-	} {
-		code, out, errOut := runCLI(t, env, tc.intent, "check", "--workspace", project)
-		if code != tc.code {
-			t.Errorf("%s: exit %d; want %d (%s %s)", tc.intent, code, tc.code, out, errOut)
-		}
-		if tc.code == ExitDenied && !strings.Contains(out, `"code": "path_protected"`) {
-			t.Errorf("%s: verdict %s; want path_protected", tc.intent, out)
-		}
-	}
+	})
 }
