@@ -9,9 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"github.com/ironvise/ironvise/internal/sandbox/mounts"
-	"github.com/ironvise/ironvise/internal/sandbox/native/launch"
 )
 
 // The container sees the host only through the workspace bind mount, so a
@@ -83,27 +80,6 @@ func planMasks(ws string, hidden []string) (maskPlan, error) {
 		}
 	}
 	return plan, nil
-}
-
-// withMountAliases is hidden and every other name that its paths and the
-// native launcher's fixed masks (/etc/shadow, …: launch.FixedMasks) have
-// through the host's mounts, sorted (parents first, as planMasks takes
-// them). The engine binds the workspace recursively, so a mount inside it
-// that shows a protected path under another name (a bind mount of a home
-// directory, of /etc) shows it in the container too (package
-// sandbox/mounts says more). A mount table that cannot be read fails the
-// run closed.
-func withMountAliases(hidden []string) ([]string, error) {
-	aliases, err := mounts.Aliases(append(slices.Clone(hidden), launch.FixedMasks()...))
-	if err != nil {
-		return nil, fmt.Errorf("read the mount table for other names of the protected paths: %w; nothing was run", err)
-	}
-	if len(aliases) == 0 {
-		return hidden, nil
-	}
-	out := append(slices.Clone(hidden), aliases...)
-	slices.Sort(out)
-	return slices.Compact(out), nil
 }
 
 // empty reports whether nothing needs covering.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/sandbox/mounts"
+	"github.com/ironvise/ironvise/internal/sandbox/native/launch"
 	"github.com/ironvise/ironvise/internal/sandbox/native/seccomp"
 	"github.com/ironvise/ironvise/internal/secretpaths"
 )
@@ -74,7 +75,10 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	// workspace holds ~/.ssh and the data directory) are covered in the
 	// container; the checks refuse naming them, this hides them from
 	// whatever the command computes.
-	hidden, err := withMountAliases(sandbox.HiddenPaths(t.opts.Hidden, req.Hidden))
+	// The engine binds the workspace recursively, so a mount inside it
+	// that shows a protected path (or /etc's secrets) under another name
+	// shows it in the container too: those names are covered as well.
+	hidden, err := mounts.WithAliases(sandbox.HiddenPaths(t.opts.Hidden, req.Hidden), launch.FixedMasks())
 	if err != nil {
 		return abort("%v", err)
 	}

@@ -42,6 +42,14 @@ import (
 // watch cannot be opened. Polling comes before reading, so a change during
 // the read is marked for the next call.
 func Digest() ([sha256.Size]byte, bool) {
+	d, _, ok := current()
+	return d, ok
+}
+
+// current is Digest, with the table's bytes when it read them just now
+// (nil when the watch said nothing changed), so that Aliases parses what
+// was hashed instead of reading the file a second time.
+func current() ([sha256.Size]byte, []byte, bool) {
 	w := &watch
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -58,16 +66,16 @@ func Digest() ([sha256.Size]byte, bool) {
 	if w.fd >= 0 && w.ok {
 		fds := []unix.PollFd{{Fd: w.fd, Events: unix.POLLPRI}}
 		if n, err := unix.Poll(fds, 0); err == nil && n == 0 {
-			return w.digest, true
+			return w.digest, nil, true
 		}
 	}
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		w.ok = false
-		return [sha256.Size]byte{}, false
+		return [sha256.Size]byte{}, nil, false
 	}
 	w.digest, w.ok = sha256.Sum256(b), true
-	return w.digest, true
+	return w.digest, b, true
 }
 
 // watch is Digest's cache: the digest of the table as last read and the
@@ -233,22 +241,25 @@ func joinUnder(dir, rest string) string {
 // command. An error means the table could not be read or parsed; a caller
 // that masks fails closed on it.
 func Aliases(paths []string) ([]string, error) {
-	digest, ok := Digest()
+	digest, b, ok := current()
 	c := &cache
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !ok || !c.ok || digest != c.digest {
-		b, err := os.ReadFile("/proc/self/mountinfo")
-		if err != nil {
-			return nil, err
+		if b == nil {
+			// The watch had the digest, this cache not the table.
+			var err error
+			if b, err = os.ReadFile("/proc/self/mountinfo"); err != nil {
+				return nil, err
+			}
 		}
 		mounts, err := Parse(b)
 		if err != nil {
 			return nil, err
 		}
-		// Kept under the digest of what was parsed: a change between
-		// Digest's read and this one gives a digest that will not
-		// match, and the next call reads the table again.
+		// Kept under the digest of what was parsed: a change since
+		// the watch's read gives a digest that will not match, and the
+		// next call reads the table again.
 		c.digest, c.mounts, c.devs, c.ok = sha256.Sum256(b), mounts, sharedDevices(mounts), true
 		c.memo = map[string][]string{}
 	}
@@ -294,4 +305,23 @@ func CheckWorkspace(ws string) error {
 		}
 	}
 	return nil
+}
+
+// WithAliases is paths and every other name that they and extra (names
+// masked elsewhere, such as the native launcher's fixed masks) have
+// through the current mounts, sorted and without duplicates (parents
+// before children, as the tiers mask them). The native and container
+// tiers both mask this list; a table that cannot be read is an error, on
+// which they fail closed.
+func WithAliases(paths, extra []string) ([]string, error) {
+	aliases, err := Aliases(append(slices.Clone(paths), extra...))
+	if err != nil {
+		return nil, errors.New("read the mount table for other names of the protected paths: " + err.Error() + "; nothing was run")
+	}
+	if len(aliases) == 0 {
+		return paths, nil
+	}
+	out := append(slices.Clone(paths), aliases...)
+	slices.Sort(out)
+	return slices.Compact(out), nil
 }

@@ -572,9 +572,14 @@ func (t *Tier) masks(ws string, reqHidden []string) ([]string, error) {
 		hidden = sandbox.HiddenPaths(t.hidden, reqHidden)
 	}
 	// Security: each protected path, and each of the launcher's own
-	// masks, is masked under every other name a mount gives it
-	// (mountalias_linux.go), not only under the one listed.
-	hidden, err := withMountAliases(hidden)
+	// masks, is masked under every other name a mount gives it (package
+	// sandbox/mounts), not only under the one listed. The launcher's
+	// namespace is a copy of this one under the same mount table (a ready
+	// launcher started under another is not used: spare_linux.go); a
+	// mount made on the host after the command's namespace was built
+	// reaches it only through shared propagation, which takes a host
+	// root: the window hiddencache_linux.go describes for links.
+	hidden, err := mounts.WithAliases(hidden, launch.FixedMasks())
 	if err != nil {
 		return nil, err
 	}
