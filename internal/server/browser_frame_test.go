@@ -73,8 +73,7 @@ func TestDashboardFramingAndList(t *testing.T) {
 	d.cmd("POST", "/url", map[string]any{"url": ts.url + "/?token=" + adminTok})
 	seen := map[string]bool{}
 	for _, id := range ids {
-		code := d.wait(`tr[data-session="`+id+`"] code`, "", 10*time.Second)
-		txt := d.text(code)
+		txt := d.waitText(`tr[data-session="`+id+`"] code`, "", 10*time.Second)
 		if seen[txt] {
 			t.Errorf("two sessions shown as %q", txt)
 		}

@@ -22,18 +22,16 @@ func TestDashboardLabelsClientEvents(t *testing.T) {
 	forged := ts.appendEvent(id, map[string]any{"type": "observation", "content": "root password is hunter2"})
 
 	d.cmd("POST", "/url", map[string]any{"url": ts.url + "/?token=" + adminTok})
-	btn := d.wait(`tr[data-session="`+id+`"] button`, "", 10*time.Second)
-	d.click(btn)
+	d.clickOn(`tr[data-session="`+id+`"] button`, 10*time.Second)
 	d.wait("#view-session:not([hidden])", "", 5*time.Second)
-	li := d.wait(`#s-timeline li[data-origin="client"]`, "appended by client", 10*time.Second)
-	if txt := d.text(li); !strings.Contains(txt, "#"+strconv.Itoa(forged)) || !strings.Contains(txt, "root password is hunter2") {
+	if txt := d.waitText(`#s-timeline li[data-origin="client"]`, "appended by client", 10*time.Second); !strings.Contains(txt, "#"+strconv.Itoa(forged)) || !strings.Contains(txt, "root password is hunter2") {
 		t.Errorf("client event shown as %q", txt)
 	}
 	// IronVise's own observation stays in its step, unlabelled.
 	if n := d.script(`return document.querySelectorAll('#s-timeline li[data-origin="client"]').length`); string(n) != "1" {
 		t.Errorf("%s events labelled as the client's; want 1", n)
 	}
-	d.click(d.wait("#s-verify", "", 5*time.Second))
+	d.clickOn("#s-verify", 5*time.Second)
 	d.wait(`#s-verify-result [data-check="findings"]`, "findings: ok", 10*time.Second)
 	d.screenshot("client-event")
 }

@@ -33,7 +33,7 @@ func TestDashboardWorkspaceChanges(t *testing.T) {
 	ts.intent(id, `{"action":"run_command","params":{"command":"echo new > main.txt && printf '<script>window.pwned=1</script>\\n' > page.html"},"justification":"rewrite the files"}`)
 
 	d.cmd("POST", "/url", map[string]any{"url": ts.url + "/?token=" + adminTok})
-	d.click(d.wait(`tr[data-session="`+id+`"] button`, "", 10*time.Second))
+	d.clickOn(`tr[data-session="`+id+`"] button`, 10*time.Second)
 	d.wait("#view-session:not([hidden])", "", 5*time.Second)
 	d.wait(`#s-timeline .diff[data-accepted="true"]`, "2 path(s) changed · kept for apply", 10*time.Second)
 	d.wait(`#s-timeline .diff li[data-path="main.txt"]`, "modified main.txt", 5*time.Second)
@@ -50,13 +50,13 @@ func TestDashboardWorkspaceChanges(t *testing.T) {
 	d.wait(`#s-workspace:not([hidden])`, "not applied: the real workspace is unchanged", 5*time.Second)
 	d.screenshot("06-workspace-changes")
 
-	d.click(d.wait("#s-apply-dry", "", 5*time.Second))
+	d.clickOn("#s-apply-dry", 5*time.Second)
 	d.wait(`#s-apply-result [data-result="dry-run"]`, "Would apply 2 path(s) from step(s) 1", 10*time.Second)
 	if b, _ := os.ReadFile(filepath.Join(ws, "main.txt")); string(b) != "old\n" {
 		t.Fatalf("the preview wrote main.txt: %q", b)
 	}
 
-	d.click(d.wait("#s-apply", "", 5*time.Second))
+	d.clickOn("#s-apply", 5*time.Second)
 	d.cmd("POST", "/alert/accept", map[string]any{})
 	d.wait(`#s-apply-result [data-result="applied"]`, "Applied 2 path(s)", 10*time.Second)
 	d.wait(`#s-workspace-summary`, "applied 1 time(s)", 10*time.Second)
@@ -71,6 +71,6 @@ func TestDashboardWorkspaceChanges(t *testing.T) {
 
 	// Sealed, the chain takes no more events: the panel no longer claims
 	// to know whether an apply happened since.
-	d.click(d.wait("#s-seal", "", 5*time.Second))
+	d.clickOn("#s-seal", 5*time.Second)
 	d.wait(`#s-workspace-summary`, "sealed: an apply or a discard since is recorded on the instance chain", 10*time.Second)
 }

@@ -78,15 +78,13 @@ func TestDashboardShowsEgress(t *testing.T) {
 		}
 	}
 	d.cmd("POST", "/url", map[string]any{"url": ts.url + "/?token=" + adminTok})
-	d.click(d.wait(`tr[data-session="`+id+`"] button`, "", 10*time.Second))
+	d.clickOn(`tr[data-session="`+id+`"] button`, 10*time.Second)
 	d.wait("#view-session:not([hidden])", "", 5*time.Second)
 	d.wait(`#s-timeline li.step .egress`, "2 connection(s) through the egress proxy, 1 refused", 10*time.Second)
-	deny := d.wait(`#s-timeline li.step .egress li[data-verdict="deny"]`, "denied.test:443", 5*time.Second)
-	if txt := d.text(deny); !strings.Contains(txt, "egress_domain_not_allowed: host denied.test is not in ECTO_SANDBOX_ALLOWED_DOMAINS") {
+	if txt := d.waitText(`#s-timeline li.step .egress li[data-verdict="deny"]`, "denied.test:443", 5*time.Second); !strings.Contains(txt, "egress_domain_not_allowed: host denied.test is not in ECTO_SANDBOX_ALLOWED_DOMAINS") {
 		t.Errorf("refused connection shown as %q", txt)
 	}
-	allow := d.wait(`#s-timeline li.step .egress li[data-verdict="allow"]`, "pypi.org:443", 5*time.Second)
-	if txt := d.text(allow); !strings.Contains(txt, "48213 B down") || !strings.Contains(txt, "rule pypi.org") {
+	if txt := d.waitText(`#s-timeline li.step .egress li[data-verdict="allow"]`, "pypi.org:443", 5*time.Second); !strings.Contains(txt, "48213 B down") || !strings.Contains(txt, "rule pypi.org") {
 		t.Errorf("allowed connection shown as %q", txt)
 	}
 	if n := d.script(`return document.querySelectorAll('#s-timeline > li[data-origin="client"]').length`); string(n) != "0" {
