@@ -48,6 +48,45 @@ type launcher struct {
 	// start is the specification pipe, on which the parent's Start comes
 	// (nil when the specification came as arguments).
 	start *os.File
+	// buf takes what the launcher reads once its specification came
+	// (the specification itself, then verify's /proc files); a ready
+	// launcher allocates and writes it before, see warm.
+	buf []byte
+	// lastCap is cap_last_cap as a ready launcher read it before its
+	// specification (lastCapRead false otherwise).
+	lastCap     int
+	lastCapErr  error
+	lastCapRead bool
+}
+
+// readBufSize is the size of launcher.buf: the specification of a command
+// on the development host takes about 8.5 KiB (most of it the protected
+// paths), /proc/self/status under 2 KiB; a longer one is read into memory
+// of its own.
+const readBufSize = 32 << 10
+
+// warm does, before the specification comes, what the launch after it
+// would otherwise do on the way to the command: the Go heap grows a page
+// at a time, and on a machine where a page fault costs tens of
+// microseconds the fresh pages of the reads after the specification cost
+// more than the reads (docs/operate/performance.md#exec-2026-12-04-morning).
+// Writing buf maps its pages now; cap_last_cap is a constant of the
+// running kernel.
+func (l *launcher) warm() {
+	l.buf = make([]byte, readBufSize)
+	for i := 0; i < len(l.buf); i += os.Getpagesize() {
+		l.buf[i] = 1
+	}
+	l.lastCap, l.lastCapErr = kernel.LastCap()
+	l.lastCapRead = true
+}
+
+// capLast is cap_last_cap: as warm read it, or read now.
+func (l *launcher) capLast() (int, error) {
+	if l.lastCapRead {
+		return l.lastCap, l.lastCapErr
+	}
+	return kernel.LastCap()
 }
 
 // prepared records the namespace steps a ready launcher took before its
@@ -111,10 +150,11 @@ func launcherMain(args []string) int {
 		if len(args) == 3 {
 			l.prepareNamespaces()
 		}
+		l.warm()
 		if err := kernel.Write(StatusFD, []byte(Ready)); err != nil {
 			return ExitFailed
 		}
-		spec, l.start, err = readSpec()
+		spec, l.start, err = readSpec(l.buf)
 	}
 	if err != nil {
 		return l.fail(&SetupError{Step: StepSpec, Message: "decode launch specification: " + err.Error()})
@@ -132,9 +172,9 @@ func launcherMain(args []string) int {
 
 // readSpec reads the framed specification from SpecFD and returns the
 // pipe, on which the parent's Start comes later (awaitStart).
-func readSpec() (Spec, *os.File, error) {
+func readSpec(buf []byte) (Spec, *os.File, error) {
 	f := os.NewFile(SpecFD, "launch-spec")
-	s, err := ReadFrame(f)
+	s, err := ReadFrameInto(f, buf)
 	if err != nil {
 		_ = f.Close()
 		return Spec{}, nil, fmt.Errorf("read descriptor %d: %w", SpecFD, err)
@@ -377,7 +417,7 @@ func listenProxy() error {
 // dropPrivileges clears every capability set and switches user if asked.
 func (l *launcher) dropPrivileges() error {
 	s := &l.spec
-	last, err := kernel.LastCap()
+	last, err := l.capLast()
 	if err != nil {
 		return stepErr(StepCaps, err, "mount /proc")
 	}

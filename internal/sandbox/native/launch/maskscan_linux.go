@@ -37,8 +37,11 @@ type maskScan struct {
 	asked map[string]bool
 }
 
-func newMaskScan(lstat func(string) (os.FileInfo, error)) *maskScan {
-	return &maskScan{lstat: lstat, empty: map[string]bool{}, asked: map[string]bool{}}
+// newMaskScan is a scan of n paths. Its memos are sized for them at once:
+// grown as they fill, they took a fresh table at each doubling, and each
+// fresh page is a page fault on the way to the command.
+func newMaskScan(lstat func(string) (os.FileInfo, error), n int) *maskScan {
+	return &maskScan{lstat: lstat, empty: make(map[string]bool, n), asked: make(map[string]bool, n)}
 }
 
 // find returns p's FileInfo when p exists now, ok false when it does not

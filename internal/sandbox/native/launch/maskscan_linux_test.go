@@ -86,7 +86,7 @@ func hostLike(t *testing.T) (root string, hide []string) {
 func TestMaskScanFindsWhatLstatFinds(t *testing.T) {
 	_, hide := hostLike(t)
 	c := &countingLstat{calls: map[string]int{}}
-	scan := newMaskScan(c.lstat)
+	scan := newMaskScan(c.lstat, len(hide))
 	for _, p := range hide {
 		fi, ok := scan.find(p)
 		want, err := os.Lstat(p)
@@ -115,7 +115,7 @@ func TestMaskScanFindsWhatLstatFinds(t *testing.T) {
 func TestMaskScanAfterMask(t *testing.T) {
 	root, _ := hostLike(t)
 	c := &countingLstat{calls: map[string]int{}}
-	scan := newMaskScan(c.lstat)
+	scan := newMaskScan(c.lstat, 4)
 	aws := root + "/home/alice/.aws"
 	if _, ok := scan.find(aws); !ok {
 		t.Fatalf("%s not found", aws)
@@ -147,7 +147,7 @@ func TestMaskScanUnreadableParent(t *testing.T) {
 			return nil, eacces
 		}
 		return nil, &os.PathError{Op: "lstat", Path: p, Err: errENOENT}
-	})
+	}, 3)
 	for _, p := range []string{"/locked/a/x", "/locked/a/y", "/locked/b"} {
 		scan.find(p)
 	}

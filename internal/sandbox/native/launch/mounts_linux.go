@@ -136,7 +136,7 @@ const devShm = "/dev/shm"
 // command can build a path at run time. A path that vanished under an
 // earlier mask (a child of a masked directory) needs nothing more.
 func (l *launcher) hide() error {
-	scan := newMaskScan(os.Lstat)
+	scan := newMaskScan(os.Lstat, len(l.spec.Hide))
 	for _, p := range l.spec.Hide {
 		fi, ok := scan.find(p)
 		if !ok {

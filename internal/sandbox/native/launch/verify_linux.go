@@ -3,6 +3,7 @@
 package launch
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -36,19 +37,18 @@ func (l *launcher) verify() error {
 	var status []byte
 	err := l.call(StepVerify, func() error {
 		var err error
-		status, err = os.ReadFile("/proc/self/status")
+		status, err = l.readFile("/proc/self/status")
 		return err
 	})
 	if err != nil {
 		return fail("read /proc/self/status: %w", err)
 	}
-	fields := statusFields(string(status))
 	want := []struct{ key, value, name string }{
 		{"Seccomp", "2", VerifiedSeccomp},
 		{"NoNewPrivs", "1", VerifiedNoNewPrivs},
 	}
 	for _, w := range want {
-		if got, ok := fields[w.key]; !ok || got != w.value {
+		if got, ok := statusField(status, w.key); !ok || got != w.value {
 			return fail("/proc/self/status has %s: %q, want %q", w.key, got, w.value)
 		}
 		l.applied.Verified = append(l.applied.Verified, w.name)
@@ -57,7 +57,7 @@ func (l *launcher) verify() error {
 		if k == "CapBnd" && l.keepBounding {
 			continue
 		}
-		v, ok := fields[k]
+		v, ok := statusField(status, k)
 		if !ok || strings.Trim(v, "0") != "" {
 			return fail("/proc/self/status has %s: %q, want an empty set", k, v)
 		}
@@ -88,7 +88,7 @@ func (l *launcher) verify() error {
 		l.applied.Verified = append(l.applied.Verified, VerifiedNetwork)
 		return nil
 	}
-	dev, err := os.ReadFile("/proc/self/net/dev")
+	dev, err := l.readFile("/proc/self/net/dev")
 	if err != nil {
 		return fail("read /proc/self/net/dev: %w", err)
 	}
@@ -123,16 +123,44 @@ func (l *launcher) verify() error {
 	return nil
 }
 
-// statusFields parses /proc/<pid>/status ("Key:\tvalue" lines).
-func statusFields(s string) map[string]string {
-	out := map[string]string{}
-	for line := range strings.SplitSeq(s, "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if ok {
-			out[k] = strings.TrimSpace(v)
+// statusField is the value of key in /proc/<pid>/status ("Key:\tvalue"
+// lines), trimmed; ok is false when no line has that key.
+func statusField(status []byte, key string) (value string, ok bool) {
+	for line := range bytes.SplitSeq(status, []byte("\n")) {
+		if k, v, found := bytes.Cut(line, []byte(":")); found && string(k) == key {
+			return string(bytes.TrimSpace(v)), true
 		}
 	}
-	return out
+	return "", false
+}
+
+// readFile is os.ReadFile, into l.buf when the launcher has one and the
+// file fits: the bytes are valid until the next read. The files it reads
+// are a few KiB of /proc.
+func (l *launcher) readFile(p string) ([]byte, error) {
+	if l.buf == nil {
+		return os.ReadFile(p)
+	}
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	defer unix.Close(fd)
+	n := 0
+	for n < len(l.buf) {
+		m, err := unix.Read(fd, l.buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: p, Err: err}
+		}
+		if m == 0 {
+			return l.buf[:n], nil
+		}
+		n += m
+	}
+	return os.ReadFile(p) // longer than the buffer
 }
 
 // interfaces lists the interface names of /proc/net/dev (two header lines,

@@ -255,6 +255,27 @@ func TestFrameRoundTrip(t *testing.T) {
 	}
 }
 
+// TestReadFrameInto: the specification read into a caller's buffer is the
+// same as one read into memory of its own, keeps nothing of the buffer
+// (which the launcher reuses for its reads after it), and one longer than
+// the buffer is read whole all the same.
+func TestReadFrameInto(t *testing.T) {
+	framed := framedSpec(t)
+	for _, size := range []int{len(framed), len(framed) - 5, 8, 0} {
+		buf := make([]byte, size)
+		got, err := ReadFrameInto(bytes.NewReader(framed), buf)
+		if err != nil {
+			t.Fatalf("buffer of %d bytes: %v", size, err)
+		}
+		for i := range buf {
+			buf[i] = 'X'
+		}
+		if !reflect.DeepEqual(got, testSpec()) {
+			t.Fatalf("buffer of %d bytes, then overwritten: got %+v; want %+v", size, got, testSpec())
+		}
+	}
+}
+
 // TestReadFrameRejects: a launcher given no specification, an empty one,
 // one longer than the bound or one cut short takes none, so it never
 // confines (or runs) anything from a partial one.
