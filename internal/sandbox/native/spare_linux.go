@@ -128,11 +128,7 @@ func startLauncher(k launcherKey) (*launcher, error) {
 	// The launcher changes to the workspace itself once its mounts are
 	// in place; until then it needs no directory of the host's.
 	cmd.Dir = "/"
-	// The launcher gets nothing of IronVise's environment (the command's
-	// comes with the specification). One P keeps its thread count low,
-	// which makes the all-thread Landlock and seccomp synchronisation
-	// quick.
-	cmd.Env = []string{"GOMAXPROCS=1"}
+	cmd.Env = launch.Env()
 	cmd.ExtraFiles = []*os.File{statusW, specR, proxyC} // launch.StatusFD, launch.SpecFD, launch.ProxyFD
 	cmd.Stdout, cmd.Stderr = &l.stdout, &l.stderr
 	cmd.SysProcAttr = k.sysProcAttr()

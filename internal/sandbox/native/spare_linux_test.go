@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ironvise/ironvise/internal/sandbox"
+	"github.com/ironvise/ironvise/internal/sandbox/native/launch"
 )
 
 // waitReady waits until the tier has a ready launcher and returns it.
@@ -353,5 +355,22 @@ func TestReadyLauncherPreparedItsNamespaces(t *testing.T) {
 	_, routes, ok := strings.Cut(r.Stdout, "Iface")
 	if !ok || strings.Count(strings.TrimSpace(routes), "\n") != 0 {
 		t.Fatalf("no route table, or routes out:\n%s", r.Stdout)
+	}
+}
+
+// TestReadyLauncherEnvironment: a ready launcher's process has exactly
+// launch.Env, the memory profiler off from the runtime's start among it,
+// and nothing of IronVise's environment.
+func TestReadyLauncherEnvironment(t *testing.T) {
+	t.Setenv("IRONVISE_TEST_PARENT_ONLY", "1")
+	tier := newTestTier(t, sandbox.Options{})
+	l := waitReady(t, tier)
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", l.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	if !slices.Equal(got, launch.Env()) || !slices.Contains(got, "GODEBUG=memprofilerate=0") {
+		t.Fatalf("the ready launcher's environment is %q; want %q with the memory profiler off", got, launch.Env())
 	}
 }

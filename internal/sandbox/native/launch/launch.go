@@ -86,6 +86,18 @@ import (
 // sandbox launcher.
 const Arg = "__ironvise-sandbox-launcher"
 
+// Env returns the whole environment of a launcher's process (and of the
+// reaper's): nothing of IronVise's (the command's comes with the
+// specification). One P keeps its thread count low, which makes the
+// all-thread Landlock and seccomp synchronisation quick. The memory
+// profiler off from the runtime's start: setting MemProfileRate in the
+// launcher's code (launcherMain does, for the address-space cap) comes
+// after the runtime and the packages' initialisation have allocated, and
+// the sampled allocations among them cost the stack walks and buckets of
+// a profile nobody reads (about 1 ms of a launcher's 7–9 ms of CPU before
+// its specification, docs/operate/performance.md#exec-2026-12-04-morning).
+func Env() []string { return []string{"GOMAXPROCS=1", "GODEBUG=memprofilerate=0"} }
+
 // StatusFD is the launcher's status pipe: the parent's ExtraFiles[0].
 const StatusFD = 3
 

@@ -67,7 +67,7 @@ func reaperMain(exe string) int {
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	pid, err := syscall.ForkExec(exe, []string{exe, Arg}, &syscall.ProcAttr{
-		Dir: "/", Env: []string{"GOMAXPROCS=1"},
+		Dir: "/", Env: Env(),
 		Files: []uintptr{0, 1, 2, StatusFD, SpecFD},
 		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	})

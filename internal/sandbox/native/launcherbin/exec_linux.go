@@ -175,7 +175,7 @@ func check(path string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, launch.CheckArg)
-	cmd.Env = []string{"GOMAXPROCS=1"}
+	cmd.Env = launch.Env()
 	cmd.Dir = "/"
 	out, err := cmd.Output()
 	if err != nil {
