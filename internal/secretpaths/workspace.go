@@ -101,10 +101,18 @@ func CheckWorkspace(ws string, l List) error {
 		}
 		return &WorkspaceError{Workspace: ws, Reason: reason}
 	}
+	return CheckNotInside(ws, l)
+}
+
+// CheckNotInside is the second half of [CheckWorkspace]: it refuses a
+// workspace (absolute, clean) that lies inside a listed path. A caller
+// that ran CheckWorkspace on the same workspace with an empty list moments
+// before runs this with the full list instead of both checks again.
+func CheckNotInside(ws string, l List) error {
 	// Security: a workspace inside the data directory or a credential
 	// store would hand the command the very files the list hides (the
 	// sandbox cannot mask the workspace itself).
-	if p, ok := l.Covering(ws); ok {
+	if p, ok := l.Covering(filepath.Clean(ws)); ok {
 		return &WorkspaceError{Workspace: ws, Reason: fmt.Sprintf("it lies inside %s, which IronVise hides from every command (its own data or a credential store)", p)}
 	}
 	return nil
