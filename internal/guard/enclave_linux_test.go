@@ -1,6 +1,7 @@
 package guard
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/hex"
@@ -293,12 +294,32 @@ func TestSoftwareEnclaveNoCoreDump(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer in.Close()
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		// Let the runtime install its signal handlers (GOTRACEBACK=crash
-		// is the runtime's, not the default action's, way to dump).
-		time.Sleep(300 * time.Millisecond)
+		// Signal it only once it runs sleepMain: the wrapper has set the
+		// core limit and the directory and exec'd it, and the runtime has
+		// installed its signal handlers (GOTRACEBACK=crash is the
+		// runtime's, not the default action's, way to dump). A fixed wait
+		// of 300 ms was too short on a loaded CI machine: the signal
+		// reached the wrapper, under the default core limit of 0.
+		ready := make(chan string, 1)
+		go func() {
+			line, _ := bufio.NewReader(out).ReadString('\n')
+			ready <- line
+		}()
+		select {
+		case line := <-ready:
+			if line != sleepReady {
+				t.Fatalf("the control process printed %q before it slept; want %q", line, sleepReady)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the control process did not start within 30 s")
+		}
 		ws, cores := abort(t, dir, cmd, func() { _ = cmd.Wait() })
 		if !ws.CoreDump() || len(cores) == 0 {
 			t.Fatalf("core dumped %v, core files %q; want both: the setup cannot produce a dump", ws.CoreDump(), cores)

@@ -90,9 +90,15 @@ func execMain(args []string) int {
 // sleepMain is an ordinary process, neither hardened nor confined, that
 // waits for its stdin to end: the core dump test's control.
 func sleepMain() int {
+	// Running main: the exec is done (with the limits and directory
+	// execMain set) and the runtime's signal handlers are installed.
+	_, _ = os.Stdout.WriteString(sleepReady)
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	return 0
 }
+
+// sleepReady is what sleepMain prints once it runs.
+const sleepReady = "sleeping\n"
 
 // ptraceMain tries PTRACE_SEIZE on the pid it is given and prints "ok" or
 // the errno's name. Exiting detaches.
