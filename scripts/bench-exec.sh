@@ -214,6 +214,10 @@ if [ ${#bins[@]} -eq 2 ]; then
   for n in 0 1; do
     for c in 0 1 2; do
       cp "${bins[$n]}" "$work/copy$c-$n"
+      # The ironvise-exec rows name the binary's directory's
+      # ironvise-exec, which the substitution below turns into this name.
+      small=$(dirname "${bins[$n]}")/ironvise-exec
+      if [ -x "$small" ]; then cp "$small" "$work/copy$c-$n-exec"; fi
     done
   done
   median() { sort -n | awk '{v[NR] = $1} END {printf "%.2f", v[int((NR + 1) / 2)] / 1e6}'; }
@@ -222,6 +226,7 @@ if [ ${#bins[@]} -eq 2 ]; then
   echo "| --- | ---: | ---: | ---: |"
   rows=("ironvise exec:${alone[0]}:${alone[1]}")
   [ ${#daemon[@]} -eq 2 ] && rows+=("ironvise exec (daemon):${daemon[0]}:${daemon[1]}")
+  [ ${#quick[@]} -eq 2 ] && rows+=("ironvise-exec (daemon):${quick[0]}:${quick[1]}")
   for r in "${rows[@]}"; do
     IFS=: read -r row ia ib <<<"$r"
     : >"$work/a.times"
