@@ -52,11 +52,9 @@ type launcher struct {
 	// (the specification itself, then verify's /proc files); a ready
 	// launcher allocates and writes it before, see warm.
 	buf []byte
-	// lastCap is cap_last_cap as a ready launcher read it before its
-	// specification (lastCapRead false otherwise).
-	lastCap     int
-	lastCapErr  error
-	lastCapRead bool
+	// lastCap answers cap_last_cap as a ready launcher read it before its
+	// specification; nil otherwise.
+	lastCap func() (int, error)
 }
 
 // readBufSize is the size of launcher.buf: the specification of a command
@@ -77,14 +75,14 @@ func (l *launcher) warm() {
 	for i := 0; i < len(l.buf); i += os.Getpagesize() {
 		l.buf[i] = 1
 	}
-	l.lastCap, l.lastCapErr = kernel.LastCap()
-	l.lastCapRead = true
+	n, err := kernel.LastCap()
+	l.lastCap = func() (int, error) { return n, err }
 }
 
 // capLast is cap_last_cap: as warm read it, or read now.
 func (l *launcher) capLast() (int, error) {
-	if l.lastCapRead {
-		return l.lastCap, l.lastCapErr
+	if l.lastCap != nil {
+		return l.lastCap()
 	}
 	return kernel.LastCap()
 }
@@ -174,7 +172,7 @@ func launcherMain(args []string) int {
 // pipe, on which the parent's Start comes later (awaitStart).
 func readSpec(buf []byte) (Spec, *os.File, error) {
 	f := os.NewFile(SpecFD, "launch-spec")
-	s, err := ReadFrameInto(f, buf)
+	s, err := ReadFrame(f, buf)
 	if err != nil {
 		_ = f.Close()
 		return Spec{}, nil, fmt.Errorf("read descriptor %d: %w", SpecFD, err)

@@ -115,15 +115,12 @@ func Frame(spec []byte) ([]byte, error) {
 }
 
 // ReadFrame reads one framed specification from r (see Frame) and decodes
-// it.
-func ReadFrame(r io.Reader) (Spec, error) { return ReadFrameInto(r, nil) }
-
-// ReadFrameInto is ReadFrame reading the specification's bytes into buf
-// when they fit: a ready launcher passes a buffer it wrote before the
-// specification came, so that reading it takes no fresh memory (each page
-// of it is a page fault on the way to the command). The Spec keeps nothing
-// of buf, which the caller may reuse.
-func ReadFrameInto(r io.Reader, buf []byte) (Spec, error) {
+// it. The bytes are read into buf when they fit (nil: into memory of their
+// own): a ready launcher passes a buffer it wrote before the specification
+// came, so that reading it takes no fresh memory (each page of it is a
+// page fault on the way to the command). The Spec keeps nothing of buf,
+// which the caller may reuse.
+func ReadFrame(r io.Reader, buf []byte) (Spec, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return Spec{}, fmt.Errorf("missing launch specification: %w", err)
@@ -132,7 +129,7 @@ func ReadFrameInto(r io.Reader, buf []byte) (Spec, error) {
 	if n == 0 || n > maxSpecBytes {
 		return Spec{}, fmt.Errorf("a launch specification of %d bytes (1 to %d)", n, maxSpecBytes)
 	}
-	b := buf
+	var b []byte
 	if int(n) <= len(buf) {
 		b = buf[:n]
 	} else {

@@ -243,7 +243,7 @@ func framedSpec(t *testing.T) []byte {
 func TestFrameRoundTrip(t *testing.T) {
 	framed := framedSpec(t)
 	r := bytes.NewReader(append(framed, Start))
-	got, err := ReadFrame(r)
+	got, err := ReadFrame(r, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,17 +255,24 @@ func TestFrameRoundTrip(t *testing.T) {
 	}
 }
 
-// TestReadFrameInto: the specification read into a caller's buffer is the
+// TestReadFrameIntoBuffer: the specification read into a caller's buffer is the
 // same as one read into memory of its own, keeps nothing of the buffer
 // (which the launcher reuses for its reads after it), and one longer than
 // the buffer is read whole all the same.
-func TestReadFrameInto(t *testing.T) {
+func TestReadFrameIntoBuffer(t *testing.T) {
 	framed := framedSpec(t)
 	for _, size := range []int{len(framed), len(framed) - 5, 8, 0} {
 		buf := make([]byte, size)
-		got, err := ReadFrameInto(bytes.NewReader(framed), buf)
+		got, err := ReadFrame(bytes.NewReader(framed), buf)
 		if err != nil {
 			t.Fatalf("buffer of %d bytes: %v", size, err)
+		}
+		payload := framed[4:]
+		switch {
+		case size >= len(payload) && !bytes.Equal(buf[:len(payload)], payload):
+			t.Fatalf("buffer of %d bytes: the %d-byte specification was not read into it", size, len(payload))
+		case size < len(payload) && !bytes.Equal(buf, make([]byte, size)):
+			t.Fatalf("buffer of %d bytes: written, though the %d-byte specification does not fit", size, len(payload))
 		}
 		for i := range buf {
 			buf[i] = 'X'
@@ -289,7 +296,7 @@ func TestReadFrameRejects(t *testing.T) {
 		"truncated": framed[:len(framed)-1],
 	}
 	for name, b := range cases {
-		if _, err := ReadFrame(bytes.NewReader(b)); err == nil {
+		if _, err := ReadFrame(bytes.NewReader(b), nil); err == nil {
 			t.Errorf("%s: read a specification from %q", name, b)
 		}
 	}
