@@ -305,8 +305,8 @@ func TestSoftwareEnclaveNoCoreDump(t *testing.T) {
 		// core limit and the directory and exec'd it, and the runtime has
 		// installed its signal handlers (GOTRACEBACK=crash is the
 		// runtime's, not the default action's, way to dump). A fixed wait
-		// of 300 ms was too short on a loaded CI machine: the signal
-		// reached the wrapper, under the default core limit of 0.
+		// of 300 ms failed once on a loaded CI machine: a signal that
+		// reaches the wrapper before it set the core limit dumps nothing.
 		ready := make(chan string, 1)
 		go func() {
 			line, _ := bufio.NewReader(out).ReadString('\n')

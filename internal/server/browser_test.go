@@ -132,17 +132,22 @@ func (d *webDriver) waitFor(css, want string, within time.Duration) (id, text st
 	}
 }
 
-// textIfFresh is text, with ok false when the element is no longer in the
-// page (WebDriver's "stale element reference"); any other failure fails
-// the test as text does.
+// stale reports whether a failed WebDriver command's value says the
+// element is no longer in the page.
+func stale(value json.RawMessage) bool {
+	var e struct {
+		Error string `json:"error"`
+	}
+	return json.Unmarshal(value, &e) == nil && e.Error == "stale element reference"
+}
+
+// textIfFresh is the element's text, with ok false when the element is no
+// longer in the page (stale); any other failure fails the test.
 func (d *webDriver) textIfFresh(id string) (text string, ok bool) {
 	d.t.Helper()
 	value, status, raw := d.do("GET", "/element/"+id+"/text", nil)
 	if status != 200 {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(value, &e) == nil && e.Error == "stale element reference" {
+		if stale(value) {
 			return "", false
 		}
 		d.t.Fatalf("webdriver GET /element/%s/text: %d %s", id, status, raw)
@@ -179,10 +184,7 @@ func (d *webDriver) actOn(css string, within time.Duration, command string, body
 		if status == 200 {
 			return
 		}
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(value, &e) != nil || e.Error != "stale element reference" || time.Now().After(deadline) {
+		if !stale(value) || time.Now().After(deadline) {
 			d.t.Fatalf("webdriver POST /element/%s/%s: %d %s", id, command, status, raw)
 		}
 	}
