@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -89,7 +90,7 @@ type hiddenCache struct {
 	// names are, per watch descriptor, the entries of its directory that
 	// the answer read.
 	names  map[int32]map[string]bool
-	paths  []string
+	hidden sandbox.Hidden
 	mounts [sha256.Size]byte
 	// why is the reason the last answer was not kept (for tests); ""
 	// when it was.
@@ -107,42 +108,49 @@ type hiddenCache struct {
 
 func newHiddenCache() *hiddenCache { return &hiddenCache{fd: -1} }
 
-// resolve returns sandbox.HiddenPaths(list) — the kept answer while
-// nothing it read can have changed. list must be the same on every call
-// (the tier's own list).
-func (c *hiddenCache) resolve(list []string) []string {
+// resolve returns resolveHidden(list) — the kept answer while nothing it
+// read can have changed. list must be the same on every call (the tier's
+// own list). The answer's Paths are the caller's; its Absent is shared and
+// must not be changed.
+func (c *hiddenCache) resolve(list []string) sandbox.Hidden {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return sandbox.HiddenPaths(list)
+		return resolveHidden(list)
 	}
 	if c.off {
 		if m, ok := mounts.Digest(); ok && m == c.offMounts {
-			return sandbox.HiddenPaths(list)
+			return resolveHidden(list)
 		}
 		c.off = false
 	}
 	if c.fd >= 0 {
 		if m, ok := mounts.Digest(); ok && m == c.mounts && c.quiet() {
-			return slices.Clone(c.paths)
+			return sandbox.Hidden{Paths: slices.Clone(c.hidden.Paths), Absent: c.hidden.Absent}
 		}
 		c.drop()
 	}
-	return slices.Clone(c.compute(list))
+	h := c.compute(list)
+	return sandbox.Hidden{Paths: slices.Clone(h.Paths), Absent: h.Absent}
+}
+
+// resolveHidden resolves lists anew, reading the file system as it is.
+func resolveHidden(lists ...[]string) sandbox.Hidden {
+	return sandbox.ResolveHidden(secretpaths.OSLinks{}, lists...)
 }
 
 // compute resolves list and keeps the answer when it can be watched.
-func (c *hiddenCache) compute(list []string) []string {
+func (c *hiddenCache) compute(list []string) sandbox.Hidden {
 	for _, p := range list {
 		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
 			// Resolved by EvalSymlinks, outside the recording reader.
 			c.why = "the list has an entry that is not a clean absolute path: " + p
-			return sandbox.HiddenPaths(list)
+			return resolveHidden(list)
 		}
 	}
 	m1, ok1 := mounts.Digest()
 	first := &recordingLinks{read: map[string]bool{}}
-	paths := sandbox.HiddenPathsVia(first, list)
+	paths := sandbox.ResolveHidden(first, list)
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		c.turnOff(m1, ok1, "inotify_init1: "+err.Error())
@@ -155,14 +163,14 @@ func (c *hiddenCache) compute(list []string) []string {
 		return paths
 	}
 	second := &recordingLinks{read: map[string]bool{}}
-	again := sandbox.HiddenPathsVia(second, list)
+	again := sandbox.ResolveHidden(second, list)
 	m2, ok2 := mounts.Digest()
 	switch {
 	case !ok1 || !ok2:
 		why = "the mount table cannot be read"
 	case m1 != m2:
 		why = "the mount table changed while the list was resolved"
-	case !slices.Equal(paths, again):
+	case !slices.Equal(paths.Paths, again.Paths) || !maps.Equal(paths.Absent, again.Absent):
 		why = "a protected path changed while the list was resolved"
 	case !subset(second.read, first.read):
 		why = "the list read other names the second time"
@@ -172,7 +180,7 @@ func (c *hiddenCache) compute(list []string) []string {
 		c.why = why
 		return again
 	}
-	c.fd, c.names, c.paths, c.mounts, c.why = fd, names, again, m2, ""
+	c.fd, c.names, c.hidden, c.mounts, c.why = fd, names, again, m2, ""
 	return again
 }
 
@@ -189,7 +197,7 @@ func (c *hiddenCache) drop() {
 	if c.fd >= 0 {
 		unix.Close(c.fd)
 	}
-	c.fd, c.names, c.paths = -1, nil, nil
+	c.fd, c.names, c.hidden = -1, nil, sandbox.Hidden{}
 }
 
 // close releases the watches (Tier.Close).

@@ -4,6 +4,7 @@ package native
 
 import (
 	"crypto/sha256"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,14 +47,21 @@ func newHiddenFixture(t *testing.T) *hiddenFixture {
 func (f *hiddenFixture) path(p string) string { return filepath.Join(f.dir, p) }
 
 // checkFresh fails unless the cache answers what resolving the list anew
-// answers now.
+// answers now: the same paths, and the same of them absent.
 func checkFresh(t *testing.T, c *hiddenCache, f *hiddenFixture, what string) []string {
 	t.Helper()
-	got, want := c.resolve(f.list), sandbox.HiddenPaths(f.list)
-	if !slices.Equal(got, want) {
-		t.Fatalf("%s: the cache answered\n%q\nresolving anew answers\n%q", what, got, want)
+	got, want := c.resolve(f.list), resolveHidden(f.list)
+	if !sameHidden(got, want) {
+		t.Fatalf("%s: the cache answered\n%q, absent %q\nresolving anew answers\n%q, absent %q", what,
+			got.Paths, slices.Sorted(maps.Keys(got.Absent)), want.Paths, slices.Sorted(maps.Keys(want.Absent)))
 	}
-	return got
+	return got.Paths
+}
+
+// sameHidden reports whether two answers list the same paths with the
+// same of them absent.
+func sameHidden(a, b sandbox.Hidden) bool {
+	return slices.Equal(a.Paths, b.Paths) && maps.Equal(a.Absent, b.Absent)
 }
 
 // checkKept is checkFresh, after which the cache must have kept its
@@ -174,6 +182,60 @@ func TestHiddenCacheSeesEveryChange(t *testing.T) {
 	}
 }
 
+// TestHiddenCacheSeesExistence: a protected path the kept answer found
+// absent, and which the tier therefore does not send to the launcher, is
+// present in the next command's answer as soon as it exists, however it
+// came to be; one removed is absent in the next. Each case fails with an
+// answer kept regardless: the path's state is asserted before and after.
+func TestHiddenCacheSeesExistence(t *testing.T) {
+	cases := []struct {
+		name   string
+		p      string // relative to the fixture
+		change func(t *testing.T, f *hiddenFixture)
+		absent bool // after the change
+	}{
+		{"a missing file written", "home/u/.aws", func(t *testing.T, f *hiddenFixture) {
+			must(t, os.WriteFile(f.path("home/u/.aws"), []byte("key"), 0o600))
+		}, false},
+		{"a missing directory made", "home/u/.aws", func(t *testing.T, f *hiddenFixture) {
+			must(t, os.Mkdir(f.path("home/u/.aws"), 0o700))
+		}, false},
+		{"a file renamed into place", "home/u/.aws", func(t *testing.T, f *hiddenFixture) {
+			must(t, os.WriteFile(f.path("home/u/.aws.tmp"), []byte("key"), 0o600))
+			must(t, os.Rename(f.path("home/u/.aws.tmp"), f.path("home/u/.aws")))
+		}, false},
+		{"a missing home made with the file inside", "home/v/.netrc", func(t *testing.T, f *hiddenFixture) {
+			must(t, os.MkdirAll(f.path("home/v"), 0o755))
+			must(t, os.WriteFile(f.path("home/v/.netrc"), []byte("machine x"), 0o600))
+		}, false},
+		{"a home renamed into place with the file inside", "home/v/.netrc", func(t *testing.T, f *hiddenFixture) {
+			must(t, os.MkdirAll(f.path("staging"), 0o755))
+			must(t, os.WriteFile(f.path("staging/.netrc"), []byte("machine x"), 0o600))
+			must(t, os.Rename(f.path("staging"), f.path("home/v")))
+		}, false},
+		{"a link's target removed", "home/u/.ssh", func(t *testing.T, f *hiddenFixture) {
+			must(t, os.Remove(f.path("vault")))
+		}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newHiddenFixture(t)
+			c := newHiddenCache()
+			t.Cleanup(c.close)
+			p := f.path(tc.p)
+			checkKept(t, c, f, "before")
+			if got := c.resolve(f.list); got.Absent[p] == tc.absent || !slices.Contains(got.Paths, p) {
+				t.Fatalf("before the change %s is listed %v, absent %v", tc.p, slices.Contains(got.Paths, p), got.Absent[p])
+			}
+			tc.change(t, f)
+			checkKept(t, c, f, "after the change")
+			if got := c.resolve(f.list); got.Absent[p] != tc.absent {
+				t.Fatalf("after the change %s is absent %v, want %v", tc.p, got.Absent[p], tc.absent)
+			}
+		})
+	}
+}
+
 // TestHiddenCacheDropsOnAttributes: a directory on a protected path whose
 // attributes change (it may have become unsearchable, which changes what
 // lstat answers beneath it) drops the answer.
@@ -219,8 +281,8 @@ func TestHiddenCacheRefusesUnwatchable(t *testing.T) {
 	} {
 		c := newHiddenCache()
 		got := c.resolve(list)
-		if want := sandbox.HiddenPaths(list); !slices.Equal(got, want) {
-			t.Fatalf("%q: got %q, want %q", list, got, want)
+		if want := resolveHidden(list); !sameHidden(got, want) {
+			t.Fatalf("%q: got %+v, want %+v", list, got, want)
 		}
 		if c.fd >= 0 || c.why == "" {
 			t.Fatalf("%q: the answer was kept (fd %d, why %q)", list, c.fd, c.why)
@@ -245,8 +307,8 @@ func TestHiddenCacheDoesNotRetryTheUnwatchable(t *testing.T) {
 		t.Fatalf("a list on procfs was not marked unwatchable (why %q)", c.why)
 	}
 	c.why = "" // an attempt would set it again
-	if got, want := c.resolve(list), sandbox.HiddenPaths(list); !slices.Equal(got, want) {
-		t.Fatalf("got %q, want %q", got, want)
+	if got, want := c.resolve(list), resolveHidden(list); !sameHidden(got, want) {
+		t.Fatalf("got %+v, want %+v", got, want)
 	}
 	if c.why != "" {
 		t.Fatalf("the unwatchable list was tried again with the mount table unchanged: %s", c.why)
@@ -278,4 +340,41 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestMasksLeaveOutTheAbsent: the launcher is sent the protected paths
+// that exist and not those that resolving the list for the command found
+// absent — from the tier's kept answer and from a request's own list
+// alike — and a protected file created between two commands is masked
+// for the second: the command reads nothing of it.
+func TestMasksLeaveOutTheAbsent(t *testing.T) {
+	fx := newFixture(t)
+	present, absent, under := filepath.Join(fx.ws, ".env"), filepath.Join(fx.ws, ".aws"), filepath.Join(fx.ws, ".config", "gh", "hosts.yml")
+	must(t, os.WriteFile(present, []byte("TOKEN=present"), 0o644))
+	tier := newTestTier(t, sandbox.Options{Hidden: []string{present, absent, under}})
+	masks, err := tier.masks(fx.ws, nil)
+	must(t, err)
+	if !slices.Contains(masks, present) || slices.Contains(masks, absent) || slices.Contains(masks, under) {
+		t.Fatalf("the launcher's list %q: want %s and neither %s nor %s", masks, present, absent, under)
+	}
+	reqAbsent := filepath.Join(fx.ws, "request-only")
+	masks, err = tier.masks(fx.ws, []string{reqAbsent})
+	must(t, err)
+	if !slices.Contains(masks, present) || slices.Contains(masks, reqAbsent) || slices.Contains(masks, absent) {
+		t.Fatalf("with a request's list the launcher's list is %q: want %s and neither %s nor %s", masks, present, reqAbsent, absent)
+	}
+
+	r := run(t, tier, fx, "cat .env; cat .aws; echo done")
+	noLeak(t, r, "TOKEN=present")
+	contains(t, r, "done")
+	text := "aws_secret_access_key=" + fx.secretText
+	must(t, os.WriteFile(absent, []byte(text), 0o644))
+	masks, err = tier.masks(fx.ws, nil)
+	must(t, err)
+	if !slices.Contains(masks, absent) {
+		t.Fatalf("%s was created and is not in the launcher's list: %q", absent, masks)
+	}
+	r = run(t, tier, fx, "cat .aws; echo done")
+	noLeak(t, r, fx.secretText)
+	contains(t, r, "done")
 }

@@ -563,14 +563,15 @@ func containerReachable(ws string, paths []string) string {
 // masks are the protected paths the launcher covers for a command in ws:
 // the tier's and the request's, under each name the mounts give them, each
 // that the command could reach (inside the workspace or a readable system
-// root).
+// root) and that was not found absent as the list was resolved for it.
 func (t *Tier) masks(ws string, reqHidden []string) ([]string, error) {
-	var hidden []string
+	var resolved sandbox.Hidden
 	if t.hiddenCache != nil && len(reqHidden) == 0 {
-		hidden = t.hiddenCache.resolve(t.hidden)
+		resolved = t.hiddenCache.resolve(t.hidden)
 	} else {
-		hidden = sandbox.HiddenPaths(t.hidden, reqHidden)
+		resolved = resolveHidden(t.hidden, reqHidden)
 	}
+	hidden := resolved.Paths
 	// Security: each protected path, and each of the launcher's own
 	// masks, is masked under every other name a mount gives it (package
 	// sandbox/mounts), not only under the one listed. The launcher's
@@ -595,6 +596,19 @@ func (t *Tier) masks(ws string, reqHidden []string) ([]string, error) {
 	}
 	var visible []string
 	for _, h := range hidden {
+		if resolved.Absent[h] {
+			// Nothing to mask: resolving the list for this command
+			// (or the kept answer, which every change to a name it
+			// read drops) found no such file. The launcher asks the
+			// kernel about each path it is sent, on the way to the
+			// command; most of a host's list is absent (the same
+			// stores under every home, system users' included), and
+			// each of those questions was a few microseconds there
+			// (docs/operate/performance.md). A path created after
+			// this is not masked, as one created after the
+			// launcher's own question never was.
+			continue
+		}
 		if secretpaths.Within(h, ws) || slices.ContainsFunc(t.readRoots, func(r string) bool { return secretpaths.Within(h, r) }) {
 			if t.container {
 				// Nothing to read where nothing exists; a mount
