@@ -2,8 +2,10 @@ package secretpaths
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -313,4 +315,68 @@ func TestListWith(t *testing.T) {
 	if !slices.Equal(got.Homes, l.Homes) || !slices.Equal(l.Paths, []string{"/home/a/.ssh", "/srv/data"}) {
 		t.Fatalf("homes %q; the original list became %q", got.Homes, l.Paths)
 	}
+}
+
+// TestMaybeSystemRootMissesNone: the stat pre-filter of CheckWorkspace
+// never rules out a path that systemRoot, resolving every system
+// directory's links, finds to be one — on each system directory, its real
+// location, what lies directly under each, and a link to each — and it
+// does rule out an ordinary directory (else it would save nothing).
+func TestMaybeSystemRootMissesNone(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the pre-filter is off on Windows")
+	}
+	dir := t.TempDir()
+	candidates := []string{dir}
+	for i, r := range SystemRoots(runtime.GOOS) {
+		candidates = append(candidates, r, evalOrSelf(r))
+		if entries, err := os.ReadDir(evalOrSelf(r)); err == nil {
+			for j, e := range entries {
+				if j == 20 {
+					break
+				}
+				candidates = append(candidates, filepath.Join(r, e.Name()), filepath.Join(evalOrSelf(r), e.Name()))
+			}
+		}
+		link := filepath.Join(dir, fmt.Sprintf("link%d", i))
+		if err := os.Symlink(r, link); err == nil {
+			candidates = append(candidates, link)
+		}
+	}
+	checked := 0
+	for _, p := range candidates {
+		if _, is := systemRoot(Memo(OSLinks{}), p, runtime.GOOS); is {
+			checked++
+			if !maybeSystemRoot(p) {
+				t.Errorf("%s is a system directory, and the pre-filter ruled it out", p)
+			}
+		}
+	}
+	if checked < len(SystemRoots(runtime.GOOS))/2 {
+		t.Fatalf("only %d candidates were system directories", checked)
+	}
+	if maybeSystemRoot(dir) {
+		t.Errorf("the pre-filter did not rule out the ordinary directory %s", dir)
+	}
+}
+
+// BenchmarkCheckWorkspace: an ordinary workspace checked by resolving
+// every system directory's links (what CheckWorkspace did for each
+// command) against the stat pre-filter that rules it out first.
+func BenchmarkCheckWorkspace(b *testing.B) {
+	ws := b.TempDir()
+	b.Run("resolve", func(b *testing.B) {
+		for b.Loop() {
+			if _, is := systemRoot(Memo(OSLinks{}), ws, runtime.GOOS); is {
+				b.Fatal(ws)
+			}
+		}
+	})
+	b.Run("prefilter", func(b *testing.B) {
+		for b.Loop() {
+			if err := CheckWorkspace(ws, List{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
