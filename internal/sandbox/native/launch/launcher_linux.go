@@ -308,6 +308,15 @@ func (l *launcher) launch() error {
 		return err
 	}
 
+	// What the exec needs is prepared before the start, which usually
+	// finds the launcher waiting (the commit of the intent is the longer
+	// path); when the launcher is the longer one, this comes off the
+	// time between the start and the command.
+	plan, err := l.planExec()
+	if err != nil {
+		return err
+	}
+
 	// 8. Security: the command runs only once the parent says so — after
 	// its intent is durable in the ledger. Everything above only confined
 	// this process, which exits if the start never comes.
@@ -316,7 +325,7 @@ func (l *launcher) launch() error {
 	}
 
 	// 9. Exec.
-	return l.exec()
+	return l.exec(plan)
 }
 
 // namespaceSetup builds the command's view in its own network and mount
@@ -584,23 +593,35 @@ func parseRelease(rel string) (major, minor int, ok bool) {
 	return major, minor, err1 == nil && err2 == nil
 }
 
-// exec writes the applied record, applies the address-space cap and execs
-// the command: its argument vector directly when the spec carries one,
-// otherwise (or when that exec fails) /bin/sh -c command.
-func (l *launcher) exec() error {
+// execPlan is everything exec needs but the system calls: the execve
+// arguments of the command's argument vector and of the shell, the
+// address-space cap and the two applied records.
+type execPlan struct {
+	sh           *kernel.Execve
+	direct       []*kernel.Execve
+	asCur, asMax uint64
+	// first is the record written before the first exec; shellRecord the
+	// one written before the shell when a direct exec failed.
+	first, shellRecord []byte
+}
+
+// planExec prepares the exec of the command: its argument vector directly
+// when the spec carries one, otherwise (or when that exec fails) /bin/sh
+// -c command.
+func (l *launcher) planExec() (*execPlan, error) {
 	s := &l.spec
 	sh, err := kernel.PrepareExecve("/bin/sh", []string{"sh", "-c", s.Command}, s.Env)
 	if err != nil {
-		return stepErr(StepExec, fmt.Errorf("prepare exec: %w", err), "remove NUL bytes from the command")
+		return nil, stepErr(StepExec, fmt.Errorf("prepare exec: %w", err), "remove NUL bytes from the command")
 	}
 	direct, err := prepareArgv(s.Argv, s.Env)
 	if err != nil {
-		return stepErr(StepExec, fmt.Errorf("prepare exec: %w", err), "remove NUL bytes from the command")
+		return nil, stepErr(StepExec, fmt.Errorf("prepare exec: %w", err), "remove NUL bytes from the command")
 	}
 	as := uint64(s.Limits.MemMiB) * mib
 	asCur, asMax, err := clamp(unix.RLIMIT_AS, as, as)
 	if err != nil {
-		return stepErr(StepRlimits, fmt.Errorf("getrlimit RLIMIT_AS: %w", err), "")
+		return nil, stepErr(StepRlimits, fmt.Errorf("getrlimit RLIMIT_AS: %w", err), "")
 	}
 	l.applied.RLimits.ASMiB = int(asCur / mib)
 	l.applied.Namespaces = []string{"mount", "pid", "net"}
@@ -619,7 +640,14 @@ func (l *launcher) exec() error {
 		l.applied.Exec = ExecArgv
 		first = append(Status{Applied: &l.applied}.Marshal(), '\n')
 	}
-	if err := kernel.Write(StatusFD, first); err != nil {
+	return &execPlan{sh: sh, direct: direct, asCur: asCur, asMax: asMax, first: first, shellRecord: shellRecord}, nil
+}
+
+// exec writes the applied record, applies the address-space cap and execs
+// the command as p says.
+func (l *launcher) exec(p *execPlan) error {
+	s := &l.spec
+	if err := kernel.Write(StatusFD, p.first); err != nil {
 		return stepErr(StepExec, fmt.Errorf("write status: %w", err), "")
 	}
 	// An injected exec failure is reported before the cap: a race-detector
@@ -631,8 +659,8 @@ func (l *launcher) exec() error {
 	// The address-space cap comes last: the Go runtime reserves large
 	// virtual ranges and must not allocate under it, so from the cap to
 	// execve only system calls run (kernel.CapThenExec; the arguments
-	// and both records are prepared above). When a direct exec fails, the
-	// shell takes over: it reports a missing program (127), an
+	// and both records are prepared in planExec). When a direct exec
+	// fails, the shell takes over: it reports a missing program (127), an
 	// unexecutable one (126) or runs a script without #!, in its own
 	// words, and the second record says so.
 	// The cap itself is set in CapThenExec; l.call only says whether a
@@ -641,7 +669,7 @@ func (l *launcher) exec() error {
 	if err := l.call(StepRlimits, func() error { capped = true; return nil }); err != nil {
 		return stepErr(StepRlimits, fmt.Errorf("setrlimit RLIMIT_AS: %w", err), "")
 	}
-	failed, errno := kernel.CapThenExec(capped, asCur, asMax, direct, StatusFD, shellRecord, sh)
+	failed, errno := kernel.CapThenExec(capped, p.asCur, p.asMax, p.direct, StatusFD, p.shellRecord, p.sh)
 	switch failed {
 	case kernel.FailedCap:
 		return stepErr(StepRlimits, fmt.Errorf("setrlimit RLIMIT_AS: %w", errno), "")
