@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -151,9 +152,66 @@ func LoadConfigBytes(data []byte, opt LoadOptions) (*Config, error) {
 	if data != nil {
 		c.SHA256 = hex.EncodeToString(l.cache.sum[:])
 	} else {
-		c.SHA256 = defaultsHash(c)
+		c.SHA256 = cachedDefaultsHash(opt, c)
 	}
 	return c, nil
+}
+
+// defaultsHashes remembers defaultsHash's answers. The defaults differ
+// only by what LoadOptions brings in — the workspace (resolved into the
+// roots) and AGENT_ALLOWED_DOMAINS — and encoding them to JSON for the
+// hash was about 0.1 ms of every command's start in serve
+// (docs/operate/performance.md). The key holds each option and each value
+// derived from one; TestDefaultsHashKey fails when LoadOptions gains a
+// field the key does not hold.
+var defaultsHashes struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// maxDefaultsHashes bounds the memo: a daemon serving more workspaces
+// than this starts it over.
+const maxDefaultsHashes = 64
+
+// cachedDefaultsHash is defaultsHash(c) for the defaults loaded with opt.
+func cachedDefaultsHash(opt LoadOptions, c *Config) string {
+	key := defaultsHashKey(opt, c)
+	defaultsHashes.mu.Lock()
+	defer defaultsHashes.mu.Unlock()
+	if h, ok := defaultsHashes.m[key]; ok {
+		return h
+	}
+	if defaultsHashes.m == nil || len(defaultsHashes.m) >= maxDefaultsHashes {
+		defaultsHashes.m = make(map[string]string, maxDefaultsHashes)
+	}
+	h := defaultsHash(c)
+	defaultsHashes.m[key] = h
+	return h
+}
+
+// defaultsHashKey writes each input of the defaults length-prefixed, so
+// that no two inputs share a key.
+func defaultsHashKey(opt LoadOptions, c *Config) string {
+	var b []byte
+	str := func(s string) {
+		b = strconv.AppendInt(b, int64(len(s)), 10)
+		b = append(b, ':')
+		b = append(b, s...)
+	}
+	list := func(l []string) {
+		b = strconv.AppendInt(b, int64(len(l)), 10)
+		b = append(b, '[')
+		for _, s := range l {
+			str(s)
+		}
+	}
+	str(opt.Workspace)
+	list(opt.EnvDomains)
+	b = strconv.AppendBool(b, opt.EnvDomainsSet)
+	list(c.AllowedRoots)
+	list(c.WritableRoots)
+	list(c.AllowedDomains)
+	return string(b)
 }
 
 // defaultsHash hashes the canonical JSON of the effective defaults

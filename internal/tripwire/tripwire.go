@@ -50,6 +50,9 @@ import (
 	"net"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
+	"sync"
 
 	"github.com/ironvise/ironvise/internal/intent"
 	"github.com/ironvise/ironvise/internal/secretpaths"
@@ -125,11 +128,45 @@ func New(cfg *Config, opt Options) *Tripwire {
 	t.shellOpt = shell.Options{FoldCase: t.foldCase}
 	t.indexRules()
 	t.list = opt.Protected
-	t.protected = make(map[string]string, len(opt.Protected.Paths))
-	for _, p := range opt.Protected.Paths {
-		t.protected[t.key(filepath.Clean(p))] = p
-	}
+	t.protected = protectedIndex(opt.Protected.Paths, t.foldCase)
 	return t
+}
+
+// lastProtected is the lookup map of the last protected list a tripwire
+// was made with. A daemon makes one tripwire per command with the same
+// list, hundreds to thousands of paths, and building the map was about
+// 0.1 ms of every command's start in serve (docs/operate/performance.md);
+// comparing the list with a copy of the last one costs a few microseconds
+// (the strings share their bytes). The map is only read once built, so
+// tripwires share it.
+var lastProtected struct {
+	mu    sync.Mutex
+	paths []string
+	fold  bool
+	m     map[string]string
+}
+
+// protectedIndex is paths keyed for lookup (lowercased where names fold),
+// each key naming its entry.
+func protectedIndex(paths []string, fold bool) map[string]string {
+	lp := &lastProtected
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	if lp.m != nil && lp.fold == fold && slices.Equal(lp.paths, paths) {
+		return lp.m
+	}
+	m := make(map[string]string, len(paths))
+	for _, p := range paths {
+		k := filepath.Clean(p)
+		if fold {
+			k = strings.ToLower(k)
+		}
+		m[k] = p
+	}
+	// A copy: a caller that changes its slice afterwards must not find
+	// the map of the old list.
+	lp.paths, lp.fold, lp.m = slices.Clone(paths), fold, m
+	return m
 }
 
 // WithEgress returns a copy of t that judges command destinations by r

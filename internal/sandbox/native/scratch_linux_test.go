@@ -1,7 +1,9 @@
 package native
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -81,4 +83,31 @@ func TestCloseKeepsTheMountPointOfARunningCommand(t *testing.T) {
 	r := p.Start()
 	contains(t, r, "ok")
 	absent(t, dir)
+}
+
+// TestEmptyDir: a directory with nothing but "." and ".." is empty; one
+// entry of any kind, or more entries than one read returns, is not; a
+// missing path or a file is an error, never "empty".
+func TestEmptyDir(t *testing.T) {
+	dir := t.TempDir()
+	check := func(what string, p string, wantEmpty, wantErr bool) {
+		t.Helper()
+		empty, err := emptyDir(p)
+		if (err != nil) != wantErr || empty != wantEmpty {
+			t.Fatalf("%s: empty %v, err %v; want empty %v, an error %v", what, empty, err, wantEmpty, wantErr)
+		}
+	}
+	check("a fresh directory", dir, true, false)
+	must(t, os.Mkdir(filepath.Join(dir, ".hidden"), 0o700))
+	check("a directory holding a dot-directory", dir, false, false)
+	must(t, os.Remove(filepath.Join(dir, ".hidden")))
+	check("the directory emptied again", dir, true, false)
+	many := filepath.Join(dir, "many")
+	must(t, os.Mkdir(many, 0o700))
+	for i := range 300 {
+		must(t, os.WriteFile(filepath.Join(many, fmt.Sprintf("a-long-name-to-fill-the-buffer-%03d", i)), nil, 0o600))
+	}
+	check("a directory of 300 files", many, false, false)
+	check("a missing path", filepath.Join(dir, "missing"), false, true)
+	check("a file", filepath.Join(many, "a-long-name-to-fill-the-buffer-000"), false, true)
 }
