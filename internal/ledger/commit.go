@@ -153,11 +153,16 @@ func (l *Ledger) queueRemember(b *batch) {
 
 // rememberLoop writes the checkpoints committed batches queue to the
 // remembered-checkpoint file, in commit order; of several queued only the
-// newest is written (each one extends those before it). It ends once
-// commitLoop has ended and everything queued is written (Close waits).
+// newest is written (each one extends those before it), and with
+// Options.CheckpointFileDelay it gathers them for that long first. It
+// ends once commitLoop has ended and everything queued is written (Close
+// waits; a delay under way ends with the queue).
 func (l *Ledger) rememberLoop() {
 	defer l.wg.Done()
 	for cp := range l.remembers {
+		if l.cpDelay > 0 {
+			cp = l.gatherRemembers(cp)
+		}
 	newest:
 		for {
 			select {
@@ -171,6 +176,24 @@ func (l *Ledger) rememberLoop() {
 			}
 		}
 		l.rememberOrWarn(cp)
+	}
+}
+
+// gatherRemembers returns the newest of cp and the checkpoints queued
+// within the delay, or until the queue closes.
+func (l *Ledger) gatherRemembers(cp Checkpoint) Checkpoint {
+	t := time.NewTimer(l.cpDelay)
+	defer t.Stop()
+	for {
+		select {
+		case next, ok := <-l.remembers:
+			if !ok {
+				return cp
+			}
+			cp = next
+		case <-t.C:
+			return cp
+		}
 	}
 }
 

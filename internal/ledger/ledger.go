@@ -98,6 +98,16 @@ type Options struct {
 	// process (serve) leaves it false: its write is off every commit's
 	// latency anyway.
 	CheckpointFileUnsynced bool
+	// CheckpointFileDelay is how long the remembered checkpoint's writer
+	// gathers newer checkpoints before it writes the newest: a process
+	// that commits many times a second (serve) then writes the file, and
+	// pays its fsync, once per delay instead of once per commit (each
+	// command seals a session, which signs a checkpoint). The file is a
+	// lower bound for the rollback check, so being up to this much behind
+	// narrows that check by the commits of that time, as a crash before
+	// the write always could. Close writes what was gathered at once.
+	// 0 writes each checkpoint as soon as it is committed.
+	CheckpointFileDelay time.Duration
 	// OnCheckpoint, when set, is called with every checkpoint after it is
 	// committed, and with the instance-chain event that records it (to
 	// send it to SIEM webhooks, so a copy lives outside the operator's
@@ -128,6 +138,8 @@ type Ledger struct {
 	cpFile string
 	// cpSync is !Options.CheckpointFileUnsynced.
 	cpSync bool
+	// cpDelay is Options.CheckpointFileDelay.
+	cpDelay time.Duration
 	// cpNote is the note the remembered-checkpoint file holds, as this
 	// process last read or wrote it (New, then rememberLoop only).
 	cpNote []byte
@@ -290,6 +302,7 @@ func New(ctx context.Context, b Backend, opts Options) (*Ledger, error) {
 		l.cpFile = RememberedCheckpointPath(opts.DataDir)
 	}
 	l.cpSync = !opts.CheckpointFileUnsynced
+	l.cpDelay = opts.CheckpointFileDelay
 	if l.cpFile != "" {
 		// Before initialize: on an emptied database it would write a new
 		// first checkpoint and overwrite what was remembered.

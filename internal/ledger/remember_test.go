@@ -129,3 +129,53 @@ func TestReleasedWaiterRunsFirst(t *testing.T) {
 		t.Fatalf("the committing caller ran before the remembered-checkpoint file was written in %d of %d rounds; want at least %d", won, rounds, want)
 	}
 }
+
+// TestRememberedCheckpointGathered: with a delay, checkpoints committed
+// within it are remembered by one write of the newest (one fsync for
+// several commits), and Close writes what was gathered without waiting
+// for the delay to pass.
+func TestRememberedCheckpointGathered(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	const delay = time.Minute // longer than the test: only Close can end it
+	l, err := ledgerdb.Open(ctx, "", 0, ledger.Options{DataDir: dir, CheckpointInterval: -1, CheckpointFileDelay: delay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes atomic.Int32
+	ledger.SetBeforeRemember(l, func() { writes.Add(1) })
+	var last ledger.Checkpoint
+	for range 3 {
+		if _, err := l.CreateSession(ctx, ledger.SessionSpec{Goal: "gather"}); err != nil {
+			t.Fatal(err)
+		}
+		if last, err = l.Checkpoint(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // a writer without the delay would have written by now
+	if n := writes.Load(); n != 0 {
+		t.Fatalf("%d writes of the remembered checkpoint within the delay", n)
+	}
+	start := time.Now()
+	if err := l.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited > delay/2 {
+		t.Fatalf("Close waited %v for the delay", waited)
+	}
+	if n := writes.Load(); n != 1 {
+		t.Fatalf("%d writes of the remembered checkpoint for three checkpoints; want one", n)
+	}
+	text, err := os.ReadFile(ledger.RememberedCheckpointPath(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ledger.ParseCheckpointNote(text, l.Origin(), l.IssuerPublicKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.TreeSize != last.TreeSize {
+		t.Fatalf("remembered checkpoint %d; want the newest, %d", got.TreeSize, last.TreeSize)
+	}
+}

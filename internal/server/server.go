@@ -347,12 +347,20 @@ func (s *Server) openLedger(ctx context.Context) error {
 	return nil
 }
 
+// rememberDelay is how long serve gathers checkpoints before it remembers
+// the newest outside the database.
+const rememberDelay = 100 * time.Millisecond
+
 func (s *Server) ledgerOptions() ledger.Options {
 	lc := s.cfg.Ledger
 	o := ledger.Options{
 		DataDir: s.cfg.DataDir, IssuerKeyFile: lc.IssuerKeyFile, Passphrase: ledger.Secret(lc.KeyPassphrase.Reveal()),
 		CheckpointEvents: lc.CheckpointEvents, CheckpointInterval: time.Duration(lc.CheckpointSecs) * time.Second,
 		Logger: s.log, LeaseDuration: s.opts.LeaseDuration,
+		// Every command seals a session, which signs a checkpoint: the
+		// remembered copy is written (and fsynced) once per delay, not
+		// once per command (docs/ledger.md#rollback-and-forks).
+		CheckpointFileDelay: rememberDelay,
 	}
 	if s.owner != nil {
 		o.OwnerID = s.owner.id
