@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ironvise/ironvise/internal/ledger"
+	"github.com/ironvise/ironvise/internal/ledger/ledgerdb"
 )
 
 // TestFeedRendersFramesOnlyForStreams: with no stream open the feed keeps
@@ -104,3 +105,90 @@ func BenchmarkFeedFrame(b *testing.B) {
 }
 
 var frameSink *frame
+
+// TestFeedPublishesOwnCommitsFromMemory: the events this process commits
+// reach the feed from the commit itself, without being read back from
+// the log; events another process commits are read from the log, and a
+// commit of this process that follows them waits for them, so the feed
+// stays in log order without a gap. (The poll is off: every read below is
+// the feed's answer to a commit.)
+func TestFeedPublishesOwnCommitsFromMemory(t *testing.T) {
+	opts, _, _ := newOptions(t, tsOptions{env: map[string]string{"DATABASE_URL": "<unset>"}})
+	opts.FeedPoll = time.Hour
+	ts := startOpts(t, opts)
+	ctx := context.Background()
+	waitHead := func(what string) int64 {
+		t.Helper()
+		size, err := ts.ledger().LogSize(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); ts.feed.head() < size; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the feed did not reach index %d (at %d)", what, size, ts.feed.head())
+			}
+		}
+		return size
+	}
+	appendOne := func(id, note string) {
+		t.Helper()
+		body := map[string]any{"type": "action", "name": "deploy", "params": map[string]any{"note": note}}
+		if r := ts.call("POST", "/api/sessions/"+id+"/events", adminTok, body); r.status != 201 {
+			t.Fatalf("append: %d %s", r.status, r.body)
+		}
+	}
+	start := waitHead("start")
+	read := ts.feed.readEvents.Load()
+	id := ts.createSession(map[string]any{"goal": "own commits", "agent_loop": false})
+	for i := range 5 {
+		appendOne(id, "step "+strconv.Itoa(i))
+	}
+	mid := waitHead("own commits")
+	if n := ts.feed.readEvents.Load() - read; n != 0 {
+		t.Fatalf("%d of this process's %d events were read back from the log", n, mid-start)
+	}
+
+	other, err := ledgerdb.Open(ctx, "", 0, ledger.Options{DataDir: ts.dataDir, CheckpointInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := other.CreateSession(ctx, ledger.SessionSpec{Goal: "another process"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	read = ts.feed.readEvents.Load()
+	appendOne(id, "after the other process")
+	end := waitHead("after another process's commit")
+	if n := ts.feed.readEvents.Load() - read; n == 0 {
+		t.Fatal("the other process's events were not read from the log")
+	}
+	frames, _, behind := ts.feed.since(mid, int(end-mid))
+	if behind || int64(len(frames)) != end-mid {
+		t.Fatalf("the ring holds %d frames from %d (behind %v); want %d", len(frames), mid, behind, end-mid)
+	}
+	sawTheirs := false
+	for i, f := range frames {
+		if f.index != mid+int64(i) {
+			t.Fatalf("frame %d has log index %d; want %d", i, f.index, mid+int64(i))
+		}
+		if f.session == theirs.ID {
+			sawTheirs = true
+		}
+	}
+	if !sawTheirs || frames[len(frames)-1].session.String() != id {
+		t.Fatalf("the frames after %d do not hold the other process's session and then this one's last event", mid)
+	}
+	stored, err := ts.ledger().EventsByLog(ctx, start, int(end-start))
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _, _ := ts.feed.since(start, int(end-start))
+	for i := range stored {
+		if got, want := all[i].bytes(), SSEFrame(&stored[i]); string(got) != string(want) {
+			t.Fatalf("frame %d differs from the stored event's:\n%s\n%s", stored[i].LogIndex, got, want)
+		}
+	}
+}

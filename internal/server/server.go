@@ -385,7 +385,7 @@ func (s *Server) ledger() *ledger.Ledger {
 func (s *Server) committed(evs []ledger.Event, d time.Duration) {
 	s.metrics.committed(s.backendKind, evs, d)
 	if f := s.feed; f != nil {
-		f.poke()
+		f.offer(evs)
 	}
 	s.notifyWebhooks(evs)
 }
