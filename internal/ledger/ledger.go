@@ -102,7 +102,7 @@ type Options struct {
 	// gathers newer checkpoints before it writes the newest: a process
 	// that commits many times a second (serve) then writes the file, and
 	// pays its fsync, once per delay instead of once per commit (each
-	// command seals a session, which signs a checkpoint). The file is a
+	// exec through serve seals a session, which signs a checkpoint). The file is a
 	// lower bound for the rollback check, so being up to this much behind
 	// narrows that check by the commits of that time, as a crash before
 	// the write always could. Close writes what was gathered at once.

@@ -357,9 +357,10 @@ func (s *Server) ledgerOptions() ledger.Options {
 		DataDir: s.cfg.DataDir, IssuerKeyFile: lc.IssuerKeyFile, Passphrase: ledger.Secret(lc.KeyPassphrase.Reveal()),
 		CheckpointEvents: lc.CheckpointEvents, CheckpointInterval: time.Duration(lc.CheckpointSecs) * time.Second,
 		Logger: s.log, LeaseDuration: s.opts.LeaseDuration,
-		// Every command seals a session, which signs a checkpoint: the
-		// remembered copy is written (and fsynced) once per delay, not
-		// once per command (docs/ledger.md#rollback-and-forks).
+		// Each exec through serve seals a session of its own, which
+		// signs a checkpoint: the remembered copy is written (and
+		// fsynced) once per delay, not once per command
+		// (docs/ledger.md#rollback-and-forks).
 		CheckpointFileDelay: rememberDelay,
 	}
 	if s.owner != nil {
