@@ -59,14 +59,7 @@ func TestRememberedCheckpointOffTheCommit(t *testing.T) {
 	if err := l.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	text, err := os.ReadFile(ledger.RememberedCheckpointPath(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := ledger.ParseCheckpointNote(text, l.Origin(), l.IssuerPublicKey())
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := rememberedCheckpoint(t, dir, l)
 	if got.TreeSize < cp.TreeSize {
 		t.Fatalf("remembered checkpoint %d after close; want at least %d", got.TreeSize, cp.TreeSize)
 	}
@@ -167,15 +160,23 @@ func TestRememberedCheckpointGathered(t *testing.T) {
 	if n := writes.Load(); n != 1 {
 		t.Fatalf("%d writes of the remembered checkpoint for three checkpoints; want one", n)
 	}
+	got := rememberedCheckpoint(t, dir, l)
+	if got.TreeSize != last.TreeSize {
+		t.Fatalf("remembered checkpoint %d; want the newest, %d", got.TreeSize, last.TreeSize)
+	}
+}
+
+// rememberedCheckpoint reads and checks the checkpoint l remembered in the
+// data directory dir.
+func rememberedCheckpoint(t *testing.T, dir string, l *ledger.Ledger) ledger.Checkpoint {
+	t.Helper()
 	text, err := os.ReadFile(ledger.RememberedCheckpointPath(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ledger.ParseCheckpointNote(text, l.Origin(), l.IssuerPublicKey())
+	cp, err := ledger.ParseCheckpointNote(text, l.Origin(), l.IssuerPublicKey())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.TreeSize != last.TreeSize {
-		t.Fatalf("remembered checkpoint %d; want the newest, %d", got.TreeSize, last.TreeSize)
-	}
+	return cp
 }
