@@ -141,7 +141,6 @@ func (f *feed) startIndex() int64 {
 	return f.start
 }
 
-// poke wakes the feed (a local commit); it never blocks.
 // offer hands the feed the events of a commit of this process and wakes
 // it. It is called on the commit's path, so it only queues: past feedPage
 // events queued it drops them, and the feed reads them back instead.
@@ -167,6 +166,7 @@ func (f *feed) takeOffered() ([][]ledger.Event, bool) {
 	return b, o
 }
 
+// poke wakes the feed; it never blocks.
 func (f *feed) poke() {
 	select {
 	case f.kick <- struct{}{}:
@@ -254,6 +254,9 @@ func (f *feed) run() {
 func (f *feed) publishOffered() (due, read bool) {
 	batches, overflow := f.takeOffered()
 	for _, evs := range batches {
+		if len(evs) == 0 {
+			continue
+		}
 		f.mu.RLock()
 		next := f.next
 		f.mu.RUnlock()

@@ -599,7 +599,8 @@ func (t *Tier) masks(ws string, reqHidden []string) ([]string, error) {
 		if resolved.Absent[h] {
 			// Nothing to mask: resolving the list for this command
 			// (or the kept answer, which every change to a name it
-			// read drops) found no such file. The launcher asks the
+			// read drops) found nothing there, or a link, whose
+			// target is an entry of its own. The launcher asks the
 			// kernel about each path it is sent, on the way to the
 			// command; most of a host's list is absent (the same
 			// stores under every home, system users' included), and
