@@ -44,6 +44,7 @@ done
 
 missing=()
 command -v hyperfine >/dev/null || missing+=(hyperfine)
+command -v curl >/dev/null || missing+=(curl)
 command -v bwrap >/dev/null || missing+=(bubblewrap)
 command -v jq >/dev/null || missing+=(jq)
 if [ ${#missing[@]} -gt 0 ]; then
@@ -114,16 +115,22 @@ for i in "${!bins[@]}"; do
     for _ in $(seq 1 100); do [ -S "$data/run/ironvise.sock" ] && break; sleep 0.1; done
     [ -S "$data/run/ironvise.sock" ] || { echo "bench-exec: serve of $b did not open its socket; see $work/serve$i.log" >&2; exit 1; }
     # serve probes its sandbox guarantees in the background once it
-    # listens (a few seconds of deliberately heavy commands); measuring
-    # alongside them would time the probes, so wait until no launcher of
-    # this serve has run for a whole second (the probes follow one another
-    # closely).
-    quiet=0
-    for _ in $(seq 1 600); do
-      if pgrep -f -P "${serve_pids[-1]}" __ironvise-sandbox-launcher >/dev/null; then quiet=0; else quiet=$((quiet + 1)); fi
-      [ "$quiet" -ge 10 ] && break
+    # listens (a few seconds of deliberately heavy commands: busy loops,
+    # memory and process floods); measuring alongside them would time the
+    # probes. GET /api/sandbox answers once they are done. (Until the
+    # afternoon of 2026-12-04 this waited for a second without a launcher
+    # process, but a probe runs as the command a launcher became, so the
+    # first rows — /bin/true and bubblewrap — ran beside the probes.)
+    base="" tok=${OBSERVER_TOKEN:-}
+    for _ in $(seq 1 100); do
+      base=$(sed -n 's/^listening on \(http:[^ ]*\).*/\1/p' "$work/serve$i.log")
+      [ -z "$tok" ] && tok=$(sed -n 's/^.*generated a one-run admin token: \([0-9a-f]*\).*/\1/p' "$work/serve$i.log")
+      [ -n "$base" ] && [ -n "$tok" ] && break
       sleep 0.1
     done
+    curl -sf --max-time 180 -H "Authorization: Bearer $tok" "${base%/}/api/sandbox" >/dev/null ||
+      { echo "bench-exec: serve of $b did not report its sandbox probes done (GET ${base%/}/api/sandbox); see $work/serve$i.log" >&2; exit 1; }
+    sleep 1 # the ready launcher that follows the last probe starts
     names+=("$label (daemon)")
     cmds+=("$wrap$b exec --workspace $work/ws -- /bin/true")
     acmds+=("env ECTO_DATA_DIR=$data $b exec --workspace $work/ws -- /bin/true")
