@@ -160,7 +160,7 @@ func LoadConfigBytes(data []byte, opt LoadOptions) (*Config, error) {
 // defaultsHashes remembers defaultsHash's answers. The defaults differ
 // only by what LoadOptions brings in — the workspace (resolved into the
 // roots) and AGENT_ALLOWED_DOMAINS — and encoding them to JSON for the
-// hash was about 0.1 ms of every command's start in serve
+// hash was about 0.2 ms of every command's start in serve
 // (docs/operate/performance.md). The key holds each option and each value
 // derived from one; TestDefaultsHashKey fails when LoadOptions gains a
 // field the key does not hold.

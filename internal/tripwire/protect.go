@@ -83,8 +83,11 @@ func (h *protHit) at(raw string) *Problem {
 }
 
 // key is how a path is compared: lowercased where names fold.
-func (t *Tripwire) key(p string) string {
-	if t.foldCase {
+func (t *Tripwire) key(p string) string { return pathKey(p, t.foldCase) }
+
+// pathKey is p as the lookup maps hold it: lowercased where names fold.
+func pathKey(p string, fold bool) string {
+	if fold {
 		return strings.ToLower(p)
 	}
 	return p

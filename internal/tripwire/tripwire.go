@@ -51,7 +51,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/ironvise/ironvise/internal/intent"
@@ -135,7 +134,7 @@ func New(cfg *Config, opt Options) *Tripwire {
 // lastProtected is the lookup map of the last protected list a tripwire
 // was made with. A daemon makes one tripwire per command with the same
 // list, hundreds to thousands of paths, and building the map was about
-// 0.1 ms of every command's start in serve (docs/operate/performance.md);
+// 0.2 ms of every command's start in serve (docs/operate/performance.md);
 // comparing the list with a copy of the last one costs a few microseconds
 // (the strings share their bytes). The map is only read once built, so
 // tripwires share it.
@@ -157,11 +156,7 @@ func protectedIndex(paths []string, fold bool) map[string]string {
 	}
 	m := make(map[string]string, len(paths))
 	for _, p := range paths {
-		k := filepath.Clean(p)
-		if fold {
-			k = strings.ToLower(k)
-		}
-		m[k] = p
+		m[pathKey(filepath.Clean(p), fold)] = p
 	}
 	// A copy: a caller that changes its slice afterwards must not find
 	// the map of the old list.
