@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Measures the latency of running /bin/true through `ironvise exec` against
 # bare /bin/true, bubblewrap and, when installed, `codex sandbox` and `srt`,
-# with hyperfine, and prints each median and its ratio to bubblewrap
+# with hyperfine, and prints each median and its ratios to bubblewrap (its
+# plainest sandbox, and one with the native tier's namespaces)
 # (docs/operate/performance.md#exec-latency).
 #
 #   scripts/bench-exec.sh [--quick] [--bin PATH]... [--runs N] [--parallel N]
@@ -36,7 +37,7 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift ;;
     --bin) bins+=("$(realpath "$2")"); shift ;;
     --parallel) parallel=$2; shift ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-exec: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -61,6 +62,15 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir "$work/ws"
+# The page-fault probe is built now, with the binaries: a build right
+# before the first rows would have them measured on a machine still busy
+# with it.
+probe=""
+if command -v go >/dev/null && go build -o "$work/pagetouch" ./scripts/pagetouch; then
+  probe=$work/pagetouch
+else
+  echo "bench-exec: no go toolchain to build scripts/pagetouch; the page-fault cost is not printed" >&2
+fi
 if [ ${#bins[@]} -eq 0 ]; then
   command -v go >/dev/null || { echo "bench-exec: no go toolchain to build ironvise; pass --bin PATH" >&2; exit 1; }
   # Built as the release is (make build): static, no cgo, the sandbox
@@ -70,12 +80,17 @@ if [ ${#bins[@]} -eq 0 ]; then
   bins=("$work/ironvise")
 fi
 
-names=(true bubblewrap)
+# Two bubblewrap rows: the plainest sandbox it makes (a mount namespace
+# with the root read-only), the ratio the issue's target names; and one
+# with the namespaces the native tier gives every command (PID, network and
+# mount, with a /proc of its own), for a like-for-like view. Neither has
+# Landlock, seccomp, masks or a ledger.
+names=(true bubblewrap "bubblewrap, pid+net")
 serves=() # command index -> the serve pid answering it (daemon rows)
 alone=()  # per binary: the index of its standalone row
 daemon=() # per binary: the index of its daemon row, when it has one
 quick=()  # the indexes of the ironvise-exec rows
-cmds=(/bin/true "bwrap --ro-bind / / /bin/true")
+cmds=(/bin/true "bwrap --ro-bind / / /bin/true" "bwrap --unshare-pid --unshare-net --ro-bind / / --proc /proc /bin/true")
 # acmds are the same commands with every data directory named by env, for
 # the alternated comparison of two builds (below), where both sides must
 # pay for the same wrapper.
@@ -190,6 +205,12 @@ for i in "${!cmds[@]}"; do
   args+=(-n "${names[$i]}" "${cmds[$i]}")
 done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; $runs runs each" >&2
+# What a page fault costs here decides how long any new process takes to
+# start (scripts/pagetouch explains); printed so that numbers from two
+# machines can be told apart.
+if [ -n "$probe" ]; then
+  "$probe" >&2 || echo "bench-exec: the page-fault probe failed (above); measuring anyway" >&2
+fi
 hyperfine "${args[@]}" >&2
 
 echo
@@ -197,13 +218,55 @@ echo
 # `codex sandbox` each row is (the issue's target for the daemon: 10).
 jq -r '
   (.results[] | select(.command == "bubblewrap") | .median) as $bw
+  | (.results[] | select(.command == "bubblewrap, pid+net") | .median) as $bn
   | ([.results[] | select(.command == "codex sandbox") | .median] | first) as $cx
   | def r2: . * 100 | round / 100 | tostring;
-    (["command", "median ms", "× bubblewrap"] + (if $cx then ["codex sandbox ÷"] else [] end)),
-    (["---", "---:", "---:"] + (if $cx then ["---:"] else [] end)),
-    (.results[] | [.command, (.median * 1000 | r2), (.median / $bw | r2)]
+    (["command", "median ms", "× bubblewrap", "× bubblewrap, pid+net"] + (if $cx then ["codex sandbox ÷"] else [] end)),
+    (["---", "---:", "---:", "---:"] + (if $cx then ["---:"] else [] end)),
+    (.results[] | [.command, (.median * 1000 | r2), (.median / $bw | r2), (.median / $bn | r2)]
                   + (if $cx then [($cx / .median | r2)] else [] end))
   | "| " + join(" | ") + " |"' "$work/result.json"
+
+# Each ironvise row against bubblewrap, one run of each in turn, each
+# after 150 ms of quiet: the latency of one command at a time, the ratio
+# the issue's target names, measured so that a drift of the machine's
+# speed between hyperfine's rows (a slow minute for bubblewrap, a fast one
+# for ironvise, or the reverse) falls on both sides. The quiet matters:
+# after answering, serve starts the next command's launcher and, within
+# 100 ms, writes its remembered checkpoint; run right after, bubblewrap
+# would pay for that work and the ratio would flatter IronVise (in
+# hyperfine's back-to-back rows each command pays for the one before
+# it). Both are timed around their fork and exec from this shell.
+quiet=0.15
+median() { sort -n | awk '{v[NR] = $1} END {printf "%.2f", v[int((NR + 1) / 2)] / 1e6}'; }
+timed() {
+  local t0 t1
+  # bash's own clock, in microseconds: no process is started to read it
+  # (until the night of 2026-12-03 a date process per reading was timed
+  # too, several milliseconds on a slow machine).
+  t0=${EPOCHREALTIME/[.,]/}
+  # shellcheck disable=SC2086 # the command is a word list, as hyperfine -N runs it
+  $1 >/dev/null 2>&1 || true
+  t1=${EPOCHREALTIME/[.,]/}
+  echo $(((10#$t1 - 10#$t0) * 1000))
+}
+echo
+echo "| alternated with bubblewrap, each after $quiet s of quiet, $runs runs each | median ms | bubblewrap median ms | × bubblewrap |"
+echo "| --- | ---: | ---: | ---: |"
+for i in "${!cmds[@]}"; do
+  case ${names[$i]} in "ironvise exec"* | "ironvise-exec"*) ;; *) continue ;; esac
+  : >"$work/x.times"
+  : >"$work/bw.times"
+  for _ in $(seq 1 "$runs"); do
+    sleep "$quiet"
+    timed "${cmds[$i]}" >>"$work/x.times"
+    sleep "$quiet"
+    timed "${cmds[1]}" >>"$work/bw.times"
+  done
+  mx=$(median <"$work/x.times")
+  mb=$(median <"$work/bw.times")
+  echo "| ${names[$i]} | $mx | $mb | $(awk -v a="$mx" -v b="$mb" 'BEGIN {printf "%.2f", a / b}') |"
+done
 
 # Two builds: the same rows again, one run of each build in turn. hyperfine
 # measures one command's runs and then the next's, and on a shared virtual
@@ -227,7 +290,6 @@ if [ ${#bins[@]} -eq 2 ]; then
       if [ -x "$small" ]; then cp "$small" "$work/copy$c-$n-exec"; fi
     done
   done
-  median() { sort -n | awk '{v[NR] = $1} END {printf "%.2f", v[int((NR + 1) / 2)] / 1e6}'; }
   echo
   echo "| alternated, $runs runs each | median ms, ${bins[0]} | median ms, ${bins[1]} | ratio |"
   echo "| --- | ---: | ---: | ---: |"
@@ -242,15 +304,7 @@ if [ ${#bins[@]} -eq 2 ]; then
       for side in a b; do
         i=$ia n=0
         [ "$side" = b ] && i=$ib n=1
-        cmd=${acmds[$i]//"${bins[$n]}"/"$work/copy$((k % 3))-$n"}
-        # bash's own clock, in microseconds: no process is started to read
-        # it (until the night of 2026-12-03 a date process per reading was
-        # timed too, several milliseconds on a slow machine).
-        t0=${EPOCHREALTIME/[.,]/}
-        # shellcheck disable=SC2086 # the command is a word list, as hyperfine -N runs it
-        $cmd >/dev/null 2>&1 || true
-        t1=${EPOCHREALTIME/[.,]/}
-        echo $(((10#$t1 - 10#$t0) * 1000)) >>"$work/$side.times"
+        timed "${acmds[$i]//"${bins[$n]}"/"$work/copy$((k % 3))-$n"}" >>"$work/$side.times"
       done
     done
     ma=$(median <"$work/a.times")
