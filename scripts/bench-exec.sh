@@ -236,7 +236,9 @@ jq -r '
 # 100 ms, writes its remembered checkpoint; run right after, bubblewrap
 # would pay for that work and the ratio would flatter IronVise (in
 # hyperfine's back-to-back rows each command pays for the one before
-# it). Both are timed around their fork and exec from this shell.
+# it). Both are timed around their fork and exec from this shell. Only the
+# first binary's rows are run so: a further binary's go through env, which
+# bubblewrap would not pay for.
 quiet=0.15
 median() { sort -n | awk '{v[NR] = $1} END {printf "%.2f", v[int((NR + 1) / 2)] / 1e6}'; }
 timed() {
@@ -255,6 +257,7 @@ echo "| alternated with bubblewrap, each after $quiet s of quiet, $runs runs eac
 echo "| --- | ---: | ---: | ---: |"
 for i in "${!cmds[@]}"; do
   case ${names[$i]} in "ironvise exec"* | "ironvise-exec"*) ;; *) continue ;; esac
+  case ${cmds[$i]} in "env "*) continue ;; esac
   : >"$work/x.times"
   : >"$work/bw.times"
   for _ in $(seq 1 "$runs"); do
