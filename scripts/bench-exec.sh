@@ -15,7 +15,10 @@
 # serve and its rows; the warm-up runs bring it to the steady state. The
 # rows of the first binary run it without a wrapper, as the other
 # sandboxes run; a further binary's rows go through env, measured as a row
-# of its own.
+# of its own. It prints what a page fault costs on the machine first
+# (scripts/pagetouch), and after hyperfine's table runs the first binary's
+# exec rows alternately with bubblewrap, each after 150 ms of quiet: the
+# ratio to trust for the target.
 # --quick takes fewer runs. With two --bin, each exec row is also run with
 # the two builds alternating (one run of each in turn), the comparison to
 # trust on a machine whose speed drifts. --parallel N also runs each daemon
@@ -37,7 +40,7 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift ;;
     --bin) bins+=("$(realpath "$2")"); shift ;;
     --parallel) parallel=$2; shift ;;
-    -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-exec: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift

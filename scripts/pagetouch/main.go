@@ -15,15 +15,13 @@
 //
 // Every process IronVise starts for a command (the ironvise-exec client,
 // the sandbox launcher, the command itself) is a new address space whose
-// pages are faulted in one by one as they are first written. On bare metal
-// a fault costs about a microsecond; on a virtual machine whose hypervisor
-// shadows the guest's page tables it can cost ten times as much, and then a
-// Go program's start (150–250 faults) outweighs everything else a daemon
-// exec does (docs/operate/performance.md#exec-2026-12-04-page-faults).
-// The populated figure separates the guest's own fault handling from the
-// hypervisor's: a page populated by the kernel has its guest entry, yet
-// its first write from user space is still slow where the hypervisor adds
-// a cost of its own.
+// pages are faulted in one by one as they are first written. Where that
+// costs 10–17 µs a page, as on the development host, a Go program's start
+// (150–250 faults) outweighs everything else a daemon exec does
+// (docs/operate/performance.md#exec-2026-12-04-page-faults). The populated
+// figure is the first write to pages the kernel has already put in the
+// page tables: where it stays high, the cost is not the guest kernel's
+// fault handling alone.
 //
 // It runs on Linux only; elsewhere it says so and exits 1.
 package main
