@@ -37,16 +37,14 @@ import (
 type Tier struct {
 	opts sandbox.Options
 	log  *slog.Logger
-	// executable is what each launcher is started from: the launcher
-	// embedded in the ironvise binary (launcherbin), or the ironvise
-	// binary itself (/proc/self/exe).
+	// executable is what each launcher is started from: the ironvise
+	// binary (/proc/self/exe), or the launcher embedded in it
+	// (launcherbin) for a tier of many commands.
 	executable string
 	// embedded is the embedded launcher in use; nil: the ironvise binary.
-	embedded *launcherbin.Executable
-	// embeddedErr is why a build that embeds a launcher does not use it.
-	embeddedErr string
-	scratchDir  string // parent of the per-command scratch directories
-	userNS      bool   // IronVise lacks CAP_SYS_ADMIN: a user namespace is needed
+	embedded   *launcherbin.Executable
+	scratchDir string // parent of the per-command scratch directories
+	userNS     bool   // IronVise lacks CAP_SYS_ADMIN: a user namespace is needed
 	// container is container mode (sandbox.Options.ContainerMode): no
 	// namespaces, the launcher under a reaper (launch.ReaperArg).
 	container  bool
@@ -99,7 +97,9 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 	t := &Tier{opts: opts, log: opts.Logger, executable: selfExe, scratchDir: os.TempDir(),
 		container: opts.ContainerMode, path: sandbox.CommandPath()}
 	t.userNS = !t.container && needsUserNS()
-	t.useEmbedded()
+	if !opts.OneCommand {
+		t.useEmbedded()
+	}
 	if opts.User != "" {
 		switch {
 		case os.Geteuid() != 0:
@@ -177,27 +177,16 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 const selfExe = "/proc/self/exe"
 
 // useEmbedded starts launchers from the launcher embedded in this binary
-// when the build put one there (package launcherbin): a program of 2 MB
-// starts in a fraction of the ironvise binary's time. One that cannot be
-// used leaves the tier on the ironvise binary, which works everywhere,
-// with a warning. A tier of one command does not run the launcher once
-// first (launcherbin.Embedded), which would cost about what it saves, and
-// says nothing when it cannot be used: it is only slower, on every run,
-// and the doctor says which launcher a tier uses.
+// when the build put one there (package launcherbin); making it
+// executable costs a copy of it into memory and one run, which only a
+// tier of many commands earns back. One that cannot be used leaves the
+// tier on the ironvise binary, which works everywhere, with a warning.
 func (t *Tier) useEmbedded() {
-	e, err := launcherbin.Embedded(!t.opts.OneCommand)
+	e, err := launcherbin.Embedded()
 	switch {
 	case err == nil:
 		t.executable, t.embedded = e.Path, e
-		return
-	case errors.Is(err, launcherbin.ErrNotEmbedded):
-		return
-	}
-	t.embeddedErr = err.Error()
-	switch {
-	case t.opts.OneCommand:
-		t.log.Debug("the sandbox launcher embedded in this binary cannot be used; the launcher starts as the whole ironvise binary instead", "err", err)
-	default:
+	case !errors.Is(err, launcherbin.ErrNotEmbedded):
 		t.log.Warn("the sandbox launcher embedded in this binary cannot be used; each launcher starts as the whole ironvise binary instead, which is slower", "err", err)
 	}
 }
@@ -211,8 +200,10 @@ func (t *Tier) Launcher() string {
 	switch {
 	case !embedded:
 		return "this binary, re-executed (it embeds no launcher program; make build embeds one)"
+	case t.opts.OneCommand:
+		return "this binary, re-executed (a process that runs one command does not unpack the embedded launcher)"
 	default:
-		return "this binary, re-executed (the embedded launcher cannot be used here: " + t.embeddedErr + ")"
+		return "this binary, re-executed (the embedded launcher cannot be used here; the warning logged at start says why)"
 	}
 }
 

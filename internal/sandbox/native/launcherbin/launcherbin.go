@@ -31,25 +31,16 @@
 // hash. The launcher runs from a sealed memory file copied from the
 // binary's own read-only data: nothing on disk can be swapped under it,
 // and it is trusted exactly as far as the ironvise binary is. Before the
-// tier uses it, the sealed copy is read back and must hash to the stamp;
-// a long-lived tier (serve, an agent run) also runs it once
-// (launch.CheckArg), and falls back to the ironvise binary with a warning
-// when that fails.
-//
-// A process of one command (a standalone exec) uses it too, without that
-// run: the copy is streamed through a 64 KiB buffer and hashed once, about
-// 5 ms of the process's time on the development machine, where the
-// launcher then starts in about 6 ms instead of 14 as the ironvise binary
-// (docs/operate/performance.md#exec-2026-12-04-afternoon). Its launcher's
-// start is then the check: one that fails is started again as the ironvise
-// binary, with a warning.
+// tier uses it, the sealed copy is read back and hashed again, and run
+// once (launch.CheckArg).
 //
 // # Limitations
 //
-// A kernel or policy that refuses executable memory files
-// (vm.memfd_noexec=2) leaves the tier on the ironvise binary: with a
-// warning in a long-lived tier, silently in a process of one command
-// (`ironvise sandbox doctor` says which launcher a tier uses).
+// Copying 3 MB into a memory file costs more than a launcher start saves
+// for a process that runs one command, so only long-lived tiers (serve,
+// an agent run) use it (sandbox.Options.OneCommand). A kernel or policy
+// that refuses executable memory files (vm.memfd_noexec=2) leaves the tier
+// on the ironvise binary, with a warning.
 package launcherbin
 
 import (
