@@ -11,14 +11,18 @@ BIN       := bin
 all: build
 
 ## build: the ironvise binary (pure Go, no cgo) into ./bin, with the sandbox
-## launcher embedded on Linux (scripts/build-ironvise.sh), and beside it
-## ironvise-exec, `ironvise exec` as a small program of its own for agents
-## that send one command at a time to `ironvise serve` (docs/cli.md#ironvise-exec)
+## launcher embedded on Linux (scripts/build-ironvise.sh) and without the
+## server (serve and mcp, which it hands to ironvise-server: every other
+## command starts faster); beside it ironvise-server, the same program with
+## every command, and ironvise-exec, `ironvise exec` as a small program of
+## its own for agents that send one command at a time to `ironvise serve`
+## (docs/cli.md#ironvise-server)
 build:
-	GO='$(GO)' LDFLAGS='$(LDFLAGS)' ./scripts/build-ironvise.sh $(BIN)/ironvise
+	GO='$(GO)' LDFLAGS='$(LDFLAGS)' TAGS=noserver ./scripts/build-ironvise.sh $(BIN)/ironvise
+	GO='$(GO)' LDFLAGS='$(LDFLAGS)' ./scripts/build-ironvise.sh $(BIN)/ironvise-server
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(BIN)/ironvise-exec ./cmd/ironvise-exec
 
-## install: build, then copy ironvise and ironvise-exec into BINDIR: $GOBIN when set (the
+## install: build, then copy ironvise, ironvise-server and ironvise-exec into BINDIR: $GOBIN when set (the
 ## environment or `go env GOBIN`), else /usr/local/bin; PREFIX=DIR installs
 ## into DIR/bin instead, BINDIR=DIR into DIR, and DESTDIR is prepended to
 ## either (a package's or a scratch root)
@@ -30,12 +34,13 @@ BINDIR    ?= $(or $(INSTALL_GOBIN),$(PREFIX)/bin)
 install: build
 	install -d '$(DESTDIR)$(BINDIR)'
 	install -m 0755 '$(BIN)/ironvise' '$(DESTDIR)$(BINDIR)/ironvise'
+	install -m 0755 '$(BIN)/ironvise-server' '$(DESTDIR)$(BINDIR)/ironvise-server'
 	install -m 0755 '$(BIN)/ironvise-exec' '$(DESTDIR)$(BINDIR)/ironvise-exec'
-	@echo "installed $(DESTDIR)$(BINDIR)/ironvise and ironvise-exec; tab completion: ironvise completion --help"
+	@echo "installed $(DESTDIR)$(BINDIR)/ironvise, ironvise-server and ironvise-exec; tab completion: ironvise completion --help"
 
 ## uninstall: remove what install copied
 uninstall:
-	rm -f '$(DESTDIR)$(BINDIR)/ironvise' '$(DESTDIR)$(BINDIR)/ironvise-exec'
+	rm -f '$(DESTDIR)$(BINDIR)/ironvise' '$(DESTDIR)$(BINDIR)/ironvise-server' '$(DESTDIR)$(BINDIR)/ironvise-exec'
 
 ## verify-cert: the standalone offline certificate verifier (no database, no network) into ./bin
 verify-cert:
@@ -89,11 +94,15 @@ unit:
 	if [ $$status -ne 0 ]; then echo; echo "== FAIL: go test exited $$status; the failures are listed above under === Failed and === Errors"; fi; \
 	exit $$status
 
-## cross: prove the main binary cross-compiles without cgo (linux/arm64 with
-## its embedded launcher), and ironvise-exec
+## cross: prove the main binary cross-compiles without cgo, with and
+## without the server (linux/arm64 with its embedded launcher), and
+## ironvise-exec
 cross:
 	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/ironvise
 	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./cmd/ironvise
+	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) build -tags noserver -o /dev/null ./cmd/ironvise
+	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $(GO) build -tags noserver -o /dev/null ./cmd/ironvise
+	CGO_ENABLED=0 $(GO) build -tags noserver -o /dev/null ./cmd/ironvise
 	for t in darwin/arm64 windows/amd64 linux/arm64; do \
 		CGO_ENABLED=0 GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build -o /dev/null ./cmd/ironvise-exec || exit 1; \
 	done

@@ -9,7 +9,9 @@
 #
 # --bin names an ironvise binary to measure (repeatable, e.g. a build before
 # and after a change), with a row for the ironvise-exec beside it when there
-# is one; without it the script builds ./cmd/ironvise and ./cmd/ironvise-exec
+# is one (a binary built without the server needs the ironvise-server beside
+# it for its daemon rows); without it the script builds ./cmd/ironvise as
+# make build does (ironvise and ironvise-server) and ./cmd/ironvise-exec
 # into a temporary directory. Each binary gets a data directory of its own, created
 # fresh on disk (under /var/tmp, not a tmpfs) for this run and shared by its
 # serve and its rows; the warm-up runs bring it to the steady state. The
@@ -77,8 +79,10 @@ fi
 if [ ${#bins[@]} -eq 0 ]; then
   command -v go >/dev/null || { echo "bench-exec: no go toolchain to build ironvise; pass --bin PATH" >&2; exit 1; }
   # Built as the release is (make build): static, no cgo, the sandbox
-  # launcher embedded.
-  scripts/build-ironvise.sh "$work/ironvise"
+  # launcher embedded, ironvise without the server and ironvise-server
+  # (which its serve hands to) beside it.
+  TAGS=noserver scripts/build-ironvise.sh "$work/ironvise"
+  scripts/build-ironvise.sh "$work/ironvise-server"
   CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$work/ironvise-exec" ./cmd/ironvise-exec
   bins=("$work/ironvise")
 fi

@@ -6,7 +6,9 @@
 #   scripts/build-ironvise.sh OUT
 #
 # The environment passes the rest: GO (the go command), LDFLAGS (extra
-# linker flags, e.g. the version stamps), GOOS and GOARCH (a cross build).
+# linker flags, e.g. the version stamps), TAGS (build tags: noserver
+# builds ironvise without serve and mcp, which it then hands to
+# ironvise-server; make build builds both), GOOS and GOARCH (a cross build).
 # The launcher is built first from this same tree and given to the main
 # build with `go build -overlay`, so the tree never holds a launcher binary;
 # the main build is stamped with the launcher's SHA-256, which the tier
@@ -21,7 +23,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 export CGO_ENABLED=0
 if [ "$("$go" env GOOS)" != linux ]; then
-  exec "$go" build -trimpath -ldflags "${LDFLAGS:-}" -o "$out" ./cmd/ironvise
+  exec "$go" build -trimpath -tags "${TAGS:-}" -ldflags "${LDFLAGS:-}" -o "$out" ./cmd/ironvise
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -35,6 +37,6 @@ case $embed$tmp in *'"'* | *'\'*)
   exit 1 ;;
 esac
 printf '{"Replace":{"%s":"%s"}}\n' "$embed" "$tmp/launcher" >"$tmp/overlay.json"
-"$go" build -trimpath -overlay "$tmp/overlay.json" \
+"$go" build -trimpath -overlay "$tmp/overlay.json" -tags "${TAGS:-}" \
   -ldflags "${LDFLAGS:-} -X github.com/ironvise/ironvise/internal/sandbox/native/launcherbin.wantSHA256=$sum" \
   -o "$out" ./cmd/ironvise

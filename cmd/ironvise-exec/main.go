@@ -21,10 +21,9 @@ package main
 import (
 	"errors"
 	"os"
-	"path/filepath"
-	"runtime"
 
 	"github.com/ironvise/ironvise/internal/execclient"
+	"github.com/ironvise/ironvise/internal/handoff"
 	"github.com/ironvise/ironvise/internal/progname"
 )
 
@@ -44,35 +43,18 @@ func main() {
 		os.Stderr.WriteString("ironvise-exec: " + err.Error() + "\n")
 		os.Exit(execclient.ExitUsage)
 	}
-	err = handOff(full, args)
+	err = handoff.Exec(full, args)
 	os.Stderr.WriteString("ironvise-exec: hand the command to " + full + ": " + err.Error() + "; nothing was run\n")
 	os.Exit(execclient.ExitUsage)
 }
 
 // fullBinary is the ironvise this program hands a command line to: the one
-// in its own directory, or else the first on PATH. Relative PATH entries
-// are skipped: which file they name depends on the working directory, the
-// agent's workspace.
+// in its own directory, or else the first in an absolute PATH directory
+// (package handoff).
 func fullBinary() (string, error) {
-	name := progname.Default
-	if runtime.GOOS == "windows" {
-		name += ".exe"
+	p, err := handoff.Find(progname.Default)
+	if err != nil {
+		return "", errors.New("no ironvise next to this program or on PATH to hand the command to, and no daemon took it; nothing was run (fix: install ironvise beside ironvise-exec, as make install does, or run ironvise exec)")
 	}
-	if exe, err := os.Executable(); err == nil {
-		if p := filepath.Join(filepath.Dir(exe), name); isProgram(p) {
-			return p, nil
-		}
-	}
-	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
-		if p := filepath.Join(dir, name); filepath.IsAbs(dir) && isProgram(p) {
-			return p, nil
-		}
-	}
-	return "", errors.New("no ironvise next to this program or on PATH to hand the command to, and no daemon took it; nothing was run (fix: install ironvise beside ironvise-exec, as make install does, or run ironvise exec)")
-}
-
-// isProgram reports whether p is a regular file this process may run.
-func isProgram(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular() && (runtime.GOOS == "windows" || st.Mode()&0o111 != 0)
+	return p, nil
 }

@@ -73,11 +73,12 @@ func installed(t *testing.T, dest string) []string {
 	return files
 }
 
-// TestMakeInstall: `make install` puts the executables ironvise and
-// ironvise-exec side by side into $GOBIN when it is set, else
-// /usr/local/bin; PREFIX and BINDIR choose another place, DESTDIR roots all
-// of them, and `make uninstall` takes them away. The installed
-// ironvise-exec finds the ironvise beside it.
+// TestMakeInstall: `make install` puts the executables ironvise,
+// ironvise-exec and ironvise-server side by side into $GOBIN when it is
+// set, else /usr/local/bin; PREFIX and BINDIR choose another place, DESTDIR
+// roots all of them, and `make uninstall` takes them away. The installed
+// ironvise-exec finds the ironvise beside it, and the installed ironvise
+// (built without the server) the ironvise-server beside it.
 func TestMakeInstall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary with make")
@@ -114,11 +115,11 @@ func TestMakeInstall(t *testing.T) {
 			dest := t.TempDir()
 			env := makeEnv(tc.env...)
 			makeInstall(t, "install", build, dest, env, tc.args...)
-			if got, want := installed(t, dest), []string{tc.want, tc.want + "-exec"}; !slices.Equal(got, want) {
+			if got, want := installed(t, dest), []string{tc.want, tc.want + "-exec", tc.want + "-server"}; !slices.Equal(got, want) {
 				t.Fatalf("installed %q; want only %q", got, want)
 			}
 			bin := filepath.Join(dest, tc.want)
-			for _, f := range []string{bin, bin + "-exec"} {
+			for _, f := range []string{bin, bin + "-exec", bin + "-server"} {
 				if st, err := os.Stat(f); err != nil || st.Mode().Perm() != 0o755 {
 					t.Fatalf("%s: %v %v; want mode 0755", f, st, err)
 				}
@@ -132,6 +133,12 @@ func TestMakeInstall(t *testing.T) {
 			help.Env = []string{"HOME=" + t.TempDir()}
 			if out, err := help.CombinedOutput(); err != nil || !strings.Contains(string(out), "ironvise exec [flags]") {
 				t.Fatalf("%s-exec --help: %v %s", bin, err, out)
+			}
+			// ironvise hands serve to the ironvise-server beside it.
+			serve := exec.Command(bin, "serve", "--help")
+			serve.Env = []string{"HOME=" + t.TempDir()}
+			if out, err := serve.CombinedOutput(); err != nil || !strings.Contains(string(out), "--verify-full") {
+				t.Fatalf("%s serve --help: %v %s", bin, err, out)
 			}
 			makeInstall(t, "uninstall", build, dest, env, tc.args...)
 			if got := installed(t, dest); len(got) != 0 {

@@ -1,6 +1,6 @@
 //go:build windows
 
-package main
+package handoff
 
 import (
 	"errors"
@@ -8,10 +8,10 @@ import (
 	"os/exec"
 )
 
-// handOff runs full with args (args[0] is full) on this process's console
+// Exec runs full with args (args[0] is full) on this process's console
 // and standard streams, and exits with its exit code: Windows cannot
 // replace a process. It returns only when full could not be started.
-func handOff(full string, args []string) error {
+func Exec(full string, args []string) error {
 	cmd := exec.Command(full, args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	err := cmd.Run()

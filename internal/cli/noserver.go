@@ -1,0 +1,20 @@
+//go:build noserver
+
+package cli
+
+import "github.com/spf13/cobra"
+
+// A build with the noserver tag leaves serve and mcp (with mcp proxy) out:
+// they are the only commands that link the HTTP server, Prometheus and the
+// MCP SDK, whose initialisation every process of the binary pays before
+// main — a standalone exec, each hook event, each verify. Each of the two
+// is a command that hands its whole command line to ironvise-server
+// (serverCommand); make build installs both programs side by side.
+
+func (a *app) serveCommand() *cobra.Command {
+	return a.serverCommand("serve", "Serve the HTTP API, the live event stream, Prometheus metrics and the dashboard")
+}
+
+func (a *app) mcpCommand() *cobra.Command {
+	return a.serverCommand("mcp", "Serve IronVise's actions as MCP tools over stdio (and wrap other MCP servers: mcp proxy)")
+}
