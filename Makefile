@@ -58,7 +58,7 @@ image:
 demo: build
 	./scripts/demo.sh
 
-## test: formatting, vet (linux, darwin, windows), staticcheck, documentation references, cross-builds, race-enabled tests
+## test: formatting, vet (linux, darwin, windows; and the build without the server), staticcheck, documentation references, cross-builds, race-enabled tests
 test: fmt-check vet lint doclinks cross unit
 
 fmt-check:
@@ -69,6 +69,7 @@ vet:
 	$(GO) vet ./...
 	GOOS=darwin $(GO) vet ./...
 	GOOS=windows $(GO) vet ./...
+	$(GO) vet -tags noserver ./cmd/ironvise/ ./internal/cli/
 
 lint:
 	$(GO) tool staticcheck ./...
