@@ -35,17 +35,9 @@ func TestBuildEmbedsTheLauncher(t *testing.T) {
 	}
 	dir := t.TempDir()
 	env := append(os.Environ(), "CGO_ENABLED=0")
-	build := func(out string) {
-		t.Helper()
-		cmd := exec.Command(filepath.Join(root, "scripts", "build-ironvise.sh"), out)
-		cmd.Env = env
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build-ironvise.sh: %v\n%s", err, b)
-		}
-	}
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
-	build(a)
-	build(b)
+	buildWithScript(t, root, a, "")
+	buildWithScript(t, root, b, "")
 	if sa, sb := fileSHA(t, a), fileSHA(t, b); sa != sb {
 		t.Errorf("two builds of one tree differ: %s and %s", sa, sb)
 	}
@@ -77,6 +69,17 @@ func TestBuildEmbedsTheLauncher(t *testing.T) {
 		t.Fatalf("sandbox doctor did not run through the embedded launcher %s:\n%s", want, out)
 	}
 
+}
+
+// buildWithScript builds ironvise into out with scripts/build-ironvise.sh,
+// as make build does, with the build tags tags.
+func buildWithScript(t *testing.T, root, out, tags string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(root, "scripts", "build-ironvise.sh"), out)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "TAGS="+tags)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build-ironvise.sh (TAGS=%q): %v\n%s", tags, err, b)
+	}
 }
 
 // versionLauncher is the embedded launcher's SHA-256 that bin's

@@ -71,17 +71,9 @@ func TestNoServerBuildHandsServeOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	build := func(out, tags string) {
-		t.Helper()
-		cmd := exec.Command(filepath.Join(root, "scripts", "build-ironvise.sh"), out)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "TAGS="+tags)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build-ironvise.sh (TAGS=%q): %v\n%s", tags, err, b)
-		}
-	}
 	lite, server := filepath.Join(dir, "ironvise"), filepath.Join(dir, "ironvise-server")
-	build(lite, "noserver")
-	build(server, "")
+	buildWithScript(t, root, lite, "noserver")
+	buildWithScript(t, root, server, "")
 
 	run := func(bin string, env []string, args ...string) (int, string, string) {
 		t.Helper()

@@ -23,7 +23,7 @@ func (a *app) mcpCommand() *cobra.Command {
 	var o mcpOptions
 	cmd := &cobra.Command{
 		Use:   "mcp [flags]",
-		Short: "Serve IronVise's actions as MCP tools over stdio (and wrap other MCP servers: mcp proxy)",
+		Short: mcpShort,
 		Long: `Speaks the Model Context Protocol on stdin and stdout. It offers the tools
 run_command, read_file and http_get; each call is one intent (the tool's
 parameter plus its justification) that passes the checks (schema, policy,

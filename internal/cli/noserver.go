@@ -12,9 +12,9 @@ import "github.com/spf13/cobra"
 // (serverCommand); make build installs both programs side by side.
 
 func (a *app) serveCommand() *cobra.Command {
-	return a.serverCommand("serve", "Serve the HTTP API, the live event stream, Prometheus metrics and the dashboard")
+	return a.serverCommand("serve", serveShort)
 }
 
 func (a *app) mcpCommand() *cobra.Command {
-	return a.serverCommand("mcp", "Serve IronVise's actions as MCP tools over stdio (and wrap other MCP servers: mcp proxy)")
+	return a.serverCommand("mcp", mcpShort)
 }

@@ -27,7 +27,7 @@ func (a *app) serveCommand() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "serve",
-		Short: "Serve the HTTP API, the live event stream, Prometheus metrics and the dashboard",
+		Short: serveShort,
 		Long: `Starts the IronVise server (docs/api.md): the REST API that the EctoLedger SDK
 clients (0.6.3) speak, plus the intents endpoint for external agents, the live
 event stream (SSE), Prometheus metrics at /metrics and the dashboard at /.

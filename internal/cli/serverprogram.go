@@ -15,6 +15,14 @@ import (
 // beside it with every command.
 const serverProgram = "ironvise-server"
 
+// The one-line descriptions of serve and mcp, shared by the commands and
+// their stand-ins in a build without the server, so that `ironvise --help`
+// reads the same in both builds.
+const (
+	serveShort = "Serve the HTTP API, the live event stream, Prometheus metrics and the dashboard"
+	mcpShort   = "Serve IronVise's actions as MCP tools over stdio (and wrap other MCP servers: mcp proxy)"
+)
+
 // The hand-off's two steps, replaced by the tests: the process is replaced
 // on success.
 var (
