@@ -4,12 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBuildEmbedsTheLauncher builds ironvise as `make build` does
@@ -69,6 +71,32 @@ func TestBuildEmbedsTheLauncher(t *testing.T) {
 		t.Fatalf("sandbox doctor did not run through the embedded launcher %s:\n%s", want, out)
 	}
 
+	// A standalone exec, a process of one command, starts its launcher
+	// from the embedded program too: while its command runs, the process
+	// holds the program's sealed memory file.
+	exe := exec.Command(a, "exec", "--no-daemon", "--", "sleep 2")
+	exe.Env = append(os.Environ(), "ECTO_DATA_DIR="+data)
+	exe.Dir = t.TempDir()
+	var stderr strings.Builder
+	exe.Stderr = &stderr
+	if err := exe.Start(); err != nil {
+		t.Fatal(err)
+	}
+	held := false
+	for deadline := time.Now().Add(2 * time.Second); !held && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", exe.Process.Pid))
+		for _, fd := range fds {
+			if l, err := os.Readlink(fd); err == nil && strings.HasPrefix(l, "/memfd:ironvise-launcher") {
+				held = true
+			}
+		}
+	}
+	if err := exe.Wait(); err != nil {
+		t.Fatalf("exec --no-daemon: %v\n%s", err, stderr.String())
+	}
+	if !held {
+		t.Fatalf("a standalone exec did not make the embedded launcher executable (no memory file among its descriptors); stderr:\n%s", stderr.String())
+	}
 }
 
 // buildWithScript builds ironvise into out with scripts/build-ironvise.sh,

@@ -138,7 +138,7 @@ func (a *app) execInProcess(o execOptions, res *resultOutput) error {
 		return err
 	}
 	// The tier starts its one launcher now: the launcher's own start-up
-	// (a process of the ironvise binary, its namespaces) then runs while
+	// (the embedded launcher program, its namespaces) then runs while
 	// the rest of the rules load and the ledger opens, where it used to
 	// keep the command waiting after the checks.
 	a.oneCommand = true

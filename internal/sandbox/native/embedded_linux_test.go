@@ -171,7 +171,9 @@ func TestEmbeddedLauncherMismatch(t *testing.T) {
 }
 
 // TestTierWithoutEmbeddedLauncher: a test binary embeds no launcher, so
-// every tier re-executes it, long-lived or not.
+// every tier re-executes it, long-lived or not. (A built binary's
+// standalone exec runs the embedded one: cmd/ironvise's
+// TestBuildEmbedsTheLauncher.)
 func TestTierWithoutEmbeddedLauncher(t *testing.T) {
 	for _, one := range []bool{false, true} {
 		tier := newTestTier(t, sandbox.Options{OneCommand: one})
@@ -182,29 +184,33 @@ func TestTierWithoutEmbeddedLauncher(t *testing.T) {
 			t.Fatalf("OneCommand=%v: the doctor's description %q", one, d)
 		}
 	}
-	if _, err := launcherbin.Embedded(); !errors.Is(err, launcherbin.ErrNotEmbedded) {
+	if _, err := launcherbin.Embedded(true); !errors.Is(err, launcherbin.ErrNotEmbedded) {
 		t.Fatalf("Embedded() in a test binary: %v, want ErrNotEmbedded", err)
 	}
 }
 
 // TestEmbeddedLauncherFallsBack: an embedded launcher that no longer
 // starts costs a warning, not the command, which runs through a launcher
-// started as the binary itself.
+// started as the binary itself. A tier of one command, whose embedded
+// launcher was never run before its command (launcherbin.Embedded), relies
+// on this.
 func TestEmbeddedLauncherFallsBack(t *testing.T) {
-	var logs strings.Builder
-	var mu sync.Mutex
-	tier := newTestTier(t, sandbox.Options{Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
-	tier.executable = "/proc/self/fd/1000000" // no such descriptor
-	tier.embedded = &launcherbin.Executable{Path: tier.executable}
-	fx := newFixture(t)
-	r := run(t, tier, fx, "echo ran")
-	if r.ExitCode == nil || *r.ExitCode != 0 || r.Stdout != "ran\n" {
-		t.Fatalf("command after the embedded launcher failed to start: %+v", r)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !strings.Contains(logs.String(), "the embedded sandbox launcher did not start") {
-		t.Fatalf("no warning logged; logs: %s", logs.String())
+	for _, one := range []bool{false, true} {
+		var logs strings.Builder
+		var mu sync.Mutex
+		tier := newTestTier(t, sandbox.Options{OneCommand: one, Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
+		tier.executable = "/proc/self/fd/1000000" // no such descriptor
+		tier.embedded = &launcherbin.Executable{Path: tier.executable}
+		fx := newFixture(t)
+		r := run(t, tier, fx, "echo ran")
+		if r.ExitCode == nil || *r.ExitCode != 0 || r.Stdout != "ran\n" {
+			t.Fatalf("OneCommand=%v: command after the embedded launcher failed to start: %+v", one, r)
+		}
+		mu.Lock()
+		if !strings.Contains(logs.String(), "the embedded sandbox launcher did not start") {
+			t.Errorf("OneCommand=%v: no warning logged; logs: %s", one, logs.String())
+		}
+		mu.Unlock()
 	}
 }
 

@@ -39,12 +39,14 @@ type Tier struct {
 	log  *slog.Logger
 	// executable is what each launcher is started from: the ironvise
 	// binary (/proc/self/exe), or the launcher embedded in it
-	// (launcherbin) for a tier of many commands.
+	// (launcherbin).
 	executable string
 	// embedded is the embedded launcher in use; nil: the ironvise binary.
-	embedded   *launcherbin.Executable
-	scratchDir string // parent of the per-command scratch directories
-	userNS     bool   // IronVise lacks CAP_SYS_ADMIN: a user namespace is needed
+	embedded *launcherbin.Executable
+	// embeddedErr is why a build that embeds a launcher does not use it.
+	embeddedErr string
+	scratchDir  string // parent of the per-command scratch directories
+	userNS      bool   // IronVise lacks CAP_SYS_ADMIN: a user namespace is needed
 	// container is container mode (sandbox.Options.ContainerMode): no
 	// namespaces, the launcher under a reaper (launch.ReaperArg).
 	container  bool
@@ -97,9 +99,7 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 	t := &Tier{opts: opts, log: opts.Logger, executable: selfExe, scratchDir: os.TempDir(),
 		container: opts.ContainerMode, path: sandbox.CommandPath()}
 	t.userNS = !t.container && needsUserNS()
-	if !opts.OneCommand {
-		t.useEmbedded()
-	}
+	t.useEmbedded()
 	if opts.User != "" {
 		switch {
 		case os.Geteuid() != 0:
@@ -177,18 +177,28 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 const selfExe = "/proc/self/exe"
 
 // useEmbedded starts launchers from the launcher embedded in this binary
-// when the build put one there (package launcherbin); making it
-// executable costs a copy of it into memory and one run, which only a
-// tier of many commands earns back. One that cannot be used leaves the
-// tier on the ironvise binary, which works everywhere, with a warning.
+// when the build put one there (package launcherbin): a program of 2 MB
+// starts in a fraction of the ironvise binary's time. One that cannot be
+// used leaves the tier on the ironvise binary, which works everywhere:
+// a tier of many commands warns, a tier of one command (which does not
+// run the launcher once first, launcherbin.Embedded) logs it at debug
+// level, since it is only slower, on every run, and the doctor says which
+// launcher a tier uses and why.
 func (t *Tier) useEmbedded() {
-	e, err := launcherbin.Embedded()
+	e, err := launcherbin.Embedded(!t.opts.OneCommand)
 	switch {
 	case err == nil:
 		t.executable, t.embedded = e.Path, e
-	case !errors.Is(err, launcherbin.ErrNotEmbedded):
-		t.log.Warn("the sandbox launcher embedded in this binary cannot be used; each launcher starts as the whole ironvise binary instead, which is slower", "err", err)
+		return
+	case errors.Is(err, launcherbin.ErrNotEmbedded):
+		return
 	}
+	t.embeddedErr = err.Error()
+	if t.opts.OneCommand {
+		t.log.Debug("the sandbox launcher embedded in this binary cannot be used; the launcher starts as the whole ironvise binary instead", "err", err)
+		return
+	}
+	t.log.Warn("the sandbox launcher embedded in this binary cannot be used; each launcher starts as the whole ironvise binary instead, which is slower", "err", err)
 }
 
 // Launcher implements sandbox.LauncherDescriber.
@@ -196,15 +206,10 @@ func (t *Tier) Launcher() string {
 	if e := t.embedded; e != nil {
 		return fmt.Sprintf("the launcher program embedded in this binary (%d bytes, sha256 %s), run from a sealed memory file", e.Size, e.SHA256)
 	}
-	_, _, embedded := launcherbin.Info()
-	switch {
-	case !embedded:
+	if !launcherbin.Embeds() {
 		return "this binary, re-executed (it embeds no launcher program; make build embeds one)"
-	case t.opts.OneCommand:
-		return "this binary, re-executed (a process that runs one command does not unpack the embedded launcher)"
-	default:
-		return "this binary, re-executed (the embedded launcher cannot be used here; the warning logged at start says why)"
 	}
+	return "this binary, re-executed (the embedded launcher cannot be used here: " + t.embeddedErr + ")"
 }
 
 // needsUserNS reports whether the launcher needs a user namespace to create

@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -29,39 +28,70 @@ type Executable struct {
 	Path   string
 	SHA256 string
 	Size   int
+	fd     int // the memory file
 }
 
 // Embedded returns the embedded launcher ready to start, made once per
 // process: ErrNotEmbedded when the build has none, otherwise why it
-// cannot be used.
-func Embedded() (*Executable, error) { return load() }
-
-var load = sync.OnceValues(func() (*Executable, error) {
-	b, err := fs.ReadFile(files, file)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, ErrNotEmbedded
+// cannot be used. With run, the program has also answered
+// launch.CheckArg from its memory file (once per process), so that a
+// tier of many commands learns at its start that it must fall back to
+// the ironvise binary. A process of one command passes run false: that
+// run would cost about what the embedded launcher saves it, and its one
+// launcher's start is the same test (a start that fails falls back to the
+// ironvise binary; package native's launch).
+func Embedded(run bool) (*Executable, error) {
+	e, err := load()
+	if err == nil && run {
+		err = checked()
 	}
 	if err != nil {
 		return nil, err
 	}
-	return makeExecutable(b, wantSHA256)
+	return e, nil
+}
+
+var load = sync.OnceValues(func() (*Executable, error) {
+	if program == "" {
+		return nil, ErrNotEmbedded
+	}
+	return makeExecutable(programBytes(), wantSHA256)
 })
 
-// FromBytes makes the launcher program b executable as Embedded makes the
-// embedded one, for a build stamped with the SHA-256 want: the tests use
-// it with a launcher they built.
-func FromBytes(b []byte, want string) (*Executable, error) { return makeExecutable(b, want) }
+var checked = sync.OnceValue(func() error {
+	e, err := load()
+	if err != nil {
+		return err
+	}
+	return check(e.Path)
+})
+
+// FromBytes makes the launcher program b executable as Embedded(true)
+// makes the embedded one, for a build stamped with the SHA-256 want: the
+// tests use it with a launcher they built.
+func FromBytes(b []byte, want string) (*Executable, error) {
+	e, err := makeExecutable(b, want)
+	if err != nil {
+		return nil, err
+	}
+	if err := check(e.Path); err != nil {
+		unix.Close(e.fd)
+		return nil, err
+	}
+	return e, nil
+}
 
 // makeExecutable copies b, which must hash to want, into a sealed memory
-// file and returns it once the program in it answers launch.CheckArg.
+// file.
+//
+// The hash that counts is the sealed file's: it is what runs, and between
+// the file's creation and its seals a process allowed to open this one's
+// descriptors could have written to it. b itself is hashed only when that
+// check fails, to say which of the two differs: hashing it first as well
+// cost a standalone exec a second SHA-256 of 2 MB.
 func makeExecutable(b []byte, want string) (*Executable, error) {
-	sum := sha256.Sum256(b)
-	got := hex.EncodeToString(sum[:])
-	switch {
-	case want == "":
+	if want == "" {
 		return nil, errors.New("this ironvise binary carries no SHA-256 to check the embedded launcher against; build it with scripts/build-ironvise.sh")
-	case got != want:
-		return nil, fmt.Errorf("the embedded launcher (sha256 %s) is not the one this binary was built with (sha256 %s); build it with scripts/build-ironvise.sh", got, want)
 	}
 	if err := checkELF(b); err != nil {
 		return nil, err
@@ -70,19 +100,14 @@ func makeExecutable(b []byte, want string) (*Executable, error) {
 	if err != nil {
 		return nil, err
 	}
-	path := "/proc/self/fd/" + strconv.Itoa(fd)
-	// Security: the hash is checked again on the sealed file, which is
-	// what runs: between its creation and its seals a process allowed
-	// to open this one's descriptors could have written to it.
-	err = sealedHash(fd, len(b), got)
-	if err == nil {
-		err = check(path)
-	}
-	if err != nil {
+	if err := sealedHash(fd, len(b), want); err != nil {
 		unix.Close(fd)
+		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != want {
+			return nil, fmt.Errorf("the embedded launcher (sha256 %x) is not the one this binary was built with (sha256 %s); build it with scripts/build-ironvise.sh", sum, want)
+		}
 		return nil, err
 	}
-	return &Executable{Path: path, SHA256: got, Size: len(b)}, nil
+	return &Executable{Path: "/proc/self/fd/" + strconv.Itoa(fd), SHA256: want, Size: len(b), fd: fd}, nil
 }
 
 // sealedHash reads the sealed file fd back and requires size bytes that
@@ -96,7 +121,7 @@ func sealedHash(fd, size int, want string) error {
 		return fmt.Errorf("the launcher's memory file holds %d bytes, not the %d written", st.Size, size)
 	}
 	h := sha256.New()
-	buf := make([]byte, 256<<10)
+	buf := make([]byte, readBuf)
 	for off := int64(0); off < st.Size; {
 		n, err := unix.Pread(fd, buf, off)
 		if errors.Is(err, unix.EINTR) {
@@ -116,6 +141,10 @@ func sealedHash(fd, size int, want string) error {
 	}
 	return nil
 }
+
+// readBuf is the size of the buffer the sealed file is read back through:
+// a few pages, where a larger one would be that many fresh pages.
+const readBuf = 64 << 10
 
 // minFD is the lowest descriptor the memory file may have: above every
 // descriptor a launcher's start places (stdin to launch.ProxyFD), which
@@ -144,16 +173,9 @@ func sealedFile(b []byte) (int, error) {
 		}
 		fd = high
 	}
-	for rest := b; len(rest) > 0; {
-		n, err := unix.Write(fd, rest)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			unix.Close(fd)
-			return -1, fmt.Errorf("write the launcher into its memory file: %w", err)
-		}
-		rest = rest[n:]
+	if err := copyInto(fd, b); err != nil {
+		unix.Close(fd)
+		return -1, err
 	}
 	seals := unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
 	// F_SEAL_EXEC (Linux 6.3) also freezes the execute bits; an older

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -100,22 +101,30 @@ func TestNotEmbedded(t *testing.T) {
 	if _, _, ok := Info(); ok {
 		t.Fatal("Info reports an embedded launcher in a test binary")
 	}
-	if _, err := Embedded(); !errors.Is(err, ErrNotEmbedded) {
+	if _, err := Embedded(false); !errors.Is(err, ErrNotEmbedded) {
 		t.Fatalf("Embedded() = %v, want ErrNotEmbedded", err)
 	}
 }
 
-// TestFromBytesChecksTheHashFirst: a program that is not the stamped one
-// is refused before anything is written or run.
-func TestFromBytesChecksTheHashFirst(t *testing.T) {
-	b := []byte("#!/bin/sh\ntouch /tmp/ironvise-launcherbin-ran\n")
-	sum := sha256.Sum256([]byte("something else"))
-	if _, err := FromBytes(b, hex.EncodeToString(sum[:])); err == nil || !strings.Contains(err.Error(), "not the one this binary was built with") {
-		t.Fatalf("err = %v, want the hash refusal", err)
-	}
-	sum = sha256.Sum256(b)
-	if _, err := FromBytes(b, hex.EncodeToString(sum[:])); err == nil || !strings.Contains(err.Error(), "not an ELF program") {
+// TestFromBytesRefusesBeforeRunning: a program that is not an ELF
+// executable, or not the stamped one, is refused and never run.
+func TestFromBytesRefusesBeforeRunning(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	script := []byte("#!/bin/sh\ntouch " + marker + "\n")
+	sum := sha256.Sum256(script)
+	if _, err := FromBytes(script, hex.EncodeToString(sum[:])); err == nil || !strings.Contains(err.Error(), "not an ELF program") {
 		t.Fatalf("a script with its own hash: err = %v, want the ELF refusal", err)
+	}
+	self, err := os.ReadFile("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := sha256.Sum256([]byte("something else"))
+	if _, err := FromBytes(self, hex.EncodeToString(other[:])); err == nil || !strings.Contains(err.Error(), "not the one this binary was built with") {
+		t.Fatalf("an ELF program of another hash: err = %v, want the hash refusal", err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a refused program ran")
 	}
 }
 
