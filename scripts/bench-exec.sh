@@ -288,7 +288,7 @@ done
 # Each build runs from three copies of its file, in turn: on a virtual
 # machine the same binary copied to another file measured up to 2 ms
 # (7 %) apart on a standalone exec, depending on where the file's pages
-# landed (performance.md#exec-2026-12-03-night), which one file per build
+# landed (performance-log.md#exec-2026-12-03-night), which one file per build
 # would take for the builds' difference.
 if [ ${#bins[@]} -eq 2 ]; then
   for n in 0 1; do

@@ -6,7 +6,7 @@
 // runtime reads the interface tables, type and function metadata of the
 // whole binary before main, and ironvise is about 40 MB. This program
 // holds only exec's thin path (internal/execclient), about 1.7 MB, and
-// starts several milliseconds sooner (docs/operate/performance.md#exec-2026-12-04).
+// starts several milliseconds sooner (docs/operate/performance-log.md#exec-2026-12-04).
 //
 // It takes exactly what `ironvise exec` takes. What the thin path handles
 // it sends to the daemon as ironvise itself does, so the output and the

@@ -295,7 +295,7 @@ func (s *Session) runStep(ctx context.Context, step int, raw string, src Source,
 	// never. (Preparing after the guard put the launcher's confinement
 	// after a model's answer; and without a guard the launcher finished
 	// about 2.5 ms after the commit when commands follow each other,
-	// docs/operate/performance.md#exec-2026-12-04.)
+	// docs/operate/performance-log.md#exec-2026-12-04.)
 	var early *earlyCommand
 	if !delegated && s.cfg.Overlay == nil {
 		early = &earlyCommand{}
@@ -319,7 +319,7 @@ func (s *Session) runStep(ctx context.Context, step int, raw string, src Source,
 					// P to the preparation just started instead of leaving
 					// it to wait until the scheduler wakes another thread
 					// (0.45–0.6 ms on a busy two-core machine; 0.05 ms
-					// yielding, docs/operate/performance.md#exec-2026-12-04-morning).
+					// yielding, docs/operate/performance-log.md#exec-2026-12-04-morning).
 					// With a guard the model's answer is the longer path,
 					// and its request goes out first.
 					runtime.Gosched()

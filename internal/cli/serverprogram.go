@@ -11,7 +11,7 @@ import (
 // serverProgram holds serve and mcp when this binary was built without
 // them (the noserver build tag, noserver.go): `make build` builds ironvise
 // so, for a faster start of every other command
-// (docs/operate/performance.md#exec-2026-12-04-lite), and ironvise-server
+// (docs/operate/performance-log.md#exec-2026-12-04-lite), and ironvise-server
 // beside it with every command.
 const serverProgram = "ironvise-server"
 

@@ -18,7 +18,7 @@
 // pages are faulted in one by one as they are first written. Where that
 // costs 10–17 µs a page, as on the development host, a Go program's start
 // (150–250 faults) outweighs everything else a daemon exec does
-// (docs/operate/performance.md#exec-2026-12-04-page-faults). The populated
+// (docs/operate/performance-log.md#exec-2026-12-04-page-faults). The populated
 // figure is the first write to pages the kernel has already put in the
 // page tables: where it stays high, the cost is not the guest kernel's
 // fault handling alone.

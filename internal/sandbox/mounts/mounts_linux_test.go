@@ -87,7 +87,7 @@ func TestAliasesIn(t *testing.T) {
 
 // BenchmarkAliases is what a tier pays per command for the other names of
 // its list: a few hundred paths, the mount table unchanged since the last
-// call (docs/operate/performance.md#exec-2026-12-04).
+// call (docs/operate/performance-log.md#exec-2026-12-04).
 func BenchmarkAliases(b *testing.B) {
 	paths := make([]string, 0, 200)
 	for i := 0; i < 200; i++ {

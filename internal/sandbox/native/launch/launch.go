@@ -95,7 +95,7 @@ const Arg = "__ironvise-sandbox-launcher"
 // after the runtime and the packages' initialisation have allocated, and
 // the sampled allocations among them cost the stack walks and buckets of
 // a profile nobody reads (about 1 ms of a launcher's 7–9 ms of CPU before
-// its specification, docs/operate/performance.md#exec-2026-12-04-morning).
+// its specification, docs/operate/performance-log.md#exec-2026-12-04-morning).
 func Env() []string { return []string{"GOMAXPROCS=1", "GODEBUG=memprofilerate=0"} }
 
 // StatusFD is the launcher's status pipe: the parent's ExtraFiles[0].

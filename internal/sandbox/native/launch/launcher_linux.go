@@ -67,7 +67,7 @@ const readBufSize = 32 << 10
 // would otherwise do on the way to the command: the Go heap grows a page
 // at a time, and on a machine where a page fault costs tens of
 // microseconds the fresh pages of the reads after the specification cost
-// more than the reads (docs/operate/performance.md#exec-2026-12-04-morning).
+// more than the reads (docs/operate/performance-log.md#exec-2026-12-04-morning).
 // Writing buf maps its pages now; cap_last_cap is a constant of the
 // running kernel.
 func (l *launcher) warm() {

@@ -21,7 +21,7 @@ import (
 // through memory, its 2 MB would first be faulted into this process page
 // by page, which on a machine whose page faults are slow cost a process
 // of one command more than the smaller launcher saved it
-// (docs/operate/performance.md#exec-2026-12-04-afternoon). Anything else
+// (docs/operate/performance-log.md#exec-2026-12-04-afternoon). Anything else
 // (a launcher a test built, a binary whose mappings cannot be matched to
 // its file) is written from memory. Which way it went does not matter to
 // the caller: the sealed file is hashed before it runs.

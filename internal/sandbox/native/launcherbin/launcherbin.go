@@ -11,7 +11,7 @@
 // walks its whole function table, and each page it touches is a page
 // fault. The launcher alone is a 2 MB program with a few dozen interface
 // tables. Measured on a 2-core virtual machine whose page faults are slow
-// (docs/operate/performance.md#exec-2026-12-03-late-night): a launcher started until it
+// (docs/operate/performance-log.md#exec-2026-12-03-late-night): a launcher started until it
 // gives up for want of a specification took 13.7 ms as the ironvise binary
 // and 6.0 ms as its own program (5.1 ms for a Go program that does
 // nothing), and eight clients at once through one `ironvise serve` ran
