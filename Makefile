@@ -96,7 +96,8 @@ unit:
 	exit $$status
 
 ## cross: prove the main binary cross-compiles without cgo, with and
-## without the server (linux/arm64 with its embedded launcher), and
+## without the server (linux/arm64 with its embedded launcher; linux/riscv64,
+## which has no seccomp profile, with a native tier that fails closed), and
 ## ironvise-exec
 cross:
 	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/ironvise
@@ -104,6 +105,7 @@ cross:
 	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) build -tags noserver -o /dev/null ./cmd/ironvise
 	CGO_ENABLED=0 GOOS=windows GOARCH=amd64 $(GO) build -tags noserver -o /dev/null ./cmd/ironvise
 	CGO_ENABLED=0 $(GO) build -tags noserver -o /dev/null ./cmd/ironvise
+	CGO_ENABLED=0 GOOS=linux GOARCH=riscv64 $(GO) build -o /dev/null ./cmd/ironvise
 	for t in darwin/arm64 windows/amd64 linux/arm64; do \
 		CGO_ENABLED=0 GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build -o /dev/null ./cmd/ironvise-exec || exit 1; \
 	done
