@@ -188,7 +188,12 @@ func compileConfig(cfg tomlConfig, shapes []*ruleShape, eager bool) (*Rules, err
 		}
 		return a, nil
 	})}
-	var kws []kwDef
+	// Room for every keyword of the rules and the passes at once.
+	n := 0
+	for _, tr := range cfg.Rules {
+		n += len(tr.Keywords)
+	}
+	kws := make([]kwDef, 0, n+64)
 	// Room for every rule: a rule is used through a pointer into the
 	// slice (see rule), so it must never move.
 	rs.rules = make([]rule, 0, len(cfg.Rules))

@@ -446,12 +446,16 @@ func scanEvents(rows *sql.Rows) ([]ledger.Event, error) {
 	defer rows.Close()
 	var out []ledger.Event
 	// RawBytes avoids database/sql's second copy of every blob; hashes go
-	// into fixed arrays and payloads and signatures into one growing slab.
+	// into fixed arrays and payloads and signatures into slabs that start
+	// at 4 KiB and double up to 64 KiB: a short read (the startup check's
+	// tail, a few events) no longer takes 64 KiB of fresh memory in a
+	// process that lives for one command, and a long one (verify-session)
+	// still allocates a slab per 64 KiB.
 	var sid, prev, hash, payload, sig sql.RawBytes
 	var slab []byte
 	keep := func(b []byte) []byte {
 		if cap(slab)-len(slab) < len(b) {
-			slab = make([]byte, 0, max(64<<10, 2*len(b)))
+			slab = make([]byte, 0, max(min(2*cap(slab), 64<<10), 4<<10, 2*len(b)))
 		}
 		start := len(slab)
 		slab = append(slab, b...)
