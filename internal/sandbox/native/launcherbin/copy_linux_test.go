@@ -29,9 +29,26 @@ func TestFileOfReadOnlyData(t *testing.T) {
 	}
 	got := make([]byte, len(b))
 	_, err := f.ReadAt(got, off)
-	f.Close()
 	if err != nil || !bytes.Equal(got, b) {
+		f.Close()
 		t.Fatalf("the executable at offset %d holds %q (%v), want the constant", off, got, err)
+	}
+	// The kernel's copy of that range (what copyInto does before it falls
+	// back to writing from memory, which TestCopyInto cannot tell apart).
+	fd, err := unix.MemfdCreate("sendfile-test", unix.MFD_CLOEXEC)
+	if err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	err = sendAll(fd, f, off, len(b))
+	f.Close()
+	if err != nil {
+		t.Fatalf("sendfile from the executable: %v", err)
+	}
+	sent, err := os.ReadFile("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil || !bytes.Equal(sent, b) {
+		t.Fatalf("sendfile copied %q (%v), want the constant", sent, err)
 	}
 	if f, _, ok := fileOf([]byte(strings.Clone(inRodata))); ok {
 		f.Close()
