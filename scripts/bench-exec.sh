@@ -20,7 +20,9 @@
 # of its own. It prints what a page fault costs on the machine first
 # (scripts/pagetouch), and after hyperfine's table runs the first binary's
 # exec rows alternately with bubblewrap, each after 150 ms of quiet: the
-# ratio to trust for the target.
+# ratio to trust for the target; then the CPU one command costs, by
+# process (the client, serve, the launcher and the command), beside
+# bubblewrap's.
 # --quick takes fewer runs. With two --bin, each exec row is also run with
 # the two builds alternating (one run of each in turn), the comparison to
 # trust on a machine whose speed drifts. --parallel N also runs each daemon
@@ -42,7 +44,7 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift ;;
     --bin) bins+=("$(realpath "$2")"); shift ;;
     --parallel) parallel=$2; shift ;;
-    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-exec: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -277,6 +279,56 @@ for i in "${!cmds[@]}"; do
   mb=$(median <"$work/bw.times")
   echo "| ${names[$i]} | $mx | $mb | $(awk -v a="$mx" -v b="$mb" 'BEGIN {printf "%.2f", a / b}') |"
 done
+
+# The CPU one command costs, by process, each run after the same quiet: on
+# a 2-core machine a daemon exec keeps both cores busy for most of its
+# time, so its CPU, not only its wall time, says what a change can gain
+# (performance.md#where-it-stands). A daemon exec's CPU is the client's
+# (this shell's children), serve's own (its utime and stime) and that of
+# the launchers serve reaped (their cutime and cstime: a launcher becomes
+# its command, so this is the launcher's start and setup and the command
+# together). Each run reaps the launcher that ran it; the ready one
+# started after it is counted when the next run reaps it. bubblewrap's is
+# its own process and its command's. The quiet is waited for with read -t
+# on a pipe, not sleep, whose process would count as a child.
+exec {quietfd}<> <(:)
+ticks() {
+  local s
+  s=$(<"/proc/$1/stat")
+  s=${s##*) }
+  # shellcheck disable=SC2086 # the fields, split on blanks
+  set -- $s
+  echo "${12} ${13} ${14} ${15}"
+}
+childcpu() {
+  # The children's user and system time from bash's times, in ms per run.
+  (
+    for _ in $(seq 1 "$runs"); do
+      read -rt "$quiet" -u "$quietfd" || true
+      # shellcheck disable=SC2086 # the command is a word list, as hyperfine -N runs it
+      $1 >/dev/null 2>&1 || true
+    done
+    times
+  ) | awk -v n="$runs" 'NR == 2 {
+      split($1, u, /[ms]/); split($2, s, /[ms]/)
+      printf "%.2f", (u[1] * 60 + u[2] + s[1] * 60 + s[2]) * 1000 / n }'
+}
+hz=$(getconf CLK_TCK)
+echo
+echo "| CPU per command, $runs runs each after $quiet s of quiet | client ms | serve ms | launcher and command ms | total ms |"
+echo "| --- | ---: | ---: | ---: | ---: |"
+echo "| ${names[1]} (its process and the command's) | | | | $(childcpu "${cmds[1]}") |"
+for i in "${daemon[@]}" "${quick[@]}"; do
+  case ${cmds[$i]} in "env "*) continue ;; esac
+  read -r u0 s0 cu0 cs0 <<<"$(ticks "${serves[$i]}")"
+  client=$(childcpu "${cmds[$i]}")
+  read -r u1 s1 cu1 cs1 <<<"$(ticks "${serves[$i]}")"
+  awk -v name="${names[$i]}" -v c="$client" -v hz="$hz" -v n="$runs" \
+    -v s=$((u1 - u0 + s1 - s0)) -v l=$((cu1 - cu0 + cs1 - cs0)) \
+    'BEGIN {sv = s * 1000 / hz / n; lc = l * 1000 / hz / n
+      printf "| %s | %.2f | %.2f | %.2f | %.2f |\n", name, c, sv, lc, c + sv + lc}'
+done
+exec {quietfd}<&-
 
 # Two builds: the same rows again, one run of each build in turn. hyperfine
 # measures one command's runs and then the next's, and on a shared virtual
