@@ -214,6 +214,33 @@ func TestEmbeddedLauncherFallsBack(t *testing.T) {
 	}
 }
 
+// An embedded launcher that starts but ends before it is ready (here a
+// program that exits at once, as a launcher would whose start-up failed)
+// has not read its command: the command is handed to the ironvise binary
+// and runs, in a tier of one command (which does not check the embedded
+// launcher when it is built) as in a tier of many.
+func TestEmbeddedLauncherFailingBeforeReadyFallsBack(t *testing.T) {
+	for _, one := range []bool{false, true} {
+		var logs strings.Builder
+		var mu sync.Mutex
+		tier := newTestTier(t, sandbox.Options{OneCommand: one, Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
+		tier.executable = "/bin/false" // starts, writes nothing, exits 1
+		tier.embedded = &launcherbin.Executable{Path: tier.executable}
+		fx := newFixture(t)
+		for i := range 2 {
+			r := run(t, tier, fx, "echo ran")
+			if r.ExitCode == nil || *r.ExitCode != 0 || r.Stdout != "ran\n" || r.Status == sandbox.StatusAborted {
+				t.Fatalf("OneCommand=%v, command %d: the ironvise binary did not take the command: %+v", one, i, r)
+			}
+		}
+		mu.Lock()
+		if !strings.Contains(logs.String(), "the embedded sandbox launcher failed before it was ready") {
+			t.Errorf("OneCommand=%v: no warning logged; logs: %s", one, logs.String())
+		}
+		mu.Unlock()
+	}
+}
+
 type lockedWriter struct {
 	mu *sync.Mutex
 	w  *strings.Builder

@@ -315,9 +315,10 @@ func (t *Tier) launch(ctx context.Context, spec []byte) (*launcher, error) {
 	l, err := startLauncher(k)
 	if err != nil && t.embedded != nil {
 		// The embedded launcher passed its check when the tier was
-		// built; should it fail to start now, the ironvise binary is
-		// the same launcher and is always there (its key differs, so a
-		// spare of either kind is only ever used as what it is).
+		// built (a tier of one command skips the check: this start is
+		// its check); should it fail to start now, the ironvise binary
+		// is the same launcher and is always there (its key differs, so
+		// a spare of either kind is only ever used as what it is).
 		t.log.Warn("the embedded sandbox launcher did not start; this command's launcher starts as the ironvise binary", "err", err)
 		k.executable = selfExe
 		l, err = startLauncher(k)
@@ -325,17 +326,38 @@ func (t *Tier) launch(ctx context.Context, spec []byte) (*launcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The specification waits in the pipe while the launcher starts,
-	// which the run's end cuts short.
-	stop := context.AfterFunc(ctx, l.kill)
-	defer stop()
-	if l.send(spec) != nil || l.awaitReady() != nil {
-		// It died before taking the specification, or is no launcher:
-		// no record confirms anything, and the outcome (its exit status
-		// and stderr) says why.
-		l.kill()
+	if err := l.handOver(ctx, spec); err != nil && t.embedded != nil && k.executable != selfExe && ctx.Err() == nil {
+		// The embedded launcher started but failed before it was ready,
+		// so before it read the specification: nothing of the command
+		// was looked at, and the ironvise binary takes it the same way.
+		t.log.Warn("the embedded sandbox launcher failed before it was ready; this command's launcher starts as the ironvise binary", "err", err)
+		l.discard()
+		k.executable = selfExe
+		if l, err = startLauncher(k); err != nil {
+			return nil, err
+		}
+		_ = l.handOver(ctx, spec)
 	}
 	return l, nil
+}
+
+// handOver gives l, a launcher just started, its specification and waits
+// until it is ready (the specification waits in the pipe meanwhile), the
+// run's end cutting the wait short. When it died before taking the
+// specification, or is no launcher, it is killed and the error says so:
+// no record confirms anything, and its outcome (exit status and stderr)
+// says why.
+func (l *launcher) handOver(ctx context.Context, spec []byte) error {
+	stop := context.AfterFunc(ctx, l.kill)
+	defer stop()
+	err := l.send(spec)
+	if err == nil {
+		err = l.awaitReady()
+	}
+	if err != nil {
+		l.kill()
+	}
+	return err
 }
 
 // takeSpare takes the ready launcher if it was started with k; a stale one
