@@ -374,6 +374,13 @@ func TestExecThinEndToEnd(t *testing.T) {
 	})
 
 	t.Run("interrupt", func(t *testing.T) {
+		// A serve of its own, whose timeout does not end the command
+		// before the test sees it run and interrupts it: the shared
+		// serve's 1 s (the timeout case above) is too short for that on
+		// a loaded machine.
+		data := t.TempDir()
+		defer serveBin(t, bin, ws, withEnv(daemonEnv, "ECTO_DATA_DIR", data, "ECTO_SANDBOX_TIMEOUT_SECS", "300"))()
+		clientEnv, fullEnv := withEnv(clientEnv, "ECTO_DATA_DIR", data), withEnv(fullEnv, "ECTO_DATA_DIR", data)
 		for i, env := range []map[string]string{clientEnv, fullEnv, clientEnv} {
 			arg := strconv.Itoa(9970 + i) // a sleep no one else runs
 			cmd := exec.Command(bin, "exec", "--workspace", ws, "--", "sleep", arg)
