@@ -59,7 +59,7 @@ demo: build
 	./scripts/demo.sh
 
 ## test: formatting, vet (linux, darwin, windows; and the build without the server), staticcheck, documentation references, cross-builds, race-enabled tests
-test: fmt-check vet lint doclinks cross unit
+test: fmt-check vet lint doclinks cross cross-test unit
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -110,6 +110,24 @@ cross:
 		CGO_ENABLED=0 GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build -o /dev/null ./cmd/ironvise-exec || exit 1; \
 	done
 	GO='$(GO)' GOOS=linux GOARCH=arm64 ./scripts/build-ironvise.sh /dev/null
+
+## cross-test: run, under qemu-user, the tests of Linux without a seccomp
+## profile (linux/riscv64): no profile is built or installed, and the native
+## tier says it is unavailable and runs nothing. Skipped without qemu-riscv64
+## except in CI (.ci/run installs qemu-user).
+cross-test:
+	@if ! command -v qemu-riscv64 >/dev/null; then \
+		if [ -n "$$CI" ]; then echo "cross-test: qemu-riscv64 is missing; install with: apt-get install -y qemu-user" >&2; exit 1; fi; \
+		echo "cross-test: skipped, qemu-riscv64 is not installed (apt-get install -y qemu-user)"; exit 0; \
+	fi; \
+	dir=$$(mktemp -d) && trap 'rm -rf "$$dir"' EXIT && \
+	for p in seccomp:./internal/sandbox/native/seccomp native:./internal/sandbox/native; do \
+		CGO_ENABLED=0 GOOS=linux GOARCH=riscv64 $(GO) test -c -o "$$dir/$${p%%:*}.test" "$${p#*:}" || exit 1; \
+		echo "qemu-riscv64 $${p#*:}"; \
+		qemu-riscv64 "$$dir/$${p%%:*}.test" -test.run 'NoProfileFailsClosed|NoSeccompProfileFailsClosed' -test.v >"$$dir/out" 2>&1; st=$$?; \
+		grep -E '^(--- |PASS|FAIL|panic)' "$$dir/out"; \
+		[ $$st -eq 0 ] || { cat "$$dir/out"; exit 1; }; \
+	done
 
 ## bench: the performance targets of the spec
 bench:
