@@ -188,12 +188,17 @@ func compileConfig(cfg tomlConfig, shapes []*ruleShape, eager bool) (*Rules, err
 		}
 		return a, nil
 	})}
-	// Room for every keyword of the rules and the passes at once.
+	// Room for every keyword of the rules and the passes at once (a short
+	// keyword's expansion may still grow it).
+	passes := builtinPasses()
 	n := 0
 	for _, tr := range cfg.Rules {
 		n += len(tr.Keywords)
 	}
-	kws := make([]kwDef, 0, n+64)
+	for _, p := range passes {
+		n += len(p.words)
+	}
+	kws := make([]kwDef, 0, n)
 	// Room for every rule: a rule is used through a pointer into the
 	// slice (see rule), so it must never move.
 	rs.rules = make([]rule, 0, len(cfg.Rules))
@@ -229,7 +234,7 @@ func compileConfig(cfg tomlConfig, shapes []*ruleShape, eager bool) (*Rules, err
 			}
 		}
 	}
-	for _, p := range builtinPasses() {
+	for _, p := range passes {
 		ids := make([]int, 0, len(p.words))
 		for _, w := range p.words {
 			ids = append(ids, len(kws))
