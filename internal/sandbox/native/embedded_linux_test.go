@@ -207,7 +207,7 @@ func TestEmbeddedLauncherFallsBack(t *testing.T) {
 			t.Fatalf("OneCommand=%v: command after the embedded launcher failed to start: %+v", one, r)
 		}
 		mu.Lock()
-		if !strings.Contains(logs.String(), "the embedded sandbox launcher did not start") {
+		if !strings.Contains(logs.String(), "the embedded sandbox launcher did not start or ended before it was ready") {
 			t.Errorf("OneCommand=%v: no warning logged; logs: %s", one, logs.String())
 		}
 		mu.Unlock()
@@ -234,7 +234,7 @@ func TestEmbeddedLauncherFailingBeforeReadyFallsBack(t *testing.T) {
 			}
 		}
 		mu.Lock()
-		if !strings.Contains(logs.String(), "the embedded sandbox launcher failed before it was ready") {
+		if !strings.Contains(logs.String(), "the embedded sandbox launcher did not start or ended before it was ready") {
 			t.Errorf("OneCommand=%v: no warning logged; logs: %s", one, logs.String())
 		}
 		mu.Unlock()

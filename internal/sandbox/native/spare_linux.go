@@ -313,31 +313,32 @@ func (t *Tier) launch(ctx context.Context, spec []byte) (*launcher, error) {
 		t.spares.retire(l)
 	}
 	l, err := startLauncher(k)
-	if err != nil && t.embedded != nil {
+	if err == nil {
+		err = l.handOver(ctx, spec)
+	}
+	if err != nil && t.embedded != nil && ctx.Err() == nil {
 		// The embedded launcher passed its check when the tier was
 		// built (a tier of one command skips the check: this start is
-		// its check); should it fail to start now, the ironvise binary
-		// is the same launcher and is always there (its key differs, so
-		// a spare of either kind is only ever used as what it is).
-		t.log.Warn("the embedded sandbox launcher did not start; this command's launcher starts as the ironvise binary", "err", err)
-		k.executable = selfExe
-		l, err = startLauncher(k)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := l.handOver(ctx, spec); err != nil && t.embedded != nil && k.executable != selfExe && ctx.Err() == nil {
-		// The embedded launcher started but failed before it was ready,
-		// so before it read the specification: nothing of the command
-		// was looked at, and the ironvise binary takes it the same way.
-		t.log.Warn("the embedded sandbox launcher failed before it was ready; this command's launcher starts as the ironvise binary", "err", err)
-		l.discard()
+		// its check). Should it fail to start now, or end before it is
+		// ready (so before it read the specification: nothing of the
+		// command was looked at), the ironvise binary is the same
+		// launcher and is always there (its key differs, so a spare of
+		// either kind is only ever used as what it is).
+		t.log.Warn("the embedded sandbox launcher did not start or ended before it was ready; this command's launcher starts as the ironvise binary", "err", err)
+		if l != nil {
+			l.discard()
+		}
 		k.executable = selfExe
 		if l, err = startLauncher(k); err != nil {
 			return nil, err
 		}
 		_ = l.handOver(ctx, spec)
+		return l, nil
 	}
+	if l == nil {
+		return nil, err
+	}
+	// A failed hand-over left l killed: its status says why.
 	return l, nil
 }
 
