@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ironvise/ironvise/internal/localsock"
+	"github.com/ironvise/ironvise/internal/timerslack"
 )
 
 // binRun is one run of the real ironvise binary, with the packages it
@@ -130,6 +132,13 @@ func finish(t *testing.T, cmd *exec.Cmd, err error, out, errb *bytes.Buffer) bin
 // for its exec socket; the returned stop ends it.
 func serveBin(t *testing.T, bin, ws string, env map[string]string) (stop func()) {
 	t.Helper()
+	_, stop = serveBinPid(t, bin, ws, env)
+	return stop
+}
+
+// serveBinPid is serveBin, also returning serve's process id.
+func serveBinPid(t *testing.T, bin, ws string, env map[string]string) (pid int, stop func()) {
+	t.Helper()
 	cmd := exec.Command(bin, "serve", "--workspace", ws)
 	cmd.Env = envList(env)
 	var logs lockedBuffer
@@ -156,7 +165,7 @@ func serveBin(t *testing.T, bin, ws string, env map[string]string) (stop func())
 			t.Fatalf("serve did not open %s: %s", sock, logs.String())
 		}
 	}
-	return func() {
+	return cmd.Process.Pid, func() {
 		cmd.Process.Signal(os.Interrupt)
 		select {
 		case <-done:
@@ -206,7 +215,8 @@ func TestExecThinEndToEnd(t *testing.T) {
 	base := map[string]string{"ECTO_DATA_DIR": data, "HOME": t.TempDir(), "PATH": filepath.Dir(bin) + ":/usr/local/bin:/usr/bin:/bin"}
 	// serve's configuration; an in-process exec gets the same.
 	daemonEnv := withEnv(base, "LLM_BACKEND", "mock", "GUARD_REQUIRED", "false", "ECTO_BIND_PORT", "0", "ECTO_SANDBOX_TIMEOUT_SECS", "1")
-	defer serveBin(t, bin, ws, daemonEnv)()
+	servePid, stopServe := serveBinPid(t, bin, ws, daemonEnv)
+	defer stopServe()
 	// The client's: the sandbox gets its locale and time zone either way.
 	clientEnv := withEnv(base, "LANG", "C.UTF-8", "TZ", "UTC")
 	// A configuration variable the thin path does not read (any value
@@ -261,6 +271,49 @@ func TestExecThinEndToEnd(t *testing.T) {
 					t.Fatalf("verify-session: exit %d %s", code, errOut)
 				}
 			})
+		}
+	})
+
+	t.Run("timer slack", func(t *testing.T) {
+		// serve ran itself again with a coarse timer slack (package
+		// timerslack), named the slack it was started with for its
+		// commands, and gave its ready launcher the coarse one; each
+		// command, through the daemon or standalone, has the slack this
+		// test started it with, and not the variable.
+		own := testThreadSlack(t)
+		if own >= timerslack.Coarse {
+			t.Skipf("this test runs with a timer slack of %d ns, as coarse as serve's already", own)
+		}
+		if got := procSlack(t, servePid); got != timerslack.Coarse {
+			t.Fatalf("serve's timer slack is %d, want %d", got, timerslack.Coarse)
+		}
+		environ, err := os.ReadFile("/proc/" + strconv.Itoa(servePid) + "/environ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := timerslack.Var + "=" + strconv.FormatUint(own, 10); !slices.Contains(strings.Split(string(environ), "\x00"), want) {
+			t.Fatalf("serve's environment lacks %s", want)
+		}
+		launchers := 0
+		for _, child := range childPids(t, servePid) {
+			if got := procSlack(t, child); got != timerslack.Coarse {
+				t.Errorf("serve's child %d has timer slack %d, want %d", child, got, timerslack.Coarse)
+			}
+			launchers++
+		}
+		if launchers == 0 {
+			t.Error("serve has no ready launcher to check")
+		}
+		cmd := []string{"--", "cat /proc/self/timerslack_ns; env | grep -c " + timerslack.Var + " || true"}
+		want := strconv.FormatUint(own, 10) + "\n0\n"
+		for _, r := range []binRun{
+			runBin(t, execBin, ws, clientEnv, cmd...),
+			runBin(t, bin, ws, clientEnv, append([]string{"exec"}, cmd...)...),
+			runBin(t, bin, ws, inProcessEnv, append([]string{"exec", "--no-daemon"}, cmd...)...),
+		} {
+			if r.code != 0 || r.stdout != want {
+				t.Errorf("exit %d, stdout %q, want %q: %s", r.code, r.stdout, want, r.stderr)
+			}
 		}
 	})
 
@@ -513,4 +566,50 @@ func sleeping(arg string) bool {
 		}
 	}
 	return false
+}
+
+// testThreadSlack is the timer slack of this test's threads, which the
+// processes it starts inherit.
+func testThreadSlack(t *testing.T) uint64 {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	ns, err := timerslack.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+// procSlack is the timer slack of process pid's main thread.
+func procSlack(t *testing.T, pid int) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/timerslack_ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+// childPids are the processes whose parent is pid.
+func childPids(t *testing.T, pid int) []int {
+	t.Helper()
+	var out []int
+	tasks, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + task.Name() + "/children")
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(f); err == nil {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/ironvise/ironvise/internal/ledger"
 	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/server"
+	"github.com/ironvise/ironvise/internal/timerslack"
 )
 
 func (a *app) serveCommand() *cobra.Command {
@@ -57,6 +58,14 @@ stopped and their end recorded, and a final checkpoint is written.`,
 }
 
 func (a *app) runServe(workspace string, verifyFull bool, guardFlags guard.Flags) error {
+	if a.exits {
+		// serve runs itself again with a coarse timer slack first, which
+		// saves CPU on every command (package timerslack); a test's
+		// in-process serve is not its process's to replace.
+		if err := timerslack.Reexec(); err != nil {
+			fmt.Fprintf(a.stderr, "ironvise: warning: %v; serve goes on with the timer slack it has, which costs more CPU per command\n", err)
+		}
+	}
 	cfg, err := a.config()
 	if err != nil {
 		return err

@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"time"
+
+	"github.com/ironvise/ironvise/internal/timerslack"
 )
 
 // PermissiveReason is the reason recorded with every permissive run.
@@ -78,7 +80,10 @@ func (p *Permissive) Run(ctx context.Context, req Request) Result {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	killTree(cmd)
 	cmd.WaitDelay = time.Second
-	runErr := cmd.Run()
+	runErr := timerslack.Start(cmd.Start)
+	if runErr == nil {
+		runErr = cmd.Wait()
+	}
 
 	res := Ran(TierNone, time.Since(start), &stdout, &stderr)
 	res.Status, res.Reason = StatusPermissive, PermissiveReason

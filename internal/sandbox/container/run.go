@@ -19,6 +19,7 @@ import (
 	"github.com/ironvise/ironvise/internal/sandbox/native/launch"
 	"github.com/ironvise/ironvise/internal/sandbox/native/seccomp"
 	"github.com/ironvise/ironvise/internal/secretpaths"
+	"github.com/ironvise/ironvise/internal/timerslack"
 )
 
 // Exit codes the runtimes use for their own failures (docker run(1),
@@ -185,7 +186,11 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 		return nil
 	}
 	cmd.WaitDelay = clientGracePeriod
-	runErr := cmd.Run()
+	// The runtime starts the command: it gets the command's timer slack.
+	runErr := timerslack.Start(cmd.Start)
+	if runErr == nil {
+		runErr = cmd.Wait()
+	}
 	dur := attempt.Elapsed()
 	timedOut := rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	if rctx.Err() != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ironvise/ironvise/internal/sandbox"
 	"github.com/ironvise/ironvise/internal/sandbox/guestproto"
+	"github.com/ironvise/ironvise/internal/timerslack"
 )
 
 // vmConfig is the part of Firecracker's --config-file the tier writes.
@@ -147,7 +148,12 @@ func (t *Tier) Run(ctx context.Context, req sandbox.Request) sandbox.Result {
 	cmd.Stdout, cmd.Stderr = serial, &vmmErr
 	confine(cmd) // its own process group; the timeout kills the group
 	cmd.WaitDelay = 2 * time.Second
-	runErr := cmd.Run()
+	// The VMM runs the command's machine: it gets the command's timer
+	// slack.
+	runErr := timerslack.Start(cmd.Start)
+	if runErr == nil {
+		runErr = cmd.Wait()
+	}
 	dur := attempt.Elapsed()
 	timedOut := rctx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 

@@ -31,6 +31,7 @@ import (
 	"github.com/ironvise/ironvise/internal/sandbox/native/seccomp"
 	"github.com/ironvise/ironvise/internal/secretpaths"
 	"github.com/ironvise/ironvise/internal/shell"
+	"github.com/ironvise/ironvise/internal/timerslack"
 )
 
 // Tier is the native Linux tier.
@@ -78,6 +79,10 @@ type Tier struct {
 	// shellOnly runs every command under /bin/sh -c: a test hook that
 	// compares argv mode with the shell.
 	shellOnly bool
+	// timerSlack is the timer slack each command gets (0: the one its
+	// launcher has): serve's launchers inherit its coarse one (package
+	// timerslack), which the command does not keep.
+	timerSlack uint64
 	// mountPoint is the host directory a long-lived tier mounts every
 	// command's scratch tmpfs on (newScratch).
 	mountPoint sharedMountPoint
@@ -99,6 +104,13 @@ func New(opts sandbox.Options) (sandbox.Tier, error) {
 	t := &Tier{opts: opts, log: opts.Logger, executable: selfExe, scratchDir: os.TempDir(),
 		container: opts.ContainerMode, path: sandbox.CommandPath()}
 	t.userNS = !t.container && needsUserNS()
+	slack, set, err := timerslack.ForCommands()
+	if err != nil {
+		return nil, fmt.Errorf("native: %w", err)
+	}
+	if set {
+		t.timerSlack = slack
+	}
 	t.useEmbedded()
 	if opts.User != "" {
 		switch {
@@ -830,7 +842,7 @@ func (t *Tier) launchSpec(req sandbox.Request, ws, scratch string, masks []strin
 		Command: req.Command, Argv: argv, Workspace: ws, Scratch: scratch, Limits: launchLimits(t.opts.Limits.Tighten(req.Limits)),
 		Hide: masks, ScratchMiB: t.opts.ScratchMiB,
 		SwitchUser: t.switchUser, UID: t.uid, GID: t.gid, UserNS: t.userNS, Container: t.container, Inject: t.inject,
-		Seccomp: prof.Bytes(), SeccompSHA256: prof.SHA256, Proxy: proxy,
+		Seccomp: prof.Bytes(), SeccompSHA256: prof.SHA256, Proxy: proxy, TimerSlackNS: t.timerSlack,
 		Env: sandbox.CommandEnv(req.Env, env),
 	}
 }

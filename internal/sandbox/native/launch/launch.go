@@ -185,6 +185,11 @@ type Spec struct {
 	Scratch   string
 	Env       []string
 	Limits    Limits
+	// TimerSlackNS, when not 0, is the timer slack the command gets, in
+	// nanoseconds: the launcher was started with a coarser one (package
+	// timerslack) and gives this back to its thread, which becomes the
+	// command (step 4).
+	TimerSlackNS uint64
 	// UID and GID, when SwitchUser, are the user to become
 	// (ECTO_SANDBOX_USER).
 	SwitchUser bool

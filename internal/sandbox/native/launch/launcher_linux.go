@@ -16,6 +16,7 @@ import (
 
 	"github.com/ironvise/ironvise/internal/sandbox/native/kernel"
 	"github.com/ironvise/ironvise/internal/sandbox/native/seccomp"
+	"github.com/ironvise/ironvise/internal/timerslack"
 )
 
 // Securebits (linux/securebits.h) locked so that uid 0 never regains
@@ -275,8 +276,12 @@ func (l *launcher) launch() error {
 		return err
 	}
 
-	// 4. Resource limits (the address-space cap is applied at exec).
+	// 4. Resource limits (the address-space cap is applied at exec), and
+	// the command's timer slack.
 	if err := l.applyRlimits(); err != nil {
+		return err
+	}
+	if err := l.restoreTimerSlack(); err != nil {
 		return err
 	}
 
@@ -540,6 +545,23 @@ func (l *launcher) applyRlimits() error {
 		}
 	}
 	l.applied.RLimits = got
+	return nil
+}
+
+// restoreTimerSlack gives this thread, which becomes the command, the
+// timer slack of the specification: the launcher was started with a
+// coarse one (package timerslack), which the command must not inherit —
+// its sleeps and timers end as promptly as they would without IronVise.
+// Failing it fails the launch, as every other step does, rather than run
+// the command with a slack it was not meant to have.
+func (l *launcher) restoreTimerSlack() error {
+	ns := l.spec.TimerSlackNS
+	if ns == 0 {
+		return nil
+	}
+	if err := l.call(StepRlimits, func() error { return timerslack.Set(ns) }); err != nil {
+		return stepErr(StepRlimits, fmt.Errorf("prctl PR_SET_TIMERSLACK %d: %w", ns, err), "")
+	}
 	return nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/ironvise/ironvise/internal/timerslack"
 )
 
 // The wire formats between the tier and the launcher are plain text built
@@ -38,6 +40,7 @@ const (
 	keyHide       = "hide"
 	keyScratchMiB = "scratch_mib"
 	keyProxy      = "proxy"
+	keyTimerSlack = "timer_slack_ns"
 	// Overlay mode (Spec.Overlay): the upper directory, the work
 	// directory, and one key per earlier layer, newest first.
 	keyOverlayUpper = "overlay_upper"
@@ -72,6 +75,9 @@ func (s Spec) Args() ([]string, error) {
 		args = append(args, keyProxy+"=1")
 	}
 	args = append(args, keyScratchMiB+"="+strconv.Itoa(s.ScratchMiB))
+	if s.TimerSlackNS != 0 {
+		args = append(args, keyTimerSlack+"="+strconv.FormatUint(s.TimerSlackNS, 10))
+	}
 	for _, a := range s.Argv {
 		args = append(args, keyArgv+"="+a)
 	}
@@ -195,6 +201,8 @@ func ParseArgs(args []string) (Spec, error) {
 			if s.ScratchMiB, err = strconv.Atoi(v); err == nil && s.ScratchMiB <= 0 {
 				err = errors.New("want a positive number of MiB")
 			}
+		case keyTimerSlack:
+			s.TimerSlackNS, err = timerslack.Parse(v)
 		case keyLimits:
 			var n []int
 			if n, err = splitInts(v, ",", 5); err == nil {

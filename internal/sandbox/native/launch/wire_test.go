@@ -21,6 +21,7 @@ func testSpec() Spec {
 		Inject:        map[string]int{StepLandlock: 38, StepExec: 2, StepSeccomp: InjectSkip},
 		Hide:          []string{"/home/a/.ssh", "/var/lib/ironvise data"},
 		ScratchMiB:    256,
+		TimerSlackNS:  50_000,
 	}
 }
 
