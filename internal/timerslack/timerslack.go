@@ -8,12 +8,15 @@
 // millisecond after it finds work, so a process that wakes for every
 // command pays dozens of timers, context switches and wake-ups per
 // command; on a virtual machine, where each costs several microseconds of
-// CPU, that was about a sixth of serve's CPU per command and a tenth of a
-// launcher's (docs/operate/performance-log.md#exec-2026-12-04-slack).
-// With 1 ms of slack the kernel lets those sleeps run on and the thread
-// wakes far less often; nothing serve does for a command waits on a timer
-// (it reads sockets and pipes, and the group commit waits for the
-// commits before it, not for a clock), so no command is later for it.
+// CPU, that was 14.5 % of serve's CPU and 8.8 % of a launcher's in one
+// profile (docs/operate/performance-log.md#exec-2026-12-04-night). With
+// 1 ms of slack the kernel lets those sleeps run on and the thread wakes
+// far less often: 3 ms less CPU per command
+// (docs/operate/performance-log.md#exec-2026-12-04-slack). A command's
+// path waits on no timer (serve reads sockets and pipes, and the group
+// commit waits for the commits before it, not for a clock); the timers
+// serve does set, a command's timeout and the checkpoint's delay, may
+// end up to 1 ms later, which neither minds.
 //
 // The monitor thread is started before main, with the slack the process
 // was started with, and a thread's slack can be set only by itself; so
