@@ -294,15 +294,14 @@ func TestExecThinEndToEnd(t *testing.T) {
 		if want := timerslack.Var + "=" + strconv.FormatUint(own, 10); !slices.Contains(strings.Split(string(environ), "\x00"), want) {
 			t.Fatalf("serve's environment lacks %s", want)
 		}
-		launchers := 0
-		for _, child := range childPids(t, servePid) {
+		children := childPids(t, servePid)
+		if len(children) == 0 {
+			t.Error("serve has no ready launcher to check")
+		}
+		for _, child := range children {
 			if got := procSlack(t, child); got != timerslack.Coarse {
 				t.Errorf("serve's child %d has timer slack %d, want %d", child, got, timerslack.Coarse)
 			}
-			launchers++
-		}
-		if launchers == 0 {
-			t.Error("serve has no ready launcher to check")
 		}
 		cmd := []string{"--", "cat /proc/self/timerslack_ns; env | grep -c " + timerslack.Var + " || true"}
 		want := strconv.FormatUint(own, 10) + "\n0\n"

@@ -54,16 +54,7 @@ func Reexec() error {
 		return nil
 	}
 	env := append(os.Environ(), Var+"="+strconv.FormatUint(own, 10))
-	if err := Set(Coarse); err != nil {
-		return fmt.Errorf("set the timer slack: %w", err)
-	}
-	err = syscall.Exec("/proc/self/exe", os.Args, env)
-	if rerr := Set(own); rerr != nil {
-		// The thread would run other goroutines with the coarse slack:
-		// keep it to this goroutine, and the runtime ends it with it.
-		runtime.LockOSThread()
-		err = errors.Join(err, fmt.Errorf("restore the timer slack: %w", rerr))
-	}
+	err = withSlack(Coarse, func() error { return syscall.Exec("/proc/self/exe", os.Args, env) })
 	return fmt.Errorf("run %s again: %w", os.Args[0], err)
 }
 
@@ -80,6 +71,14 @@ func Start(start func() error) error {
 		return start()
 	}
 	// A new process takes the slack of the thread that forks it.
+	return withSlack(ns, start)
+}
+
+// withSlack calls f on this goroutine's thread with its slack set to ns,
+// then gives the thread its own slack back. Should that fail, the
+// goroutine keeps the thread, and the runtime ends the thread when the
+// goroutine ends: no other goroutine runs on it with ns.
+func withSlack(ns uint64, f func() error) error {
 	runtime.LockOSThread()
 	own, err := Get()
 	if err != nil {
@@ -90,12 +89,10 @@ func Start(start func() error) error {
 		runtime.UnlockOSThread()
 		return fmt.Errorf("set the timer slack to %d ns: %w", ns, err)
 	}
-	err = start()
-	if Set(own) == nil {
-		runtime.UnlockOSThread()
+	err = f()
+	if rerr := Set(own); rerr != nil {
+		return errors.Join(err, fmt.Errorf("restore the timer slack: %w", rerr))
 	}
-	// Otherwise the goroutine keeps the thread, and the runtime ends the
-	// thread when the goroutine ends: no other goroutine runs on it with
-	// the commands' slack.
+	runtime.UnlockOSThread()
 	return err
 }

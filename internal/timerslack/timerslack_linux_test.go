@@ -55,20 +55,7 @@ func helperMain() {
 // started with that slack (by systemd's TimerSlackNSec, say) would be.
 func startWithSlack(t *testing.T, cmd *exec.Cmd, ns uint64) {
 	t.Helper()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	own, err := Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := Set(ns); err != nil {
-		t.Fatal(err)
-	}
-	err = cmd.Start()
-	if rerr := Set(own); rerr != nil {
-		t.Fatalf("restore the test thread's slack: %v", rerr)
-	}
-	if err != nil {
+	if err := withSlack(ns, cmd.Start); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -329,11 +329,9 @@ func (t *Tier) launch(ctx context.Context, spec []byte) (*launcher, error) {
 			l.discard()
 		}
 		k.executable = selfExe
-		if l, err = startLauncher(k); err != nil {
-			return nil, err
+		if l, err = startLauncher(k); err == nil {
+			err = l.handOver(ctx, spec)
 		}
-		_ = l.handOver(ctx, spec)
-		return l, nil
 	}
 	if l == nil {
 		return nil, err
